@@ -1,0 +1,3 @@
+"""streamfs: online feature selection on Kafka streams."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Pure numpy/scipy online feature selection algorithms (no I/O, no Kafka, no asyncio)."""
