@@ -1,0 +1,35 @@
+# streamfs: `make demo` runs the whole pipeline once; `make test` runs the whole test suite.
+# Both set up everything they need (virtualenv, Apache Kafka jars from Maven Central).
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+
+.PHONY: venv test demo bench broker-start broker-stop clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test,eval,io]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+test: venv
+	bash ops/kafka/broker.sh fetch
+	$(BIN)/pytest
+
+demo: venv
+	bash ops/demo.sh
+
+bench: venv
+	$(BIN)/streamfs bench
+
+broker-start:
+	bash ops/kafka/broker.sh start
+
+broker-stop:
+	bash ops/kafka/broker.sh stop
+
+clean:
+	bash ops/kafka/broker.sh stop || true
+	rm -rf .run .pytest_cache .hypothesis

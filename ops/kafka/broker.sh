@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Local single-node Apache Kafka (KRaft) on 127.0.0.1, fetched from Maven Central.
+#
+#   ops/kafka/broker.sh start    fetch jars (cached), format fresh storage, start, wait until ready
+#   ops/kafka/broker.sh stop     stop the broker started by `start` (by pid)
+#   ops/kafka/broker.sh status   print the bootstrap address if running, exit 1 otherwise
+#   ops/kafka/broker.sh fetch    only fetch the jars
+#
+# Settings (environment): KAFKA_VERSION (default 4.1.2; 3.9.x works too),
+# STREAMFS_CACHE (jar cache, default <repo>/.cache), STREAMFS_RUN (pid, logs, data and the
+# `bootstrap` file with host:port, default <repo>/.run/kafka), KAFKA_HEAP (default 768m).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+version=${KAFKA_VERSION:-4.1.2}
+cache=${STREAMFS_CACHE:-$repo/.cache}
+libs="$cache/kafka-$version/libs"
+run=${STREAMFS_RUN:-$repo/.run/kafka}
+heap=${KAFKA_HEAP:-768m}
+
+log() { echo "[kafka] $*" >&2; }
+
+fetch() {
+  if [ -f "$libs/.complete" ]; then return 0; fi
+  log "fetching Apache Kafka $version from Maven Central into $libs"
+  local extra=()
+  case "$version" in 3.*) extra=(-Dreload4j) ;; esac
+  rm -rf "$libs" && mkdir -p "$libs"
+  mvn -q -B -f "$here/pom.xml" "${extra[@]}" -Dkafka.version="$version" \
+    dependency:copy-dependencies -DoutputDirectory="$libs" -DincludeScope=runtime
+  ls "$libs"/kafka_2.13-*.jar >/dev/null
+  touch "$libs/.complete"
+}
+
+running_pid() {
+  [ -f "$run/pid" ] || return 1
+  local pid; pid=$(cat "$run/pid")
+  kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+start() {
+  if pid=$(running_pid); then
+    log "already running (pid $pid) at $(cat "$run/bootstrap")"
+    cat "$run/bootstrap"; return 0
+  fi
+  fetch
+  rm -rf "$run" && mkdir -p "$run/data"
+  local port cport
+  port=$(free_port); cport=$(free_port)
+  while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  cat > "$run/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$run/data
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+log.cleaner.enable=true
+message.max.bytes=16777216
+PROPS
+  cat > "$run/log4j2.properties" <<'L4J'
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.apache.name = org.apache
+logger.apache.level = warn
+L4J
+  cat > "$run/log4j.properties" <<'L4J'
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache=WARN
+L4J
+  local jvm=(java "-Xmx$heap" "-Xms256m" -XX:+UseG1GC
+    "-Dlog4j2.configurationFile=$run/log4j2.properties"
+    "-Dlog4j.configuration=file:$run/log4j.properties"
+    -cp "$libs/*")
+  local cluster
+  cluster=$("${jvm[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
+    > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
+  nohup "${jvm[@]}" kafka.Kafka "$run/server.properties" > "$run/broker.log" 2>&1 &
+  echo $! > "$run/pid"
+  local deadline=$((SECONDS + 120))
+  until grep -q "Kafka Server started" "$run/broker.log" 2>/dev/null; do
+    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+      log "broker exited during start-up; last lines of $run/broker.log:"; tail -n 30 "$run/broker.log" >&2; exit 1
+    fi
+    if [ $SECONDS -ge $deadline ]; then log "broker not ready after 120 s"; stop; exit 1; fi
+    sleep 0.5
+  done
+  echo "127.0.0.1:$port" > "$run/bootstrap"
+  log "Apache Kafka $version ready at 127.0.0.1:$port (pid $(cat "$run/pid"))"
+  cat "$run/bootstrap"
+}
+
+stop() {
+  local pid
+  if pid=$(running_pid); then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null || true
+    log "stopped (pid $pid)"
+  fi
+  rm -f "$run/pid" "$run/bootstrap"
+}
+
+status() {
+  if running_pid >/dev/null; then cat "$run/bootstrap"; else log "not running"; return 1; fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  fetch) fetch ;;
+  *) echo "usage: $0 start|stop|status|fetch" >&2; exit 2 ;;
+esac

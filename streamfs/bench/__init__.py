@@ -1,0 +1,1 @@
+"""In-process benchmarks and dataset runs of the algorithms (no Kafka)."""

@@ -1,0 +1,213 @@
+"""The ``streamfs`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from streamfs import __version__
+from streamfs.settings import Settings
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``k=v`` pairs; values are parsed as JSON when they can be (numbers, null, true...)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--param")
+        key, value = pair.split("=", 1)
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return ctx.obj["settings"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--bootstrap-servers", "-b", envvar="STREAMFS_BOOTSTRAP_SERVERS",
+              help="Kafka bootstrap servers (env STREAMFS_BOOTSTRAP_SERVERS).")
+@click.option("--topic-prefix", envvar="STREAMFS_TOPIC_PREFIX",
+              help="Prefix of every topic name (default 'streamfs.').")
+@click.pass_context
+def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | None) -> None:
+    """streamfs: online feature selection on Kafka streams."""
+    ctx.obj = {"settings": Settings.from_env(bootstrap_servers=bootstrap_servers,
+                                             topic_prefix=topic_prefix)}
+
+
+@main.command()
+def version() -> None:
+    """Print the version."""
+    click.echo(__version__)
+
+
+@main.command()
+@click.option("--app-id", envvar="STREAMFS_APP_ID", help="Consumer group / app id.")
+@click.option("--web-port", type=int, envvar="STREAMFS_WEB_PORT",
+              help="Port of /health and /metrics (default 6066).")
+@click.option("--log-level", default="info", show_default=True)
+@click.pass_context
+def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
+    """Run the stream-processing worker until interrupted."""
+    from streamfs.worker.app import run_worker
+
+    settings = _settings(ctx)
+    if app_id:
+        settings.app_id = app_id
+    if web_port:
+        settings.web_port = web_port
+    settings.log_level = log_level
+    sys.argv = [sys.argv[0]]  # faust's Worker reads argv; keep our flags away from it
+    run_worker(settings)
+
+
+@main.group()
+def topics() -> None:
+    """Manage the topics of the catalogue (topics/catalogue.toml)."""
+
+
+@topics.command("create")
+@click.pass_context
+def topics_create(ctx: click.Context) -> None:
+    """Create the catalogue's topics that do not exist yet (idempotent)."""
+    from streamfs.topics import create_topics, load_catalogue
+
+    s = _settings(ctx)
+    for name, outcome in sorted(create_topics(s.kafka_config(), load_catalogue(s.topic_prefix)).items()):
+        click.echo(f"{name}: {outcome}")
+
+
+@topics.command("describe")
+@click.pass_context
+def topics_describe(ctx: click.Context) -> None:
+    """Print the catalogue with the resolved topic names."""
+    from streamfs.topics import load_catalogue
+
+    for role, spec in load_catalogue(_settings(ctx).topic_prefix).items():
+        click.echo(f"{role:12} {spec.name:32} partitions={spec.partitions} "
+                   f"{' '.join(f'{k}={v}' for k, v in spec.config.items())}")
+        click.echo(f"{'':12} {spec.description}")
+
+
+def _load_data(source: str, label: str | None) -> tuple[Any, Any]:
+    from streamfs.producers.files import load_file
+
+    return load_file(source, label=label)
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["features", "instances"]))
+@click.argument("source")
+@click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")
+@click.option("--algorithm", "-a", required=True, help="Algorithm name (see `streamfs select --help`).")
+@click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
+@click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
+@click.option("--block-bytes", type=int, default=None, help="Payload budget per message.")
+@click.pass_context
+def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
+            param: tuple[str, ...], label: str | None, block_bytes: int | None) -> None:
+    """Publish SOURCE as a feature or instance stream.
+
+    SOURCE is a file (.npz/.npy pair, .csv/.tsv, LIBSVM .svm/.libsvm/.txt, .mat, .parquet), a
+    dataset name from $STREAMFS_DATASETS, or `sklearn:breast_cancer`.
+    """
+    from streamfs.producers import (DEFAULT_BLOCK_BYTES, StreamPublisher,
+                                    feature_stream_messages, instance_stream_messages)
+    from streamfs.topics import load_catalogue
+
+    s = _settings(ctx)
+    X, y = _load_data(source, label)
+    make = feature_stream_messages if kind == "features" else instance_stream_messages
+    topic = load_catalogue(s.topic_prefix)[kind].name
+    with StreamPublisher(s.kafka_config(), topic) as pub:
+        n = pub.send_all(make(stream_id, X, y, algorithm, _parse_params(param),
+                              block_bytes=block_bytes or DEFAULT_BLOCK_BYTES))
+    click.echo(f"published {n} messages of stream {stream_id!r} ({X.shape[0]}x{X.shape[1]}) to {topic}")
+
+
+def _print_results(results: list[dict], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(results, default=str, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for r in results:
+        title = (f"{r['stream']} · {r['algorithm']} · v{r['version']}"
+                 f"{' · final' if r.get('final') else ''} · {r.get('counters', {})}")
+        table = Table(title=title)
+        for col in ("#", "feature", "score", "affiliated"):
+            table.add_column(col)
+        for i, item in enumerate(r["selection"]):
+            aff = ", ".join(str(a[0]) for a in item.get("affiliated", [])[:8])
+            more = len(item.get("affiliated", [])) - 8
+            table.add_row(str(i), str(item["feature"]), f"{item['score']:.4g}",
+                          aff + (f" (+{more})" if more > 0 else ""))
+        console.print(table)
+
+
+@main.command()
+@click.argument("stream", required=False)
+@click.option("--once", is_flag=True, help="Print the current selections and exit.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.option("--until-final", is_flag=True, help="Exit after the final result of STREAM.")
+@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+@click.pass_context
+def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
+          until_final: bool, timeout: float | None) -> None:
+    """Show selections from the selected-features topic (all streams, or STREAM)."""
+    from streamfs.client import SelectionReader
+    from streamfs.topics import load_catalogue
+
+    s = _settings(ctx)
+    topic = load_catalogue(s.topic_prefix)["selected"].name
+    with SelectionReader(s.kafka_config(), topic) as reader:
+        if once:
+            latest = reader.current_selections()
+            results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
+            if not results:
+                click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
+                sys.exit(1)
+            _print_results(results, as_json)
+            return
+        try:
+            last = None
+            for result in reader.updates(stream, until_final=until_final, timeout=timeout):
+                last = result
+                _print_results([result], as_json)
+        except TimeoutError as exc:
+            click.echo(str(exc), err=True)
+            sys.exit(3)
+        if until_final and last is None:
+            sys.exit(1)
+
+
+@main.command()
+@click.argument("source")
+@click.option("--algorithm", "-a", required=True)
+@click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
+@click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
+@click.option("--json", "as_json", is_flag=True)
+def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
+           as_json: bool) -> None:
+    """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
+    from streamfs.offline import run_offline
+
+    X, y = _load_data(source, label)
+    try:
+        result = run_offline(algorithm, X, y, _parse_params(param))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_results([result], as_json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Wire format: msgpack with a versioned envelope and bit-exact numpy / scipy.sparse arrays.
+
+* ``packb`` / ``unpackb`` encode plain data (dicts, lists, scalars, str, bytes) plus
+  ``numpy.ndarray`` (ext type 1: dtype, shape, little-endian bytes) and scipy.sparse CSC/CSR
+  matrices (ext type 2: format, shape, indptr, indices, values). numpy scalars become Python
+  scalars.
+* ``encode`` / ``decode`` wrap one message dict in the envelope ``{"v": WIRE_VERSION, "kind":
+  ...}`` and check it on the way back.
+* Everything that cannot be decoded raises :class:`CodecError` (a ``ValueError``) whose message
+  says what was wrong.
+
+>>> import numpy as np
+>>> out = unpackb(packb({"X": np.arange(3, dtype=np.int16)}))
+>>> out["X"].dtype, out["X"].tolist()
+(dtype('int16'), [0, 1, 2])
+"""
+
+from streamfs.codec.wire import (
+    KINDS,
+    WIRE_VERSION,
+    CodecError,
+    decode,
+    encode,
+    packb,
+    unpackb,
+)
+
+__all__ = ["KINDS", "WIRE_VERSION", "CodecError", "decode", "encode", "packb", "unpackb"]

@@ -1,0 +1,160 @@
+"""msgpack encoding with numpy and scipy.sparse ext types (see package docstring)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import numpy as np
+import scipy.sparse as sp
+
+WIRE_VERSION = 1
+#: message kinds the envelope accepts
+KINDS = frozenset({"open", "features", "instances", "close", "result", "dead_letter"})
+
+_EXT_NDARRAY = 1
+_EXT_SPARSE = 2
+# Only fixed-size numeric types travel: they are the ones with a portable byte layout.
+_DTYPES = {
+    np.dtype(t).newbyteorder("<").str: np.dtype(t).newbyteorder("<")
+    for t in (
+        np.bool_, np.int8, np.int16, np.int32, np.int64,
+        np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64,
+    )
+}
+
+
+class CodecError(ValueError):
+    """Raised for anything that cannot be encoded or decoded; the message says why."""
+
+
+def _wire_dtype(dtype: np.dtype) -> str:
+    key = dtype.newbyteorder("<").str
+    if key not in _DTYPES:
+        raise CodecError(
+            f"cannot encode arrays of dtype {dtype}: supported are bool, int8-int64, "
+            f"uint8-uint64, float32, float64"
+        )
+    return key
+
+
+def _pack_ndarray(arr: np.ndarray) -> bytes:
+    key = _wire_dtype(arr.dtype)
+    little = np.ascontiguousarray(arr, dtype=_DTYPES[key])
+    return msgpack.packb([key, list(arr.shape), little.tobytes()], use_bin_type=True)
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return msgpack.ExtType(_EXT_NDARRAY, _pack_ndarray(obj))
+    if sp.issparse(obj):
+        fmt = obj.format
+        if fmt not in ("csc", "csr"):
+            obj = obj.tocsc()
+            fmt = "csc"
+        payload = [
+            fmt,
+            list(obj.shape),
+            _pack_ndarray(np.asarray(obj.indptr)),
+            _pack_ndarray(np.asarray(obj.indices)),
+            _pack_ndarray(np.asarray(obj.data)),
+        ]
+        return msgpack.ExtType(_EXT_SPARSE, msgpack.packb(payload, use_bin_type=True))
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise CodecError(f"cannot encode object of type {type(obj).__name__}")
+
+
+def _unpack_ndarray(data: bytes) -> np.ndarray:
+    try:
+        key, shape, raw = msgpack.unpackb(data, raw=False)
+    except Exception as exc:  # noqa: BLE001 - any malformed payload is the same error
+        raise CodecError(f"malformed array payload: {exc}") from None
+    if not isinstance(key, str) or key not in _DTYPES:
+        raise CodecError(f"unsupported array dtype {key!r}")
+    if (
+        not isinstance(shape, list)
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
+        or not isinstance(raw, bytes)
+    ):
+        raise CodecError(f"malformed array header: shape={shape!r}")
+    dtype = _DTYPES[key]
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count * dtype.itemsize != len(raw):
+        raise CodecError(
+            f"array of shape {tuple(shape)} and dtype {key} needs {count * dtype.itemsize} "
+            f"bytes, got {len(raw)}"
+        )
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    # Native byte order and writeable, so callers can use the array like any other.
+    return arr.astype(dtype.newbyteorder("="), copy=True)
+
+
+def _unpack_sparse(data: bytes) -> sp.spmatrix:
+    try:
+        fmt, shape, indptr, indices, values = msgpack.unpackb(data, raw=False)
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"malformed sparse payload: {exc}") from None
+    if fmt not in ("csc", "csr") or not isinstance(shape, list) or len(shape) != 2:
+        raise CodecError(f"malformed sparse header: format={fmt!r} shape={shape!r}")
+    indptr, indices, values = (_unpack_ndarray(b) for b in (indptr, indices, values))
+    cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
+    try:
+        mat = cls((values, indices, indptr), shape=tuple(shape))
+        mat.check_format(full_check=True)
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"inconsistent sparse matrix: {exc}") from None
+    return mat
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_NDARRAY:
+        return _unpack_ndarray(data)
+    if code == _EXT_SPARSE:
+        return _unpack_sparse(data)
+    raise CodecError(f"unknown msgpack ext type {code}")
+
+
+def packb(obj: Any) -> bytes:
+    """Encode plain data with numpy / scipy.sparse arrays to bytes."""
+    try:
+        return msgpack.packb(obj, default=_default, use_bin_type=True, strict_types=False)
+    except CodecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. integers beyond 64 bits
+        raise CodecError(f"cannot encode: {exc}") from None
+
+
+def unpackb(data: bytes) -> Any:
+    """Decode bytes produced by :func:`packb`; raises :class:`CodecError` on bad input."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise CodecError(f"expected bytes, got {type(data).__name__}")
+    try:
+        return msgpack.unpackb(
+            data, raw=False, ext_hook=_ext_hook, strict_map_key=False, use_list=True
+        )
+    except CodecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types for garbage
+        raise CodecError(f"undecodable message ({type(exc).__name__}: {exc})") from None
+
+
+def encode(message: dict) -> bytes:
+    """Wrap ``message`` (which must have a known ``kind``) in the versioned envelope."""
+    kind = message.get("kind")
+    if kind not in KINDS:
+        raise CodecError(f"unknown message kind {kind!r}; expected one of {sorted(KINDS)}")
+    return packb({"v": WIRE_VERSION, **message})
+
+
+def decode(data: bytes) -> dict:
+    """Decode one envelope; checks the version and the kind."""
+    message = unpackb(data)
+    if not isinstance(message, dict):
+        raise CodecError(f"message is a {type(message).__name__}, expected a map")
+    version = message.get("v")
+    if version != WIRE_VERSION:
+        raise CodecError(f"unsupported wire version {version!r} (this worker reads {WIRE_VERSION})")
+    if message.get("kind") not in KINDS:
+        raise CodecError(f"unknown message kind {message.get('kind')!r}")
+    return message

@@ -1,0 +1,70 @@
+"""Publish streams to Kafka with an idempotent confluent-kafka producer."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from streamfs.codec import encode
+
+
+class DeliveryError(RuntimeError):
+    """A message could not be delivered to the broker."""
+
+
+class StreamPublisher:
+    """Sends encoded messages keyed by stream id; ``flush()`` raises on any failed delivery.
+
+    Idempotence and ``acks=all`` keep each stream's messages in order and without duplicates
+    even when the client retries.
+    """
+
+    def __init__(self, kafka_config: dict[str, Any], topic: str) -> None:
+        from confluent_kafka import Producer
+
+        conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
+                **kafka_config}
+        self._producer = Producer(conf)
+        self.topic = topic
+        self._errors: list[str] = []
+        self.delivered = 0
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is not None:
+            self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")
+        else:
+            self.delivered += 1
+
+    def send(self, message: dict) -> None:
+        self.send_raw(message["stream"].encode(), encode(message))
+
+    def send_raw(self, key: bytes | None, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(self.topic, key=key, value=value, on_delivery=self._on_delivery)
+                break
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                self._producer.poll(0.5)
+        self._producer.poll(0)
+
+    def send_all(self, messages: Iterable[dict]) -> int:
+        count = 0
+        for message in messages:
+            self.send(message)
+            count += 1
+        self.flush()
+        return count
+
+    def flush(self, timeout: float = 120.0) -> None:
+        remaining = self._producer.flush(timeout)
+        if remaining:
+            raise DeliveryError(f"{remaining} message(s) still undelivered after {timeout} s")
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise DeliveryError(f"{len(errors)} delivery failure(s); first: {errors[0]}")
+
+    def __enter__(self) -> "StreamPublisher":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.flush()

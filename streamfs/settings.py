@@ -1,0 +1,47 @@
+"""Configuration from ``STREAMFS_*`` environment variables (CLI flags override them)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+# Kafka security settings passed to every client (confluent-kafka names).
+_SECURITY_ENV = {
+    "STREAMFS_SECURITY_PROTOCOL": "security.protocol",
+    "STREAMFS_SASL_MECHANISM": "sasl.mechanism",
+    "STREAMFS_SASL_USERNAME": "sasl.username",
+    "STREAMFS_SASL_PASSWORD": "sasl.password",
+    "STREAMFS_SSL_CA_LOCATION": "ssl.ca.location",
+    "STREAMFS_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
+    "STREAMFS_SSL_KEY_LOCATION": "ssl.key.location",
+}
+
+
+@dataclass
+class Settings:
+    bootstrap_servers: str = "127.0.0.1:9092"
+    app_id: str = "streamfs"
+    topic_prefix: str = "streamfs."
+    web_port: int = 6066
+    web_host: str = "127.0.0.1"
+    max_message_bytes: int = 8 * 1024 * 1024
+    log_level: str = "info"
+    security: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, **overrides) -> "Settings":
+        env = os.environ
+        kwargs: dict = {}
+        for f in fields(cls):
+            if f.name == "security":
+                continue
+            value = env.get(f"STREAMFS_{f.name.upper()}")
+            if value is not None:
+                kwargs[f.name] = int(value) if f.type == "int" else value
+        kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kwargs)
+
+    def kafka_config(self) -> dict[str, str]:
+        """confluent-kafka client configuration (bootstrap plus security)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.security}

@@ -1,0 +1,56 @@
+"""The topic catalogue (``topics/catalogue.toml``) and its idempotent application."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "topics" / "catalogue.toml"
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    role: str
+    name: str
+    partitions: int
+    replication_factor: int
+    config: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+
+
+def load_catalogue(prefix: str | None = None, path: Path | None = None) -> dict[str, TopicSpec]:
+    """Topic specs by role (features, instances, selected, dead_letter)."""
+    path = Path(os.environ.get("STREAMFS_TOPICS", path or CATALOGUE))
+    prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    rf = int(data.get("defaults", {}).get("replication_factor", 1))
+    return {
+        role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]),
+                        int(t.get("replication_factor", rf)),
+                        {k: str(v) for k, v in t.get("config", {}).items()},
+                        t.get("description", ""))
+        for role, t in data["topics"].items()
+    }
+
+
+def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0) -> dict[str, str]:
+    """Create missing topics; existing ones are left alone. Returns ``{name: "created"|"exists"}``."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(admin_config)
+    new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
+                    config=s.config) for s in specs.values()]
+    outcome: dict[str, str] = {}
+    for name, fut in admin.create_topics(new, request_timeout=timeout).items():
+        try:
+            fut.result(timeout)
+            outcome[name] = "created"
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            outcome[name] = "exists"
+    return outcome

@@ -1,0 +1,168 @@
+"""The faust application: one agent per input topic, one table per agent, results and dead
+letters to their topics. All stream logic lives in :mod:`streamfs.worker.processor`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import time
+from collections.abc import MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Iterator
+
+import faust
+
+from streamfs.settings import Settings
+from streamfs.topics import load_catalogue
+from streamfs.worker import metrics
+from streamfs.worker.processor import Plan, StreamProcessor
+
+log = logging.getLogger("streamfs.worker")
+
+
+class TableStore(MutableMapping):
+    """str-keyed view of a faust table whose keys and values are raw bytes."""
+
+    def __init__(self, table: faust.Table) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> bytes:
+        value = self.table.get(key.encode())
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default=None):
+        value = self.table.get(key.encode())
+        return default if value is None else value
+
+    def __setitem__(self, key: str, value: bytes) -> None:
+        self.table[key.encode()] = value
+
+    def __delitem__(self, key: str) -> None:
+        self.table.pop(key.encode(), None)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k.decode() for k in self.table.keys())
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def _credentials(security: dict[str, str]):
+    protocol = security.get("security.protocol", "PLAINTEXT").upper()
+    context = None
+    if "SSL" in protocol:
+        context = ssl.create_default_context(cafile=security.get("ssl.ca.location"))
+        if security.get("ssl.certificate.location"):
+            context.load_cert_chain(security["ssl.certificate.location"],
+                                    security.get("ssl.key.location"))
+    if protocol.startswith("SASL"):
+        return faust.SASLCredentials(
+            username=security.get("sasl.username"), password=security.get("sasl.password"),
+            mechanism=security.get("sasl.mechanism", "PLAIN"), ssl_context=context)
+    if context is not None:
+        return faust.SSLCredentials(context)
+    return None
+
+
+def create_app(settings: Settings) -> faust.App:
+    specs = load_catalogue(settings.topic_prefix)
+    partitions = specs["features"].partitions
+    if specs["instances"].partitions != partitions:
+        raise ValueError("the features and instances topics must have the same partition count")
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{h.strip()}" for h in settings.bootstrap_servers.split(",")],
+        broker_credentials=_credentials(settings.security),
+        store="memory://",  # state is rebuilt from the changelog topics on start
+        datadir=os.environ.get("STREAMFS_DATA_DIR", os.path.join(".run", "faust", settings.app_id)),
+        topic_partitions=partitions,
+        topic_replication_factor=specs["features"].replication_factor,
+        key_serializer="raw",
+        value_serializer="raw",
+        producer_max_request_size=settings.max_message_bytes + 65536,
+        consumer_max_fetch_size=settings.max_message_bytes + 65536,
+        producer_acks=-1,
+        web_port=settings.web_port,
+        web_bind=settings.web_host,
+        web_host=settings.web_host,
+        autodiscover=False,
+    )
+    from faust.sensors.prometheus import setup_prometheus_sensors
+
+    setup_prometheus_sensors(app, name_prefix="streamfs_faust")
+
+    def topic(role: str) -> faust.TopicT:
+        s = specs[role]
+        return app.topic(s.name, partitions=s.partitions, replicas=s.replication_factor,
+                         config=s.config, key_type=bytes, value_type=bytes)
+
+    results, dead = topic("selected"), topic("dead_letter")
+    for role in ("features", "instances"):
+        _add_agent(app, role, topic(role), results, dead, settings, partitions)
+
+    @app.page("/health")
+    async def health(web, request):  # noqa: ARG001 - faust's view signature
+        assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in app.consumer.assignment())
+        return web.json({"status": "ok", "assigned": assigned})
+
+    return app
+
+
+def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.TopicT,
+               dead: faust.TopicT, settings: Settings, partitions: int) -> None:
+    table = app.Table(f"{role}-streams", default=None, partitions=partitions,
+                      key_type=bytes, value_type=bytes)
+    processor = StreamProcessor(role, TableStore(table), max_message_bytes=settings.max_message_bytes)
+    # One thread per agent: steps run off the event loop (heartbeats keep flowing) and
+    # one at a time, so a stream's algorithm object is never touched concurrently.
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"streamfs-{role}")
+    topic_name = source.get_topic_name()
+
+    async def agent(stream):
+        loop = asyncio.get_running_loop()
+        async for event in stream.events():
+            msg = event.message
+            origin = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
+            t0 = time.perf_counter()
+            plan: Plan = await loop.run_in_executor(executor, partial(
+                processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
+            if plan.result is not None:
+                # Acknowledged before the state is written: see processor's docstring.
+                await (await results.send(key=plan.stream.encode(), value=plan.result))
+                metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
+            if plan.dead_letter is not None:
+                key = plan.stream.encode() if plan.stream else event.key
+                await (await dead.send(key=key, value=plan.dead_letter))
+                metrics.DEAD_LETTERS.labels(topic=topic_name).inc()
+            for key, value in plan.writes:
+                if value is None:
+                    table.pop(key.encode(), None)
+                else:
+                    table[key.encode()] = value
+            outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
+            metrics.MESSAGES.labels(topic=topic_name, outcome=outcome).inc()
+            if plan.n_items:
+                metrics.ITEMS.labels(kind=role).inc(plan.n_items)
+            if plan.algorithm and not plan.skipped and not plan.dead_letter:
+                metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
+            if plan.rebuild_seconds is not None:
+                metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
+            if plan.selection_size is not None:
+                metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
+            log.debug("stream=%s outcome=%s seconds=%.4f", plan.stream, outcome,
+                      time.perf_counter() - t0)
+
+    app.agent(source, name=f"streamfs.{role}")(agent)
+
+
+def run_worker(settings: Settings) -> None:
+    """Run the worker until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+    app = create_app(settings)
+    worker = faust.Worker(app, loglevel=settings.log_level, web_port=settings.web_port,
+                          web_bind=settings.web_host, web_host=settings.web_host)
+    worker.execute_from_commandline()

@@ -1,0 +1,382 @@
+"""The stream lifecycle, independent of faust: one raw input message in, one plan out.
+
+``StreamProcessor.handle`` decodes and validates a message, runs the algorithm step and returns a
+:class:`Plan`: the result to publish (if the selection changed or the stream closed), the table
+records to write in order, and a dead letter for invalid input. The faust agent applies the plan:
+it awaits the result's delivery *before* writing state, so a crash in between redelivers the
+input, recomputes the same result and republishes it byte for byte.
+
+Table layout (one table per input topic; every record of a stream lives in the partition of the
+stream's key, so the changelog keeps their order):
+
+* ``<stream>␟h``            header: algorithm, params, last applied sequence, version, status,
+                            digests of the state entries, ids of the stored columns;
+* ``<stream>␟s␟<name>``     one top-level entry of the algorithm's ``to_state()``; rewritten only
+                            when its bytes change (the class vector is written once);
+* ``<stream>␟c␟<feature>``  one kept feature column (``to_state()["columns"]``).
+
+New records are written before the header and stale ones deleted after it, so a header is never
+persisted before the records it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, MutableMapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamfs.algorithms import registry
+from streamfs.codec import CodecError, decode, encode, packb, unpackb
+
+log = logging.getLogger(__name__)
+
+SEP = "\x1f"
+
+
+class InvalidInput(ValueError):
+    """An input message that goes to the dead-letter topic; the text is the reason."""
+
+
+class _ConsumedInvalid(InvalidInput):
+    """Invalid data of an open stream: rejected, but its sequence number is consumed."""
+
+    def __init__(self, reason: str, header: dict) -> None:
+        super().__init__(reason)
+        self.header = header
+
+
+@dataclass
+class Plan:
+    """What the agent must do for one input message, in this order."""
+
+    result: bytes | None = None  # publish to selected-features and await the ack
+    writes: list[tuple[str, bytes | None]] = field(default_factory=list)  # None deletes
+    dead_letter: bytes | None = None
+    skipped: bool = False  # an already applied sequence number (redelivery)
+    stream: str | None = None
+    step_seconds: float = 0.0
+    algorithm: str | None = None
+    n_items: int = 0  # features or instances applied
+    selection_size: int | None = None
+    final: bool = False
+    rebuild_seconds: float | None = None  # set when the algorithm was rebuilt from the store
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def header_key(stream: str) -> str:
+    return f"{stream}{SEP}h"
+
+
+def _state_key(stream: str, name: str) -> str:
+    return f"{stream}{SEP}s{SEP}{name}"
+
+
+def _column_key(stream: str, feature: int) -> str:
+    return f"{stream}{SEP}c{SEP}{feature}"
+
+
+def _finite(arr: Any, what: str) -> None:
+    values = arr.data if sp.issparse(arr) else np.asarray(arr)
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise InvalidInput(f"{what} contains NaN or infinite values")
+
+
+def _labels(y: Any, what: str) -> np.ndarray:
+    if isinstance(y, list):
+        if not y:
+            raise InvalidInput(f"{what} is empty")
+        kinds = {type(v) for v in y}
+        if not (kinds <= {str} or kinds <= {int, float, bool}):
+            raise InvalidInput(f"{what} mixes label types {sorted(k.__name__ for k in kinds)}")
+        y = np.asarray(y)
+    if not isinstance(y, np.ndarray) or y.ndim != 1:
+        raise InvalidInput(f"{what} must be a 1-D array or list of labels")
+    _finite(y, what)
+    return y
+
+
+class StreamProcessor:
+    """Applies input messages of one stream kind (``"features"`` or ``"instances"``)."""
+
+    def __init__(self, kind: str, store: MutableMapping[str, bytes], *,
+                 max_message_bytes: int = 8 * 1024 * 1024) -> None:
+        if kind not in ("features", "instances"):
+            raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
+        self.kind = kind
+        self.store = store
+        self.max_message_bytes = max_message_bytes
+        # stream -> (header, algorithm object) as of the header's last_seq
+        self._cache: dict[str, tuple[dict, Any]] = {}
+
+    # ----------------------------------------------------------------- entry point
+    def handle(self, key: bytes | str | None, raw: bytes, *, timestamp: float | None = None,
+               origin: dict | None = None) -> Plan:
+        """Process one raw message; never raises for bad input (it becomes a dead letter)."""
+        origin = origin or {}
+        stream = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        try:
+            if raw is None:
+                raise InvalidInput("empty message (tombstone) on an input topic")
+            if len(raw) > self.max_message_bytes:
+                raise InvalidInput(
+                    f"message of {len(raw)} bytes exceeds the worker limit of "
+                    f"{self.max_message_bytes} bytes (STREAMFS_MAX_MESSAGE_BYTES)"
+                )
+            try:
+                message = decode(raw)
+            except CodecError as exc:
+                raise InvalidInput(f"undecodable message: {exc}") from None
+            stream = self._check_stream_id(stream, message)
+            return self._apply(stream, message, timestamp)
+        except _ConsumedInvalid as exc:
+            plan = self._reject(stream, raw, str(exc), origin)
+            plan.writes.append((header_key(stream), packb(exc.header)))
+            return plan
+        except InvalidInput as exc:
+            return self._reject(stream, raw, str(exc), origin)
+
+    # ----------------------------------------------------------------- lifecycle
+    def _check_stream_id(self, key: str | None, message: dict) -> str:
+        body = message.get("stream")
+        if not isinstance(body, str) or not body:
+            raise InvalidInput("message has no 'stream' id")
+        if SEP in body:
+            raise InvalidInput("stream id must not contain the \\x1f character")
+        if key is not None and key != body:
+            raise InvalidInput(f"record key {key!r} differs from the stream id {body!r}")
+        return body
+
+    def _apply(self, stream: str, message: dict, timestamp: float | None) -> Plan:
+        kind = message["kind"]
+        seq = message.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+            raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
+        raw_header = self.store.get(header_key(stream))
+        header = unpackb(raw_header) if raw_header is not None else None
+
+        if header is not None and seq <= header["last_seq"]:
+            return Plan(skipped=True, stream=stream)  # redelivered: already applied
+        if kind == "open":
+            if header is not None:
+                raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
+            if seq != 0:
+                raise InvalidInput(f"'open' must carry seq 0, got {seq}")
+            return self._open(stream, message)
+        if header is None:
+            raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
+        if header["status"] == "closed":
+            raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
+        if seq != header["last_seq"] + 1:
+            # Not applied: later messages of this stream will be refused the same way, so the
+            # producer's gap is visible in the dead-letter topic rather than silently merged.
+            raise InvalidInput(
+                f"sequence gap in stream {stream!r}: expected {header['last_seq'] + 1}, got {seq}"
+            )
+        t0 = time.perf_counter()
+        rebuilt = self._cache.get(stream, ({"last_seq": None},))[0]["last_seq"] != header["last_seq"]
+        algo = self._algorithm(stream, header)
+        rebuild_seconds = time.perf_counter() - t0 if rebuilt else None
+        try:
+            if kind not in ("close", self.kind):
+                raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
+            plan = self._step(stream, header, algo, message, timestamp, close=kind == "close")
+            plan.rebuild_seconds = rebuild_seconds
+            return plan
+        except InvalidInput as exc:
+            # The step may have half-mutated the cached object: rebuild it from the store next
+            # time, and consume the sequence number so the stream can go on.
+            self._cache.pop(stream, None)
+            header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
+            raise _ConsumedInvalid(str(exc), header) from None
+
+    def _open(self, stream: str, message: dict) -> Plan:
+        name = message.get("algorithm")
+        params = message.get("params") or {}
+        if not isinstance(params, dict):
+            raise InvalidInput("'params' must be a map")
+        try:
+            spec = registry.get(name)
+            if spec.kind != self.kind:
+                raise ValueError(
+                    f"algorithm {name!r} consumes {spec.kind} streams, not {self.kind} streams"
+                )
+            algo = spec.build(params)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        entries: dict[str, Any] = {}
+        if self.kind == "features":
+            if "y" not in message:
+                raise InvalidInput("'open' of a feature stream must carry the class vector 'y'")
+            y = _labels(message["y"], "class vector 'y'")
+            if np.unique(y).size < 2:
+                raise InvalidInput("class vector 'y' has a single class")
+            entries["__y__"] = y
+        else:
+            d = message.get("n_features")
+            if not isinstance(d, int) or isinstance(d, bool) or d < 1:
+                raise InvalidInput(f"'open' of an instance stream needs n_features >= 1, got {d!r}")
+            entries["__n_features__"] = d
+        header = {
+            "algorithm": name, "params": params, "kind": self.kind, "last_seq": 0,
+            "version": 0, "status": "open", "states": {}, "columns": [],
+            "selection": None, "rejected": 0, "n_items": 0,
+            "feature_names": message.get("feature_names"),
+        }
+        plan = Plan(stream=stream, algorithm=name)
+        self._persist(stream, header, algo_state={}, extra=entries, plan=plan)
+        self._cache[stream] = (header, algo)
+        return plan
+
+    def _algorithm(self, stream: str, header: dict) -> Any:
+        cached = self._cache.get(stream)
+        if cached is not None and cached[0]["last_seq"] == header["last_seq"]:
+            return cached[1]
+        spec = registry.get(header["algorithm"])
+        if header["version"] == 0 and not header["states"].keys() - {"__y__", "__n_features__"}:
+            algo = spec.build(header["params"])  # nothing learned yet
+        else:
+            state = {
+                name: unpackb(self.store[_state_key(stream, name)])
+                for name in header["states"] if not name.startswith("__")
+            }
+            state["columns"] = {
+                f: unpackb(self.store[_column_key(stream, f)]) for f in header["columns"]
+            }
+            algo = spec.load().from_state(state)
+        self._cache[stream] = (header, algo)
+        return algo
+
+    def _extra(self, stream: str, name: str) -> Any:
+        return unpackb(self.store[_state_key(stream, name)])
+
+    def _step(self, stream: str, header: dict, algo: Any, message: dict,
+              timestamp: float | None, close: bool) -> Plan:
+        t0 = time.perf_counter()
+        n_items = 0
+        if close:
+            if self.kind == "features" and hasattr(algo, "finish"):
+                algo.finish()
+        elif self.kind == "features":
+            n_items = self._feature_block(stream, header, algo, message)
+        else:
+            n_items = self._instance_block(stream, header, algo, message)
+        elapsed = time.perf_counter() - t0
+
+        selection = algo.selection()
+        sel_digest = _digest(packb(selection))
+        header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
+        plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
+                    n_items=n_items, selection_size=len(selection))
+        if close or sel_digest != header["selection"]:
+            header["version"] += 1
+            header["selection"] = sel_digest
+            plan.result = encode({
+                "kind": "result", "stream": stream, "algorithm": header["algorithm"],
+                "params": header["params"], "version": header["version"],
+                "seq": message["seq"], "final": close, "selection": selection,
+                "counters": self._counters(algo, header),
+                "input_timestamp": timestamp,
+            })
+            plan.final = close
+        if close:
+            header["status"] = "closed"
+        state = algo.to_state()
+        self._persist(stream, header, algo_state=state, extra={}, plan=plan)
+        self._cache[stream] = (header, algo)
+        return plan
+
+    def _feature_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
+        X = message.get("X")
+        if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
+            raise InvalidInput("'X' of a feature block must be a 2-D array (N x columns)")
+        y = self._extra(stream, "__y__")
+        if X.shape[0] != y.shape[0]:
+            raise InvalidInput(
+                f"feature block has columns of length {X.shape[0]}, the stream's class vector "
+                f"has N = {y.shape[0]}"
+            )
+        if X.dtype.kind == "b":
+            X = X.astype(np.uint8)
+        _finite(X, "feature block 'X'")
+        kwargs = {}
+        if header["algorithm"] == "group-saola":
+            groups = message.get("groups")
+            if not isinstance(groups, list) or len(groups) != X.shape[1]:
+                raise InvalidInput("a group-saola block needs 'groups': one group id per column")
+            starts = [0] + [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
+            bounds = starts + [len(groups)]
+            kwargs["groups"] = [np.arange(a, b) for a, b in zip(bounds, bounds[1:])]
+            kwargs["group_ids"] = [groups[a] for a in starts]
+        try:
+            algo.partial_fit(sp.csc_matrix(X) if sp.issparse(X) else X, y, **kwargs)
+        except ValueError as exc:
+            raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
+        return X.shape[1]
+
+    def _instance_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
+        X, y = message.get("X"), message.get("y")
+        if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
+            raise InvalidInput("'X' of an instance block must be a 2-D array (instances x d)")
+        d = self._extra(stream, "__n_features__")
+        if X.shape[1] != d:
+            raise InvalidInput(f"instance block has {X.shape[1]} features, the stream has d = {d}")
+        y = _labels(y, "labels 'y'")
+        if y.shape[0] != X.shape[0]:
+            raise InvalidInput(f"{X.shape[0]} instances but {y.shape[0]} labels")
+        _finite(X, "instance block 'X'")
+        try:
+            algo.partial_fit(sp.csr_matrix(X) if sp.issparse(X) else X, y)
+        except ValueError as exc:
+            raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
+        return X.shape[0]
+
+    @staticmethod
+    def _counters(algo: Any, header: dict) -> dict:
+        counters = {"rejected_messages": header["rejected"]}
+        for name in ("n_features_seen_", "n_irrelevant_", "n_redundant_", "n_seen_", "mistakes_"):
+            value = getattr(algo, name, None)
+            if value is not None:
+                counters[name.rstrip("_")] = int(value)
+        return counters
+
+    # ----------------------------------------------------------------- persistence
+    def _persist(self, stream: str, header: dict, *, algo_state: dict, extra: dict,
+                 plan: Plan) -> None:
+        columns = algo_state.pop("columns", {}) or {}
+        states = dict(header["states"])
+        for name, value in list(algo_state.items()) + list(extra.items()):
+            data = packb(value)
+            digest = _digest(data)
+            if states.get(name) != digest:
+                plan.writes.append((_state_key(stream, str(name)), data))
+                states[str(name)] = digest
+        old_cols = set(header["columns"])
+        new_cols = sorted(int(f) for f in columns)
+        for f in new_cols:
+            if f not in old_cols:
+                plan.writes.append((_column_key(stream, f), packb(np.asarray(columns[f]))))
+        header["states"] = states
+        header["columns"] = new_cols
+        plan.writes.append((header_key(stream), packb(header)))
+        for f in sorted(old_cols - set(new_cols)):
+            plan.writes.append((_column_key(stream, f), None))
+
+    def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
+        plan = Plan(stream=stream)
+        log.warning("dead letter for stream %r: %s", stream, reason)
+        plan.dead_letter = encode({
+            "kind": "dead_letter", "stream": stream, "reason": reason,
+            "original": bytes(raw) if raw is not None and len(raw) <= self.max_message_bytes
+            else (bytes(raw[:1024]) if raw is not None else None),
+            "original_truncated": raw is not None and len(raw) > self.max_message_bytes,
+            **{k: v for k, v in origin.items() if v is not None},
+        })
+        return plan

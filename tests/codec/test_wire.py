@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from streamfs.codec import CodecError, decode, encode, packb, unpackb
+
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+          np.uint64, np.float32, np.float64]
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(data=st.data())
+@settings(max_examples=25, deadline=None)
+def test_dense_round_trip_is_bit_exact(dtype, data):
+    arr = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=3, max_side=6)))
+    out = unpackb(packb({"a": arr}))["a"]
+    assert _same_bits(arr, out)  # NaN payloads and -0.0 included
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.uint8])
+@pytest.mark.parametrize("fmt", ["csc", "csr"])
+@given(data=st.data())
+@settings(max_examples=15, deadline=None)
+def test_sparse_round_trip_is_bit_exact(dtype, fmt, data):
+    dense = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=2, max_dims=2, max_side=7)))
+    mat = sp.csc_matrix(dense) if fmt == "csc" else sp.csr_matrix(dense)
+    out = unpackb(packb(mat))
+    assert out.format == fmt and out.shape == mat.shape
+    for name in ("indptr", "indices", "data"):
+        assert _same_bits(np.asarray(getattr(mat, name)), np.asarray(getattr(out, name)))
+
+
+def test_big_endian_input_decodes_to_same_values():
+    arr = np.arange(5, dtype=">f8")
+    out = unpackb(packb(arr))
+    assert out.dtype == np.float64 and np.array_equal(out, arr)
+
+
+@given(st.binary(max_size=200))
+@settings(max_examples=300)
+def test_random_bytes_raise_codec_error_or_decode(data):
+    # Random bytes are either valid msgpack of plain data, or a CodecError; never anything else.
+    try:
+        decode(data)
+    except CodecError:
+        pass
+    else:  # a random valid envelope is astronomically unlikely
+        raise AssertionError("random bytes decoded as a valid envelope")
+
+
+@pytest.mark.parametrize(
+    "payload, reason",
+    [
+        (b"\xc1", "undecodable"),
+        (packb([1, 2]), "expected a map"),
+        (packb({"v": 99, "kind": "open"}), "wire version"),
+        (packb({"v": 1, "kind": "nope"}), "unknown message kind"),
+    ],
+)
+def test_malformed_envelopes_say_what_is_wrong(payload, reason):
+    with pytest.raises(CodecError, match=reason):
+        decode(payload)
+
+
+def test_truncated_array_payload_is_rejected():
+    good = packb(np.arange(10, dtype=np.float64))
+    with pytest.raises(CodecError):
+        unpackb(good[:-8])
+
+
+def test_unsupported_dtype_is_rejected_on_encode():
+    with pytest.raises(CodecError, match="dtype"):
+        packb(np.array(["a", "b"]))
+    with pytest.raises(CodecError, match="dtype"):
+        packb(np.array([1 + 2j]))
+
+
+def test_envelope_round_trip_and_numpy_scalars():
+    msg = {"kind": "features", "stream": "s", "seq": np.int64(3), "X": np.eye(2, dtype=np.float32)}
+    out = decode(encode(msg))
+    assert out["v"] == 1 and out["seq"] == 3 and type(out["seq"]) is int
+    assert _same_bits(out["X"], msg["X"])
+    with pytest.raises(CodecError, match="kind"):
+        encode({"kind": "bogus"})
