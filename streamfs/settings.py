@@ -26,6 +26,8 @@ class Settings:
     web_host: str = "127.0.0.1"
     max_message_bytes: int = 8 * 1024 * 1024
     log_level: str = "info"
+    # How long the group waits for a silent (killed) worker before moving its partitions.
+    session_timeout: float = 30.0
     security: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -37,7 +39,7 @@ class Settings:
                 continue
             value = env.get(f"STREAMFS_{f.name.upper()}")
             if value is not None:
-                kwargs[f.name] = int(value) if f.type == "int" else value
+                kwargs[f.name] = {"int": int, "float": float}.get(f.type, str)(value)
         kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)

@@ -89,6 +89,7 @@ class WorkerProcess:
             "STREAMFS_WEB_PORT": str(free_port()),
             "STREAMFS_DATA_DIR": str(data_dir),
             "PYTHONUNBUFFERED": "1",
+            "STREAMFS_SESSION_TIMEOUT": "10",
         }
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None

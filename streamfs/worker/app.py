@@ -87,6 +87,8 @@ def create_app(settings: Settings) -> faust.App:
         producer_max_request_size=settings.max_message_bytes + 65536,
         consumer_max_fetch_size=settings.max_message_bytes + 65536,
         producer_acks=-1,
+        broker_session_timeout=settings.session_timeout,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout / 3),
         web_port=settings.web_port,
         web_bind=settings.web_host,
         web_host=settings.web_host,
@@ -116,7 +118,8 @@ def create_app(settings: Settings) -> faust.App:
 def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.TopicT,
                dead: faust.TopicT, settings: Settings, partitions: int) -> None:
     table = app.Table(f"{role}-streams", default=None, partitions=partitions,
-                      key_type=bytes, value_type=bytes)
+                      key_type=bytes, value_type=bytes,
+                      extra_topic_configs={"max.message.bytes": str(settings.max_message_bytes + 65536)})
     processor = StreamProcessor(role, TableStore(table), max_message_bytes=settings.max_message_bytes)
     # One thread per agent: steps run off the event loop (heartbeats keep flowing) and
     # one at a time, so a stream's algorithm object is never touched concurrently.
@@ -163,6 +166,5 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.T
 def run_worker(settings: Settings) -> None:
     """Run the worker until interrupted (SIGINT/SIGTERM stop it cleanly)."""
     app = create_app(settings)
-    worker = faust.Worker(app, loglevel=settings.log_level, web_port=settings.web_port,
-                          web_bind=settings.web_host, web_host=settings.web_host)
+    worker = faust.Worker(app, loglevel=settings.log_level)
     worker.execute_from_commandline()

@@ -11,12 +11,14 @@ stream's key, so the changelog keeps their order):
 
 * ``<stream>␟h``            header: algorithm, params, last applied sequence, version, status,
                             digests of the state entries, ids of the stored columns;
-* ``<stream>␟s␟<name>``     one top-level entry of the algorithm's ``to_state()``; rewritten only
-                            when its bytes change (the class vector is written once);
+* ``<stream>␟s␟<name>␟<digest>``  one top-level entry of the algorithm's ``to_state()``,
+                            content-addressed: a changed entry is a new record (the class vector
+                            is written once), so a header always finds the records it names;
 * ``<stream>␟c␟<feature>``  one kept feature column (``to_state()["columns"]``).
 
-New records are written before the header and stale ones deleted after it, so a header is never
-persisted before the records it names.
+New records are written before the header and stale ones deleted after it. The changelog keeps
+that order, so whatever prefix of a message's writes survives a crash, the last persisted header
+names records that exist with exactly the content it was written with.
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ def header_key(stream: str) -> str:
     return f"{stream}{SEP}h"
 
 
-def _state_key(stream: str, name: str) -> str:
-    return f"{stream}{SEP}s{SEP}{name}"
+def _state_key(stream: str, name: str, digest: str) -> str:
+    return f"{stream}{SEP}s{SEP}{name}{SEP}{digest}"
 
 
 def _column_key(stream: str, feature: int) -> str:
@@ -142,6 +144,10 @@ class StreamProcessor:
             return plan
         except InvalidInput as exc:
             return self._reject(stream, raw, str(exc), origin)
+        except Exception as exc:  # noqa: BLE001 - a bug must not stop every other stream
+            log.exception("internal error on stream %r", stream)
+            self._cache.pop(stream, None)  # state in the store is untouched
+            return self._reject(stream, raw, f"internal error: {type(exc).__name__}: {exc}", origin)
 
     # ----------------------------------------------------------------- lifecycle
     def _check_stream_id(self, key: str | None, message: dict) -> str:
@@ -218,6 +224,12 @@ class StreamProcessor:
             y = _labels(message["y"], "class vector 'y'")
             if np.unique(y).size < 2:
                 raise InvalidInput("class vector 'y' has a single class")
+            if y.shape[0] * 8 + 4096 > self.max_message_bytes:
+                raise InvalidInput(
+                    f"N = {y.shape[0]} instances: a stored column ({y.shape[0] * 8} bytes) would "
+                    f"exceed the record limit of {self.max_message_bytes} bytes; raise "
+                    f"STREAMFS_MAX_MESSAGE_BYTES (and the topics' max.message.bytes)"
+                )
             entries["__y__"] = y
         else:
             d = message.get("n_features")
@@ -240,12 +252,12 @@ class StreamProcessor:
         if cached is not None and cached[0]["last_seq"] == header["last_seq"]:
             return cached[1]
         spec = registry.get(header["algorithm"])
-        if header["version"] == 0 and not header["states"].keys() - {"__y__", "__n_features__"}:
+        if not header["states"].keys() - {"__y__", "__n_features__"}:
             algo = spec.build(header["params"])  # nothing learned yet
         else:
             state = {
-                name: unpackb(self.store[_state_key(stream, name)])
-                for name in header["states"] if not name.startswith("__")
+                name: unpackb(self.store[_state_key(stream, name, digest)])
+                for name, digest in header["states"].items() if not name.startswith("__")
             }
             state["columns"] = {
                 f: unpackb(self.store[_column_key(stream, f)]) for f in header["columns"]
@@ -254,15 +266,16 @@ class StreamProcessor:
         self._cache[stream] = (header, algo)
         return algo
 
-    def _extra(self, stream: str, name: str) -> Any:
-        return unpackb(self.store[_state_key(stream, name)])
+    def _extra(self, stream: str, header: dict, name: str) -> Any:
+        return unpackb(self.store[_state_key(stream, name, header["states"][name])])
 
     def _step(self, stream: str, header: dict, algo: Any, message: dict,
               timestamp: float | None, close: bool) -> Plan:
         t0 = time.perf_counter()
         n_items = 0
+        fitted = hasattr(algo, "selected_")  # False until the first data block
         if close:
-            if self.kind == "features" and hasattr(algo, "finish"):
+            if fitted and hasattr(algo, "finish"):
                 algo.finish()
         elif self.kind == "features":
             n_items = self._feature_block(stream, header, algo, message)
@@ -270,7 +283,8 @@ class StreamProcessor:
             n_items = self._instance_block(stream, header, algo, message)
         elapsed = time.perf_counter() - t0
 
-        selection = algo.selection()
+        fitted = hasattr(algo, "selected_")
+        selection = algo.selection() if fitted else []
         sel_digest = _digest(packb(selection))
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
@@ -288,7 +302,7 @@ class StreamProcessor:
             plan.final = close
         if close:
             header["status"] = "closed"
-        state = algo.to_state()
+        state = algo.to_state() if fitted else {}
         self._persist(stream, header, algo_state=state, extra={}, plan=plan)
         self._cache[stream] = (header, algo)
         return plan
@@ -297,7 +311,7 @@ class StreamProcessor:
         X = message.get("X")
         if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
             raise InvalidInput("'X' of a feature block must be a 2-D array (N x columns)")
-        y = self._extra(stream, "__y__")
+        y = self._extra(stream, header, "__y__")
         if X.shape[0] != y.shape[0]:
             raise InvalidInput(
                 f"feature block has columns of length {X.shape[0]}, the stream's class vector "
@@ -325,7 +339,7 @@ class StreamProcessor:
         X, y = message.get("X"), message.get("y")
         if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
             raise InvalidInput("'X' of an instance block must be a 2-D array (instances x d)")
-        d = self._extra(stream, "__n_features__")
+        d = self._extra(stream, header, "__n_features__")
         if X.shape[1] != d:
             raise InvalidInput(f"instance block has {X.shape[1]} features, the stream has d = {d}")
         y = _labels(y, "labels 'y'")
@@ -341,6 +355,8 @@ class StreamProcessor:
     @staticmethod
     def _counters(algo: Any, header: dict) -> dict:
         counters = {"rejected_messages": header["rejected"]}
+        if not hasattr(algo, "selected_"):
+            return counters
         for name in ("n_features_seen_", "n_irrelevant_", "n_redundant_", "n_seen_", "mistakes_"):
             value = getattr(algo, name, None)
             if value is not None:
@@ -351,13 +367,19 @@ class StreamProcessor:
     def _persist(self, stream: str, header: dict, *, algo_state: dict, extra: dict,
                  plan: Plan) -> None:
         columns = algo_state.pop("columns", {}) or {}
-        states = dict(header["states"])
+        old_states = header["states"]
+        states = {k: v for k, v in old_states.items() if k.startswith("__")}  # written at open
+        stale: list[str] = []
         for name, value in list(algo_state.items()) + list(extra.items()):
+            name = str(name)
             data = packb(value)
             digest = _digest(data)
+            states[name] = digest
+            if old_states.get(name) != digest:
+                plan.writes.append((_state_key(stream, name, digest), data))
+        for name, digest in old_states.items():
             if states.get(name) != digest:
-                plan.writes.append((_state_key(stream, str(name)), data))
-                states[str(name)] = digest
+                stale.append(_state_key(stream, name, digest))
         old_cols = set(header["columns"])
         new_cols = sorted(int(f) for f in columns)
         for f in new_cols:
@@ -368,6 +390,7 @@ class StreamProcessor:
         plan.writes.append((header_key(stream), packb(header)))
         for f in sorted(old_cols - set(new_cols)):
             plan.writes.append((_column_key(stream, f), None))
+        plan.writes.extend((key, None) for key in stale)
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
         plan = Plan(stream=stream)
