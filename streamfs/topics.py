@@ -54,3 +54,34 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
                 raise
             outcome[name] = "exists"
     return outcome
+
+
+def changelog_specs(app_id: str, partitions: int, replication_factor: int,
+                    max_message_bytes: int) -> dict[str, TopicSpec]:
+    """The worker's table changelog topics (named as faust names them)."""
+    config = {"cleanup.policy": "compact", "max.message.bytes": str(max_message_bytes + 65536)}
+    return {
+        f"{role}-changelog": TopicSpec(f"{role}-changelog", f"{app_id}-{role}-streams-changelog",
+                                       partitions, replication_factor, config,
+                                       f"state of the worker's {role} streams")
+        for role in ("features", "instances")
+    }
+
+
+def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 60.0) -> None:
+    """Block until the broker's metadata shows every topic with its partitions."""
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(admin_config)
+    deadline = time.monotonic() + timeout
+    missing = list(specs.values())
+    while missing:
+        meta = admin.list_topics(timeout=10)
+        missing = [s for s in specs.values()
+                   if s.name not in meta.topics or len(meta.topics[s.name].partitions) != s.partitions]
+        if missing and time.monotonic() > deadline:
+            raise TimeoutError(f"topics not ready after {timeout} s: {[s.name for s in missing]}")
+        if missing:
+            time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work

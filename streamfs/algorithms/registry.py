@@ -62,6 +62,14 @@ _SPECS = [
                   summary="OFS (Wang et al. 2014): sparse projection, full input"),
     AlgorithmSpec("ofs-partial", "instances", "streamfs.algorithms.ofs:OFSPartial",
                   summary="OFS_P: partial input, observes B attributes"),
+    AlgorithmSpec("pe-trun", "instances", "streamfs.algorithms.ofs:PerceptronTruncation",
+                  summary="baseline PE_trun: perceptron truncated to B weights"),
+    AlgorithmSpec("rand", "instances", "streamfs.algorithms.ofs:RandomSelection",
+                  summary="baseline RAND: perceptron on a fixed random set of B features"),
+    AlgorithmSpec("ofs-rand", "instances", "streamfs.algorithms.ofs:OFSRandomPartial",
+                  summary="baseline OFS_rand: OFS_P update on B random attributes"),
+    AlgorithmSpec("pe-rand", "instances", "streamfs.algorithms.ofs:PerceptronRandomPartial",
+                  summary="baseline PE_rand: perceptron on B random attributes per instance"),
 ]
 ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in _SPECS}
 

@@ -16,7 +16,7 @@ from typing import Iterator
 import faust
 
 from streamfs.settings import Settings
-from streamfs.topics import load_catalogue
+from streamfs.topics import changelog_specs, create_topics, load_catalogue, wait_for_topics
 from streamfs.worker import metrics
 from streamfs.worker.processor import Plan, StreamProcessor
 
@@ -134,19 +134,18 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.T
             t0 = time.perf_counter()
             plan: Plan = await loop.run_in_executor(executor, partial(
                 processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
+            try:
+                await _apply(plan, event.key, results, dead, table)
+            except BaseException:  # noqa: BLE001
+                # The event is not acknowledged yet: dying now means it is redelivered after the
+                # restart. Letting faust restart the agent instead would skip it.
+                log.critical("cannot publish or persist stream %r; exiting so that the input "
+                             "is redelivered", plan.stream, exc_info=True)
+                os._exit(70)
             if plan.result is not None:
-                # Acknowledged before the state is written: see processor's docstring.
-                await (await results.send(key=plan.stream.encode(), value=plan.result))
                 metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
             if plan.dead_letter is not None:
-                key = plan.stream.encode() if plan.stream else event.key
-                await (await dead.send(key=key, value=plan.dead_letter))
                 metrics.DEAD_LETTERS.labels(topic=topic_name).inc()
-            for key, value in plan.writes:
-                if value is None:
-                    table.pop(key.encode(), None)
-                else:
-                    table[key.encode()] = value
             outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
             metrics.MESSAGES.labels(topic=topic_name, outcome=outcome).inc()
             if plan.n_items:
@@ -163,8 +162,36 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.T
     app.agent(source, name=f"streamfs.{role}")(agent)
 
 
+def prepare_topics(settings: Settings) -> None:
+    """Create the catalogue's topics and the changelogs before faust starts, and wait until the
+    broker's metadata shows them: faust checks changelog partitions on the first table write and
+    crashes the agent if the metadata lags behind the topic creation."""
+    specs = load_catalogue(settings.topic_prefix)
+    partitions = specs["features"].partitions
+    specs.update(changelog_specs(settings.app_id, partitions,
+                                 specs["features"].replication_factor, settings.max_message_bytes))
+    create_topics(settings.kafka_config(), specs)
+    wait_for_topics(settings.kafka_config(), specs)
+
+
+async def _apply(plan: Plan, key: bytes | None, results: faust.TopicT, dead: faust.TopicT,
+                 table: faust.Table) -> None:
+    if plan.result is not None:
+        # Acknowledged before the state is written: see processor's docstring.
+        await (await results.send(key=plan.stream.encode(), value=plan.result))
+    if plan.dead_letter is not None:
+        await (await dead.send(key=plan.stream.encode() if plan.stream else key,
+                               value=plan.dead_letter))
+    for record_key, value in plan.writes:
+        if value is None:
+            table.pop(record_key.encode(), None)
+        else:
+            table[record_key.encode()] = value
+
+
 def run_worker(settings: Settings) -> None:
     """Run the worker until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+    prepare_topics(settings)
     app = create_app(settings)
     worker = faust.Worker(app, loglevel=settings.log_level)
     worker.execute_from_commandline()

@@ -214,6 +214,14 @@ class StreamProcessor:
                 raise ValueError(
                     f"algorithm {name!r} consumes {spec.kind} streams, not {self.kind} streams"
                 )
+            allowed = spec.allowed_params()
+            params = dict(params)
+            if "n_features" in allowed and self.kind == "instances":
+                params["n_features"] = message.get("n_features")
+            if "random_state" in allowed and params.get("random_state") is None:
+                # A replay after a crash must draw the same numbers: seed from the stream id.
+                params["random_state"] = int.from_bytes(
+                    hashlib.blake2b(stream.encode(), digest_size=4).digest(), "little")
             algo = spec.build(params)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None

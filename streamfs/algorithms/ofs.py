@@ -1,0 +1,890 @@
+"""Online Feature Selection for instance streams (Wang, Zhao, Hoi & Jin, TKDE 2014).
+
+An *instance* stream fixes the ``d`` features and delivers labelled instances one at a time.
+Every learner here keeps a linear classifier ``w`` with at most ``B`` non-zero weights; it
+predicts ``sgn(w.x)`` before learning from each instance (prequential), and the selected
+features at any time are the non-zero coordinates of ``w``.
+
+Full input (the learner may read every attribute):
+
+* :class:`OFS` -- Algorithm 3: if ``y w.x <= 1``: ``w~ = (1 - lam eta) w + eta y x``,
+  ``w^ = min(1, radius/||w~||) w~`` (``radius = 1/sqrt(lam)`` by default), ``w = Truncate(w^,
+  B)``; else ``w = (1 - lam eta) w``.
+* :class:`PerceptronTruncation` -- PE_trun, Algorithm 1: on a mistake ``w = Truncate(w + eta y
+  x, B)``.
+* :class:`RandomSelection` -- RAND: a perceptron on a fixed random set of ``B`` features.
+
+Partial input (the learner reads only ``B`` attributes of each instance):
+
+* :class:`OFSPartial` -- OFS_P, Algorithm 4: with probability ``epsilon`` observe ``B`` random
+  attributes, else the support of ``w``; if ``y w.x~ <= 1``: ``x^_i = x~_i / ((B/d) epsilon +
+  1[w_i != 0] (1 - epsilon))``, ``w = Truncate(min(1, R/||w~||) w~, B)`` with ``w~ = w + eta y
+  x^``.
+* :class:`OFSRandomPartial` -- OFS_rand (Sec. 4.3.1): the OFS_P update, but the ``B`` observed
+  attributes are always chosen at random (OFS_P with ``epsilon = 1``, so ``x^ = (d/B) x~``).
+* :class:`PerceptronRandomPartial` -- PE_rand (Sec. 4.3.1): a perceptron on ``B`` attributes
+  chosen at random for each instance, truncated to ``B`` weights after each mistake.
+
+Conventions shared by all learners (documented choices where the paper is silent):
+
+* ``B = n_features_to_select``: an int, a fraction of ``d`` (float in ``(0, 1]``) or ``None``
+  for ``round(0.1 d)``; ``d`` is fixed when the stream opens (``n_features=`` or the first
+  instance).
+* labels: two classes, the larger one (in sort order) is ``+1``; more classes raise a
+  ``ValueError`` naming them (pass ``classes=`` to fix the pair up front, or wrap the learner
+  in :class:`OneVsRest`). Until the second class appears the first is provisionally ``+1``
+  if it is a positive number, else ``-1``; if the guess was wrong, ``w`` is negated -- exact,
+  because every update rule is odd in ``y``.
+* mistakes: a margin ``y w.x <= 0`` counts as a mistake (a zero score carries no information);
+  ``predict_one`` breaks the tie towards the positive class.
+* truncation keeps the ``B`` largest ``|w_i|``; ties keep the lower feature index.
+* state: ``to_state()`` is plain data (support in heap order with the lazy scale, counters,
+  running statistics, the PCG64 generator with its 128-bit words as decimal strings, a pending
+  observation choice); ``from_state`` continues bit-identically.
+* scaling (``normalize``): ``True``/``"l2"`` divides each instance by its L2 norm (the paper's
+  ``||x|| <= 1``); ``"standardize"`` first z-scores every feature with running mean and
+  variance (updated with the instance before it is scaled; ``predict`` does not update them),
+  then divides by the L2 norm -- ``O(d)`` per instance since it densifies ``x``; ``False``
+  leaves ``x`` as given. Partial-input learners cannot compute the norm of an instance they
+  do not fully read: they accept ``False`` (default: data pre-scaled upstream) or
+  ``"standardize"`` (running z-scores of the observed attributes, divided by ``sqrt(d)`` so
+  that ``E||x||^2 = 1``).
+
+Example (the paper's parameters on a toy stream):
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(500, 20))
+>>> y = np.where(X[:, 3] - X[:, 7] > 0, 1, -1)
+>>> model = OFS(n_features_to_select=4).partial_fit(X, y)
+>>> [(s["feature"], s["score"] > 0) for s in model.selection()][:2]
+[(7, False), (3, True)]
+>>> len(model.selected_), model.n_seen_, model.mistakes_ < 50
+(4, 500, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamfs.algorithms import ofs_kernels as _k
+
+__all__ = [
+    "InstanceStreamSelector",
+    "OFS",
+    "PerceptronTruncation",
+    "RandomSelection",
+    "OFSPartial",
+    "OFSRandomPartial",
+    "PerceptronRandomPartial",
+    "OneVsRest",
+]
+
+_CSR = tuple  # (indptr int64, indices int64, data float64)
+_NORM_MODES = {False: 0, None: 0, "none": 0, True: 1, "l2": 1, "standardize": 2}
+_M64 = (1 << 64) - 1
+
+
+def _rng_from_seed(random_state: Any) -> np.ndarray:
+    """PCG64 state ``[state_hi, state_lo, inc_hi, inc_lo]`` seeded like numpy would."""
+    if isinstance(random_state, np.random.Generator):
+        # derive a seed so that the caller's generator advances, as scikit-learn does
+        random_state = int(random_state.integers(0, 2**63 - 1))
+    st = np.random.PCG64(random_state).state["state"]
+    return _rng_pack(st["state"], st["inc"])
+
+
+def _rng_pack(state: int, inc: int) -> np.ndarray:
+    return np.array([state >> 64, state & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
+
+
+class InstanceStreamSelector:
+    """Base class of the instance-stream learners: budgeted linear classifiers whose non-zero
+    weights are the selected features.
+
+    Subclasses define the update rule through :meth:`_kernel_params`; this class handles
+    input conversion, labels, lazy allocation, block processing and state.
+    """
+
+    _partial: bool = False
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        *,
+        n_features: int | None = None,
+        normalize: bool | str = True,
+        classes: list | None = None,
+    ) -> None:
+        self.n_features_to_select = n_features_to_select
+        self.n_features = n_features
+        self.normalize = normalize
+        self.classes = classes
+
+    # ------------------------------------------------------------------ parameters
+    def get_params(self) -> dict:
+        import inspect
+
+        names = [
+            p.name
+            for p in inspect.signature(type(self).__init__).parameters.values()
+            if p.name != "self"
+        ]
+        return {name: getattr(self, name) for name in names}
+
+    def _kernel_params(self, d: int, B: int) -> tuple[list[float], int, int]:
+        """``([eta, decay, radius, threshold, epsilon], obs_mode, weighted)``."""
+        raise NotImplementedError
+
+    def _budget(self, d: int) -> int:
+        k = self.n_features_to_select
+        if k is None:
+            B = int(round(0.1 * d))
+        elif isinstance(k, float) and 0.0 < k <= 1.0:
+            B = int(round(k * d))
+        else:
+            B = int(k)
+        return min(max(B, 1), d)
+
+    def _norm_mode(self) -> int:
+        key = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
+        if key not in _NORM_MODES:
+            raise ValueError(
+                f"normalize must be True/'l2', 'standardize' or False, got {self.normalize!r}"
+            )
+        mode = _NORM_MODES[key]
+        if self._partial:
+            if mode == 1:
+                raise ValueError(
+                    f"{type(self).__name__} reads only the observed attributes, so it cannot "
+                    "scale instances to unit norm: pre-scale the stream and pass "
+                    "normalize=False, or use normalize='standardize'"
+                )
+            if mode == 2:
+                mode = 3
+        return mode
+
+    # ------------------------------------------------------------------ allocation
+    def _ensure_init(self, d: int | None) -> None:
+        if hasattr(self, "d_"):
+            if d is not None and d != self.d_:
+                raise ValueError(
+                    f"instance has {d} features, the learner was opened with {self.d_}"
+                )
+            return
+        if self.n_features is not None:
+            if d is not None and d != self.n_features:
+                raise ValueError(f"instance has {d} features but n_features={self.n_features}")
+            d = int(self.n_features)
+        if d is None:
+            raise ValueError(
+                "the dimension is unknown: pass n_features= (needed before the first instance "
+                "for dict input and attributes_to_observe)"
+            )
+        self._allocate(int(d))
+
+    def _allocate(self, d: int) -> None:
+        self.d_ = d
+        self.budget_ = B = self._budget(d)
+        fp, obs_mode, weighted = self._kernel_params(d, B)
+        self._fp = np.array(fp, dtype=np.float64)
+        self._ip = np.array([B, d, self._norm_mode(), obs_mode, weighted], dtype=np.int64)
+        self._fst = np.array([1.0, 0.0])
+        self._ist = np.zeros(6, dtype=np.int64)
+        self._v = np.zeros(d)
+        self._hpos = np.full(d, -1, dtype=np.int32)
+        self._heap = np.zeros(d, dtype=np.int32)
+        self._hkey = np.zeros(d)
+        self._nbuf = np.zeros(d, dtype=np.int64)
+        self._widx = np.zeros(d, dtype=np.int64)
+        self._wval = np.zeros(d)
+        needs_buf = self._partial or self._ip[2] == 2
+        self._xbuf = np.zeros(d if needs_buf else 0)
+        stats = d if self._ip[2] in (2, 3) else 0
+        self._cnt = np.zeros(stats)
+        self._mean = np.zeros(stats)
+        self._m2 = np.zeros(stats)
+        self._allowed = np.zeros(0, dtype=np.bool_)
+        self._rng = np.zeros(4, dtype=np.uint64)
+        if self._partial:
+            self._cidx = np.zeros(d, dtype=np.int64)
+            self._mark = np.zeros(d, dtype=np.int64)
+        self._pending: np.ndarray | None = None
+        if not hasattr(self, "classes_"):
+            self.classes_: list = [] if self.classes is None else self._check_classes(self.classes)
+        self._init_random()
+
+    def _init_random(self) -> None:
+        """Hook for learners that draw something at open time."""
+
+    @staticmethod
+    def _check_classes(classes: list) -> list:
+        cl = sorted({np.asarray(c).item() for c in classes})
+        if len(cl) != 2:
+            raise ValueError(f"binary classifier: classes must name two labels, got {cl}")
+        return cl
+
+    # ------------------------------------------------------------------ labels
+    def _encode(self, y: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """Map labels to +-1 as ``[(start, ysign), ...]`` segments of the block; a segment
+        with ``start == -1`` means "negate w here" (the first class seen turned out to be
+        the positive one once the second class appeared)."""
+        if len(self.classes_) == 2:
+            if y.shape == (1,):
+                label = y[0]
+                if label == self.classes_[1]:
+                    return [(0, np.ones(1))]
+                if label == self.classes_[0]:
+                    return [(0, -np.ones(1))]
+            return [(0, self._sign(y))]
+        uniq, first = np.unique(y, return_index=True)
+        new = [u.item() for u, _ in sorted(zip(uniq, first), key=lambda t: t[1])]
+        labels = list(self.classes_) + [c for c in new if c not in self.classes_]
+        if len(labels) > 2:
+            raise ValueError(
+                f"{type(self).__name__} is a binary classifier but the stream has the labels "
+                f"{sorted(labels, key=str)}; map them to two classes or wrap one-vs-rest"
+            )
+        provisional = labels[0]
+        s0 = self._provisional_sign(provisional)
+        if len(labels) < 2:
+            self.classes_ = labels
+            return [(0, np.full(len(y), s0))]
+        second = labels[1]
+        cut = int(np.flatnonzero(y == second)[0])
+        segments = [(0, np.full(cut, s0))] if cut > 0 else []
+        self.classes_ = sorted(labels)
+        if (1.0 if provisional == self.classes_[1] else -1.0) != s0:
+            segments.append((-1, np.empty(0)))
+        segments.append((cut, self._sign(y[cut:])))
+        return segments
+
+    @staticmethod
+    def _provisional_sign(label: Any) -> float:
+        # before the second class is known: positive numbers are +1, anything else -1
+        try:
+            return 1.0 if float(label) > 0 else -1.0
+        except (TypeError, ValueError):
+            return -1.0
+
+    def _sign(self, y: np.ndarray) -> np.ndarray:
+        pos = y == self.classes_[1]
+        bad = ~(pos | (y == self.classes_[0]))
+        if bad.any():
+            extra = sorted({v.item() for v in np.unique(y[bad])} | set(self.classes_), key=str)
+            raise ValueError(
+                f"{type(self).__name__} is a binary classifier but the stream has the labels "
+                f"{extra}; map them to two classes or wrap one-vs-rest"
+            )
+        return np.where(pos, 1.0, -1.0)
+
+    def _decode(self, score: np.ndarray) -> np.ndarray:
+        cl = self.classes_ if len(self.classes_) == 2 else [-1, 1]
+        return np.where(score >= 0.0, cl[-1], cl[0])
+
+    # ------------------------------------------------------------------ input conversion
+    def _as_csr(self, X: Any, single: bool) -> _CSR:
+        """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
+        dense, sparse and dict inputs run through identical arithmetic."""
+        if isinstance(X, dict):
+            self._ensure_init(None)
+            keys = np.fromiter((int(k) for k in X), dtype=np.int64, count=len(X))
+            vals = np.fromiter((float(X[k]) for k in X), dtype=np.float64, count=len(X))
+            if keys.size and (keys.min() < 0 or keys.max() >= self.d_):
+                raise ValueError(f"feature index out of range [0, {self.d_})")
+            order = np.argsort(keys, kind="stable")
+            keys, vals = keys[order], vals[order]
+            keep = vals != 0.0
+            keys, vals = keys[keep], vals[keep]
+            return np.array([0, keys.size], dtype=np.int64), keys, vals
+        if sp.issparse(X):
+            M = sp.csr_matrix(X, dtype=np.float64, copy=True)  # sorted in place below
+            if single and M.shape[0] != 1:
+                raise ValueError("learn_one expects a single row")
+            self._ensure_init(M.shape[1])
+        else:
+            A = np.asarray(X, dtype=np.float64)
+            if single:
+                if A.ndim != 1:
+                    raise ValueError("learn_one expects a 1-D array")
+                self._ensure_init(A.shape[0])
+                nz = np.flatnonzero(A)
+                return np.array([0, nz.size], dtype=np.int64), nz.astype(np.int64), A[nz]
+            if A.ndim != 2:
+                raise ValueError("expected a 2-D array")
+            self._ensure_init(A.shape[1])
+            return _k.dense_to_csr(np.ascontiguousarray(A))
+        M.sum_duplicates()  # also sorts the indices
+        M.eliminate_zeros()
+        return (
+            M.indptr.astype(np.int64, copy=False),
+            M.indices.astype(np.int64, copy=False),
+            M.data.astype(np.float64, copy=False),
+        )
+
+    @staticmethod
+    def _rows(M: _CSR, a: int, b: int) -> _CSR:
+        indptr, indices, data = M
+        lo, hi = indptr[a], indptr[b]
+        return indptr[a : b + 1] - lo, indices[lo:hi], data[lo:hi]
+
+    # ------------------------------------------------------------------ kernel calls
+    def _run(self, M: _CSR, ysign: np.ndarray, learn: bool) -> np.ndarray:
+        indptr, indices, data = M
+        out = np.empty(indptr.size - 1)
+        if self._partial:
+            _k.run_partial(
+                indptr, indices, data, ysign, learn, self._v, self._hpos, self._heap, self._hkey,
+                self._nbuf, self._widx, self._wval, self._cidx, self._xbuf, self._mark,
+                self._rng, self._cnt, self._mean, self._m2, self._fp, self._ip, self._fst,
+                self._ist, out,
+            )
+        else:
+            _k.run_full(
+                indptr, indices, data, ysign, learn, self._v, self._hpos, self._heap, self._hkey,
+                self._nbuf, self._widx, self._wval, self._xbuf, self._cnt, self._mean,
+                self._m2, self._allowed, self._fp, self._ip, self._fst, self._ist, out,
+            )
+        return out
+
+    def _learn_block(self, M: _CSR, y: Any) -> None:
+        if self._pending is not None:
+            raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
+        for start, ysign in self._encode(y):
+            if start < 0:
+                self._fst[0] = -self._fst[0]
+                continue
+            self._run(self._rows(M, start, start + len(ysign)), ysign, True)
+
+    # ------------------------------------------------------------------ public API
+    def learn_one(self, x: Any, y: Any) -> "InstanceStreamSelector":
+        """Predict ``x`` (counted in ``mistakes_``), then learn from ``(x, y)``.
+
+        ``x``: dense 1-D array, scipy sparse row, or ``{index: value}`` (needs ``n_features``).
+        """
+        M = self._as_csr(x, single=True)
+        if self._pending is not None:
+            idx = self._pending
+            _, cols, data = M
+            # read only the pending attributes (the row's indices are sorted)
+            pos = np.minimum(np.searchsorted(cols, idx), max(cols.size - 1, 0))
+            hit = cols[pos] == idx if cols.size else np.zeros(idx.size, bool)
+            vals = np.where(hit, data[pos] if data.size else 0.0, 0.0)
+            return self.learn_observed(idx, vals, y)
+        self._learn_block(M, np.asarray([y]))
+        return self
+
+    def partial_fit(self, X: Any, y: Any) -> "InstanceStreamSelector":
+        """Learn from the rows of ``X`` (dense 2-D or scipy sparse) in order."""
+        M = self._as_csr(X, single=False)
+        y = np.asarray(y)
+        n = M[0].size - 1
+        if y.shape[0] != n:
+            raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
+        if n:
+            self._learn_block(M, y)
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores ``w.x`` (scaled as in learning, running statistics not updated)."""
+        M = self._as_csr(X, single=False)
+        return self._run(M, np.zeros(M[0].size - 1), False)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels ``sgn(w.x)`` for the rows of ``X`` (ties go to the positive class)."""
+        return self._decode(self.decision_function(X))
+
+    def predict_one(self, x: Any) -> Any:
+        """Label predicted for one instance without learning from it."""
+        M = self._as_csr(x, single=True)
+        return self._decode(self._run(M, np.zeros(1), False))[0].item()
+
+    # ------------------------------------------------------------------ learned attributes
+    @property
+    def n_seen_(self) -> int:
+        return int(self._ist[2]) if hasattr(self, "d_") else 0
+
+    @property
+    def mistakes_(self) -> int:
+        return int(self._ist[3]) if hasattr(self, "d_") else 0
+
+    @property
+    def n_updates_(self) -> int:
+        return int(self._ist[4]) if hasattr(self, "d_") else 0
+
+    def _support(self) -> tuple[np.ndarray, np.ndarray]:
+        idx = self._heap[: self._ist[0]].astype(np.int64)
+        w = self._fst[0] * self._v[idx]
+        order = np.lexsort((idx, -np.abs(w)))
+        return idx[order], w[order]
+
+    @property
+    def selected_(self) -> np.ndarray:
+        """Selected features (non-zero weights), by decreasing ``|w_i|`` (ties: lower index)."""
+        return self._support()[0] if hasattr(self, "d_") else np.zeros(0, dtype=np.int64)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Dense weight vector ``w`` (length ``d``)."""
+        w = np.zeros(self.d_)
+        idx, vals = self._support()
+        w[idx] = vals
+        return w
+
+    def selection(self) -> list[dict]:
+        """``[{"feature": i, "score": w_i, "affiliated": []}, ...]`` for the non-zero weights,
+        ordered by decreasing ``|w_i|`` (ties: lower index first). ``score`` is the signed
+        weight in the scaled input space (positive favours the larger class)."""
+        if not hasattr(self, "d_"):
+            return []
+        idx, w = self._support()
+        return [
+            {"feature": int(i), "score": float(s), "affiliated": []} for i, s in zip(idx, w)
+        ]
+
+    # ------------------------------------------------------------------ state
+    def to_state(self) -> dict:
+        """Plain-data snapshot; ``from_state`` continues bit-identically (RNG included)."""
+        state: dict = {"algorithm": type(self).__name__, "params": self.get_params()}
+        rs = state["params"].get("random_state")
+        if rs is not None and not isinstance(rs, (int, np.integer)):
+            state["params"]["random_state"] = None  # the generator state below supersedes it
+        elif rs is not None:
+            state["params"]["random_state"] = int(rs)
+        if not hasattr(self, "d_"):
+            return state
+        n = int(self._ist[0])
+        heap = self._heap[:n].astype(np.int64)  # heap order kept: sums run in the same order
+        st_hi, st_lo, inc_hi, inc_lo = (int(u) for u in self._rng)
+        state.update(
+            {
+                "n_features": self.d_,
+                "classes": list(self.classes_),
+                "scale": float(self._fst[0]),
+                "sq": float(self._fst[1]),
+                "counters": [int(c) for c in self._ist],
+                "heap": heap,
+                "values": self._v[heap].copy(),
+                "stats": None
+                if self._cnt.size == 0
+                else {"count": self._cnt.copy(), "mean": self._mean.copy(), "m2": self._m2.copy()},
+                "fixed": np.flatnonzero(self._allowed).astype(np.int64),
+                # 128-bit PCG64 words as decimal strings (msgpack ints stop at 64 bits)
+                "rng": {
+                    "bit_generator": "PCG64",
+                    "state": str((st_hi << 64) | st_lo),
+                    "inc": str((inc_hi << 64) | inc_lo),
+                },
+                "pending": None if self._pending is None else self._pending.copy(),
+            }
+        )
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "InstanceStreamSelector":
+        """Rebuild a learner from :meth:`to_state` output."""
+        target = _REGISTRY.get(state["algorithm"], cls)
+        if not issubclass(target, cls):
+            raise TypeError(f"state of {state['algorithm']} cannot restore a {cls.__name__}")
+        obj = target(**state["params"])
+        if "n_features" not in state:
+            return obj
+        obj.classes_ = list(state["classes"])
+        obj._allocate(int(state["n_features"]))
+        obj._fst[:] = [state["scale"], state["sq"]]
+        obj._ist[:] = np.asarray(state["counters"], dtype=np.int64)
+        heap = np.asarray(state["heap"], dtype=np.int64)
+        n = heap.size
+        obj._heap[:n] = heap
+        obj._v[heap] = np.asarray(state["values"], dtype=np.float64)
+        obj._hpos[heap] = np.arange(n, dtype=np.int32)
+        obj._hkey[:n] = np.abs(obj._v[heap])  # the stored order is already a valid heap
+        if state["stats"] is not None:
+            obj._cnt[:] = state["stats"]["count"]
+            obj._mean[:] = state["stats"]["mean"]
+            obj._m2[:] = state["stats"]["m2"]
+        fixed = np.asarray(state["fixed"], dtype=np.int64)
+        if fixed.size:
+            obj._allowed[:] = False
+            obj._allowed[fixed] = True
+        obj._rng[:] = _rng_pack(int(state["rng"]["state"]), int(state["rng"]["inc"]))
+        pend = state["pending"]
+        obj._pending = None if pend is None else np.asarray(pend, dtype=np.int64)
+        return obj
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+class _PartialMixin:
+    """Partial input: ask which attributes to observe, then pass only their values."""
+
+    _partial = True
+
+    def attributes_to_observe(self) -> np.ndarray:
+        """Indices the learner will read from the next instance (draws from its generator;
+        repeated calls return the same pending choice until :meth:`learn_observed`)."""
+        self._ensure_init(None)
+        if self._pending is None:
+            m = _k.choose(self._cidx, self._heap, self._mark, self._rng, self._fp, self._ip,
+                          self._ist)
+            self._pending = self._cidx[:m].copy()
+        return self._pending.copy()
+
+    def learn_observed(self, idx: Any, values: Any, y: Any) -> "_PartialMixin":
+        """Learn from the values of the attributes returned by :meth:`attributes_to_observe`."""
+        if self._pending is None:
+            raise RuntimeError("call attributes_to_observe() first")
+        idx = np.asarray(idx, dtype=np.int64)
+        if not np.array_equal(idx, self._pending):
+            raise ValueError("idx must be the attributes returned by attributes_to_observe()")
+        vals = np.asarray(values, dtype=np.float64).reshape(-1)
+        if vals.shape != idx.shape:
+            raise ValueError("values must have one entry per observed attribute")
+        self._pending = None
+        try:
+            segments = self._encode(np.asarray([y]))
+        except ValueError:
+            self._pending = idx
+            raise
+        for start, ysign in segments:
+            if start < 0:
+                self._fst[0] = -self._fst[0]
+                continue
+            _k.learn_observed(
+                idx, vals, idx.size, ysign[0], self._v, self._hpos, self._heap, self._hkey,
+                self._nbuf, self._widx, self._wval, self._cnt, self._mean, self._m2, self._fp,
+                self._ip, self._fst, self._ist,
+            )
+        return self
+
+
+class OFS(InstanceStreamSelector):
+    """OFS with full input (Algorithm 3): hinge-triggered gradient step with decay
+    ``(1 - lam eta)``, projection onto the L2 ball of radius ``1/sqrt(lam)``, truncation to
+    ``B`` weights.
+
+    >>> m = OFS(n_features_to_select=1, normalize=False)
+    >>> m.learn_one(np.array([0.6, 0.8]), 1).coef_   # w = trunc(0.2 * x, 1)
+    array([0.  , 0.16])
+    >>> m.mistakes_, m.n_updates_
+    (1, 1)
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 0.2,
+        lam: float = 0.01,
+        normalize: bool | str = True,
+        *,
+        radius: float | None = None,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+        )
+        self.eta = eta
+        self.lam = lam
+        self.radius = radius
+
+    def _kernel_params(self, d, B):
+        radius = 1.0 / np.sqrt(self.lam) if self.radius is None else self.radius
+        return [self.eta, 1.0 - self.lam * self.eta, radius, 1.0, 0.0], 0, 0
+
+
+class PerceptronTruncation(InstanceStreamSelector):
+    """PE_trun (Algorithm 1): perceptron step ``w + eta y x`` on each mistake, then truncation
+    to the ``B`` largest weights.
+
+    >>> m = PerceptronTruncation(n_features_to_select=1, normalize=False)
+    >>> m.partial_fit(np.array([[1.0, 2.0], [3.0, 1.0]]), [1, -1]).coef_
+    array([-3.,  0.])
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 1.0,
+        normalize: bool | str = True,
+        *,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+        )
+        self.eta = eta
+
+    def _kernel_params(self, d, B):
+        return [self.eta, 1.0, np.inf, 0.0, 0.0], 0, 0
+
+
+class RandomSelection(InstanceStreamSelector):
+    """RAND: perceptron restricted to ``B`` features drawn at random when the stream opens.
+    Only those attributes are read (``attributes_to_observe`` returns them), so it serves as
+    a baseline for both full and partial input. Scaling (``normalize``) is computed on the
+    whole instance, like the full-input learners, before the restriction.
+
+    >>> m = RandomSelection(n_features_to_select=2, n_features=10, random_state=0)
+    >>> m.attributes_to_observe().tolist() == sorted(m.attributes_to_observe().tolist())
+    True
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 1.0,
+        normalize: bool | str = True,
+        random_state: int | np.random.Generator | None = None,
+        *,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+        )
+        self.eta = eta
+        self.random_state = random_state
+
+    def _kernel_params(self, d, B):
+        return [self.eta, 1.0, np.inf, 0.0, 0.0], 3, 0
+
+    def _init_random(self) -> None:
+        self._rng = _rng_from_seed(self.random_state)
+        cidx = np.zeros(self.budget_, dtype=np.int64)
+        mark = np.zeros(self.d_, dtype=np.int64)
+        ip = self._ip.copy()
+        ip[3] = 2  # draw B attributes once with the kernel's sampler
+        _k.choose(cidx, self._heap, mark, self._rng, self._fp, ip, np.zeros(6, np.int64))
+        self._allowed = np.zeros(self.d_, dtype=np.bool_)
+        self._allowed[cidx] = True
+
+    def attributes_to_observe(self) -> np.ndarray:
+        """The fixed attributes, ascending."""
+        self._ensure_init(None)
+        return np.flatnonzero(self._allowed).astype(np.int64)
+
+
+class OFSPartial(_PartialMixin, InstanceStreamSelector):
+    """OFS_P (Algorithm 4): partial input, ``B`` attributes read per instance.
+
+    >>> m = OFSPartial(n_features_to_select=2, n_features=4, random_state=1)
+    >>> idx = m.attributes_to_observe()   # w = 0: explore with prob. epsilon, else nothing
+    >>> m = m.learn_observed(idx, np.full(idx.size, 0.5), 1)
+    >>> m.n_seen_, int(np.count_nonzero(m.coef_)) <= 2
+    (1, True)
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 0.2,
+        epsilon: float = 0.2,
+        radius: float = 10.0,
+        normalize: bool | str = False,
+        random_state: int | np.random.Generator | None = None,
+        *,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+        )
+        self.eta = eta
+        self.epsilon = epsilon
+        self.radius = radius
+        self.random_state = random_state
+
+    def _kernel_params(self, d, B):
+        if not 0.0 < self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
+        return [self.eta, 1.0, self.radius, 1.0, self.epsilon], 1, 1
+
+    def _init_random(self) -> None:
+        self._rng = _rng_from_seed(self.random_state)
+
+
+class OFSRandomPartial(OFSPartial):
+    """OFS_rand (Sec. 4.3.1): the OFS_P update (importance weight ``d/B``, projection onto
+    the ball of radius ``R``, truncation) on ``B`` attributes drawn at random for every
+    instance -- OFS_P with ``epsilon = 1``.
+
+    >>> OFSRandomPartial(3, n_features=30, random_state=0).attributes_to_observe().size
+    3
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 0.2,
+        radius: float = 10.0,
+        normalize: bool | str = False,
+        random_state: int | np.random.Generator | None = None,
+        *,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, eta=eta, epsilon=1.0, radius=radius, normalize=normalize,
+            random_state=random_state, n_features=n_features, classes=classes,
+        )
+        del self.epsilon  # not a parameter of this learner
+
+    def _kernel_params(self, d, B):
+        return [self.eta, 1.0, self.radius, 1.0, 1.0], 2, 1
+
+
+class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
+    """PE_rand (Sec. 4.3.1): perceptron on ``B`` attributes drawn at random for every
+    instance (no importance weighting), truncated to ``B`` weights after each mistake.
+
+    >>> PerceptronRandomPartial(2, n_features=5, random_state=0).attributes_to_observe().size
+    2
+    """
+
+    def __init__(
+        self,
+        n_features_to_select: int | float | None = None,
+        eta: float = 1.0,
+        normalize: bool | str = False,
+        random_state: int | np.random.Generator | None = None,
+        *,
+        n_features: int | None = None,
+        classes: list | None = None,
+    ) -> None:
+        super().__init__(
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+        )
+        self.eta = eta
+        self.random_state = random_state
+
+    def _kernel_params(self, d, B):
+        return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0
+
+    def _init_random(self) -> None:
+        self._rng = _rng_from_seed(self.random_state)
+
+
+_REGISTRY = {
+    c.__name__: c
+    for c in (
+        OFS,
+        PerceptronTruncation,
+        RandomSelection,
+        OFSPartial,
+        OFSRandomPartial,
+        PerceptronRandomPartial,
+    )
+}
+
+
+class OneVsRest:
+    """Explicit one-vs-rest wrapper for more than two classes (full-input learners only).
+
+    One binary copy of ``estimator`` (its parameters, fresh state) per class ``c`` learns
+    ``y == c`` against the rest; ``predict`` takes the class of the largest score. A class
+    that first appears mid-stream gets a new learner from that instance on (pass ``classes``
+    to open every learner at the start). ``selection()`` is the union of the supports, each
+    feature scored by its largest-magnitude weight over the classes, by decreasing ``|score|``.
+
+    >>> X = np.eye(3).repeat(20, axis=0)
+    >>> y = np.array(["a", "b", "c"]).repeat(20)
+    >>> m = OneVsRest(OFS(1)).partial_fit(X, y)
+    >>> m.predict(np.eye(3)).tolist(), len(m.selection())
+    (['a', 'b', 'c'], 3)
+    """
+
+    def __init__(self, estimator: InstanceStreamSelector, classes: list | None = None) -> None:
+        self.estimator = estimator
+        self.classes = classes
+
+    def _learner(self, label: Any) -> InstanceStreamSelector:
+        if not hasattr(self, "learners_"):
+            if isinstance(self.estimator, _PartialMixin):
+                raise ValueError("one-vs-rest needs a full-input learner (shared observations)")
+            self.classes_: list = []
+            self.learners_: list[InstanceStreamSelector] = []
+            for c in self.classes or []:
+                self._learner(np.asarray(c).item())
+        if label not in self.classes_:
+            params = self.estimator.get_params()
+            params["classes"] = [False, True]
+            self.classes_.append(label)
+            self.learners_.append(type(self.estimator)(**params))
+        return self.learners_[self.classes_.index(label)]
+
+    def learn_one(self, x: Any, y: Any) -> "OneVsRest":
+        """Learn ``(x, y)`` in every binary learner."""
+        self._learner(np.asarray(y).item())
+        for c, m in zip(self.classes_, self.learners_):
+            m.learn_one(x, c == y)
+        return self
+
+    def partial_fit(self, X: Any, y: Any) -> "OneVsRest":
+        """Learn the rows of ``X`` in order (classes open at their first row)."""
+        y = np.asarray(y)
+        uniq, first = np.unique(y, return_index=True)
+        order = sorted(zip(first.tolist(), (u.item() for u in uniq)))
+        if not hasattr(self, "learners_"):
+            self._learner(order[0][1]) if order else None
+        start = 0
+        new = [(i, c) for i, c in order if c not in self.classes_] + [(len(y), None)]
+        for i, c in new:
+            if i > start:  # rows [start, i) only involve the classes opened so far
+                block = X[start:i]
+                for cl, m in zip(self.classes_, self.learners_):
+                    m.partial_fit(block, y[start:i] == cl)
+            if c is not None:
+                self._learner(c)
+            start = i
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores, one column per class in ``classes_`` order."""
+        return np.column_stack([m.decision_function(X) for m in self.learners_])
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.asarray(self.classes_, dtype=object)[self.decision_function(X).argmax(1)]
+
+    def predict_one(self, x: Any) -> Any:
+        scores = [m.decision_function(np.asarray(x)[None, :] if not sp.issparse(x)
+                                      and not isinstance(x, dict) else x)[0]
+                  for m in self.learners_]
+        return self.classes_[int(np.argmax(scores))]
+
+    @property
+    def mistakes_(self) -> int:
+        """Mistakes of the binary learners, summed."""
+        return sum(m.mistakes_ for m in self.learners_)
+
+    def selection(self) -> list[dict]:
+        best: dict[int, float] = {}
+        for m in getattr(self, "learners_", []):
+            for s in m.selection():
+                f, w = s["feature"], s["score"]
+                if f not in best or abs(w) > abs(best[f]):
+                    best[f] = w
+        items = sorted(best.items(), key=lambda t: (-abs(t[1]), t[0]))
+        return [{"feature": f, "score": w, "affiliated": []} for f, w in items]
+
+    def to_state(self) -> dict:
+        state: dict = {"algorithm": "OneVsRest", "estimator": self.estimator.to_state(),
+                       "classes": self.classes}
+        if hasattr(self, "learners_"):
+            state["classes_"] = list(self.classes_)
+            state["learners"] = [m.to_state() for m in self.learners_]
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "OneVsRest":
+        obj = cls(InstanceStreamSelector.from_state(state["estimator"]), state["classes"])
+        if "learners" in state:
+            obj.classes_ = list(state["classes_"])
+            obj.learners_ = [InstanceStreamSelector.from_state(s) for s in state["learners"]]
+        return obj

@@ -1,0 +1,79 @@
+"""Run ``streamfs worker`` as a child process (tests, benchmarks, demos)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WorkerProcess:
+    """One worker subprocess with its own environment (bootstrap, topic prefix, app id)."""
+
+    def __init__(self, bootstrap: str, prefix: str, app_id: str, log_path: Path,
+                 data_dir: Path, **env: str) -> None:
+        self.env = {
+            **os.environ,
+            "STREAMFS_BOOTSTRAP_SERVERS": bootstrap,
+            "STREAMFS_TOPIC_PREFIX": prefix,
+            "STREAMFS_APP_ID": app_id,
+            "STREAMFS_DATA_DIR": str(data_dir),
+            "PYTHONUNBUFFERED": "1",
+            **env,
+        }
+        self.log_path = Path(log_path)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "WorkerProcess":
+        self.env["STREAMFS_WEB_PORT"] = str(free_port())
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
+                                         env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         cwd=REPO)
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def peak_rss_bytes(self) -> int | None:
+        """High-water resident memory of the running worker (Linux /proc)."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        except (FileNotFoundError, TypeError):
+            return None
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL: the crash case."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def stop(self) -> None:
+        """SIGTERM and wait (a clean shutdown), SIGKILL after a minute."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""

@@ -1,0 +1,550 @@
+"""Tests of the instance-stream OFS family against hand-computed cases and naive references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamfs.algorithms import ofs_kernels as K
+from streamfs.algorithms.ofs import (
+    OFS,
+    InstanceStreamSelector,
+    OFSPartial,
+    OFSRandomPartial,
+    PerceptronRandomPartial,
+    PerceptronTruncation,
+    RandomSelection,
+)
+
+M64 = (1 << 64) - 1
+
+
+# ----------------------------------------------------------------------------- references
+def trunc(w: np.ndarray, B: int) -> np.ndarray:
+    """Keep the B largest |w_i| (ties: lower index)."""
+    nz = np.flatnonzero(w)
+    if nz.size <= B:
+        return w
+    keep = nz[np.lexsort((nz, -np.abs(w[nz])))[:B]]
+    out = np.zeros_like(w)
+    out[keep] = w[keep]
+    return out
+
+
+def ref_full(X, y, B, *, eta, decay, radius, threshold, normalize=True, allowed=None):
+    """Naive O(d) OFS / PE_trun / RAND."""
+    w = np.zeros(X.shape[1])
+    mistakes = 0
+    for x, t in zip(X, y):
+        if normalize:
+            x = x / np.linalg.norm(x)
+        if allowed is not None:
+            x = np.where(allowed, x, 0.0)
+        s = w @ x
+        mistakes += t * s <= 0
+        if t * s <= threshold:
+            wt = decay * w + eta * t * x
+            nrm = np.linalg.norm(wt)
+            wt = wt * min(1.0, radius / nrm) if nrm > 0 else wt
+            w = trunc(wt, B)
+        else:
+            w = decay * w
+    return w, mistakes
+
+
+class RefPCG:
+    """numpy's PCG64 raw stream + the kernel's recipes (double, Lemire bounded, Floyd)."""
+
+    def __init__(self, seed):
+        self.bg = np.random.PCG64(seed)
+
+    def raw(self) -> int:
+        return int(self.bg.random_raw())
+
+    def double(self) -> float:
+        return (self.raw() >> 11) * (1.0 / 9007199254740992.0)
+
+    def bounded(self, n: int) -> int:
+        x = self.raw()
+        lo = (x * n) & M64
+        if lo < n:
+            t = (-n) % n
+            while lo < t:
+                x = self.raw()
+                lo = (x * n) & M64
+        return (x * n) >> 64
+
+    def floyd(self, d: int, k: int) -> list[int]:
+        chosen: list[int] = []
+        for j in range(d - k, d):
+            t = self.bounded(j + 1)
+            if t in chosen:
+                t = j
+            chosen.append(t)
+        return chosen
+
+
+def ref_partial(X, y, B, seed, *, eta, epsilon, radius, mode):
+    """Naive OFS_P (mode 1), OFS_rand (mode 2, weighted), PE_rand (mode 'pe')."""
+    rng = RefPCG(seed)
+    d = X.shape[1]
+    w = np.zeros(d)
+    mistakes = 0
+    heap_order = None  # the kernel observes the support in heap order; only the set matters
+    for x, t in zip(X, y):
+        explore = True if mode != 1 else rng.double() < epsilon
+        C = rng.floyd(d, min(B, d)) if explore else list(np.flatnonzero(w))
+        xt = np.zeros(d)
+        xt[C] = x[C]
+        s = w @ xt
+        mistakes += t * s <= 0
+        threshold = 0.0 if mode == "pe" else 1.0
+        if t * s <= threshold:
+            if mode == "pe":
+                xh = xt
+            else:
+                p = (B / d) * epsilon + (w != 0) * (1 - epsilon)
+                xh = np.where(xt != 0, xt / p, 0.0)
+            wt = w + eta * t * xh
+            nrm = np.linalg.norm(wt)
+            if nrm > radius:
+                wt = wt * (radius / nrm)
+            w = trunc(wt, B)
+    del heap_order
+    return w, mistakes
+
+
+def seed_state(seed) -> np.ndarray:
+    st = np.random.PCG64(seed).state["state"]
+    s, inc = st["state"], st["inc"]
+    return np.array([s >> 64, s & M64, inc >> 64, inc & M64], dtype=np.uint64)
+
+
+# ----------------------------------------------------------------------------- RNG
+def test_pcg_stream_matches_numpy():
+    rng = seed_state(2024)
+    np.testing.assert_array_equal(K.pcg_raw(rng, 500), np.random.PCG64(2024).random_raw(500))
+
+
+def test_bounded_and_floyd_match_reference():
+    rng = seed_state(7)
+    ref = RefPCG(7)
+    got = [int(K.pcg_bounded(rng, n)) for n in (1, 2, 3, 10, 1000, 2**40 + 3)]
+    assert got == [ref.bounded(n) for n in (1, 2, 3, 10, 1000, 2**40 + 3)]
+    assert got[0] == 0
+
+
+# ----------------------------------------------------------------------------- update rules
+def test_ofs_hand_computed_truncation_steps():
+    m = OFS(n_features_to_select=1, normalize=False)  # eta 0.2, lam 0.01 -> decay 0.998
+    m.learn_one(np.array([0.6, 0.8]), 1)  # w~ = [0.12, 0.16] -> keep 0.16
+    np.testing.assert_allclose(m.coef_, [0.0, 0.16])
+    m.learn_one(np.array([1.0, 0.0]), -1)  # w~ = [-0.2, 0.998*0.16 = 0.15968] -> keep -0.2
+    np.testing.assert_allclose(m.coef_, [-0.2, 0.0])
+    m.learn_one(np.array([0.0, 1.0]), 1)  # w~ = [-0.1996, 0.2] -> keep 0.2
+    np.testing.assert_allclose(m.coef_, [0.0, 0.2])
+    assert (m.mistakes_, m.n_updates_, m.n_seen_) == (3, 3, 3)
+
+
+def test_ofs_projection_and_decay_branch():
+    m = OFS(n_features_to_select=2, eta=1.0, lam=0.1, normalize=False)  # radius 1/sqrt(.1)
+    m.learn_one(np.array([3.0, 4.0]), 1)  # ||w~|| = 5 -> scaled by 3.16228/5
+    np.testing.assert_allclose(m.coef_, [1.8973666, 2.5298221], rtol=1e-7)
+    m.learn_one(np.array([3.0, 4.0]), 1)  # margin 15.8 > 1: only the decay 0.9
+    np.testing.assert_allclose(m.coef_, [1.7076299, 2.2768399], rtol=1e-7)
+    assert (m.mistakes_, m.n_updates_) == (1, 1)
+    m.learn_one(np.array([3.0, 4.0]), -1)  # margin -14.2: mistake, update, projection
+    assert (m.mistakes_, m.n_updates_) == (2, 2)
+    w = 0.9 * np.array([1.7076299, 2.2768399]) - np.array([3.0, 4.0])
+    np.testing.assert_allclose(m.coef_, w * min(1, np.sqrt(10) / np.linalg.norm(w)), rtol=1e-6)
+
+
+def test_perceptron_truncation_hand_computed():
+    m = PerceptronTruncation(n_features_to_select=2, normalize=False)
+    m.learn_one(np.array([1.0, -3.0, 2.0]), 1)  # w = trunc([1, -3, 2], 2)
+    np.testing.assert_array_equal(m.coef_, [0.0, -3.0, 2.0])
+    m.learn_one(np.array([0.0, -1.0, 0.0]), 1)  # score 3 > 0: no change
+    np.testing.assert_array_equal(m.coef_, [0.0, -3.0, 2.0])
+    m.learn_one(np.array([2.5, 0.0, 1.0]), -1)  # score 2: w = [-2.5, -3, 1] -> drop 1
+    np.testing.assert_array_equal(m.coef_, [-2.5, -3.0, 0.0])
+    assert m.mistakes_ == 2
+    assert m.selected_.tolist() == [1, 0]
+    assert m.selection() == [
+        {"feature": 1, "score": -3.0, "affiliated": []},
+        {"feature": 0, "score": -2.5, "affiliated": []},
+    ]
+
+
+def test_truncation_ties_keep_lower_index_and_exact_count():
+    m = PerceptronTruncation(n_features_to_select=3, normalize=False)
+    m.learn_one(np.array([1.0, 1.0, 1.0, 1.0, 1.0]), 1)
+    np.testing.assert_array_equal(m.coef_, [1.0, 1.0, 1.0, 0.0, 0.0])
+    m3 = PerceptronTruncation(n_features_to_select=3, normalize=False, n_features=6)
+    m3.learn_one({4: 2.0, 1: 1.0}, 1)  # nnz 2 < B: keeps both
+    assert m3.selected_.tolist() == [4, 1]
+
+
+@pytest.mark.parametrize("B", [1, 3, 7, 30])
+def test_ofs_and_pe_trun_match_naive_reference(B):
+    rng = np.random.default_rng(B)
+    # integer-valued sparse-ish data: many ties and exact cancellations
+    X = rng.integers(-2, 3, size=(300, 30)).astype(float) * (rng.random((300, 30)) < 0.3)
+    X[np.abs(X).sum(1) == 0, 0] = 1.0
+    y = np.where(X[:, 2] + X[:, 5] - X[:, 11] + 0.3 * rng.normal(size=300) > 0, 1, -1)
+    m = OFS(B).partial_fit(X, y)
+    w, mis = ref_full(X, y, B, eta=0.2, decay=0.998, radius=10.0, threshold=1.0)
+    np.testing.assert_allclose(m.coef_, w, atol=1e-12)
+    assert m.mistakes_ == mis
+    assert np.count_nonzero(m.coef_) == min(B, np.count_nonzero(w)) == np.count_nonzero(w)
+    # a strong decay (0.1 per instance) drives the lazy scale below 1e-100: folds happen
+    # (continuous data: integer data gives exact-zero reference scores, a rounding coin-flip)
+    Xc = rng.normal(size=X.shape) * (X != 0)
+    Xc[np.abs(Xc).sum(1) == 0, 0] = 1.0
+    m = OFS(B, eta=1.0, lam=0.9).partial_fit(Xc, y)
+    assert 1e-100 <= abs(m._fst[0]) and 0.1**300 < 1e-290  # folded at least twice
+    w, mis = ref_full(Xc, y, B, eta=1.0, decay=0.1, radius=1 / np.sqrt(0.9), threshold=1.0)
+    np.testing.assert_allclose(m.coef_, w, rtol=1e-9, atol=0)
+    assert m.mistakes_ == mis
+    p = PerceptronTruncation(B, normalize=False).partial_fit(X, y)
+    w, mis = ref_full(X, y, B, eta=1.0, decay=1.0, radius=np.inf, threshold=0.0,
+                      normalize=False)
+    np.testing.assert_array_equal(p.coef_, w)  # integer arithmetic: exact
+    assert p.mistakes_ == mis
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.data(),
+    d=st.integers(1, 8),
+    n=st.integers(1, 40),
+)
+def test_heap_truncation_is_exact_property(data, d, n):
+    # integer data + perceptron steps: exact arithmetic, so ties and exact cancellations
+    # (weights returning to 0) hit the heap bookkeeping and must match the naive top-B
+    B = data.draw(st.integers(1, d))
+    X = np.array(
+        data.draw(st.lists(st.lists(st.integers(-2, 2), min_size=d, max_size=d),
+                           min_size=n, max_size=n)),
+        dtype=float,
+    )
+    y = np.array(data.draw(st.lists(st.sampled_from([-1, 1]), min_size=n, max_size=n)))
+    m = PerceptronTruncation(B, normalize=False, classes=[-1, 1], n_features=d)
+    w = np.zeros(d)
+    for x, t in zip(X, y):
+        m.learn_one(x, t)
+        if t * (w @ x) <= 0:
+            w = trunc(w + t * x, B)
+        np.testing.assert_array_equal(m.coef_, w)
+        assert len(m.selected_) == np.count_nonzero(w) <= B
+
+
+def test_support_size_is_min_of_budget_and_nonzeros():
+    rng = np.random.default_rng(3)
+    m = OFS(5, n_features=40)
+    for _ in range(200):
+        k = int(rng.integers(1, 12))
+        idx = rng.choice(40, k, replace=False)
+        before = set(m.selected_.tolist())
+        n_updates = m.n_updates_
+        m.learn_one(dict(zip(idx.tolist(), rng.normal(size=k).tolist())), int(rng.integers(2)))
+        if m.n_updates_ > n_updates:  # continuous values: no exact cancellation
+            assert len(m.selected_) == min(5, len(before | set(idx.tolist())))
+        else:
+            assert set(m.selected_.tolist()) == before
+        assert np.count_nonzero(m.coef_) == len(m.selected_)
+    assert len(m.selected_) == 5
+
+
+def test_rand_is_perceptron_on_fixed_features():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 25))
+    y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
+    m = RandomSelection(4, random_state=11).partial_fit(X, y)
+    fixed = m.attributes_to_observe()
+    assert fixed.size == 4 and set(m.selected_) <= set(fixed)
+    assert fixed.tolist() == sorted(RefPCG(11).floyd(25, 4))
+    allowed = np.zeros(25, bool)
+    allowed[fixed] = True
+    w, mis = ref_full(X, y, 4, eta=1.0, decay=1.0, radius=np.inf, threshold=0.0,
+                      allowed=allowed)
+    np.testing.assert_allclose(m.coef_, w, atol=1e-12)
+    assert m.mistakes_ == mis
+
+
+# ----------------------------------------------------------------------------- partial input
+def test_ofs_partial_hand_computed_weighting():
+    # d = 2, B = 1, eps = 0.5: P(observe i) = 0.25 off the support, 0.75 on it
+    m = OFSPartial(1, eta=0.5, epsilon=0.5, radius=10.0, n_features=2, random_state=3)
+    ref = RefPCG(3)
+    x = [np.array([0.6, 0.8]), np.array([-0.3, 0.4])]
+    idx = m.attributes_to_observe()
+    explore = ref.double() < 0.5
+    assert explore and idx.tolist() == ref.floyd(2, 1)  # the seed explores first
+    j = int(idx[0])
+    m.learn_observed(idx, x[0][idx], 1)
+    w = np.zeros(2)
+    w[j] = 0.5 * x[0][j] / 0.25
+    np.testing.assert_allclose(m.coef_, w)
+    idx2 = m.attributes_to_observe()
+    explore2 = ref.double() < 0.5
+    expected = ref.floyd(2, 1) if explore2 else [j]
+    assert idx2.tolist() == expected
+    k = int(idx2[0])
+    score = w[k] * x[1][k]
+    m.learn_observed(idx2, x[1][idx2], -1)
+    assert m.mistakes_ == 1 + (score >= 0)
+    if -score <= 1:
+        w[k] += 0.5 * -1 * x[1][k] / (0.25 + (0.5 if w[k] != 0 else 0.0))
+        w = trunc(w, 1)
+    np.testing.assert_allclose(m.coef_, w)
+
+
+def test_ofs_partial_projection_radius():
+    m = OFSPartial(2, eta=1.0, epsilon=1.0, radius=0.5, n_features=2, random_state=0)
+    m.learn_one(np.array([3.0, 4.0]), 1)  # x^ = x / 1, ||w~|| = 5 -> radius 0.5
+    np.testing.assert_allclose(m.coef_, [0.3, 0.4])
+
+
+@pytest.mark.parametrize(
+    "cls, kw, mode",
+    [
+        (OFSPartial, {"eta": 0.2, "epsilon": 0.2, "radius": 10.0}, 1),
+        (OFSRandomPartial, {"eta": 0.2, "radius": 10.0}, 2),
+        (PerceptronRandomPartial, {"eta": 1.0}, "pe"),
+    ],
+)
+def test_partial_learners_match_naive_reference(cls, kw, mode):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 12))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X[:, 0] - X[:, 4] > 0, 1, -1)
+    m = cls(3, random_state=42, **kw).partial_fit(X, y)
+    ref_kw = dict(eta=kw["eta"], epsilon=kw.get("epsilon", 1.0), radius=kw.get("radius", np.inf))
+    w, mis = ref_partial(X, y, 3, 42, mode=mode, **ref_kw)
+    np.testing.assert_allclose(m.coef_, w, atol=1e-10)
+    assert m.mistakes_ == mis
+
+
+def test_ofs_partial_observes_support_when_not_exploring():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 10))
+    y = np.where(X[:, 1] > 0, 1, -1)
+    m = OFSPartial(3, epsilon=0.2, random_state=4).partial_fit(X, y)
+    support = set(m.selected_.tolist())
+    sizes = []
+    for _ in range(40):
+        idx = m.attributes_to_observe()
+        assert len(idx) == 3
+        sizes.append(set(idx.tolist()) == support)
+        m.learn_observed(idx, X[0, idx], 1)
+        support = set(m.selected_.tolist())
+    assert 20 <= sum(sizes) < 40  # ~80% exploit
+
+
+def test_partial_learner_reads_only_observed_attributes():
+    m = OFSPartial(2, n_features=6, random_state=9)
+    for _ in range(30):
+        idx = m.attributes_to_observe()
+        x = np.full(6, np.nan)  # unobserved attributes are poison
+        x[idx] = 0.5
+        m.learn_one(x, 1)
+        assert np.isfinite(m.coef_).all()
+    with pytest.raises(ValueError, match="cannot\\s+scale"):
+        OFSPartial(2, normalize=True).partial_fit(np.ones((1, 3)), [1])
+
+
+def test_learn_one_equals_split_api():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 15))
+    y = np.where(X[:, 3] > 0, "yes", "no")
+    a = OFSPartial(4, random_state=1, normalize="standardize")
+    b = OFSPartial(4, random_state=1, normalize="standardize", n_features=15)
+    c = OFSPartial(4, random_state=1, normalize="standardize").partial_fit(X, y)
+    for x, t in zip(X, y):
+        a.learn_one(x, t)
+        idx = b.attributes_to_observe()
+        b.learn_observed(idx, x[idx], t)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.coef_, c.coef_)
+    assert a.mistakes_ == b.mistakes_ == c.mistakes_
+    assert a.predict_one(X[0]) in ("yes", "no")
+
+
+# ----------------------------------------------------------------------------- input formats
+ALL = [
+    lambda: OFS(5),
+    lambda: OFS(5, normalize="standardize"),
+    lambda: PerceptronTruncation(5),
+    lambda: RandomSelection(5, random_state=3),
+    lambda: OFSPartial(5, random_state=3),
+    lambda: OFSPartial(5, random_state=3, normalize="standardize"),
+    lambda: OFSRandomPartial(5, random_state=3),
+    lambda: PerceptronRandomPartial(5, random_state=3),
+]
+
+
+def _stream(n=150, d=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.25)
+    X[:, 0] += 0.1
+    y = np.where(X[:, 1] - X[:, 2] + 0.5 * X[:, 3] > 0, 1, -1)
+    return X, y
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_dense_sparse_dict_and_one_by_one_agree(make):
+    X, y = _stream()
+    ref = make().partial_fit(X, y)
+    for other in (
+        make().partial_fit(sp.csr_matrix(X), y),
+        make().partial_fit(sp.csc_array(X), y),
+    ):
+        np.testing.assert_array_equal(other.coef_, ref.coef_)
+        assert other.mistakes_ == ref.mistakes_
+    one = make()
+    for k, (x, t) in enumerate(zip(X, y)):
+        if k % 3 == 0:
+            one.learn_one(x, t)
+        elif k % 3 == 1:
+            one.learn_one(sp.csr_matrix(x), t)
+        else:
+            nz = np.flatnonzero(x)
+            one.learn_one({int(i): float(x[i]) for i in nz[::-1]}, t)
+    np.testing.assert_array_equal(one.coef_, ref.coef_)
+    assert one.mistakes_ == ref.mistakes_ and one.n_seen_ == len(y)
+    np.testing.assert_array_equal(one.predict(X), ref.predict(sp.csr_matrix(X)))
+
+
+# ----------------------------------------------------------------------------- state
+def _continue(m, X, y):
+    m.partial_fit(X, y)
+    chosen = m.attributes_to_observe() if hasattr(m, "learn_observed") else None
+    return m.coef_.copy(), m.mistakes_, m.n_updates_, chosen
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_state_round_trip_continues_identically(make):
+    X, y = _stream(n=200, seed=4)
+    a = make().partial_fit(X[:100], y[:100])
+    state = a.to_state()
+    b = InstanceStreamSelector.from_state(state)
+    assert type(b) is type(a) and b.get_params() == a.get_params()
+    c = type(a).from_state(a.to_state())
+    ra, rb, rc = _continue(a, X[100:], y[100:]), _continue(b, X[100:], y[100:]), _continue(
+        c, X[100:], y[100:]
+    )
+    for r in (rb, rc):
+        np.testing.assert_array_equal(r[0], ra[0])
+        assert r[1:3] == ra[1:3]
+        if ra[3] is not None:
+            np.testing.assert_array_equal(r[3], ra[3])
+
+
+def test_state_is_plain_data_and_survives_codec():
+    X, y = _stream(n=120, seed=5)
+    a = OFSPartial(5, random_state=8, normalize="standardize").partial_fit(X[:60], y[:60])
+    a.attributes_to_observe()  # a pending choice is part of the state
+    state = a.to_state()
+
+    def check(obj):
+        if isinstance(obj, dict):
+            assert all(isinstance(k, (str, int)) for k in obj)
+            for v in obj.values():
+                check(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                check(v)
+        elif isinstance(obj, int) and not isinstance(obj, bool):
+            assert -(2**63) <= obj < 2**64
+        else:
+            assert obj is None or isinstance(obj, (bool, float, str, bytes, np.ndarray))
+
+    check(state)
+    codec = pytest.importorskip("streamfs.codec")
+    if not hasattr(codec, "packb"):
+        pytest.skip("streamfs.codec.packb not available yet")
+    b = OFSPartial.from_state(codec.unpackb(codec.packb(state)))
+    for m in (a, b):
+        idx = m.attributes_to_observe()
+        m.learn_observed(idx, X[60, idx], y[60])
+        m.partial_fit(X[61:], y[61:])
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.attributes_to_observe(), b.attributes_to_observe())
+
+
+def test_unfitted_state_round_trip():
+    m = OFS.from_state(OFS(3, eta=0.5).to_state())
+    assert m.eta == 0.5 and m.selection() == [] and m.n_seen_ == 0
+
+
+# ----------------------------------------------------------------------------- labels, scaling
+def test_multiclass_labels_raise_with_names():
+    m = OFS(2)
+    with pytest.raises(ValueError, match=r"\['a', 'b', 'c'\]"):
+        m.partial_fit(np.eye(3), ["a", "b", "c"])
+    m = OFS(2).partial_fit(np.eye(3)[:2], [0, 1])
+    with pytest.raises(ValueError, match=r"\[0, 1, 7\]"):
+        m.learn_one(np.ones(3), 7)
+
+
+def test_provisional_label_sign_is_flipped_exactly():
+    X, y = _stream(seed=6)
+    labels = np.where(y > 0, "spam", "ham")
+    labels[:5] = "spam"  # the first class seen ("spam") is the larger one -> +1 later
+    fixed = OFS(5, classes=["ham", "spam"]).partial_fit(X, labels)
+    lazy = OFS(5)
+    for x, t in zip(X, labels):
+        lazy.learn_one(x, t)
+    np.testing.assert_allclose(lazy.coef_, fixed.coef_, atol=0)
+    assert lazy.classes_ == ["ham", "spam"] and lazy.mistakes_ == fixed.mistakes_
+    assert set(lazy.predict(X)) <= {"ham", "spam"}
+
+
+def test_online_standardisation_hand_computed():
+    m = OFS(2, normalize="standardize", eta=1.0, lam=0.0, radius=np.inf)
+    m.learn_one(np.array([1.0, 5.0]), 1)  # first instance: z = 0 -> no change
+    np.testing.assert_array_equal(m.coef_, [0.0, 0.0])
+    m.learn_one(np.array([3.0, 5.0]), 1)  # mean [2, 5], std [1, 0] -> z = [1, 0]
+    np.testing.assert_allclose(m.coef_, [1.0, 0.0])
+    # predict uses the current statistics without updating them
+    assert m.decision_function(np.array([[4.0, 9.0]]))[0] == pytest.approx(1.0)
+    m.learn_one(np.array([2.0, 8.0]), -1)  # mean [2, 6], std [sqrt(2/3), sqrt(2)]
+    z = np.array([0.0, 2.0 / np.sqrt(2.0)])
+    np.testing.assert_allclose(m.coef_, [1.0, 0.0] - z / np.linalg.norm(z))
+
+
+# ----------------------------------------------------------------------------- real data
+def test_ofs_beats_baselines_on_german():
+    from streamfs.datasets import available, load
+
+    if "german" not in available():
+        pytest.skip("dataset directory absent")
+    from streamfs.bench.ofs import run_full_input
+
+    res = run_full_input("german", n_permutations=4, seed=0)
+    ofs, pe, rnd = (np.mean(res["mistakes"][k]) for k in ("OFS", "PE_trun", "RAND"))
+    assert ofs < pe and ofs < rnd
+
+
+def test_one_vs_rest_matches_binary_learners_and_round_trips():
+    from streamfs.algorithms.ofs import OneVsRest
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 12))
+    y = np.array(["x", "y", "z"])[np.argmax(X[:, :3], axis=1)]
+    ovr = OneVsRest(OFS(3), classes=["x", "y", "z"]).partial_fit(X[:150], y[:150])
+    ovr = OneVsRest.from_state(ovr.to_state())
+    for x, t in zip(X[150:], y[150:]):
+        ovr.learn_one(x, t)
+    for c, m in zip(ovr.classes_, ovr.learners_):
+        ref = OFS(3, classes=[False, True]).partial_fit(X, y == c)
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert (ovr.predict(X[200:]) == y[200:]).mean() > 0.7
+    sel = ovr.selection()
+    assert {s["feature"] for s in sel} >= {0, 1, 2}
+    assert [abs(s["score"]) for s in sel] == sorted((abs(s["score"]) for s in sel), reverse=True)
+    with pytest.raises(ValueError, match="full-input"):
+        OneVsRest(OFSPartial(2)).partial_fit(X, y)
