@@ -1,0 +1,590 @@
+"""K-nearest-neighbour dependency measures of neighbourhood rough set theory (K-OFSD).
+
+The dependency of the class on a feature subset ``S`` is the mean, over all instances ``x``, of a
+*card* value that says how well the ``K`` nearest neighbours of ``x`` on ``S`` agree with the
+label of ``x`` (Zhou et al., "Online feature selection for high-dimensional class-imbalanced
+data", Knowledge-Based Systems 136, 2017, Algorithms 3-4 and Section 3.4).
+
+Distances are standardised Euclidean, ``sqrt(sum_f (a_f - b_f)**2 / var_f)`` with ``var_f`` the
+sample variance (``N - 1``) of feature ``f``, always evaluated from raw differences so that the
+one-feature kernel, the incremental kernel and the reference implementation round identically.
+Neighbours are ordered by ``(distance, instance index)``. Two neighbour rules exist:
+
+* default: the ``K`` nearest *other* instances;
+* ``zhou`` (the authors' MATLAB code): positions ``2..K+1`` of a stable ascending sort of the
+  distance row *including* the instance itself, i.e. the ``K + 1`` nearest by ``(distance,
+  index)`` with the first one dropped; with duplicates of ``x`` of smaller index, ``x`` itself can
+  be counted as its own neighbour.
+
+This module holds a plain numpy reference implementation (:func:`knn_dependency`, used by the
+tests as the ground truth) and the numba kernels used by :class:`~streamfs.algorithms.kofsd.KOFSD`.
+
+>>> import numpy as np
+>>> X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1]])
+>>> k_nearest(sq_distances(X), 2).tolist()
+[[1, 2], [0, 2], [1, 0], [4, 2], [3, 2]]
+>>> knn_dependency(X, np.array([0, 0, 0, 1, 1]), k=1)
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+CARDS = ("imbalanced", "consistency", "weight", "distance")
+
+
+# --------------------------------------------------------------------------------------------
+# reference implementation (simple numpy; O(N^2) memory)
+# --------------------------------------------------------------------------------------------
+
+
+def sample_variances(X: np.ndarray) -> np.ndarray:
+    """Sample variance (``N - 1``) of each column, 0 for constant columns.
+
+    Computed on the sorted column so that the value does not depend on the instance order (a
+    permutation of the instances then gives bit-identical distances).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    S = np.sort(X, axis=0)
+    out = np.zeros(X.shape[1])
+    for c in range(X.shape[1]):
+        col = S[:, c]
+        if col[0] == col[-1]:
+            continue
+        out[c] = _sorted_variance(col)
+    return out
+
+
+def sq_distances(X: np.ndarray, var: np.ndarray | None = None) -> np.ndarray:
+    """Squared standardised distances ``sum_f (a_f - b_f)**2 / var_f`` between all rows.
+
+    Features are added in column order (this fixes the rounding). ``var=None`` uses the sample
+    variances; constant columns (variance 0) are ignored. Pass ``var=np.ones(p)`` for the plain
+    Euclidean distance.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    var = sample_variances(X) if var is None else np.asarray(var, dtype=np.float64)
+    n = X.shape[0]
+    D = np.zeros((n, n))
+    for c in range(X.shape[1]):
+        if var[c] == 0.0:
+            continue
+        diff = X[:, c][:, None] - X[:, c][None, :]
+        D = D + diff * diff / var[c]
+    return D
+
+
+def k_nearest(D: np.ndarray, k: int, compat: str | None = None) -> np.ndarray:
+    """Indices ``(N, k)`` of the ``k`` nearest neighbours of every row of the squared-distance
+    matrix ``D``, ordered by ``(sqrt(D), index)``; see the module docstring for ``compat``."""
+    D = np.asarray(D, dtype=np.float64)
+    n = D.shape[0]
+    key = np.sqrt(D)
+    out = np.empty((n, k), dtype=np.int64)
+    for i in range(n):
+        order = np.argsort(key[i], kind="stable")  # ties -> smaller index first
+        if compat == "zhou":
+            out[i] = order[1 : k + 1]
+        else:
+            out[i] = order[order != i][:k]
+    return out
+
+
+def card_values(
+    y: np.ndarray,
+    neighbours: np.ndarray,
+    dist: np.ndarray,
+    large: int,
+    card: str = "imbalanced",
+    gamma: float = 0.5,
+    gamma1: float = 0.5,
+    gamma2: float = 1.0,
+) -> np.ndarray:
+    """Card value of every instance from its neighbour indices ``(N, K)`` and their distances.
+
+    ``y`` holds integer class codes and ``large`` the code of the large class. With ``s`` the
+    number of neighbours sharing the label of ``x``:
+
+    * ``imbalanced`` (Algorithm 3): ``[s == K]`` if ``x`` is in the large class, else ``s / K``;
+    * ``consistency``: ``[s == K]`` (``x`` is in the lower approximation of its class);
+    * ``weight``: ``[s / K >= gamma]`` (variable-precision lower approximation);
+    * ``distance``: with ``h``/``m`` the mean distance to the same-/other-label neighbours,
+      1 if there is no other-label neighbour, 0 if there is no same-label one, otherwise 1 when
+      ``h < gamma1 * m``, 0 when ``h >= gamma2 * m`` and linear in between.
+    """
+    y = np.asarray(y)
+    k = neighbours.shape[1]
+    same_mask = y[neighbours] == y[:, None]
+    same = same_mask.sum(axis=1)
+    # sequential sums in neighbour order, as the kernels add them
+    ssum = np.cumsum(np.where(same_mask, dist, 0.0), axis=1)[:, -1]
+    dsum = np.cumsum(np.where(same_mask, 0.0, dist), axis=1)[:, -1]
+    return _card_from_stats(same, ssum, dsum, y == large, k, card, gamma, gamma1, gamma2)
+
+
+def knn_dependency(
+    X: np.ndarray,
+    y: np.ndarray,
+    k: int = 7,
+    card: str = "imbalanced",
+    compat: str | None = None,
+    var: np.ndarray | None = None,
+    gamma: float = 0.5,
+    gamma1: float = 0.5,
+    gamma2: float = 1.0,
+) -> float:
+    """Reference ``Dep_K(S)`` (Algorithm 4) of all columns of ``X`` (brute force).
+
+    ``y`` may hold any labels; the large class is the most frequent one (ties: the smallest in
+    sorted order), or the label 0 with ``compat="zhou"``. Returns 0 if every column is constant.
+    """
+    classes, y_enc = np.unique(np.asarray(y), return_inverse=True)
+    large = large_class_code(classes, y_enc, compat)
+    X = np.asarray(X, dtype=np.float64)
+    var = sample_variances(X) if var is None else np.asarray(var, dtype=np.float64)
+    if not np.any(var > 0):
+        return 0.0
+    D = sq_distances(X, var)
+    nb = k_nearest(D, k, compat)
+    dist = np.sqrt(np.take_along_axis(D, nb, axis=1))
+    cards = card_values(y_enc, nb, dist, large, card, gamma, gamma1, gamma2)
+    return float(_mean_card(cards[:, None], k, card)[0])
+
+
+def large_class_code(classes: np.ndarray, y_enc: np.ndarray, compat: str | None) -> int:
+    """Code of the large class: the label 0 in ``zhou`` mode, else the most frequent label
+    (ties: the first in sorted order)."""
+    if compat == "zhou":
+        if classes.dtype.kind not in "biuf":
+            raise ValueError('compat="zhou" needs numeric labels (the label 0 is the large class)')
+        hits = np.flatnonzero(classes == 0)
+        if hits.size == 0:
+            raise ValueError(
+                'compat="zhou" treats the label 0 as the large class, but y has no label 0; '
+                "encode the majority class as 0"
+            )
+        return int(hits[0])
+    return int(np.argmax(np.bincount(y_enc)))
+
+
+# --------------------------------------------------------------------------------------------
+# card -> dependency (vectorised over a block of features)
+# --------------------------------------------------------------------------------------------
+
+
+def _card_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2):
+    """Card values (float) from per-instance neighbour statistics; arrays ``(N,)`` or ``(N, B)``."""
+    if is_large.ndim < same.ndim:
+        is_large = is_large[:, None]
+    if card == "imbalanced":
+        return np.where(is_large, (same == k).astype(np.float64), same / k)
+    if card == "consistency":
+        return (same == k).astype(np.float64)
+    if card == "weight":
+        return (same >= gamma * k).astype(np.float64)
+    if card == "distance":
+        n_same = same.astype(np.float64)
+        n_diff = k - n_same
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = ssum / n_same
+            m = dsum / n_diff
+            lin = (gamma2 * m - h) / ((gamma2 - gamma1) * m)
+        out = np.where(h < gamma1 * m, 1.0, np.where(h >= gamma2 * m, 0.0, lin))
+        out = np.where(n_diff == 0, 1.0, np.where(n_same == 0, 0.0, out))
+        return out
+    raise ValueError(f"card must be one of {CARDS}, got {card!r}")
+
+
+def _mean_card(cards: np.ndarray, k: int, card: str) -> np.ndarray:
+    """Column means of ``cards`` ``(N, B)``, independent of the instance order.
+
+    The integer-valued cards are summed exactly as integers (numerators over ``K``); the
+    ``distance`` card is summed after sorting, so permuting instances cannot change a comparison
+    between two dependencies by rounding.
+    """
+    n = cards.shape[0]
+    if card == "distance":
+        # sequential sum of the sorted values: the same rounding for any block shape
+        return np.cumsum(np.sort(cards, axis=0), axis=0)[-1] / n
+    num = np.rint(cards * k).astype(np.int64).sum(axis=0)
+    return num / (k * n)
+
+
+def dependency_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2):
+    """``Dep_K`` of each column from neighbour statistics of shape ``(N, B)``."""
+    cards = _card_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2)
+    return _mean_card(cards, k, card)
+
+
+# --------------------------------------------------------------------------------------------
+# numba kernels
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _sorted_variance(sv):
+    n = sv.shape[0]
+    s = 0.0
+    for p in range(n):
+        s += sv[p]
+    mean = s / n
+    ss = 0.0
+    for p in range(n):
+        t = sv[p] - mean
+        ss += t * t
+    return ss / (n - 1)
+
+
+@njit(cache=True)
+def _key1(x, v, var):
+    t = x - v
+    return np.sqrt(t * t / var)
+
+
+@njit(cache=True)
+def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsum_out):
+    """Neighbour statistics of every instance on each single column of ``X`` ``(N, B)``.
+
+    In one dimension the nearest neighbours of the instance at sorted position ``p`` are found
+    by walking outwards from ``p``; each step takes the group of candidates at the next smallest
+    distance (on both sides). A group that does not fit entirely gives its places to the smallest
+    instance indices: within a run of equal values the stable sort already orders indices, so two
+    runs are merged in ``O(K)``; only groups spanning several runs (distinct values at a distance
+    equal after rounding) are sorted. Cost ``O(N log N + N K)`` per column. Constant columns get
+    ``var_out = 0`` and zero statistics (the caller treats them as irrelevant).
+    """
+    n, b = X.shape
+    need = k + include_self
+    buf = np.empty(n, dtype=np.int64)
+    run_start = np.empty(n, dtype=np.int64)
+    run_end = np.empty(n, dtype=np.int64)
+    for c in range(b):
+        col = X[:, c].copy()
+        order = np.argsort(col, kind="mergesort")
+        sv = col[order]
+        if sv[0] == sv[n - 1]:
+            var_out[c] = 0.0
+            for i in range(n):
+                same_out[i, c] = 0
+                ssum_out[i, c] = 0.0
+                dsum_out[i, c] = 0.0
+            continue
+        var = _sorted_variance(sv)
+        var_out[c] = var
+        run_start[0] = 0
+        for q in range(1, n):
+            run_start[q] = run_start[q - 1] if sv[q] == sv[q - 1] else q
+        run_end[n - 1] = n - 1
+        for q in range(n - 2, -1, -1):
+            run_end[q] = run_end[q + 1] if sv[q] == sv[q + 1] else q
+        for p in range(n):
+            i = order[p]
+            x = sv[p]
+            yi = y[i]
+            left = p if include_self else p - 1
+            right = p + 1
+            kl = _key1(x, sv[left], var) if left >= 0 else np.inf
+            kr = _key1(x, sv[right], var) if right < n else np.inf
+            taken = 0
+            first = True
+            same = 0
+            ssum = 0.0
+            dsum = 0.0
+            while taken < need:
+                d = min(kl, kr)
+                rem = need - taken
+                # the group at distance d: one run of equal values per side, unless rounding
+                # makes a neighbouring run tie too (then: generic gather and sort)
+                nl = 0
+                nr = 0
+                multi = False
+                if left >= 0 and kl == d:
+                    ls = run_start[left]
+                    nl = left - ls + 1
+                    multi = ls > 0 and _key1(x, sv[ls - 1], var) == d
+                if right < n and kr == d:
+                    re = run_end[right]
+                    nr = re - right + 1
+                    multi = multi or (re + 1 < n and _key1(x, sv[re + 1], var) == d)
+                if multi:
+                    g = 0
+                    while left >= 0 and kl == d:
+                        buf[g] = order[left]
+                        g += 1
+                        left -= 1
+                        kl = _key1(x, sv[left], var) if left >= 0 else np.inf
+                    while right < n and kr == d:
+                        buf[g] = order[right]
+                        g += 1
+                        right += 1
+                        kr = _key1(x, sv[right], var) if right < n else np.inf
+                    take = min(g, rem)
+                    if g > rem:
+                        sub = np.sort(buf[:g])
+                        for q in range(take):
+                            buf[q] = sub[q]
+                elif nl + nr <= rem:
+                    take = nl + nr
+                    for q in range(nl):
+                        buf[q] = order[left - q]
+                    for q in range(nr):
+                        buf[nl + q] = order[right + q]
+                    left -= nl
+                    right += nr
+                    kl = _key1(x, sv[left], var) if left >= 0 else np.inf
+                    kr = _key1(x, sv[right], var) if right < n else np.inf
+                else:
+                    # merge the two ascending index runs, keep the rem smallest
+                    take = rem
+                    a = left - nl + 1  # positions a..left ascend in index
+                    bpos = right
+                    for q in range(take):
+                        if bpos >= right + nr or (a <= left and order[a] < order[bpos]):
+                            buf[q] = order[a]
+                            a += 1
+                        else:
+                            buf[q] = order[bpos]
+                            bpos += 1
+                skip = -1
+                if first and include_self:
+                    # zhou: the first element of the stable sort (smallest index at distance 0)
+                    skip = 0
+                    for q in range(1, take):
+                        if buf[q] < buf[skip]:
+                            skip = q
+                for q in range(take):
+                    if q == skip:
+                        continue
+                    if y[buf[q]] == yi:
+                        same += 1
+                        ssum += d
+                    else:
+                        dsum += d
+                taken += take
+                first = False
+            same_out[i, c] = same
+            ssum_out[i, c] = ssum
+            dsum_out[i, c] = dsum
+
+
+@njit(cache=True)
+def _insert(tk, ti, cnt, need, key, j):
+    """Insert ``(key, j)`` into the ascending top list ``tk/ti`` of ``cnt <= need`` entries;
+    returns the new count."""
+    if cnt < need:
+        q = cnt
+        cnt += 1
+    elif key < tk[need - 1] or (key == tk[need - 1] and j < ti[need - 1]):
+        q = need - 1
+    else:
+        return cnt
+    while q > 0 and (tk[q - 1] > key or (tk[q - 1] == key and ti[q - 1] > j)):
+        tk[q] = tk[q - 1]
+        ti[q] = ti[q - 1]
+        q -= 1
+    tk[q] = key
+    ti[q] = j
+    return cnt
+
+
+@njit(cache=True)
+def _sq_bound(w):
+    """The largest ``v`` with ``sqrt(v) <= w``: comparing squared distances against it gives
+    exactly the verdict of comparing their square roots with ``w``, without the square root."""
+    if w == np.inf:
+        return np.inf
+    v = w * w
+    while np.sqrt(v) > w:
+        v = np.nextafter(v, -np.inf)
+    while True:
+        u = np.nextafter(v, np.inf)
+        if np.sqrt(u) > w:
+            return v
+        v = u
+
+
+@njit(cache=True)
+def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_out,
+                is_large, card_code, gamma, loss_budget):  # fmt: skip
+    """Neighbour statistics of every instance on ``S + {f}``; returns True if it stopped early.
+
+    Early stop (integer cards only, ``card_code`` 0/1/2 = imbalanced/consistency/weight): the
+    caller only needs to know whether ``Dep(S + {f}) > Dep(S)``, i.e. whether the total loss
+    ``sum_x (K - K * card(x))`` stays below ``loss_budget`` (the loss of ``S``). Once it reaches
+    the budget the answer is no and the remaining rows are skipped (``loss_budget < 0``: never).
+
+    ``D`` holds the squared distances on ``S`` and ``near[i]`` the ``M`` instances nearest to
+    ``i`` on ``S`` in ascending ``D`` order (see :func:`row_order`). The new squared distance
+    ``D[i, j] + delta_f(i, j)`` is bounded below by both terms. Row ``i`` is first scanned in
+    ``near[i]`` order and settled as soon as the next ``D`` exceeds the current ``K``-th best
+    distance (the usual case when ``S`` is informative). Rows the list does not settle continue
+    with the sorted column ``f`` walked outwards from ``i`` (ascending ``delta_f``), which stops
+    by the same rule and is exhaustive. Exact (ties by instance index).
+    """
+    n = D.shape[0]
+    m = near.shape[1]
+    need = k + include_self
+    tk = np.empty(need)
+    ti = np.empty(need, dtype=np.int64)
+    order = np.empty(0, dtype=np.int64)  # sorted column f, built on first need
+    sv = np.empty(0)
+    pos = np.empty(0, dtype=np.int64)
+    stamp = np.full(n, -1, dtype=np.int64)  # stamp[j] == i: j already considered for row i
+    loss = 0
+    for i in range(n):
+        cnt = 0
+        bound = np.inf  # squared form of the K-th best distance once the list is full
+        x = xf[i]
+        settled = False
+        for t in range(m):
+            j = near[i, t]
+            base = D[i, j]
+            if base > bound:
+                settled = True
+                break
+            stamp[j] = i
+            if j == i and include_self == 0:
+                continue
+            dd = x - xf[j]
+            v = base + dd * dd / var
+            if v <= bound:
+                cnt = _insert(tk, ti, cnt, need, np.sqrt(v), j)
+                if cnt == need:
+                    bound = _sq_bound(tk[need - 1])
+        if not settled and m < n:
+            if order.shape[0] == 0:
+                order = np.argsort(xf, kind="mergesort")
+                sv = xf[order]
+                pos = np.empty(n, dtype=np.int64)
+                for q in range(n):
+                    pos[order[q]] = q
+            if stamp[i] != i:  # i itself was not listed (many duplicates of smaller index)
+                stamp[i] = i
+                if include_self and D[i, i] <= bound:
+                    cnt = _insert(tk, ti, cnt, need, np.sqrt(D[i, i] + 0.0), i)
+                    if cnt == need:
+                        bound = _sq_bound(tk[need - 1])
+            left = pos[i] - 1
+            right = pos[i] + 1
+            dl = np.inf
+            if left >= 0:
+                dd = x - sv[left]
+                dl = dd * dd / var
+            dr = np.inf
+            if right < n:
+                dd = x - sv[right]
+                dr = dd * dd / var
+            while True:
+                if dl <= dr:
+                    if dl > bound or dl == np.inf:
+                        break
+                    j = order[left]
+                    delta = dl
+                    left -= 1
+                    dl = np.inf
+                    if left >= 0:
+                        dd = x - sv[left]
+                        dl = dd * dd / var
+                else:
+                    if dr > bound:
+                        break
+                    j = order[right]
+                    delta = dr
+                    right += 1
+                    dr = np.inf
+                    if right < n:
+                        dd = x - sv[right]
+                        dr = dd * dd / var
+                if stamp[j] != i:
+                    v = D[i, j] + delta
+                    if v <= bound:
+                        cnt = _insert(tk, ti, cnt, need, np.sqrt(v), j)
+                        if cnt == need:
+                            bound = _sq_bound(tk[need - 1])
+        same = 0
+        ssum = 0.0
+        dsum = 0.0
+        for q in range(include_self, need):
+            if y[ti[q]] == y[i]:
+                same += 1
+                ssum += tk[q]
+            else:
+                dsum += tk[q]
+        same_out[i] = same
+        ssum_out[i] = ssum
+        dsum_out[i] = dsum
+        if loss_budget >= 0:
+            if card_code == 0:
+                num = same if not is_large[i] else (k if same == k else 0)
+            elif card_code == 1:
+                num = k if same == k else 0
+            else:
+                num = k if same >= gamma * k else 0
+            loss += k - num
+            if loss >= loss_budget:
+                return True
+    return False
+
+
+@njit(cache=True)
+def nearest_lists(D, m, out):
+    """``out[i]``: the ``m`` columns of row ``i`` of ``D`` with the smallest values, ascending
+    (ties by index). One pass per row keeping a sorted top list: ``O(N^2)`` comparisons plus
+    ``O(N m log(N / m))`` expected shifts (faster here than numba's ``np.partition``)."""
+    n = D.shape[0]
+    vals = np.empty(m)
+    for i in range(n):
+        cnt = 0
+        for j in range(n):
+            v = D[i, j]
+            if cnt < m:
+                q = cnt
+                cnt += 1
+            elif v < vals[m - 1]:
+                q = m - 1
+            else:
+                continue
+            while q > 0 and vals[q - 1] > v:
+                vals[q] = vals[q - 1]
+                out[i, q] = out[i, q - 1]
+                q -= 1
+            vals[q] = v
+            out[i, q] = j
+
+
+@njit(cache=True)
+def _add_inplace(D, x, var):
+    n = x.shape[0]
+    for i in range(n):
+        xi = x[i]
+        for j in range(n):
+            dd = xi - x[j]
+            D[i, j] = D[i, j] + dd * dd / var
+
+
+def add_feature(D: np.ndarray | None, x: np.ndarray, var: float) -> np.ndarray:
+    """``D + (x_i - x_j)**2 / var``, in place (``D=None`` means the empty subset: a new array)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if D is None:
+        D = np.zeros((x.shape[0], x.shape[0]))
+    _add_inplace(D, x, float(var))
+    return D
+
+
+def row_order(D: np.ndarray, m: int | None = None) -> np.ndarray:
+    """The ``m`` (default: all) nearest columns of each row of ``D``, ascending."""
+    n = D.shape[0]
+    if m is None or m >= n:
+        return np.argsort(D, axis=1, kind="stable").astype(np.int32)
+    out = np.empty((n, m), dtype=np.int32)
+    nearest_lists(D, m, out)
+    return out
+
+
+def fallback_count(p: int) -> int:
+    """``round(sqrt(p))`` with halves away from zero (MATLAB ``round``)."""
+    return int(math.floor(math.sqrt(p) + 0.5))

@@ -1,0 +1,528 @@
+"""Tests of K-OFSD and the K-nearest-neighbour dependency measures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamfs.algorithms.kofsd import KOFSD
+from streamfs.algorithms.neighbourhood import (
+    CARDS,
+    add_feature,
+    dependency_from_stats,
+    fallback_count,
+    joint_stats,
+    k_nearest,
+    knn_dependency,
+    large_class_code,
+    row_order,
+    sample_variances,
+    single_feature_stats,
+    sq_distances,
+)
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def reference_kofsd(X, y, k=7, alpha=0.5, card="imbalanced", compat=None, **gammas):
+    """Algorithm 5 written directly on the brute-force ``knn_dependency``."""
+    S: list[int] = []
+    dep = 0.0
+    singles = []
+    var = sample_variances(X)
+    for f in range(X.shape[1]):
+        d1 = 0.0 if var[f] == 0 else knn_dependency(X[:, [f]], y, k, card, compat, **gammas)
+        singles.append(d1)
+        if d1 <= alpha:
+            continue
+        if d1 > dep:
+            S, dep = [f], d1
+            continue
+        dj = knn_dependency(X[:, S + [f]], y, k, card, compat, **gammas)
+        if dj > dep:
+            S, dep = S + [f], dj
+    if compat == "zhou" and not S:
+        order = np.argsort(-np.asarray(singles), kind="stable")
+        return order[: fallback_count(X.shape[1])].tolist(), 0.0
+    return S, dep
+
+
+def assert_same_state(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        va, vb = a[key], b[key]
+        if isinstance(va, dict):
+            assert_same_state(va, vb)
+        elif isinstance(va, np.ndarray):
+            assert va.dtype == vb.dtype and np.array_equal(va, vb), key
+        else:
+            assert va == vb, key
+
+
+def assert_plain(value) -> None:
+    """The state holds only the types ``streamfs.codec`` encodes."""
+    if isinstance(value, dict):
+        for key, v in value.items():
+            assert isinstance(key, (str, int)) and not isinstance(key, bool)
+            assert_plain(v)
+    elif isinstance(value, list):
+        for v in value:
+            assert_plain(v)
+    elif isinstance(value, int):
+        assert -(2**63) <= value < 2**64
+    else:
+        plain = (bool, float, str, bytes, np.ndarray)
+        assert value is None or isinstance(value, plain), type(value)
+
+
+@st.composite
+def streams(draw, continuous=False, compat_allowed=True):
+    """Small random streams: ``(X, y, params)``; integer-valued data has many ties."""
+    n = draw(st.integers(10, 28))
+    p = draw(st.integers(1, 10))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if continuous or draw(st.booleans()):
+        X = rng.normal(size=(n, p)) * rng.uniform(0.1, 10, size=p)
+    else:
+        X = rng.integers(0, draw(st.integers(1, 5)), size=(n, p)).astype(float)
+    n_classes = draw(st.integers(2, 3))
+    y = np.r_[np.arange(n_classes), rng.integers(0, n_classes, size=n - n_classes)]
+    rng.shuffle(y)
+    # a few informative columns so that selections are not always empty
+    for c in range(p):
+        if rng.random() < 0.4:
+            X[:, c] += 3.0 * (y == 1)
+    params = dict(
+        k=draw(st.integers(1, 5)),
+        alpha=draw(st.sampled_from([0.0, 0.3, 0.5, 0.7])),
+        card=draw(st.sampled_from(CARDS)),
+        compat=draw(st.sampled_from([None, "zhou"])) if compat_allowed else None,
+    )
+    return X, y, params
+
+
+# ------------------------------------------------------------------------------ neighbours
+
+
+# Hand-built table in the spirit of the paper's Table 1 (its values are not reproduced here):
+# plain Euclidean distances on {f1, f2}.
+TABLE = np.array(
+    [[0, 0], [1, 0], [2, 1], [5, 5], [6, 5], [0, 4], [2, 2], [4, 0]], dtype=float
+)  # x1 .. x8
+
+
+def test_neighbours_of_x3_on_hand_table():
+    D = sq_distances(TABLE, var=np.ones(2))
+    # from x3 = (2, 1): x7 at 1, x2 at sqrt(2), then x1 and x8 both at sqrt(5) -> x1 (index)
+    assert k_nearest(D, 2)[2].tolist() == [6, 1]  # {x7, x2}
+    assert k_nearest(D, 4)[2].tolist() == [6, 1, 0, 7]
+    assert math.isclose(D[2, 0], 5.0) and D[2, 0] == D[2, 7]
+
+
+def test_zhou_neighbours_may_include_the_instance_itself():
+    X = np.array([[1.0], [1.0], [3.0], [4.0]])
+    D = sq_distances(X)
+    # default: the other duplicate first, then by distance
+    assert k_nearest(D, 2).tolist() == [[1, 2], [0, 2], [3, 0], [2, 0]]
+    # stable sort of row 1 is [x0, x1, x2, x3]: positions 2..3 are x1 (itself) and x2
+    assert k_nearest(D, 2, "zhou").tolist() == [[1, 2], [1, 2], [3, 0], [2, 0]]
+
+
+def test_standardised_distance_uses_sample_variance():
+    X = np.array([[0.0, 0.0], [2.0, 10.0], [4.0, 20.0]])
+    # var_f1 = 4, var_f2 = 100 (N - 1): each feature contributes (2/2)^2 + (10/10)^2 = 2
+    D = sq_distances(X)
+    assert D[0, 1] == 2.0 and D[0, 2] == 8.0
+    assert sample_variances(X).tolist() == [4.0, 100.0]
+
+
+# ------------------------------------------------------------------------------ dependency
+
+# 1-D data, K = 2: neighbours (0-based) 0:{1,2} 1:{0,2} 2:{1,0} (3 and 0 tie at 3, index wins)
+# 3:{2,4} 4:{3,5} 5:{4,3}; same-label counts s = 2, 2, 2, 0, 0, 1 with y below.
+X1 = np.array([[0.0], [1.0], [3.0], [6.0], [10.0], [15.0]])
+Y1 = np.array([0, 0, 0, 1, 0, 1])
+
+
+@pytest.mark.parametrize(
+    "card, kwargs, expected",
+    [
+        # large class 0: 1,1,1,0 for x0,x1,x2,x4; minority s/K: 0, 1/2
+        ("imbalanced", {}, 3.5 / 6),
+        ("consistency", {}, 3 / 6),
+        ("weight", {"gamma": 0.5}, 4 / 6),  # s/K >= 0.5: x0, x1, x2, x5
+        ("weight", {"gamma": 1.0}, 3 / 6),
+        # x5: h = 9, m = 5 (raw units; the ratio is scale-free): 0.5*5 <= 9 < 2*5 ->
+        # (2*5 - 9) / (1.5*5) = 2/15; x0-x2 have no other-label neighbour, x3, x4 no same-label
+        ("distance", {"gamma1": 0.5, "gamma2": 2.0}, (3 + 2 / 15) / 6),
+        ("distance", {"gamma1": 0.5, "gamma2": 1.0}, 3 / 6),
+    ],
+)
+def test_dependency_hand_computed(card, kwargs, expected):
+    assert math.isclose(knn_dependency(X1, Y1, k=2, card=card, **kwargs), expected)
+    # the production path (one-feature kernel) agrees
+    sel = KOFSD(k=2, alpha=0.0, card=card, **kwargs).fit(X1, Y1)
+    assert sel.selected_.tolist() == [0]
+    assert math.isclose(sel.scores_[0], expected) and sel.dependency_ == sel.scores_[0]
+
+
+def test_zhou_large_class_is_label_zero():
+    y = 1 - Y1  # label 0 is now the minority (2 of 6)
+    # default: large class = 1 (most frequent), same numbers as before
+    assert math.isclose(knn_dependency(X1, y, k=2), 3.5 / 6)
+    # zhou: large = 0 -> x3 (s=0) and x5 (s=1) score 0; x0..x2 score s/K = 1, x4 0
+    assert math.isclose(knn_dependency(X1, y, k=2, compat="zhou"), 3 / 6)
+
+
+def test_zhou_self_neighbour_changes_dependency():
+    X = np.array([[1.0], [1.0], [3.0], [4.0], [9.0]])
+    y = np.array([0, 1, 1, 0, 0])
+    # K=1. default: x0->x1 (diff), x1->x0 (diff), x2->x3 (diff), x3->x2 (diff), x4->x3 (same)
+    # large class 0: x0 0, x3 0, x4 1; x1: 0, x2: 0 -> 1/5
+    assert math.isclose(knn_dependency(X, y, k=1), 1 / 5)
+    # zhou: x1's neighbour is itself (same label) -> x1 scores 1 -> 2/5
+    assert math.isclose(knn_dependency(X, y, k=1, compat="zhou"), 2 / 5)
+    assert math.isclose(KOFSD(k=1, alpha=0.0, compat="zhou").fit(X, y).dependency_, 2 / 5)
+
+
+def test_large_class_ties_take_smallest_label():
+    classes, y_enc = np.unique(np.array(["b", "a", "b", "a", "c"]), return_inverse=True)
+    assert classes[large_class_code(classes, y_enc, None)] == "a"
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_kernels_match_brute_force(data):
+    X, y, params = data
+    k, card, compat = params["k"], params["card"], params["compat"]
+    if compat == "zhou" and 0 not in y:
+        compat = None
+    n, p = X.shape
+    classes, y_enc = np.unique(y, return_inverse=True)
+    large = large_class_code(classes, y_enc, compat)
+    inc = int(compat == "zhou")
+    var = np.empty(p)
+    same, ssum, dsum = np.empty((n, p), np.int64), np.empty((n, p)), np.empty((n, p))
+    y64 = y_enc.astype(np.int64)
+    single_feature_stats(np.asfortranarray(X), y64, k, inc, var, same, ssum, dsum)
+    dep1 = dependency_from_stats(same, ssum, dsum, y_enc == large, k, card, 0.5, 0.5, 1.0)
+    assert np.array_equal(var, sample_variances(X))
+    for c in range(p):
+        if var[c] > 0:
+            assert dep1[c] == knn_dependency(X[:, [c]], y, k, card, compat)
+    cols = [c for c in range(p) if var[c] > 0]
+    if len(cols) >= 2:
+        D = None
+        for c in cols[:-1]:
+            D = add_feature(D, X[:, c].copy(), var[c])
+        f = cols[-1]
+        expected = knn_dependency(X[:, cols], y, k, card, compat)
+        dep_s = knn_dependency(X[:, cols[:-1]], y, k, card, compat)
+        code = CARDS.index(card) if card != "distance" else -1
+        budget = k * n - round(dep_s * k * n) if code >= 0 else -1
+        for m in (None, 1, k + 1, k + 3):  # full order and short lists (rows left unsettled)
+            args = (D, row_order(D, m), X[:, f].copy(), var[f], y_enc.astype(np.int64), k, inc)
+            s1, a1, b1 = np.empty(n, np.int64), np.empty(n), np.empty(n)
+            assert not joint_stats(*args, s1, a1, b1, y_enc == large, code, 0.5, -1)
+            got = dependency_from_stats(
+                s1[:, None], a1[:, None], b1[:, None], y_enc == large, k, card, 0.5, 0.5, 1.0
+            )[0]
+            assert got == expected
+            # early stop exactly when Dep(S + f) > Dep(S) fails
+            stopped = joint_stats(*args, s1, a1, b1, y_enc == large, code, 0.5, budget)
+            if code >= 0:
+                assert stopped == (not expected > dep_s)
+
+
+# ------------------------------------------------------------------------------ algorithm
+
+
+def test_algorithm_steps_hand_built_stream():
+    y = Y1
+    const = np.full(6, 2.5)
+    c_weak = np.arange(6.0)  # Dep = (1 + 1 + 0 + 0 + 0 + 1/2) / 6 = 5/12 <= 0.5
+    a_feat = X1[:, 0]  # Dep = 7/12
+    b_sep = np.array([0.0, 0.1, 0.2, 5.0, 0.3, 5.1])  # majority all pure, minority 1/2: 5/6
+    X = np.column_stack([const, c_weak, a_feat, b_sep, b_sep])
+    sel = KOFSD(k=2, alpha=0.5).partial_fit(X[:, :3], y)
+    assert sel.selected_.tolist() == [2] and math.isclose(sel.dependency_, 7 / 12)
+    assert (sel.n_irrelevant_, sel.n_redundant_) == (2, 0)
+    sel.partial_fit(X[:, 3:4])  # 5/6 > 7/12: replaces the selection
+    assert sel.selected_.tolist() == [3] and math.isclose(sel.dependency_, 5 / 6)
+    assert (sel.n_irrelevant_, sel.n_redundant_) == (2, 1)
+    # a copy of b doubles the distances: same neighbours, same Dep -> redundant
+    sel.partial_fit(X[:, 4:5], y).finish()
+    assert sel.selected_.tolist() == [3] and sel.n_redundant_ == 2
+    assert sel.n_features_seen_ == 5
+    assert sel.selection() == [{"feature": 3, "score": sel.scores_[0], "affiliated": []}]
+    assert sel.get_support().tolist() == [False, False, False, True, False]
+    assert np.array_equal(sel.transform(X), X[:, [3]])
+
+
+def test_joint_step_adds_complementary_feature():
+    # minority class 1 is separated only by using both features together
+    rng = np.random.default_rng(3)
+    n = 60
+    y = np.zeros(n, dtype=int)
+    y[:6] = 1
+    X = rng.normal(size=(n, 2))
+    X[:6] = [[2.5, 2.5]] * 6 + rng.normal(scale=0.1, size=(6, 2))
+    X[6:12, 0] = 2.5 + rng.normal(scale=0.1, size=6)  # majority points sharing f0's value
+    X[12:18, 1] = 2.5 + rng.normal(scale=0.1, size=6)  # ... and f1's
+    sel = KOFSD(k=3).fit(X, y)
+    S, dep = reference_kofsd(X, y, k=3)
+    assert sel.selected_.tolist() == S == [0, 1]
+    assert sel.dependency_ == dep > sel.scores_.max()
+
+
+@settings(max_examples=50, deadline=None)
+@given(streams())
+def test_matches_reference_algorithm(data):
+    X, y, params = data
+    if params["compat"] == "zhou" and 0 not in y:
+        params["compat"] = None
+    sel = KOFSD(**params).fit(X, y)
+    S, dep = reference_kofsd(X, y, **params)
+    assert sel.selected_.tolist() == S
+    assert sel.dependency_ == dep
+    if sel.dependency_ > 0 or params["compat"] is None:  # no zhou fallback
+        # every feature ends irrelevant, redundant (discarded or replaced) or selected
+        assert sel.n_irrelevant_ + sel.n_redundant_ + len(S) == X.shape[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(continuous=True, compat_allowed=False), st.integers(0, 2**32 - 1))
+def test_permuting_instances_keeps_selection(data, seed):
+    X, y, params = data
+    perm = np.random.default_rng(seed).permutation(len(y))
+    a = KOFSD(**params).fit(X, y)
+    b = KOFSD(**params).fit(X[perm], y[perm])
+    assert a.selected_.tolist() == b.selected_.tolist()
+    assert a.dependency_ == b.dependency_
+    assert np.array_equal(a.scores_, b.scores_)
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), st.lists(st.integers(0, 10), max_size=4))
+def test_blocks_do_not_matter(data, cuts):
+    X, y, params = data
+    if params["compat"] == "zhou" and 0 not in y:
+        params["compat"] = None
+    whole = KOFSD(**params).fit(X, y)
+    parts = KOFSD(**params)
+    edges = sorted({0, X.shape[1], *[min(c, X.shape[1]) for c in cuts]})
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        parts.partial_fit(X[:, lo:hi], y if lo == 0 else None)
+    parts.finish()
+    assert_same_state(whole.to_state(), parts.to_state())
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), st.integers(0, 10))
+def test_state_round_trip_continues_identically(data, cut):
+    X, y, params = data
+    if params["compat"] == "zhou" and 0 not in y:
+        params["compat"] = None
+    cut = min(cut, X.shape[1] - 1)
+    a = KOFSD(**params).partial_fit(X[:, : cut + 1], y)
+    state = a.to_state()
+    assert_plain(state)
+    b = KOFSD.from_state(state)
+    assert_same_state(b.to_state(), state)
+    a.partial_fit(X[:, cut + 1 :]).finish()
+    b.partial_fit(X[:, cut + 1 :]).finish()
+    assert_same_state(a.to_state(), b.to_state())
+    assert a.selection() == b.selection()
+
+
+def test_state_round_trip_through_codec():
+    codec = pytest.importorskip("streamfs.codec")
+    if not hasattr(codec, "packb"):
+        pytest.skip("streamfs.codec.packb not available yet")
+    rng = np.random.default_rng(5)
+    y = np.r_[np.zeros(50, int), np.ones(10, int)]
+    X = rng.normal(size=(60, 40))
+    X[:, ::7] += 2.0 * y[:, None]
+    a = KOFSD().partial_fit(X[:, :20], y)
+    b = KOFSD.from_state(codec.unpackb(codec.packb(a.to_state())))
+    a.partial_fit(X[:, 20:]).finish()
+    b.partial_fit(X[:, 20:]).finish()
+    assert_same_state(a.to_state(), b.to_state())
+
+
+def test_unfitted_state_round_trip():
+    sel = KOFSD(k=3, card="weight", gamma=0.75)
+    back = KOFSD.from_state(sel.to_state())
+    assert (back.k, back.card, back.gamma) == (3, "weight", 0.75)
+    assert not hasattr(back, "selected_")
+
+
+# ------------------------------------------------------------------------------ zhou fallback
+
+
+def test_zhou_fallback_selects_round_sqrt_p_best_single_features():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(30, int), np.ones(10, int)]
+    X = rng.normal(size=(40, 10))
+    X[:, 4] += 1.0 * y
+    singles = [knn_dependency(X[:, [f]], y, k=3, compat="zhou") for f in range(10)]
+    sel = KOFSD(k=3, alpha=0.99, compat="zhou").fit(X, y)  # nothing passes alpha
+    expected = np.argsort(-np.asarray(singles), kind="stable")[:3]  # round(sqrt(10)) = 3
+    assert sel.selected_.tolist() == expected.tolist()
+    assert np.array_equal(sel.scores_, np.asarray(singles)[expected])
+    back = KOFSD.from_state(sel.to_state())
+    assert back.selected_.tolist() == expected.tolist()
+    assert_same_state(back.to_state(), sel.to_state())
+    # the default mode has no fallback
+    assert KOFSD(k=3, alpha=0.99).fit(X, y).selected_.tolist() == []
+    # more features after finish(): the fallback is recomputed at the next finish()
+    sel.partial_fit(X[:, :6])
+    assert sel.selected_.tolist() == []
+    assert sel.finish().selected_.size == fallback_count(16) == 4
+
+
+def test_fallback_count_rounds_halves_away():
+    assert [fallback_count(p) for p in (1, 2, 3, 6, 7, 12, 13, 12533)] == [1, 1, 2, 2, 3, 3, 4, 112]
+
+
+def test_zhou_fallback_ties_in_stream_order():
+    y = np.r_[np.zeros(8, int), np.ones(4, int)]
+    col = np.arange(12.0)
+    X = np.column_stack([col[::-1], col, col, col])  # identical dependencies
+    sel = KOFSD(k=2, alpha=0.99, compat="zhou").fit(X, y)
+    assert sel.selected_.tolist() == [0, 1]
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def test_constant_columns_are_irrelevant():
+    y = Y1
+    X = np.column_stack([np.zeros(6), np.full(6, 0.1), X1[:, 0]])
+    sel = KOFSD(k=2, alpha=0.0).fit(X, y)
+    assert sel.selected_.tolist() == [2] and sel.n_irrelevant_ == 2
+
+
+def test_string_labels_and_sparse_blocks():
+    y = np.where(Y1 == 1, "rare", "common")
+    b_sep = np.array([0.0, 0.1, 0.2, 5.0, 0.3, 5.1])
+    X = np.column_stack([X1[:, 0], b_sep])
+    dense = KOFSD(k=2).fit(X, y)
+    sparse = KOFSD(k=2).fit(sp.csc_matrix(X), y)
+    assert dense.large_class_ == "common"
+    assert dense.selected_.tolist() == sparse.selected_.tolist() == [1]
+    assert_same_state(dense.to_state(), sparse.to_state())
+    assert KOFSD.from_state(dense.to_state()).large_class_ == "common"
+
+
+@pytest.mark.parametrize(
+    "kwargs, X, y, match",
+    [
+        ({}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)][:19], "values but y has"),
+        ({}, np.ones((20, 2)), np.zeros(20), "single class"),
+        ({"k": 20}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "more than k"),
+        ({}, np.r_[np.ones((19, 2)), [[np.nan, 1]]], np.r_[np.zeros(10), np.ones(10)], "NaN"),
+        ({}, np.r_[np.ones((19, 2)), [[1, np.inf]]], np.r_[np.zeros(10), np.ones(10)], "infinite"),
+        ({"compat": "zhou"}, np.ones((20, 2)), np.r_[np.ones(10), np.full(10, 2)], "label 0"),
+        ({"compat": "zhou"}, np.ones((20, 2)), np.array(["a", "b"] * 10), "numeric"),
+        ({"card": "nope"}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "card"),
+        ({"alpha": 1.0}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "alpha"),
+        ({"k": 0}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "k must"),
+        ({"compat": "lofs"}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "compat"),
+    ],
+)
+def test_input_validation(kwargs, X, y, match):
+    with pytest.raises(ValueError, match=match):
+        KOFSD(**kwargs).partial_fit(X, y)
+
+
+def test_later_blocks_are_checked():
+    y = np.r_[np.zeros(10), np.ones(10)]
+    sel = KOFSD(k=3).partial_fit(np.random.default_rng(0).normal(size=(20, 2)), y)
+    with pytest.raises(ValueError, match="differs"):
+        sel.partial_fit(np.ones((20, 1)), y[::-1])
+    with pytest.raises(ValueError, match="values but y has"):
+        sel.partial_fit(np.ones((19, 1)))
+    with pytest.raises(ValueError, match="needs the class vector"):
+        KOFSD().partial_fit(np.ones((20, 1)))
+    with pytest.raises(ValueError, match="has seen"):
+        sel.transform(np.ones((20, 5)))
+
+
+# ------------------------------------------------------------------------------ usefulness
+
+
+def _gmean(y_true, y_pred):
+    tpr = np.mean(y_pred[y_true == 1] == 1)
+    tnr = np.mean(y_pred[y_true == 0] == 0)
+    return math.sqrt(tpr * tnr)
+
+
+def _outlier_stream(seed, n=600, p=300, n_info=5):
+    """5 % minority shifted by +3 in ``n_info`` features, each of which also has 3 % of the
+    majority at +40 (gross outliers); the other features are heavy-tailed (Student t, 2 df)
+    noise. Pearson correlation is fooled by the outliers, neighbourhoods are not."""
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n, dtype=int)
+    y[rng.choice(n, n // 20, replace=False)] = 1
+    X = rng.standard_t(2, size=(n, p))
+    info = np.arange(0, p, p // n_info)[:n_info]
+    X[:, info] = rng.normal(size=(n, n_info)) + 3.0 * y[:, None]
+    majority = np.flatnonzero(y == 0)
+    for f in info:
+        X[rng.choice(majority, int(0.03 * majority.size), replace=False), f] += 40.0
+    return X, y, info
+
+
+def test_beats_pearson_on_imbalanced_data_with_outliers():
+    sklearn = pytest.importorskip("sklearn")  # noqa: F841
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    scores = {"kofsd": [], "pearson": []}
+    for seed in range(3):
+        X, y, info = _outlier_stream(seed)
+        train = np.arange(y.size) % 2 == 0
+        Xtr, ytr, Xte, yte = X[train], y[train], X[~train], y[~train]
+        chosen = KOFSD().fit(Xtr, ytr).selected_
+        assert np.isin(chosen, info).any()
+        Xc = Xtr - Xtr.mean(axis=0)
+        yc = ytr - ytr.mean()
+        r = np.abs(Xc.T @ yc) / (np.linalg.norm(Xc, axis=0) * np.linalg.norm(yc))
+        pearson = np.argsort(-r, kind="stable")[: chosen.size]
+        for name, cols in (("kofsd", chosen), ("pearson", pearson)):
+            scaler = StandardScaler().fit(Xtr[:, cols])
+            A, B = scaler.transform(Xtr[:, cols]), scaler.transform(Xte[:, cols])
+            g_nn = _gmean(yte, KNeighborsClassifier(1).fit(A, ytr).predict(B))
+            svm = LinearSVC(C=1.0, class_weight="balanced").fit(A, ytr)
+            scores[name].append((g_nn, _gmean(yte, svm.predict(B))))
+    kofsd, pearson = np.mean(scores["kofsd"], axis=0), np.mean(scores["pearson"], axis=0)
+    # measured (1-NN, SVM): K-OFSD about (0.89, 0.82), Pearson about (0.18, 0.25)
+    assert kofsd[0] > pearson[0] + 0.3 and kofsd[1] > pearson[1] + 0.3, scores
+
+
+def test_candidate_lists_match_stable_argsort():
+    rng = np.random.default_rng(2)
+    D = rng.integers(0, 4, size=(40, 40)).astype(float)  # many ties
+    for m in (1, 5, 40):
+        assert np.array_equal(row_order(D, m), np.argsort(D, axis=1, kind="stable")[:, :m])
+
+
+def test_refit_starts_from_scratch():
+    rng = np.random.default_rng(4)
+    y = np.r_[np.zeros(30, int), np.ones(6, int)]
+    X = rng.normal(size=(36, 12))
+    X[:, 5] += 3.0 * y
+    sel = KOFSD(k=3).fit(X[:, ::-1], y)
+    part = np.r_[0:20, 30:34]  # other instances, other labels
+    sel.fit(X[part], y[part])
+    assert_same_state(sel.to_state(), KOFSD(k=3).fit(X[part], y[part]).to_state())
+    with pytest.raises(ValueError, match="before any partial_fit"):
+        KOFSD().finish()
