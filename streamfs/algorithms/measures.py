@@ -1,0 +1,722 @@
+"""Dependence measures shared by the feature-stream selectors.
+
+Two families:
+
+* **Information theory on discrete data** (``test="mi"``): every value is binned with
+  ``floor()`` (or, optionally, by equal-width bins per column) and states are numbered by rank;
+  probabilities are plug-in frequencies and entropies are in bits. Symmetrical uncertainty is
+  ``SU(X, Y) = 2 I(X; Y) / (H(X) + H(Y))``.
+* **Fisher's z on continuous data** (``test="fisher_z"``): Pearson's ``r`` and
+  ``W = sqrt(N - 3) * atanh(r)``, compared with the two-sided normal critical value.
+
+Every quantity is computed so that it depends only on the *values* of a column, never on how it
+is stored or batched: dense and sparse (CSC) columns and any split of a stream into blocks give
+bit-identical numbers. That is what makes the sequential SAOLA decisions reproducible when they
+are replayed block-wise. Concretely:
+
+* sums run sequentially in row order over the non-zero entries (a dense column contributes its
+  zeros as exact ``0.0`` terms, which change nothing);
+* Pearson's cross-product is centred as ``sum_{x_i != 0} (x_i - m_x) c_i - m_x (sum_i c_i -
+  sum_{x_i != 0} c_i)`` where ``c`` is the (stored, dense) centred partner column, so a dense
+  column without zeros is an ordinary two-pass centred dot product and a sparse column costs
+  O(nnz);
+* joint histograms are integer count tables (exact), whose cells are always visited in the same
+  row-major order; each mutual-information term is ``c log2(c N / (c_x c_y))``, so an exactly
+  independent pair gives exactly 0.
+
+Block kernels take a column block as ``(indptr, indices, data, dense)``: CSC arrays with sorted
+row indices, or, when ``dense`` is true, a Fortran-ordered matrix flattened column by column
+(``indices`` unused). Use :func:`as_column_block` to build one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from scipy.stats import norm
+
+__all__ = [
+    "ColumnBlock",
+    "as_column_block",
+    "discretize",
+    "entropy",
+    "entropy_from_counts",
+    "joint_entropy",
+    "mutual_information",
+    "symmetrical_uncertainty",
+    "pearson_r",
+    "fisher_z",
+    "fisher_z_critical",
+    "block_pearson_with_target",
+    "block_su_with_target",
+    "centred",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# column blocks
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ColumnBlock:
+    """A block of columns of length ``n_rows`` in a kernel-friendly layout."""
+
+    indptr: np.ndarray  # int64, length n_cols + 1
+    indices: np.ndarray  # int64 row indices (sparse) or empty (dense)
+    data: np.ndarray  # float64
+    n_rows: int
+    dense: bool
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.indptr) - 1
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices and values of the stored entries of column ``j``."""
+        lo, hi = int(self.indptr[j]), int(self.indptr[j + 1])
+        if self.dense:
+            return np.arange(self.n_rows, dtype=np.int64), self.data[lo:hi]
+        return self.indices[lo:hi], self.data[lo:hi]
+
+    def dense_column(self, j: int) -> np.ndarray:
+        """Column ``j`` as a dense float64 array (a copy)."""
+        rows, vals = self.column(j)
+        if self.dense:
+            return vals.copy()
+        out = np.zeros(self.n_rows, dtype=np.float64)
+        out[rows] = vals
+        return out
+
+
+def as_column_block(X: Any, n_rows: int | None = None) -> ColumnBlock:
+    """Validate ``X`` (2-D dense or scipy.sparse, finite) and convert it to a :class:`ColumnBlock`.
+
+    >>> b = as_column_block(np.array([[1.0, 0.0], [2.0, 3.0]]))
+    >>> b.n_cols, b.n_rows, b.dense
+    (2, 2, True)
+    """
+    if sp.issparse(X):
+        M = sp.csc_matrix(X, dtype=np.float64, copy=True)
+        M.sum_duplicates()
+        M.sort_indices()
+        if M.ndim != 2:
+            raise ValueError("X must be 2-D")
+        data = np.ascontiguousarray(M.data, dtype=np.float64)
+        if not _nb_all_finite(data):
+            raise ValueError("X contains NaN or infinite values")
+        block = ColumnBlock(
+            np.asarray(M.indptr, dtype=np.int64),
+            np.asarray(M.indices, dtype=np.int64),
+            data,
+            M.shape[0],
+            False,
+        )
+    else:
+        A = np.asarray(X)
+        if A.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got dtype {A.dtype}")
+        if A.ndim == 1:
+            A = A[:, None]
+        if A.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {A.ndim} dimensions")
+        A = np.asfortranarray(A, dtype=np.float64)
+        if not _nb_all_finite(A.ravel(order="F")):
+            raise ValueError("X contains NaN or infinite values")
+        n, b = A.shape
+        block = ColumnBlock(
+            np.arange(b + 1, dtype=np.int64) * n,
+            np.empty(0, dtype=np.int64),
+            A.ravel(order="F"),
+            n,
+            True,
+        )
+    if n_rows is not None and block.n_rows != n_rows:
+        raise ValueError(
+            f"columns have length {block.n_rows} but the class vector has {n_rows} instances"
+        )
+    return block
+
+
+# --------------------------------------------------------------------------------------------
+# Fisher's z / Pearson
+# --------------------------------------------------------------------------------------------
+
+_EMPTY_I = np.empty(0, dtype=np.int64)
+
+
+@njit(cache=True)
+def _nb_col_stats(indptr, indices, data, n, dense):
+    """Per column: sequential sum, mean, centred sum of squares, constant flag."""
+    b = len(indptr) - 1
+    seqsum = np.empty(b)
+    mean = np.empty(b)
+    ss = np.empty(b)
+    const = np.empty(b, dtype=np.bool_)
+    for j in range(b):
+        _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const)
+    return seqsum, mean, ss, const
+
+
+@njit(cache=True)
+def _nb_block_fisher(indptr, indices, data, n, dense, target, tsum):
+    """Column statistics and centred cross-product with ``target`` in one pass per column
+    (the column stays in cache between its passes)."""
+    b = len(indptr) - 1
+    seqsum = np.empty(b)
+    mean = np.empty(b)
+    ss = np.empty(b)
+    const = np.empty(b, dtype=np.bool_)
+    cross = np.empty(b)
+    start = 0
+    if dense:
+        start = b - b % 4
+        for j in range(0, start, 4):
+            _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross)
+    for j in range(start, b):
+        _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const)
+        lo = indptr[j]
+        hi = indptr[j + 1]
+        m = mean[j]
+        a1 = 0.0
+        a2 = 0.0
+        for k in range(lo, hi):
+            v = data[k]
+            if v != 0.0:
+                i = k - lo if dense else indices[k]
+                c = target[i]
+                a1 += (v - m) * c
+                a2 += c
+        cross[j] = a1 - m * (tsum - a2)
+    return seqsum, mean, ss, const, cross
+
+
+@njit(cache=True)
+def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
+    """Same arithmetic as :func:`_nb_stats_one` plus the cross-product, for the four dense
+    columns ``j..j+3`` interleaved: each column keeps its own sequential order (so the
+    results are bit-identical), but four independent add chains run at once."""
+    o = j * n
+    s = np.zeros(4)
+    for i in range(n):
+        for q in range(4):
+            s[q] += data[o + q * n + i]
+    m = np.empty(4)
+    for q in range(4):
+        m[q] = s[q] / n
+    acc = np.zeros(4)
+    a1 = np.zeros(4)
+    a2 = np.zeros(4)
+    nzc = np.zeros(4, dtype=np.int64)
+    mn = np.full(4, np.inf)
+    mx = np.full(4, -np.inf)
+    for i in range(n):
+        c = target[i]
+        for q in range(4):
+            v = data[o + q * n + i]
+            if v != 0.0:
+                dv = v - m[q]
+                acc[q] += dv * dv
+                a1[q] += dv * c
+                a2[q] += c
+                nzc[q] += 1
+                if v < mn[q]:
+                    mn[q] = v
+                if v > mx[q]:
+                    mx[q] = v
+    for q in range(4):
+        nzero = n - nzc[q]
+        lo = mn[q]
+        hi = mx[q]
+        a = acc[q]
+        if nzero > 0:
+            a += (nzero * m[q]) * m[q]
+            if nzc[q] == 0:
+                lo = 0.0
+                hi = 0.0
+            else:
+                if lo > 0.0:
+                    lo = 0.0
+                if hi < 0.0:
+                    hi = 0.0
+        seqsum[j + q] = s[q]
+        mean[j + q] = m[q]
+        ss[j + q] = a
+        const[j + q] = lo == hi
+        cross[j + q] = a1[q] - m[q] * (tsum - a2[q])
+
+
+@njit(cache=True)
+def _nb_all_finite(x):
+    for i in range(len(x)):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const):
+    """Statistics of column ``j`` (see :func:`_nb_col_stats`), written into the arrays."""
+    lo = indptr[j]
+    hi = indptr[j + 1]
+    s = 0.0
+    for k in range(lo, hi):
+        s += data[k]
+    m = s / n
+    acc = 0.0
+    nzc = 0
+    mn = 0.0
+    mx = 0.0
+    first = True
+    for k in range(lo, hi):
+        v = data[k]
+        if v != 0.0:
+            dv = v - m
+            acc += dv * dv
+            nzc += 1
+            if first:
+                mn = v
+                mx = v
+                first = False
+            else:
+                if v < mn:
+                    mn = v
+                if v > mx:
+                    mx = v
+    nzero = n - nzc
+    if nzero > 0:
+        acc += (nzero * m) * m
+        if first:
+            mn = 0.0
+            mx = 0.0
+        else:
+            if mn > 0.0:
+                mn = 0.0
+            if mx < 0.0:
+                mx = 0.0
+    seqsum[j] = s
+    mean[j] = m
+    ss[j] = acc
+    const[j] = mn == mx
+
+
+@njit(cache=True)
+def _nb_cross(rows, vals, m, T, t_idx, t_sum):
+    """Centred cross-products of one raw column against stored centred columns ``T[t]``."""
+    out = np.empty(len(t_idx))
+    for q in range(len(t_idx)):
+        t = t_idx[q]
+        a1 = 0.0
+        a2 = 0.0
+        for k in range(len(rows)):
+            v = vals[k]
+            if v != 0.0:
+                c = T[t, rows[k]]
+                a1 += (v - m) * c
+                a2 += c
+        out[q] = a1 - m * (t_sum[t] - a2)
+    return out
+
+
+def centred(x: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Centre a dense column the way the kernels do: ``(x - m, sum(x - m), ss)``.
+
+    The mean and sum of squares come from the same kernel as block statistics, so they are
+    bit-identical to what :func:`block_pearson_with_target` uses.
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    n = len(x)
+    _, mean, ss, _ = _nb_col_stats(np.array([0, n], dtype=np.int64), _EMPTY_I, x, n, True)
+    c = x - mean[0]
+    return c, float(_nb_seqsum(c)), float(ss[0])
+
+
+@njit(cache=True)
+def _nb_seqsum(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i]
+    return s
+
+
+
+def _r_from(cross: np.ndarray, ss_x: np.ndarray, ss_y: Any) -> np.ndarray:
+    """|r| (clipped to 1) from cross-products and sums of squares; 0 where undefined."""
+    den = np.sqrt(ss_x * ss_y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > 0, np.abs(cross) / np.where(den > 0, den, 1.0), 0.0)
+    return np.minimum(r, 1.0)
+
+
+def block_pearson_with_target(block: ColumnBlock, target: np.ndarray) -> dict[str, np.ndarray]:
+    """|r| between every column of ``block`` and a dense ``target``, plus column statistics.
+
+    Returns a dict with ``abs_r``, ``mean``, ``ss``, ``seqsum`` (sequential left-to-right sum) and
+    ``const``. Constant columns get ``abs_r = 0``.
+
+    >>> b = as_column_block(np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0], [4.0, 5.0]]))
+    >>> out = block_pearson_with_target(b, np.array([1.0, 3.0, 2.0, 4.0]))
+    >>> [round(float(v), 12) for v in out["abs_r"]]
+    [0.8, 0.0]
+    """
+    tc, tsum, tss = centred(target)
+    seqsum, mean, ss, const, cross = _nb_block_fisher(
+        block.indptr, block.indices, block.data, block.n_rows, block.dense, tc, tsum
+    )
+    r = _r_from(cross, ss, tss)
+    r[const] = 0.0
+    return {"abs_r": r, "mean": mean, "ss": ss, "seqsum": seqsum, "const": const}
+
+
+def pearson_r(x: Any, y: Any) -> float:
+    """Pearson correlation of two 1-D arrays (0 if either is constant).
+
+    >>> pearson_r([1, 2, 3, 4], [1, 3, 2, 4])
+    0.8
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError("x and y must be 1-D arrays of the same length")
+    n = len(x)
+    _, mx, ssx, cx = _nb_col_stats(np.array([0, n], dtype=np.int64), _EMPTY_I, x, n, True)
+    _, _, _, cy = _nb_col_stats(np.array([0, n], dtype=np.int64), _EMPTY_I, y, n, True)
+    if cx[0] or cy[0]:
+        return 0.0
+    yc, ysum, yss = centred(y)
+    cross = _nb_cross(np.arange(n, dtype=np.int64), x, mx[0], yc[None, :],
+                      np.zeros(1, dtype=np.int64), np.array([ysum]))[0]
+    r = cross / math.sqrt(ssx[0] * yss)
+    return float(min(max(r, -1.0), 1.0))
+
+
+def fisher_z(r: Any, n: int) -> Any:
+    """Fisher's statistic ``W = sqrt(n - 3) * atanh(r)`` (``|r| = 1`` gives ``±inf``).
+
+    >>> round(float(fisher_z(0.8, 4)), 6)  # 0.5 * ln(9)
+    1.098612
+    """
+    if n <= 3:
+        raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
+    r = np.clip(np.asarray(r, dtype=np.float64), -1.0, 1.0)
+    with np.errstate(divide="ignore"):
+        w = math.sqrt(n - 3) * np.arctanh(r)
+    return w if w.ndim else float(w)
+
+
+def fisher_z_critical(alpha: float) -> float:
+    """Two-sided critical value ``z_{1 - alpha/2}`` of the standard normal.
+
+    >>> round(fisher_z_critical(0.05), 4)
+    1.96
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    return float(norm.ppf(1.0 - alpha / 2.0))
+
+
+# --------------------------------------------------------------------------------------------
+# discrete measures
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _nb_bin_value(v, n_bins, lo, width):
+    if n_bins <= 0:
+        return math.floor(v)
+    if width <= 0.0:
+        return 0.0
+    b = math.floor((v - lo) / width * n_bins)
+    if b > n_bins - 1:
+        b = n_bins - 1
+    return b
+
+
+@njit(cache=True)
+def _nb_codes(vals, n, n_bins):
+    """Discretise the listed values of one column (the ``n - len(vals)`` others are zeros).
+
+    Returns (codes of the listed values, counts per state, code of the value 0 or -1 when every
+    row is listed). States are ranks of the binned values, so numbering from the minimum.
+    """
+    nl = len(vals)
+    nun = n - nl
+    lo = 0.0
+    hi = 0.0
+    if n_bins > 0:
+        first = True
+        for k in range(nl):
+            v = vals[k]
+            if first:
+                lo = v
+                hi = v
+                first = False
+            else:
+                if v < lo:
+                    lo = v
+                if v > hi:
+                    hi = v
+        if nun > 0:
+            if first:
+                lo = 0.0
+                hi = 0.0
+            else:
+                if lo > 0.0:
+                    lo = 0.0
+                if hi < 0.0:
+                    hi = 0.0
+    width = hi - lo
+    fl = np.empty(nl + (1 if nun > 0 else 0))
+    for k in range(nl):
+        fl[k] = _nb_bin_value(vals[k], n_bins, lo, width)
+    z = 0.0
+    if nun > 0:
+        z = _nb_bin_value(0.0, n_bins, lo, width)
+        fl[nl] = z
+    m = len(fl)
+    fmin = np.inf
+    fmax = -np.inf
+    for k in range(m):
+        if fl[k] < fmin:
+            fmin = fl[k]
+        if fl[k] > fmax:
+            fmax = fl[k]
+    codes = np.empty(nl, dtype=np.int64)
+    zcode = -1
+    if m > 0 and fmax - fmin <= 4.0 * m + 64.0:
+        # binned values are integers in a narrow range: rank them by counting, no sort
+        span = int(fmax - fmin) + 1
+        rank = np.zeros(span, dtype=np.int64)
+        for k in range(m):
+            rank[int(fl[k] - fmin)] = 1
+        k_states = 0
+        for t in range(span):
+            if rank[t]:
+                rank[t] = k_states
+                k_states += 1
+        for k in range(nl):
+            codes[k] = rank[int(fl[k] - fmin)]
+        if nun > 0:
+            zcode = rank[int(z - fmin)]
+    else:
+        uniq = np.unique(fl)
+        k_states = len(uniq)
+        codes[:] = np.searchsorted(uniq, fl[:nl])
+        if nun > 0:
+            zcode = np.searchsorted(uniq, np.array([z]))[0]
+    counts = np.zeros(k_states, dtype=np.int64)
+    for k in range(nl):
+        counts[codes[k]] += 1
+    if nun > 0:
+        counts[zcode] += nun
+    return codes, counts, zcode
+
+
+@njit(cache=True)
+def _nb_entropy_counts(counts, n):
+    h = 0.0
+    for a in range(len(counts)):
+        c = counts[a]
+        if c > 0:
+            h += c * math.log2(n / c)
+    return h / n
+
+
+@njit(cache=True)
+def _nb_mi_pair(rows, fcodes, fcounts, zcode, n, ycodes, ycounts, work):
+    """I(F; Y) in bits from F's listed rows/codes and Y's full code vector (exact counts)."""
+    kf = len(fcounts)
+    ky = len(ycounts)
+    mi = 0.0
+    if kf * ky + ky <= len(work):
+        tab = work[: kf * ky]
+        tab[:] = 0
+        lc = work[kf * ky : kf * ky + ky]  # per-state counts of Y over the listed rows
+        lc[:] = 0
+        for k in range(len(rows)):
+            bcode = ycodes[rows[k]]
+            tab[fcodes[k] * ky + bcode] += 1
+            lc[bcode] += 1
+        if zcode >= 0:
+            for bcode in range(ky):
+                tab[zcode * ky + bcode] += ycounts[bcode] - lc[bcode]
+        for a in range(kf):
+            for bcode in range(ky):
+                c = tab[a * ky + bcode]
+                if c > 0:
+                    mi += c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+    else:
+        full = np.empty(n, dtype=np.int64)
+        full[:] = zcode
+        for k in range(len(rows)):
+            full[rows[k]] = fcodes[k]
+        keys = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            keys[i] = full[i] * ky + ycodes[i]
+        keys.sort()
+        i = 0
+        while i < n:
+            j = i
+            while j < n and keys[j] == keys[i]:
+                j += 1
+            c = j - i
+            a = keys[i] // ky
+            bcode = keys[i] % ky
+            mi += c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+            i = j
+    return mi / n
+
+
+@njit(cache=True)
+def _nb_su(mi, hx, hy):
+    s = hx + hy
+    if s <= 0.0:
+        return 0.0
+    return 2.0 * mi / s
+
+
+@njit(cache=True)
+def _nb_block_su(indptr, indices, data, dense, n, n_bins, ycodes, ycounts, hy, work):
+    """SU of every column of a block with one discrete target, and its number of states."""
+    b = len(indptr) - 1
+    su = np.empty(b)
+    k = np.empty(b, dtype=np.int64)
+    allrows = np.arange(n)
+    for j in range(b):
+        lo = indptr[j]
+        hi = indptr[j + 1]
+        vals = data[lo:hi]
+        rows = allrows if dense else indices[lo:hi]
+        codes, counts, zcode = _nb_codes(vals, n, n_bins)
+        hx = _nb_entropy_counts(counts, n)
+        mi = _nb_mi_pair(rows, codes, counts, zcode, n, ycodes, ycounts, work)
+        su[j] = _nb_su(mi, hx, hy)
+        k[j] = len(counts)
+    return su, k
+
+
+@njit(cache=True)
+def _nb_su_many(rows, fcodes, fcounts, zcode, hf, n, Y, Yc, yk, yh, t_idx, work):
+    """SU of one column against stored discrete columns ``Y[t]`` with state counts
+    ``Yc[t, :yk[t]]`` and entropies ``yh[t]`` (t in ``t_idx``)."""
+    out = np.empty(len(t_idx))
+    for q in range(len(t_idx)):
+        t = t_idx[q]
+        yc = Yc[t, : yk[t]]
+        mi = _nb_mi_pair(rows, fcodes, fcounts, zcode, n, Y[t], yc, work)
+        out[q] = _nb_su(mi, hf, yh[t])
+    return out
+
+
+def _work(n: int) -> np.ndarray:
+    # dense joint tables up to this many cells, else a sort-based count (same cell order)
+    return np.empty(max(4 * n, 1024), dtype=np.int64)
+
+
+def _codes1(x: Any, n_bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    x = np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
+    if not np.all(np.isfinite(x)):
+        raise ValueError("values must be finite")
+    codes, counts, _ = _nb_codes(x, len(x), -1 if n_bins is None else int(n_bins))
+    return codes, counts
+
+
+def discretize(x: Any, n_bins: int | None = None) -> np.ndarray:
+    """Integer states of ``x``: ranks of ``floor(x)`` (or of equal-width bins if ``n_bins``).
+
+    >>> discretize([0.2, 3.7, -1.5, 3.1]).tolist()
+    [1, 2, 0, 2]
+    >>> discretize([0.0, 1.0, 9.0, 10.0], n_bins=2).tolist()
+    [0, 0, 1, 1]
+    """
+    return _codes1(x, n_bins)[0]
+
+
+def entropy_from_counts(counts: Any) -> float:
+    """Entropy in bits of a histogram of counts.
+
+    >>> entropy_from_counts([2, 2])
+    1.0
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    n = int(c.sum())
+    return float(_nb_entropy_counts(c, n)) if n > 0 else 0.0
+
+
+def entropy(x: Any, n_bins: int | None = None) -> float:
+    """Plug-in entropy H(X) in bits of the discretised values of ``x``.
+
+    >>> round(entropy([0, 0, 0, 1]), 6)  # -(3/4 log2 3/4 + 1/4 log2 1/4)
+    0.811278
+    """
+    codes, counts = _codes1(x, n_bins)
+    return float(_nb_entropy_counts(counts, len(codes)))
+
+
+def _pair_codes(x: Any, y: Any, n_bins: int | None):
+    cx, nx = _codes1(x, n_bins)
+    cy, ny = _codes1(y, n_bins)
+    if len(cx) != len(cy):
+        raise ValueError("x and y must have the same length")
+    return cx, nx, cy, ny
+
+
+def mutual_information(x: Any, y: Any, n_bins: int | None = None) -> float:
+    """Plug-in mutual information I(X; Y) in bits of the discretised values.
+
+    >>> round(mutual_information([0, 0, 1, 1], [0, 1, 1, 1]), 6)
+    0.311278
+    """
+    cx, nx, cy, ny = _pair_codes(x, y, n_bins)
+    n = len(cx)
+    return float(_nb_mi_pair(np.arange(n), cx, nx, -1, n, cy, ny, _work(n)))
+
+
+def joint_entropy(x: Any, y: Any, n_bins: int | None = None) -> float:
+    """Joint entropy H(X, Y) in bits, as ``H(X) + H(Y) - I(X; Y)``.
+
+    >>> joint_entropy([0, 0, 1, 1], [0, 1, 1, 1])
+    1.5
+    """
+    cx, nx, cy, ny = _pair_codes(x, y, n_bins)
+    n = len(cx)
+    keys = cx * len(ny) + cy
+    _, counts = np.unique(keys, return_counts=True)
+    return float(_nb_entropy_counts(counts.astype(np.int64), n))
+
+
+def symmetrical_uncertainty(x: Any, y: Any, n_bins: int | None = None) -> float:
+    """``SU(X, Y) = 2 I(X; Y) / (H(X) + H(Y))`` in [0, 1] (0 when both are constant).
+
+    >>> round(symmetrical_uncertainty([0, 0, 1, 1], [0, 1, 1, 1]), 6)
+    0.343711
+    """
+    cx, nx, cy, ny = _pair_codes(x, y, n_bins)
+    n = len(cx)
+    mi = _nb_mi_pair(np.arange(n), cx, nx, -1, n, cy, ny, _work(n))
+    return float(_nb_su(mi, _nb_entropy_counts(nx, n), _nb_entropy_counts(ny, n)))
+
+
+def block_su_with_target(
+    block: ColumnBlock, target_codes: np.ndarray, n_bins: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """SU of every column of ``block`` with discrete target codes ``0..k-1``; also each
+    column's number of states.
+
+    >>> b = as_column_block(np.array([[0, 5], [0, 5], [1, 5], [1, 5]]))
+    >>> su, k = block_su_with_target(b, np.array([0, 1, 1, 1]))
+    >>> [round(float(v), 6) for v in su], k.tolist()
+    ([0.343711, 0.0], [2, 1])
+    """
+    t = np.ascontiguousarray(target_codes, dtype=np.int64)
+    tc = np.bincount(t).astype(np.int64)
+    n = block.n_rows
+    return _nb_block_su(
+        block.indptr, block.indices, block.data, block.dense, n,
+        -1 if n_bins is None else int(n_bins), t, tc, _nb_entropy_counts(tc, n), _work(n),
+    )

@@ -1,0 +1,849 @@
+"""SAOLA family: online feature selection with pairwise redundancy analysis.
+
+Implements SAOLA (Yu, Wu, Ding, Pei: "Scalable and accurate online feature selection for big
+data", Algorithm 1), its SAOLA-max and top-k variants (§3.4.3) and group-SAOLA (Algorithm 2).
+
+For each arriving feature ``F`` (a column of length N, the class vector ``C`` being fixed):
+
+1. discard ``F`` if it is not relevant to ``C``;
+2. compare it, in selection order, with every feature ``Y`` of the current selection ``S``
+   (skipping pairs that are not dependent; ``d`` is the pair strength, ``dep`` the strength
+   with the class): if ``dep(Y) > dep(F)`` (``>=`` for Fisher's z) and ``d > dep(F)``, discard
+   ``F``; else if ``dep(F) > dep(Y)`` and ``d > dep(Y)``, remove ``Y`` from ``S``;
+3. if ``F`` survived, append it to ``S``.
+
+Block processing. The relevance test of a whole block runs in one compiled pass (it does not
+depend on the selection). The redundancy step is then replayed feature by feature on the block's
+survivors only: for each survivor one compiled call computes its strength with every member of
+the current selection (the stored, pre-centred or pre-discretised columns), and the sequential
+rules above are applied to that vector with array operations. Each strength depends only on the
+values of the two columns (see :mod:`streamfs.algorithms.measures`), so the result is identical
+to one-feature-at-a-time processing, for any block split and for dense or sparse input.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .base import FeatureStreamSelector
+from .measures import (
+    ColumnBlock,
+    _nb_block_fisher,
+    _nb_block_su,
+    _nb_codes,
+    _nb_col_stats,
+    _nb_cross,
+    _nb_entropy_counts,
+    _nb_su_many,
+    _r_from,
+    _work,
+    as_column_block,
+    centred,
+    fisher_z_critical,
+)
+
+__all__ = ["SAOLA", "GroupSAOLA"]
+
+_TESTS = ("fisher_z", "mi")
+_BOUNDS = ("min", "max")
+_COMPATS = (None, "lofs")
+
+
+# --------------------------------------------------------------------------------------------
+# stored columns of kept features
+# --------------------------------------------------------------------------------------------
+
+
+class _Pool:
+    """Slots holding the kept features in the form the strength kernels need."""
+
+    def __init__(self, n: int, test: str, n_bins: int | None) -> None:
+        self.n = n
+        self.test = test
+        self.n_bins = -1 if n_bins is None else int(n_bins)
+        self.cap = 0
+        self.free: list[int] = []
+        self.work = _work(n)
+        self._grow(8)
+
+    def _grow(self, cap: int) -> None:
+        old = self.cap
+        if self.test == "fisher_z":
+            T = np.empty((cap, self.n))
+            tsum = np.empty(cap)
+            ss = np.empty(cap)
+            if old:
+                T[:old], tsum[:old], ss[:old] = self.T, self.tsum, self.ss
+            self.T, self.tsum, self.ss = T, tsum, ss
+        else:
+            kmax = self.Yc.shape[1] if old else 2
+            Y = np.empty((cap, self.n), dtype=np.int32)
+            Yc = np.zeros((cap, kmax), dtype=np.int64)
+            yk = np.zeros(cap, dtype=np.int64)
+            yh = np.zeros(cap)
+            if old:
+                Y[:old], Yc[:old], yk[:old], yh[:old] = self.Y, self.Yc, self.yk, self.yh
+            self.Y, self.Yc, self.yk, self.yh = Y, Yc, yk, yh
+        self.free.extend(range(cap - 1, old - 1, -1))
+        self.cap = cap
+
+    def add(self, x: np.ndarray) -> int:
+        """Store the dense raw column ``x``; return its slot."""
+        if not self.free:
+            self._grow(2 * self.cap)
+        slot = self.free.pop()
+        if self.test == "fisher_z":
+            c, csum, ss = centred(x)
+            self.T[slot], self.tsum[slot], self.ss[slot] = c, csum, ss
+        else:
+            codes, counts, _ = _nb_codes(x, self.n, self.n_bins)
+            k = len(counts)
+            if k > self.Yc.shape[1]:
+                Yc = np.zeros((self.cap, max(k, 2 * self.Yc.shape[1])), dtype=np.int64)
+                Yc[:, : self.Yc.shape[1]] = self.Yc
+                self.Yc = Yc
+            self.Y[slot] = codes
+            self.Yc[slot, :k] = counts
+            self.yk[slot] = k
+            self.yh[slot] = _nb_entropy_counts(counts, self.n)
+        return slot
+
+    def release(self, slot: int) -> None:
+        self.free.append(slot)
+
+    def prepare(self, rows: np.ndarray, vals: np.ndarray, mean: float, ss: float) -> tuple:
+        """Per-feature data for :meth:`strengths` (the newer feature of every pair)."""
+        if self.test == "fisher_z":
+            return (rows, vals, mean, ss)
+        codes, counts, zcode = _nb_codes(vals, self.n, self.n_bins)
+        return (rows, codes, counts, zcode, _nb_entropy_counts(counts, self.n))
+
+    def strengths(self, prep: tuple, slots: np.ndarray) -> np.ndarray:
+        """Strength between a prepared feature and the stored features in ``slots``."""
+        if len(slots) == 0:
+            return np.empty(0)
+        if self.test == "fisher_z":
+            rows, vals, mean, ss = prep
+            cross = _nb_cross(rows, vals, mean, self.T, slots, self.tsum)
+            return _r_from(cross, ss, self.ss[slots])
+        rows, codes, counts, zcode, hf = prep
+        return _nb_su_many(
+            rows, codes, counts, zcode, hf, self.n, self.Y, self.Yc, self.yk, self.yh,
+            slots, self.work,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# shared machinery
+# --------------------------------------------------------------------------------------------
+
+
+def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
+    """Numeric class vector: numbers as they are, strings as their index in sorted order."""
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.ndim != 1 or len(arr) == 0:
+        raise ValueError("y must be a non-empty 1-D vector of class labels")
+    if arr.dtype.kind in "biuf":
+        num = arr.astype(np.float64)
+        if not np.all(np.isfinite(num)):
+            raise ValueError("y contains NaN or infinite values")
+        classes = None
+    else:
+        cls, inv = np.unique(arr.astype(str), return_inverse=True)
+        num = inv.astype(np.float64)
+        classes = [str(c) for c in cls]
+    if len(np.unique(num)) < 2:
+        raise ValueError("y has a single class; feature relevance is undefined")
+    return num, classes
+
+
+class _SAOLABase(FeatureStreamSelector):
+    """Parameters, class vector, relevance pass, stored columns, affiliations and state."""
+
+    _algorithm = ""
+
+    def __init__(
+        self,
+        test: str = "fisher_z",
+        alpha: float = 0.01,
+        delta: float = 0.0,
+        bound: str = "min",
+        compat: str | None = None,
+        n_bins: int | None = None,
+    ) -> None:
+        self.test = test
+        self.alpha = alpha
+        self.delta = delta
+        self.bound = bound
+        self.compat = compat
+        self.n_bins = n_bins
+
+    # -- parameters -----------------------------------------------------------------------
+
+    def _params(self) -> dict:
+        return {
+            "test": self.test,
+            "alpha": float(self.alpha),
+            "delta": float(self.delta),
+            "bound": self.bound,
+            "compat": self.compat,
+            "n_bins": None if self.n_bins is None else int(self.n_bins),
+        }
+
+    def _check_params(self) -> None:
+        if self.test not in _TESTS:
+            raise ValueError(f"unknown test {self.test!r}; expected one of {_TESTS}")
+        if self.bound not in _BOUNDS:
+            raise ValueError(f"unknown bound {self.bound!r}; expected one of {_BOUNDS}")
+        if self.compat not in _COMPATS:
+            raise ValueError(f"unknown compat {self.compat!r}; expected one of {_COMPATS}")
+        if not 0.0 < float(self.alpha) < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if not np.isfinite(self.delta) or self.delta < 0:
+            raise ValueError(f"delta must be a finite number >= 0, got {self.delta}")
+        if self.n_bins is not None and (int(self.n_bins) != self.n_bins or self.n_bins < 2):
+            raise ValueError(f"n_bins must be None or an integer >= 2, got {self.n_bins}")
+
+    # -- learned state ----------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        for name in list(vars(self)):
+            if name.endswith("_") and not name.startswith("__") or name.startswith("_st_"):
+                delattr(self, name)
+
+    def _is_started(self) -> bool:
+        return hasattr(self, "_st_n")
+
+    def _start(self, y: Any) -> None:
+        self._check_params()
+        num, classes = _encode_y(y)
+        n = len(num)
+        if self.test == "fisher_z" and n <= 3:
+            raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
+        self._st_n = n
+        self._st_y = num
+        self._st_classes = classes
+        self._st_zcrit = fisher_z_critical(float(self.alpha))
+        self._st_pool = _Pool(n, self.test, self.n_bins)
+        self._st_dep: dict[int, float] = {}
+        self._st_slot: dict[int, int] = {}
+        self._st_raw: dict[int, np.ndarray] = {}
+        self._st_aff: dict[int, list] = {}
+        self._st_forward: dict[int, int] = {}
+        self._prepare_target()
+        self.n_features_seen_ = 0
+        self.n_irrelevant_ = 0
+        self.n_redundant_ = 0
+        self._sync()
+
+    def _prepare_target(self) -> None:
+        num = self._st_y
+        if self.test == "fisher_z":
+            self._st_tc, self._st_tsum, self._st_tss = centred(num)
+        else:
+            lab = np.floor(num) if self.compat == "lofs" else num
+            _, codes = np.unique(lab, return_inverse=True)
+            self._st_tcodes = codes.astype(np.int64)
+            self._st_tcounts = np.bincount(self._st_tcodes).astype(np.int64)
+            self._st_th = _nb_entropy_counts(self._st_tcounts, len(num))
+
+    def _accept_y(self, y: Any) -> None:
+        if not self._is_started():
+            if y is None:
+                raise ValueError("the first partial_fit call must pass the class vector y")
+            self._start(y)
+            return
+        self._check_params()
+        if y is not None:
+            num, classes = _encode_y(y)
+            if classes != self._st_classes or not np.array_equal(num, self._st_y):
+                raise ValueError("y differs from the class vector given in the first call")
+
+    # -- per-block relevance ----------------------------------------------------------------
+
+    def _relevance(self, block: ColumnBlock) -> dict[str, np.ndarray]:
+        """dep (strength with the class), relevant mask and per-column statistics."""
+        n = self._st_n
+        out: dict[str, np.ndarray] = {}
+        if self.test == "fisher_z":
+            seqsum, mean, ss, const, cross = _nb_block_fisher(
+                block.indptr, block.indices, block.data, n, block.dense,
+                self._st_tc, self._st_tsum,
+            )
+            out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
+        elif self.compat == "lofs":
+            seqsum, mean, ss, const = _nb_col_stats(
+                block.indptr, block.indices, block.data, n, block.dense
+            )
+            out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
+        if self.test == "fisher_z":
+            dep = _r_from(cross, out["ss"], self._st_tss)
+            dep[out["const"]] = 0.0
+            rel = (~out["const"]) & self._dependent(dep)
+        else:
+            dep, k = _nb_block_su(
+                block.indptr, block.indices, block.data, block.dense, n,
+                -1 if self.n_bins is None else int(self.n_bins),
+                self._st_tcodes, self._st_tcounts, self._st_th, self._st_pool.work,
+            )
+            rel = dep > self.delta
+            if self.compat is None and self.n_bins is None:
+                many = int(np.count_nonzero(k > n / 2))
+                if many:
+                    warnings.warn(
+                        f"{many} of {len(k)} columns have more than N/2 = {n / 2:g} distinct "
+                        "states after floor(); the MI test then treats almost every value as "
+                        "its own state. Pass n_bins=<int> to discretise first, or use "
+                        "test='fisher_z' for continuous data.",
+                        UserWarning,
+                        stacklevel=3,
+                    )
+            out.setdefault("mean", np.zeros(len(dep)))
+            out.setdefault("ss", np.zeros(len(dep)))
+        if self.compat == "lofs":
+            rel &= out["seqsum"] != 0.0
+        out["dep"] = dep
+        out["relevant"] = rel
+        return out
+
+    def _dependent(self, d: np.ndarray) -> np.ndarray:
+        """Pair (or class) dependence verdict for strengths ``d``."""
+        if self.test == "fisher_z":
+            with np.errstate(divide="ignore"):
+                w = np.sqrt(self._st_n - 3.0) * np.arctanh(np.minimum(d, 1.0))
+            return w >= self._st_zcrit
+        return d > self.delta
+
+    def _prep(self, block: ColumnBlock, j: int, rel: dict) -> tuple:
+        rows, vals = block.column(j)
+        # zeros contribute nothing the kernels cannot infer (they skip them / count them by
+        # subtraction), so dropping them changes no bit of the result and makes dense
+        # mostly-zero columns as cheap as sparse ones
+        nz = vals != 0.0
+        if not nz.all():
+            rows, vals = rows[nz], vals[nz]
+        return self._st_pool.prepare(rows, vals, float(rel["mean"][j]), float(rel["ss"][j]))
+
+    def _store(self, feature: int, block: ColumnBlock, j: int, dep: float) -> None:
+        x = block.dense_column(j)
+        self._st_raw[feature] = x
+        self._st_slot[feature] = self._st_pool.add(x)
+        self._st_dep[feature] = dep
+        self._st_aff.setdefault(feature, [])
+
+    def _drop(self, feature: int) -> None:
+        self._st_pool.release(self._st_slot.pop(feature))
+        del self._st_raw[feature]
+        del self._st_dep[feature]
+
+    def _affiliate(self, feature: int, owner: int, d: float) -> None:
+        """``feature`` was discarded/removed because of ``owner``: it and its affiliates move."""
+        # owner itself already removed (possible only in compat="lofs" group steps): follow
+        # the chain of removers; a chain leading back to `feature` keeps the direct owner
+        seen = {owner}
+        target = owner
+        while target in self._st_forward:
+            target = self._st_forward[target]
+            if target == feature or target in seen:
+                target = owner
+                break
+            seen.add(target)
+        owner = target
+        lst = self._st_aff.setdefault(owner, [])
+        lst.append([int(feature), float(d)])
+        lst.extend(self._st_aff.pop(feature, []))
+
+    def _check_block(self, X: Any) -> ColumnBlock:
+        return as_column_block(X, self._st_n)
+
+    # -- results -----------------------------------------------------------------------------
+
+    def _order(self) -> list[int]:
+        raise NotImplementedError
+
+    def _sync(self) -> None:
+        order = self._order()
+        self.selected_ = np.asarray(order, dtype=np.int64)
+        self.scores_ = np.asarray([self._st_dep[f] for f in order], dtype=np.float64)
+
+    @property
+    def affiliated_(self) -> dict[int, list[list]]:
+        """``{selected feature: [[feature, strength], ...]}`` (built on access: the lists can
+        be long, and copying them after every block would cost more than the block)."""
+        if not self._is_started():
+            raise AttributeError("affiliated_ is available after the first partial_fit")
+        return {
+            int(f): [list(p) for p in self._st_aff.get(int(f), [])] for f in self.selected_
+        }
+
+    def selection(self) -> list[dict]:
+        aff = self.affiliated_
+        return [
+            {"feature": int(f), "score": float(s), "affiliated": aff[int(f)]}
+            for f, s in zip(self.selected_, self.scores_)
+        ]
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _base_state(self) -> dict:
+        if not self._is_started():
+            return {"algorithm": self._algorithm, "version": 1, "params": self._params(),
+                    "started": False}
+        aff = {}
+        for f in self.selected_:
+            lst = self._st_aff.get(int(f), [])
+            aff[int(f)] = {
+                "features": np.asarray([p[0] for p in lst], dtype=np.int64),
+                "strengths": np.asarray([p[1] for p in lst], dtype=np.float64),
+            }
+        return {
+            "algorithm": self._algorithm,
+            "version": 1,
+            "params": self._params(),
+            "started": True,
+            "y": self._st_y.copy(),
+            "classes": None if self._st_classes is None else list(self._st_classes),
+            "n_features_seen": int(self.n_features_seen_),
+            "n_irrelevant": int(self.n_irrelevant_),
+            "n_redundant": int(self.n_redundant_),
+            "selected": self.selected_.copy(),
+            "scores": self.scores_.copy(),
+            "affiliated": aff,
+            "columns": {int(f): self._st_raw[int(f)].copy() for f in self.selected_},
+        }
+
+    @classmethod
+    def _from_base_state(cls, state: dict, **extra: Any) -> "_SAOLABase":
+        if state.get("algorithm") != cls._algorithm:
+            raise ValueError(f"state is for {state.get('algorithm')!r}, not {cls._algorithm!r}")
+        obj = cls(**state["params"], **extra)
+        if not state["started"]:
+            return obj
+        classes = state["classes"]
+        y = np.asarray(state["y"], dtype=np.float64)
+        obj._start(np.asarray(classes)[y.astype(np.int64)] if classes is not None else y)
+        obj.n_features_seen_ = int(state["n_features_seen"])
+        obj.n_irrelevant_ = int(state["n_irrelevant"])
+        obj.n_redundant_ = int(state["n_redundant"])
+        cols = {int(k): v for k, v in state["columns"].items()}
+        aff = {int(k): v for k, v in state["affiliated"].items()}
+        for f, s in zip(np.asarray(state["selected"]), np.asarray(state["scores"])):
+            f = int(f)
+            x = np.ascontiguousarray(cols[f], dtype=np.float64)
+            obj._st_raw[f] = x
+            obj._st_slot[f] = obj._st_pool.add(x)
+            obj._st_dep[f] = float(s)
+            a = aff[f]
+            obj._st_aff[f] = [
+                [int(g), float(d)] for g, d in zip(np.asarray(a["features"]),
+                                                   np.asarray(a["strengths"]))
+            ]
+        return obj
+
+
+# --------------------------------------------------------------------------------------------
+# SAOLA
+# --------------------------------------------------------------------------------------------
+
+
+class SAOLA(_SAOLABase):
+    """SAOLA online feature selection (with the SAOLA-max and top-k variants).
+
+    Parameters
+    ----------
+    test : {"fisher_z", "mi"}
+        ``"fisher_z"`` for continuous data: strength ``|r|`` (Pearson), a pair or a feature and
+        the class are dependent iff ``sqrt(N-3) |atanh r| >= z_{1-alpha/2}``. ``"mi"`` for
+        discrete data: values are binned with ``floor()`` (states numbered from the minimum),
+        strength is the symmetrical uncertainty ``SU``, dependent iff ``SU > delta``.
+    alpha : float
+        Significance level of Fisher's z test.
+    delta : float
+        Relevance / dependence threshold on SU for ``test="mi"``.
+    bound : {"min", "max"}
+        ``"min"``: SAOLA's bounds (``d > dep(F)`` to discard ``F``, ``d > dep(Y)`` to remove
+        ``Y``); ``"max"``: SAOLA-max, both bounds become ``max(dep(F), dep(Y))``.
+    max_features : int or None
+        Top-k variant: after each step keep only the ``k`` features with the highest ``dep``
+        (ties keep the earlier feature).
+    compat : {None, "lofs"}
+        ``"lofs"`` reproduces the authors' MATLAB toolbox: a column whose values sum to exactly
+        0 (float64, left to right) is skipped as irrelevant, and the class is binned with
+        ``floor()`` like the features for ``test="mi"``.
+    n_bins : int or None
+        ``test="mi"`` only: if an int, discretise every column into ``n_bins`` equal-width bins
+        over its own range before the test, instead of ``floor()``. Without it, columns with
+        more than N/2 distinct states trigger a warning (the default mode only).
+
+    Attributes
+    ----------
+    selected_ : ndarray of int64
+        Global 0-based indices of the selected features, in stream order.
+    scores_ : ndarray of float64
+        ``dep`` (strength with the class) of each selected feature.
+    affiliated_ : dict
+        ``{selected feature: [[feature, strength], ...]}``: the features it made redundant
+        (directly or by inheriting them from a feature it removed).
+    n_features_seen_, n_irrelevant_, n_redundant_, n_dropped_ : int
+        Counters (``n_dropped_``: removed by the top-k rule).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 300)
+    >>> s = y + 0.5 * rng.standard_normal(300)
+    >>> X = np.column_stack([rng.standard_normal(300),          # noise: irrelevant
+    ...                      s,                                 # |r| with y: 0.74
+    ...                      s + 0.3 * rng.standard_normal(300),  # 0.67, |r| with s: 0.94
+    ...                      y + 0.5 * rng.standard_normal(300)])  # 0.70, |r| with s: 0.52
+    >>> sel = SAOLA().fit(X, y)
+    >>> sel.selected_.tolist()
+    [1, 3]
+    >>> [round(v, 2) for v in sel.scores_.tolist()], sel.affiliated_[1][0][0]
+    ([0.74, 0.7], 2)
+    """
+
+    _algorithm = "SAOLA"
+
+    def __init__(
+        self,
+        test: str = "fisher_z",
+        alpha: float = 0.01,
+        delta: float = 0.0,
+        bound: str = "min",
+        max_features: int | None = None,
+        compat: str | None = None,
+        n_bins: int | None = None,
+    ) -> None:
+        super().__init__(test=test, alpha=alpha, delta=delta, bound=bound, compat=compat,
+                         n_bins=n_bins)
+        self.max_features = max_features
+
+    def _params(self) -> dict:
+        p = super()._params()
+        p["max_features"] = None if self.max_features is None else int(self.max_features)
+        return p
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        k = self.max_features
+        if k is not None and (int(k) != k or k < 1):
+            raise ValueError(f"max_features must be None or a positive integer, got {k}")
+
+    def _start(self, y: Any) -> None:
+        self._st_S: list[int] = []
+        self.n_dropped_ = 0
+        super()._start(y)
+
+    def _order(self) -> list[int]:
+        return list(self._st_S)
+
+    def partial_fit(self, X: Any, y: Any = None) -> "SAOLA":
+        """Process one block of new columns (dense or scipy.sparse, shape ``(N, b)``)."""
+        self._accept_y(y)
+        block = self._check_block(X)
+        rel = self._relevance(block)
+        base = self.n_features_seen_
+        relevant = rel["relevant"]
+        self.n_irrelevant_ += int(block.n_cols - np.count_nonzero(relevant))
+        S = np.asarray(self._st_S, dtype=np.int64)
+        slots = np.asarray([self._st_slot[f] for f in self._st_S], dtype=np.int64)
+        deps = np.asarray([self._st_dep[f] for f in self._st_S], dtype=np.float64)
+        fisher = self.test == "fisher_z"
+        k = self.max_features
+        for j in np.flatnonzero(relevant):
+            f = base + int(j)
+            dep_f = float(rel["dep"][j])
+            discard_at = -1
+            removed = np.empty(0, dtype=np.int64)
+            if len(S):
+                d = self._st_pool.strengths(self._prep(block, int(j), rel), slots)
+                dependent = self._dependent(d)
+                if self.bound == "min":
+                    b1, b2 = dep_f, deps
+                else:
+                    b1 = b2 = np.maximum(dep_f, deps)
+                first = dependent & ((deps >= dep_f) if fisher else (deps > dep_f)) & (d > b1)
+                second = dependent & (dep_f > deps) & (d > b2)
+                if first.any():
+                    discard_at = int(np.argmax(first))
+                    owner, d_owner = int(S[discard_at]), float(d[discard_at])
+                    second[discard_at:] = False  # the scan stopped there
+                removed = np.flatnonzero(second)
+            if len(removed):
+                self._st_aff.setdefault(f, [])
+                for q in removed:
+                    self._affiliate(int(S[q]), f, float(d[q]))
+                    self._drop(int(S[q]))
+                keep = np.ones(len(S), dtype=bool)
+                keep[removed] = False
+                S, slots, deps = S[keep], slots[keep], deps[keep]
+                self.n_redundant_ += len(removed)
+            if discard_at >= 0:
+                self._affiliate(f, owner, d_owner)
+                self.n_redundant_ += 1
+                continue
+            self._store(f, block, int(j), dep_f)
+            S = np.append(S, f)
+            slots = np.append(slots, self._st_slot[f])
+            deps = np.append(deps, dep_f)
+            if k is not None and len(S) > k:
+                # lowest dep goes; among equal deps the latest one
+                q = len(deps) - 1 - int(np.argmin(deps[::-1]))
+                self._st_aff.pop(int(S[q]), None)
+                self._drop(int(S[q]))
+                S, slots, deps = np.delete(S, q), np.delete(slots, q), np.delete(deps, q)
+                self.n_dropped_ += 1
+        self._st_S = [int(v) for v in S]
+        self.n_features_seen_ = base + block.n_cols
+        self._sync()
+        return self
+
+    def to_state(self) -> dict:
+        state = self._base_state()
+        if state["started"]:
+            state["n_dropped"] = int(self.n_dropped_)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "SAOLA":
+        obj = cls._from_base_state(state)
+        if state["started"]:
+            obj._st_S = [int(f) for f in np.asarray(state["selected"])]
+            obj.n_dropped_ = int(state["n_dropped"])
+            obj._sync()
+        return obj
+
+
+# --------------------------------------------------------------------------------------------
+# group-SAOLA
+# --------------------------------------------------------------------------------------------
+
+
+class GroupSAOLA(_SAOLABase):
+    """Group-SAOLA: online selection of groups of features (intra- and inter-group redundancy).
+
+    Features arrive in non-overlapping groups. A group's irrelevant features are dropped (the
+    group is discarded if none is left). Intra-group: its features are taken in the group's
+    order, like a SAOLA step against the group's features kept so far, with the bound
+    ``m = min(dep(F), dep(Y))`` (``max`` with ``bound="max"``) and ties going to the newcomer:
+    ``dep(Y) >= dep(F)`` and ``d > m`` removes ``F``; ``dep(F) > dep(Y)`` and ``d > m`` removes
+    ``Y``. Inter-group: for every earlier selected group in order, for each feature ``a`` of the
+    new group and each ``b`` of that group, ``dep(b) > dep(a)`` and ``d > m`` removes ``a``,
+    ``dep(a) >= dep(b)`` and ``d > m`` removes ``b``. Empty groups disappear.
+
+    Parameters are those of :class:`SAOLA` except ``max_features``. With ``compat="lofs"`` the
+    inter-group loops run over the group contents as they were when the inter-group step began
+    (removed features still take part), as in the authors' toolbox.
+
+    Attributes
+    ----------
+    selected_groups_ : list of (group id, ndarray of int64)
+        The selected groups in arrival order, each with its selected features.
+    selected_, scores_, affiliated_ : as in :class:`SAOLA`; ``selected_`` concatenates the
+        groups in order.
+    group_of_ : dict
+        ``{selected feature: group id}``.
+    n_groups_seen_, n_groups_discarded_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 300)
+    >>> s = y + 0.5 * rng.standard_normal(300)
+    >>> X = np.column_stack([rng.standard_normal(300), s,
+    ...                      s + 0.3 * rng.standard_normal(300),
+    ...                      y + 0.5 * rng.standard_normal(300)])
+    >>> g = GroupSAOLA().fit(X, y, groups=[[1, 0], [2, 3]])
+    >>> [(gid, feats.tolist()) for gid, feats in g.selected_groups_]
+    [(0, [1]), (1, [3])]
+    """
+
+    _algorithm = "GroupSAOLA"
+
+    def _start(self, y: Any) -> None:
+        self._st_groups: list[list] = []  # [group id, [features]]
+        self.n_groups_seen_ = 0
+        self.n_groups_discarded_ = 0
+        super()._start(y)
+
+    def _order(self) -> list[int]:
+        return [f for _, feats in self._st_groups for f in feats]
+
+    def _sync(self) -> None:
+        super()._sync()
+        self.selected_groups_ = [
+            (gid, np.asarray(feats, dtype=np.int64)) for gid, feats in self._st_groups
+        ]
+        self.group_of_ = {f: gid for gid, feats in self._st_groups for f in feats}
+
+    def selection(self) -> list[dict]:
+        out = super().selection()
+        for item in out:
+            item["group"] = self.group_of_[item["feature"]]
+        return out
+
+    def fit(self, X: Any, y: Any, groups: Any = None) -> "GroupSAOLA":
+        """Run the whole stream ``X``; ``groups`` lists the column indices of each group."""
+        self._reset()
+        self.partial_fit(X, y, groups=groups)
+        return self.finish()
+
+    def partial_fit(
+        self, X: Any, y: Any = None, groups: Any = None, group_ids: Any = None
+    ) -> "GroupSAOLA":
+        """Process one block; ``groups`` partitions its columns (default: one group)."""
+        self._accept_y(y)
+        block = self._check_block(X)
+        b = block.n_cols
+        if groups is None:
+            groups = [np.arange(b)]
+        groups = [np.asarray(g, dtype=np.int64).ravel() for g in groups]
+        flat = np.concatenate(groups) if groups else np.empty(0, dtype=np.int64)
+        if len(flat) != b or not np.array_equal(np.sort(flat), np.arange(b)):
+            raise ValueError("groups must partition the block's columns (each exactly once)")
+        if any(len(g) == 0 for g in groups):
+            raise ValueError("groups must not be empty")
+        if group_ids is None:
+            group_ids = list(range(self.n_groups_seen_, self.n_groups_seen_ + len(groups)))
+        else:
+            group_ids = list(group_ids)
+            if len(group_ids) != len(groups):
+                raise ValueError("group_ids must have one id per group")
+            known = {gid for gid, _ in self._st_groups}
+            if len(set(group_ids)) != len(group_ids) or known & set(group_ids):
+                raise ValueError("group ids must be unique")
+            for gid in group_ids:
+                if not isinstance(gid, (int, np.integer, str)):
+                    raise ValueError("group ids must be ints or strings")
+            group_ids = [gid if isinstance(gid, str) else int(gid) for gid in group_ids]
+        rel = self._relevance(block)
+        base = self.n_features_seen_
+        for gid, cols in zip(group_ids, groups):
+            self._group_step(block, rel, base, gid, cols)
+        self.n_features_seen_ = base + b
+        self._sync()
+        return self
+
+    def _group_step(self, block: ColumnBlock, rel: dict, base: int, gid: Any,
+                    cols: np.ndarray) -> None:
+        self.n_groups_seen_ += 1
+        relevant = rel["relevant"][cols]
+        self.n_irrelevant_ += int(len(cols) - np.count_nonzero(relevant))
+        cand = [int(c) for c in cols[relevant]]
+        if not cand:
+            self.n_groups_discarded_ += 1
+            return
+        use_max = self.bound == "max"
+        prep: dict[int, tuple] = {}
+        dead: list[int] = []  # removed during this step; slots released at the end
+        # intra-group
+        kept: list[int] = []
+        for j in cand:
+            f = base + j
+            dep_f = float(rel["dep"][j])
+            prep[f] = self._prep(block, j, rel)
+            self._st_aff.setdefault(f, [])
+            if kept:
+                slots = np.asarray([self._st_slot[g] for g in kept], dtype=np.int64)
+                deps = np.asarray([self._st_dep[g] for g in kept])
+                d = self._st_pool.strengths(prep[f], slots)
+                m = np.maximum(deps, dep_f) if use_max else np.minimum(deps, dep_f)
+                ok = self._dependent(d) & (d > m)
+                first = ok & (deps >= dep_f)
+                second = ok & (dep_f > deps)
+                stop = int(np.argmax(first)) if first.any() else len(kept)
+                gone = [kept[q] for q in np.flatnonzero(second[:stop])]
+                for q in np.flatnonzero(second[:stop]):
+                    self._affiliate(kept[q], f, float(d[q]))
+                for g in gone:
+                    self._drop(g)
+                self.n_redundant_ += len(gone)
+                if stop < len(kept):
+                    self._affiliate(f, kept[stop], float(d[stop]))
+                    self.n_redundant_ += 1
+                    kept = [g for g in kept if g not in gone]
+                    self._st_aff.pop(f, None)
+                    continue
+                kept = [g for g in kept if g not in gone]
+            self._store(f, block, j, dep_f)
+            kept.append(f)
+        # inter-group
+        lofs = self.compat == "lofs"
+        new_now = list(kept)
+        new_alive = set(kept)
+        for entry in self._st_groups:
+            if not new_alive and not lofs:
+                break
+            members = list(entry[1])
+            alive = set(members)
+            for a in (kept if lofs else list(new_now)):
+                if not lofs and a not in new_alive:
+                    continue
+                bs = members if lofs else [g for g in members if g in alive]
+                if not bs:
+                    break
+                slots = np.asarray([self._st_slot[g] for g in bs], dtype=np.int64)
+                deps = np.asarray([self._st_dep[g] for g in bs])
+                dep_a = self._st_dep[a]
+                d = self._st_pool.strengths(prep[a], slots)
+                m = np.maximum(deps, dep_a) if use_max else np.minimum(deps, dep_a)
+                ok = self._dependent(d) & (d > m)
+                first = ok & (deps > dep_a)
+                second = ok & (dep_a >= deps)
+                stop = int(np.argmax(first)) if first.any() else len(bs)
+                for q in np.flatnonzero(second[:stop]):
+                    g = bs[q]
+                    if g in alive:
+                        alive.discard(g)
+                        self._affiliate(g, a, float(d[q]))
+                        self._st_forward[g] = a
+                        dead.append(g)
+                        self.n_redundant_ += 1
+                if stop < len(bs) and a in new_alive:
+                    new_alive.discard(a)
+                    self._affiliate(a, bs[stop], float(d[stop]))
+                    self._st_forward[a] = bs[stop]
+                    dead.append(a)
+                    self.n_redundant_ += 1
+            entry[1] = [g for g in members if g in alive]
+            new_now = [g for g in new_now if g in new_alive]
+        self._st_groups = [e for e in self._st_groups if e[1]]
+        for g in dead:
+            self._st_aff.pop(g, None)
+            self._drop(g)
+        self._st_forward.clear()
+        new_now = [g for g in kept if g in new_alive]
+        if new_now:
+            self._st_groups.append([gid, new_now])
+        else:
+            self.n_groups_discarded_ += 1
+
+    def to_state(self) -> dict:
+        state = self._base_state()
+        if state["started"]:
+            state["groups"] = [
+                [gid, np.asarray(feats, dtype=np.int64)] for gid, feats in self._st_groups
+            ]
+            state["n_groups_seen"] = int(self.n_groups_seen_)
+            state["n_groups_discarded"] = int(self.n_groups_discarded_)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "GroupSAOLA":
+        obj = cls._from_base_state(state)
+        if state["started"]:
+            obj._st_groups = [
+                [gid, [int(f) for f in np.asarray(feats)]] for gid, feats in state["groups"]
+            ]
+            obj.n_groups_seen_ = int(state["n_groups_seen"])
+            obj.n_groups_discarded_ = int(state["n_groups_discarded"])
+            obj._sync()
+        return obj

@@ -1,0 +1,77 @@
+"""``streamfs bench``: pipeline throughput through Kafka and recovery time."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+import click
+
+from streamfs.bench.pipeline import SCENARIOS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _machine() -> dict:
+    import os
+
+    return {"cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+@click.command()
+@click.argument("scenarios", nargs=-1, type=click.Choice(sorted(SCENARIOS) + ["recovery"]))
+@click.option("--scale", type=float, default=1.0, show_default=True,
+              help="Shrink (or grow) the number of features/instances of each scenario.")
+@click.option("--local-broker", is_flag=True,
+              help="Start (and stop) the local Apache Kafka of ops/kafka for the run.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the figures to this JSON file.")
+@click.pass_context
+def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_broker: bool,
+          json_out: str | None) -> None:
+    """Measure end-to-end throughput (produce -> worker -> selected-features) against the
+    in-process algorithm and a plain consumer of the same messages; `recovery` times a restart
+    with 500 kept columns of N = 10,000. Default: every scenario and recovery."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from streamfs.bench.pipeline import recovery, run_scenario
+
+    settings = ctx.obj["settings"]
+    names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
+    script = REPO / "ops" / "kafka" / "broker.sh"
+    if local_broker:
+        out = subprocess.run(["bash", str(script), "start"], check=True, capture_output=True,
+                             text=True)
+        settings.bootstrap_servers = out.stdout.strip().splitlines()[-1]
+    kafka = settings.kafka_config()
+    results = []
+    console = Console()
+    try:
+        for name in names:
+            console.print(f"[bold]bench {name}[/bold] ...")
+            r = recovery(kafka) if name == "recovery" else run_scenario(name, kafka, scale=scale)
+            results.append(r)
+            console.print_json(json.dumps(r, default=str))
+    finally:
+        if local_broker:
+            subprocess.run(["bash", str(script), "stop"], capture_output=True)
+    table = Table(title=f"streamfs bench ({_machine()['cpus']} cpus)")
+    for col in ("scenario", "shape", "MB", "in-process/s", "pipeline/s", "raw consume/s",
+                "pipeline/raw", "pipeline/in-process", "worker RSS MB"):
+        table.add_column(col)
+    for r in results:
+        if "scenario" not in r:
+            continue
+        u = r["unit"]
+        table.add_row(r["scenario"], "x".join(map(str, r["shape"])), str(r["megabytes"]),
+                      str(r[f"processor_{u}_per_s"]), str(r[f"pipeline_{u}_per_s"]),
+                      str(r[f"raw_consume_{u}_per_s"]), str(r["ratio_pipeline_to_raw"]),
+                      str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")))
+    console.print(table)
+    if json_out:
+        Path(json_out).write_text(json.dumps({"machine": _machine(), "results": results},
+                                             indent=1, default=str))

@@ -1,0 +1,330 @@
+"""End-to-end throughput: producer -> broker -> worker -> selected-features, against the
+in-process algorithm and a plain confluent-kafka consumer reading the same messages.
+
+Each scenario generates seeded synthetic data, cuts it into the messages a producer sends, and
+measures, on one broker:
+
+* ``in_process``: the worker's own code path (``StreamProcessor`` over an in-memory store) on the
+  encoded messages, and the bare algorithm (``partial_fit`` per block);
+* ``raw_consume``: a plain confluent-kafka consumer reading the scenario's messages from the
+  input topic (the ceiling for any consumer of those bytes);
+* ``pipeline``: time from the first produced message to the final result on the
+  selected-features topic, with a worker already running and assigned.
+
+The ratios pipeline/raw_consume and pipeline/in_process are the numbers to push up.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamfs.algorithms import registry
+from streamfs.codec import encode
+from streamfs.producers import feature_stream_messages, instance_stream_messages
+
+
+@dataclass
+class Scenario:
+    name: str
+    algorithm: str
+    params: dict
+    make: Callable[[int], tuple[Any, Any]]
+    unit: str  # "features" or "instances"
+
+
+def dense_features(seed: int, n: int = 2000, p: int = 20000, informative: int = 40):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, p)).astype(np.float64)
+    cols = rng.choice(p, informative, replace=False)
+    X[:, cols] += 0.8 * y[:, None]
+    red = rng.choice(p, informative, replace=False)
+    X[:, red] = X[:, cols] + 0.2 * rng.normal(size=(n, informative))
+    return X, y
+
+
+def sparse_text_features(seed: int, n: int = 10000, p: int = 1_360_000, nnz: int = 4_500_000):
+    """Binary bag-of-words-like columns with Zipf-ish document frequencies (news20-shaped)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    weights = 1.0 / np.arange(1, p + 1) ** 0.9
+    per_col = rng.multinomial(nnz, weights / weights.sum())
+    per_col = np.minimum(per_col, n)
+    rng.shuffle(per_col)
+    indptr = np.concatenate([[0], np.cumsum(per_col)])
+    rows = np.empty(indptr[-1], dtype=np.int32)
+    pos_rows, neg_rows = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    informative = set(rng.choice(p, 200, replace=False).tolist())
+    for j in range(p):
+        k = per_col[j]
+        if k == 0:
+            continue
+        if j in informative:  # words that prefer one class
+            pool = pos_rows if j % 2 else neg_rows
+            chosen = rng.choice(pool, min(k, len(pool)), replace=False)
+        else:
+            chosen = rng.choice(n, k, replace=False)
+        rows[indptr[j]:indptr[j] + len(chosen)] = np.sort(chosen)
+    X = sp.csc_matrix((np.ones(len(rows), dtype=np.float64), rows, indptr), shape=(n, p))
+    return X, y
+
+
+def imbalanced_microarray(seed: int, n: int = 180, p: int = 12500):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.17).astype(np.int64)
+    X = rng.normal(size=(n, p))
+    X[:, :20] += 2.0 * y[:, None]
+    return X, y
+
+
+def dense_instances(seed: int, n: int = 100000, d: int = 123):
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, d)) < 0.11).astype(np.float64)
+    w = rng.normal(size=d) * (rng.random(d) < 0.2)
+    y = np.where(X @ w + 0.1 * rng.normal(size=n) > np.median(X @ w), 1, -1)
+    return X, y
+
+
+def sparse_instances(seed: int, n: int = 50000, d: int = 1_000_000, nnz: int = 100):
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(0, d, size=(n, nnz))
+    cols.sort(axis=1)
+    data = rng.random((n, nnz))
+    X = sp.csr_matrix((data.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+    X.sum_duplicates()
+    w = np.zeros(d)
+    w[:1000] = rng.normal(size=1000)
+    y = np.where(X @ w > 0, 1, -1)
+    return X, y
+
+
+SCENARIOS = {
+    "dense-features": Scenario("dense-features", "saola", {}, dense_features, "features"),
+    "sparse-features": Scenario("sparse-features", "saola", {"test": "fisher_z"}, sparse_text_features,
+                                "features"),
+    "imbalanced-features": Scenario("imbalanced-features", "kofsd", {}, imbalanced_microarray,
+                                    "features"),
+    "dense-instances": Scenario("dense-instances", "ofs", {"n_features_to_select": 12},
+                                dense_instances, "instances"),
+    "sparse-instances": Scenario("sparse-instances", "ofs", {"n_features_to_select": 1000},
+                                 sparse_instances, "instances"),
+}
+
+
+def _messages(sc: Scenario, X, y, stream: str) -> list[dict]:
+    if sc.unit == "features":
+        return list(feature_stream_messages(stream, X, y, sc.algorithm, sc.params))
+    return list(instance_stream_messages(stream, X, y, sc.algorithm, sc.params))
+
+
+def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
+    from streamfs.worker.processor import StreamProcessor
+
+    registry.get(sc.algorithm).load()  # imports (scipy, numba) are not throughput
+    proc = StreamProcessor(sc.unit, {})
+    t0 = time.perf_counter()
+    for raw in encoded:
+        plan = proc.handle(stream, raw)
+        if plan.dead_letter:
+            raise RuntimeError(f"scenario {sc.name}: message rejected")
+        for k, v in plan.writes:
+            if v is None:
+                proc.store.pop(k, None)
+            else:
+                proc.store[k] = v
+    worker_path = time.perf_counter() - t0
+    algo = registry.get(sc.algorithm).build(
+        {**sc.params, **({"n_features": X.shape[1]} if sc.unit == "instances" else {})})
+    t0 = time.perf_counter()
+    if sc.unit == "features":
+        algo.fit(X, y)
+    else:
+        algo.partial_fit(X, y)
+    bare = time.perf_counter() - t0
+    return {"processor_seconds": worker_path, "algorithm_seconds": bare}
+
+
+def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
+    """Seconds for a plain consumer (assigned, no group join) to fetch every message."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "fetch.max.bytes": 64 * 1024 * 1024})
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    got = 0
+    t0 = time.perf_counter()
+    while got < n_messages:
+        got += sum(1 for m in consumer.consume(1000, timeout=1.0) if not m.error())
+    elapsed = time.perf_counter() - t0
+    consumer.close()
+    return elapsed
+
+
+def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float = 1.0,
+                 workdir: Path | None = None) -> dict:
+    """Measure one scenario on the broker of ``kafka_config``; returns a dict of figures."""
+    from streamfs.client import SelectionReader
+    from streamfs.producers import StreamPublisher
+    from streamfs.topics import create_topics, load_catalogue
+    from streamfs.worker.process import WorkerProcess
+
+    sc = SCENARIOS[name]
+    X, y = sc.make(seed) if scale == 1.0 else _scaled(sc, seed, scale)
+    units = X.shape[1] if sc.unit == "features" else X.shape[0]
+    stream = f"bench-{name}"
+    messages = _messages(sc, X, y, stream)
+    encoded = [encode(m) for m in messages]
+    total_bytes = sum(map(len, encoded))
+    out: dict[str, Any] = {"scenario": name, "algorithm": sc.algorithm, "params": sc.params,
+                           "shape": list(X.shape), "messages": len(encoded),
+                           "megabytes": round(total_bytes / 1e6, 2), "unit": sc.unit}
+    out.update(_in_process(sc, X, y, encoded, stream))
+
+    prefix = f"bench-{uuid.uuid4().hex[:6]}."
+    topics = load_catalogue(prefix)
+    create_topics(kafka_config, topics)
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
+    worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix, f"bench-{uuid.uuid4().hex[:6]}",
+                           workdir / f"{name}-worker.log", workdir / "faust").start()
+    try:
+        _wait_ready(worker)
+        with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
+            t0 = time.perf_counter()
+            for m, raw in zip(messages, encoded):
+                pub.send_raw(stream.encode(), raw)
+        with SelectionReader(kafka_config, topics["selected"].name) as reader:
+            for r in reader.updates(stream, until_final=True, timeout=3600):
+                pass
+        pipeline = time.perf_counter() - t0
+        out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
+    finally:
+        worker.stop()
+    out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
+    out["pipeline_seconds"] = pipeline
+    for key in ("pipeline", "raw_consume", "processor", "algorithm"):
+        out[f"{key}_{sc.unit}_per_s"] = round(units / out[f"{key}_seconds"], 1)
+    out["ratio_pipeline_to_raw"] = round(out["raw_consume_seconds"] / pipeline, 4)
+    out["ratio_pipeline_to_in_process"] = round(out["processor_seconds"] / pipeline, 4)
+    out["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["final_selection_size"] = len(r["selection"])
+    return out
+
+
+def _scaled(sc: Scenario, seed: int, scale: float):
+    import inspect
+
+    defaults = {k: v.default for k, v in inspect.signature(sc.make).parameters.items()
+                if v.default is not inspect.Parameter.empty}
+    key = "p" if sc.unit == "features" else "n"
+    kwargs = {key: max(10, int(defaults[key] * scale))}
+    if "nnz" in defaults and sc.unit == "features":
+        kwargs["nnz"] = max(100, int(defaults["nnz"] * scale))
+    return sc.make(seed, **kwargs)
+
+
+def _wait_ready(worker, timeout: float = 120.0) -> None:
+    """Poll the worker's /health until it has its partitions assigned."""
+    import json
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{worker.env['STREAMFS_WEB_PORT']}/health"
+    while time.monotonic() < deadline:
+        if worker.proc.poll() is not None:
+            raise RuntimeError(f"worker exited:\n{worker.log_tail()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if any(".features:" in t for t in json.load(resp)["assigned"]):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)  # polling an external process's health endpoint
+    raise TimeoutError(f"worker not ready after {timeout} s:\n{worker.log_tail()}")
+
+
+def _wait_committed(kafka_config: dict, group: str, topic: str, timeout: float = 120.0) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({**kafka_config, "group.id": group, "enable.auto.commit": False})
+    try:
+        parts = probe.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p) for p in parts]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            committed = {tp.partition: tp.offset for tp in probe.committed(tps, timeout=10)}
+            ends = {tp.partition: probe.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
+            if all(ends[p] == 0 or committed[p] >= ends[p] for p in ends):
+                return
+            time.sleep(0.2)  # polling the broker for the worker's commit
+        raise TimeoutError(f"group {group} did not commit {topic} within {timeout} s")
+    finally:
+        probe.close()
+
+
+def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, seed: int = 0,
+             workdir: Path | None = None) -> dict:
+    """Kill a worker holding a stream with ``selected`` kept columns of length ``n`` and time
+    how long the restarted worker takes to apply the next message of that stream."""
+    from streamfs.client import SelectionReader
+    from streamfs.producers import StreamPublisher
+    from streamfs.topics import create_topics, load_catalogue
+    from streamfs.worker.process import WorkerProcess
+
+    rng = np.random.default_rng(seed)
+    # independent informative columns: SAOLA keeps every one of them
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, selected)) + 0.25 * y[:, None]
+    stream = "bench-recovery"
+    msgs = list(feature_stream_messages(stream, X, y, "saola", {}))
+    prefix = f"rec-{uuid.uuid4().hex[:6]}."
+    topics = load_catalogue(prefix)
+    create_topics(kafka_config, topics)
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
+    app = f"rec-{uuid.uuid4().hex[:6]}"
+    env = {"STREAMFS_SESSION_TIMEOUT": "10"}
+    w = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-a.log",
+                      workdir / "faust", **env).start()
+    _wait_ready(w)
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(msgs[:-1])  # everything but close
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        for r in reader.updates(stream, timeout=600):
+            if r["seq"] == msgs[-2]["seq"]:
+                break
+    kept = len(r["selection"])
+    # Kill only once the worker has committed its input offsets: the restart then recovers the
+    # state from the changelog instead of replaying the input.
+    _wait_committed(kafka_config, app, topics["features"].name)
+    w.kill()
+    t_kill = time.perf_counter()
+    w2 = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-b.log",
+                       workdir / "faust", **env).start()
+    t_start = time.perf_counter()
+    try:
+        _wait_ready(w2)
+        t_ready = time.perf_counter()
+        with StreamPublisher(kafka_config, topics["features"].name) as pub:
+            pub.send(msgs[-1])
+            t_sent = time.perf_counter()
+        with SelectionReader(kafka_config, topics["selected"].name) as reader:
+            for r in reader.updates(stream, until_final=True, timeout=600):
+                pass
+        t_final = time.perf_counter()
+    finally:
+        w2.stop()
+    return {"n": n, "kept_columns": kept, "restart_to_ready_s": round(t_ready - t_start, 2),
+            "close_to_final_after_restart_s": round(t_final - t_sent, 2),
+            "kill_to_final_s": round(t_final - t_kill, 2),
+            "note": "restart_to_ready includes process start, group join (the dead member's "
+                    "session timeout of 10 s) and changelog recovery"}

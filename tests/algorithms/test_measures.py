@@ -1,0 +1,141 @@
+"""Measures: hand-computed values and representation independence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from streamfs.algorithms.measures import (
+    as_column_block,
+    block_pearson_with_target,
+    block_su_with_target,
+    discretize,
+    entropy,
+    entropy_from_counts,
+    fisher_z,
+    fisher_z_critical,
+    joint_entropy,
+    mutual_information,
+    pearson_r,
+    symmetrical_uncertainty,
+)
+
+# ---------------------------------------------------------------- hand-computed values
+
+
+def test_entropy_hand_values():
+    assert entropy([0, 0, 1, 1]) == 1.0
+    assert entropy([7, 7, 7]) == 0.0
+    # -(3/4 log2 3/4 + 1/4 log2 1/4) = 2 - 3/4 log2 3
+    assert entropy([0, 0, 0, 1]) == pytest.approx(2 - 0.75 * math.log2(3), abs=1e-15)
+    # four equiprobable states: 2 bits
+    assert entropy([1, 2, 3, 4]) == 2.0
+    assert entropy_from_counts([1, 1, 2]) == 1.5
+
+
+def test_floor_binning_numbers_states_from_minimum():
+    # floor: 0.1, 0.9 -> 0; 1.2, 1.7 -> 1; -0.5 -> -1
+    assert discretize([0.1, 0.9, 1.2, 1.7, -0.5]).tolist() == [1, 1, 2, 2, 0]
+    assert entropy([0.1, 0.9, 1.2, 1.7]) == 1.0
+    # equal-width bins over [0, 10]: width 5 -> 0, 0, 1, 1 (the maximum goes to the last bin)
+    assert discretize([0.0, 4.9, 5.0, 10.0], n_bins=2).tolist() == [0, 0, 1, 1]
+    assert discretize([3.0, 3.0], n_bins=4).tolist() == [0, 0]
+
+
+def test_joint_entropy_mi_su_hand_values():
+    x, y = [0, 0, 1, 1], [0, 1, 1, 1]
+    # joint cells (0,0), (0,1), (1,1) with probabilities 1/4, 1/4, 1/2 -> 1.5 bits
+    assert joint_entropy(x, y) == 1.5
+    hy = 2 - 0.75 * math.log2(3)
+    mi = 1 + hy - 1.5
+    assert mutual_information(x, y) == pytest.approx(mi, abs=1e-15)
+    assert symmetrical_uncertainty(x, y) == pytest.approx(2 * mi / (1 + hy), abs=1e-15)
+    assert symmetrical_uncertainty(x, y) == pytest.approx(0.343711, abs=1e-6)
+
+
+def test_su_extremes():
+    assert symmetrical_uncertainty([0, 1, 2, 0, 1, 2], [5, 6, 7, 5, 6, 7]) == 1.0
+    # exactly independent: every MI term is log2(1) = 0
+    assert mutual_information([0, 0, 1, 1], [0, 1, 0, 1]) == 0.0
+    assert symmetrical_uncertainty([0, 0, 1, 1], [0, 1, 0, 1]) == 0.0
+    assert symmetrical_uncertainty([3, 3, 3], [3, 3, 3]) == 0.0  # both constant
+
+
+def test_fisher_z_hand_values():
+    # centred: (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): cross 4, sums of squares 5
+    assert pearson_r([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8, abs=1e-15)
+    assert pearson_r([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0, abs=1e-15)
+    assert pearson_r([1, 1, 1, 1], [1, 3, 2, 4]) == 0.0
+    assert fisher_z(0.8, 4) == pytest.approx(0.5 * math.log(9), abs=1e-14)
+    assert fisher_z(0.5, 103) == pytest.approx(10 * 0.5 * math.log(3), abs=1e-13)
+    assert fisher_z(1.0, 10) == math.inf
+    assert fisher_z_critical(0.01) == pytest.approx(2.5758293035489, abs=1e-12)
+    assert fisher_z_critical(0.05) == pytest.approx(1.959963984540, abs=1e-12)
+    with pytest.raises(ValueError):
+        fisher_z(0.3, 3)
+    with pytest.raises(ValueError):
+        fisher_z_critical(1.5)
+
+
+def test_block_pearson_matches_numpy():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 6)) * [1, 10, 1e3, 0.1, 1, 1] + [0, 5, -1e4, 0, 3, 0]
+    y = rng.standard_normal(50)
+    got = block_pearson_with_target(as_column_block(X), y)["abs_r"]
+    ref = np.abs([np.corrcoef(X[:, j], y)[0, 1] for j in range(6)])
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+def test_block_su_matches_scalar():
+    rng = np.random.default_rng(2)
+    X = rng.integers(-2, 3, size=(40, 5)).astype(float)
+    t = rng.integers(0, 3, 40)
+    su, k = block_su_with_target(as_column_block(X), t)
+    for j in range(5):
+        assert su[j] == symmetrical_uncertainty(X[:, j], t)
+        assert k[j] == len(np.unique(X[:, j]))
+
+
+def test_as_column_block_validation():
+    with pytest.raises(ValueError, match="NaN"):
+        as_column_block(np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="NaN"):
+        as_column_block(sp.csc_matrix(np.array([[1.0, np.inf]])))
+    with pytest.raises(ValueError, match="length"):
+        as_column_block(np.zeros((3, 2)), n_rows=4)
+
+
+# ---------------------------------------------------------------- dense vs sparse, bit-exact
+
+small_ints = arrays(
+    np.float64,
+    st.tuples(st.integers(5, 25), st.integers(1, 6)),
+    elements=st.sampled_from([0.0, 0.0, 0.0, 1.0, -1.0, 2.0, 2.5, -3.25, 7.0]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_ints, st.integers(0, 2**31))
+def test_dense_sparse_bit_identical(X, seed):
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    y = rng.integers(0, 3, n).astype(float)
+    if len(np.unique(y)) < 2:
+        y[0], y[1] = 0.0, 1.0
+    dense = as_column_block(X)
+    sparse = as_column_block(sp.csc_matrix(X))
+    a = block_pearson_with_target(dense, y)
+    b = block_pearson_with_target(sparse, y)
+    for key in ("abs_r", "mean", "ss", "seqsum", "const"):
+        np.testing.assert_array_equal(a[key], b[key])
+    for n_bins in (None, 3):
+        su_d, k_d = block_su_with_target(dense, y.astype(np.int64), n_bins)
+        su_s, k_s = block_su_with_target(sparse, y.astype(np.int64), n_bins)
+        np.testing.assert_array_equal(su_d, su_s)
+        np.testing.assert_array_equal(k_d, k_s)

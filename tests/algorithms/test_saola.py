@@ -1,0 +1,569 @@
+"""SAOLA / group-SAOLA: rules against a naive reference, invariances, planted structure."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from streamfs.algorithms.saola import SAOLA, GroupSAOLA
+
+# ---------------------------------------------------------------- naive reference
+# Written straight from the issue text, one feature at a time, with plain numpy measures
+# (np.unique counts, explicit centring) that share no code with the implementation.
+
+
+def _ref_r(x, y):
+    xc, yc = x - x.mean(), y - y.mean()
+    den = math.sqrt((xc @ xc) * (yc @ yc))
+    return 0.0 if den == 0 else min(abs(xc @ yc) / den, 1.0)
+
+
+def _ref_h(*cols):
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for c in cols:  # joint state as one integer
+        c = c.astype(np.int64) - int(c.min())
+        key = key * (int(c.max()) + 1) + c
+    _, counts = np.unique(key, return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def _ref_su(x, y):
+    x, y = np.floor(x), np.floor(y)
+    hx, hy = _ref_h(x), _ref_h(y)
+    if hx + hy == 0:
+        return 0.0
+    return 2 * (hx + hy - _ref_h(x, y)) / (hx + hy)
+
+
+class _Ref:
+    def __init__(self, X, y, test, alpha=0.01, delta=0.0):
+        self.X, self.n, self.test, self.delta = X, len(y), test, delta
+        self.z = norm.ppf(1 - alpha / 2)
+        self.y = np.unique(y, return_inverse=True)[1].astype(float) if test == "mi" else y
+
+    def strength(self, a, b):
+        f = _ref_r if self.test == "fisher_z" else _ref_su
+        return f(self.X[:, a], self.X[:, b] if b is not None else self.y)
+
+    def dependent(self, d):
+        if self.test == "fisher_z":
+            return d >= 1.0 or math.sqrt(self.n - 3) * math.atanh(d) >= self.z
+        return d > self.delta
+
+    def relevant(self, i):
+        x = self.X[:, i]
+        if self.test == "fisher_z" and x.min() == x.max():
+            return False
+        return self.dependent(self.strength(i, None))
+
+
+def ref_saola(X, y, test, bound="min", k=None):
+    ref = _Ref(X, y, test)
+    S, dep = [], {}
+    for i in range(X.shape[1]):
+        if not ref.relevant(i):
+            continue
+        dep[i] = df = ref.strength(i, None)
+        discarded = False
+        for Y in list(S):
+            d = ref.strength(i, Y)
+            if not ref.dependent(d):
+                continue
+            b1 = df if bound == "min" else max(df, dep[Y])
+            b2 = dep[Y] if bound == "min" else max(df, dep[Y])
+            y_wins = dep[Y] >= df if test == "fisher_z" else dep[Y] > df
+            if y_wins and d > b1:
+                discarded = True
+                break
+            if df > dep[Y] and d > b2:
+                S.remove(Y)
+        if not discarded:
+            S.append(i)
+        if k is not None and len(S) > k:
+            worst = min(S[::-1], key=lambda f: dep[f])  # latest among equal deps
+            S.remove(worst)
+    return S
+
+
+def ref_group_saola(X, y, groups, test, lofs=False):
+    ref = _Ref(X, y, test)
+    sel, dep = [], {}
+    for g in groups:
+        cand = [i for i in g if ref.relevant(i)]
+        for i in cand:
+            dep[i] = ref.strength(i, None)
+        kept = []
+        for f in cand:
+            out = False
+            for Y in list(kept):
+                d = ref.strength(f, Y)
+                if not ref.dependent(d):
+                    continue
+                m = min(dep[f], dep[Y])
+                if dep[Y] >= dep[f] and d > m:
+                    out = True
+                    break
+                if dep[f] > dep[Y] and d > m:
+                    kept.remove(Y)
+            if not out:
+                kept.append(f)
+        new = list(kept)
+        snapshot = list(kept)
+        for gm in sel:
+            old = list(gm)
+            for a in (snapshot if lofs else list(new)):
+                if not lofs and a not in new:
+                    continue
+                for b in (old if lofs else list(gm)):
+                    d = ref.strength(a, b)
+                    if not ref.dependent(d):
+                        continue
+                    m = min(dep[a], dep[b])
+                    if dep[b] > dep[a] and d > m:
+                        if a in new:
+                            new.remove(a)
+                        break
+                    if dep[a] >= dep[b] and d > m and b in gm:
+                        gm.remove(b)
+        sel = [gm for gm in sel if gm]
+        if new:
+            sel.append(new)
+    return sel
+
+
+def make_stream(seed, n=200, p=60, test="fisher_z"):
+    """Informative features, exact and noisy copies, pure noise (no affine copies: their
+    equal strengths would make the comparison depend on last-bit rounding)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    cols = []
+    for _ in range(p):
+        u = rng.random()
+        if u < 0.35 or not cols:
+            cols.append(y * rng.uniform(0.2, 1.5) + rng.standard_normal(n))
+        elif u < 0.45:
+            cols.append(cols[rng.integers(len(cols))].copy())
+        elif u < 0.75:
+            src = cols[rng.integers(len(cols))]
+            cols.append(src + rng.uniform(0.05, 1.0) * rng.standard_normal(n))
+        else:
+            cols.append(rng.standard_normal(n))
+    X = np.column_stack(cols)
+    if test == "mi":
+        X = np.floor(np.clip(X * 1.5, -3, 4))
+    return X, y
+
+
+# ---------------------------------------------------------------- rules
+
+
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+@pytest.mark.parametrize("bound", ["min", "max"])
+def test_matches_reference(test, bound):
+    for seed in range(12):
+        X, y = make_stream(seed, test=test)
+        got = SAOLA(test=test, bound=bound).fit(X, y).selected_.tolist()
+        assert got == ref_saola(X, y, test, bound), f"seed {seed}"
+
+
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+def test_top_k_matches_reference(test):
+    for seed in range(6):
+        X, y = make_stream(seed, test=test)
+        for k in (1, 3):
+            got = SAOLA(test=test, max_features=k).fit(X, y).selected_.tolist()
+            assert got == ref_saola(X, y, test, k=k), f"seed {seed} k {k}"
+            assert len(got) <= k
+
+
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+@pytest.mark.parametrize("compat", [None, "lofs"])
+def test_group_matches_reference(test, compat):
+    for seed in range(10):
+        X, y = make_stream(seed, p=48, test=test)
+        rng = np.random.default_rng(100 + seed)
+        cuts = np.sort(rng.choice(np.arange(1, 48), size=7, replace=False))
+        groups = np.split(np.arange(48), cuts)
+        groups = [rng.permutation(g) for g in groups]  # in-group order need not be sorted
+        g = GroupSAOLA(test=test, compat=compat).fit(X, y, groups=groups)
+        ref = ref_group_saola(X, y, groups, test, lofs=compat == "lofs")
+        assert [feats.tolist() for _, feats in g.selected_groups_] == ref, f"seed {seed}"
+        assert g.selected_.tolist() == [f for grp in ref for f in grp]
+
+
+def test_group_lofs_removed_features_still_compare():
+    # G0 = [b1]; G1 = [a1, a2]. a1 removes b1 (dep(a1) >= dep(b1), d > m). a2 shares b1's
+    # noise: dep(b1) > dep(a2) and d(a2, b1) > dep(a2), but d(a2, a1) < dep(a2).
+    # Clean: G0 is gone when a2's turn comes, both a1 and a2 stay. compat="lofs": b1 still
+    # takes part and removes a2.
+    rng = np.random.default_rng(0)
+    n = 4000
+    y = rng.integers(0, 2, n).astype(float)
+    s = y + 0.5 * rng.standard_normal(n)
+    e = 0.5 * rng.standard_normal(n)
+    b1 = s + e
+    a1 = s + 0.05 * rng.standard_normal(n)
+    a2 = 0.3 * y + e + 0.3 * rng.standard_normal(n)
+    r = lambda u, v: abs(np.corrcoef(u, v)[0, 1])  # noqa: E731
+    assert r(a1, y) >= r(b1, y) and r(a1, b1) > r(b1, y)
+    assert r(b1, y) > r(a2, y) and r(a2, b1) > r(a2, y) and r(a2, a1) < r(a2, y)
+    X = np.column_stack([b1, a1, a2])
+    groups = [[0], [1, 2]]
+    clean = GroupSAOLA().fit(X, y, groups=groups)
+    lofs = GroupSAOLA(compat="lofs").fit(X, y, groups=groups)
+    assert [(g, f.tolist()) for g, f in clean.selected_groups_] == [(1, [1, 2])]
+    assert [(g, f.tolist()) for g, f in lofs.selected_groups_] == [(1, [1])]
+    assert [a for a, _ in lofs.affiliated_[1]] == [0, 2]
+
+
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+def test_group_ties_go_to_the_newcomer(test):
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    x = np.floor(y * 2 + rng.standard_normal(200))
+    # intra-group: dep(Y) >= dep(F) on a tie removes the newcomer F
+    g = GroupSAOLA(test=test).fit(np.column_stack([x, x]), y, groups=[[0, 1]])
+    assert g.selected_.tolist() == [0]
+    # inter-group: dep(a) >= dep(b) on a tie removes the earlier group's b
+    g = GroupSAOLA(test=test).fit(np.column_stack([x, x]), y, groups=[[0], [1]])
+    assert [(gid, f.tolist()) for gid, f in g.selected_groups_] == [(1, [1])]
+    assert g.affiliated_[1][0][0] == 0 and g.n_groups_discarded_ == 0
+
+
+def test_fisher_tie_keeps_the_earlier_feature_and_records_affiliation():
+    X, y = make_stream(3)
+    sel = SAOLA().fit(X, y)
+    f = int(sel.selected_[0])
+    X2 = np.column_stack([X, X[:, f]])  # exact copy arrives last: dep ties, d = 1
+    sel2 = SAOLA().fit(X2, y)
+    assert sel2.selected_.tolist() == sel.selected_.tolist()
+    last = X2.shape[1] - 1
+    aff = dict((a, d) for a, d in sel2.affiliated_[f])
+    assert aff[last] == pytest.approx(1.0, abs=1e-12)
+    assert sel2.n_redundant_ == sel.n_redundant_ + 1
+
+
+def test_mi_exact_copy_tie_keeps_both():
+    # with equal SU to the class neither rule of step 2 fires (both need a strict dep order)
+    y = np.array([0, 0, 0, 1, 1, 1, 1, 0])
+    x = np.array([0, 0, 1, 1, 1, 1, 0, 0])
+    sel = SAOLA(test="mi").fit(np.column_stack([x, x]), y)
+    assert sel.selected_.tolist() == [0, 1]
+
+
+def test_bound_max_is_more_permissive():
+    # Y strongly relevant; F weakly relevant and correlated with Y's noise, so that
+    # dep(F) < d(F, Y) < dep(Y): SAOLA discards F, SAOLA-max keeps it.
+    rng = np.random.default_rng(7)
+    n = 2000
+    y = rng.integers(0, 2, n).astype(float)
+    e = rng.standard_normal(n)
+    Y = y + 0.3 * e
+    F = 0.25 * y + 0.45 * e + 0.5 * rng.standard_normal(n)
+    dep_y, dep_f, d = (abs(np.corrcoef(a, b)[0, 1]) for a, b in ((Y, y), (F, y), (F, Y)))
+    assert dep_f < d < dep_y  # the intended configuration
+    X = np.column_stack([Y, F])
+    assert SAOLA(bound="min").fit(X, y).selected_.tolist() == [0]
+    assert SAOLA(bound="max").fit(X, y).selected_.tolist() == [0, 1]
+
+
+def test_removed_feature_passes_its_affiliates_on():
+    rng = np.random.default_rng(11)
+    n = 500
+    y = rng.integers(0, 2, n).astype(float)
+    s = y + 0.6 * rng.standard_normal(n)
+    weak = s + 0.3 * rng.standard_normal(n)  # selected first
+    weaker = weak + 0.3 * rng.standard_normal(n)  # made redundant by `weak`
+    X = np.column_stack([weak, weaker, s])  # `s` (strongest) removes `weak` later
+    sel = SAOLA().fit(X, y)
+    assert sel.selected_.tolist() == [2]
+    assert [a for a, _ in sel.affiliated_[2]] == [0, 1]
+    assert sel.n_redundant_ == 2
+    assert sel.selection()[0]["feature"] == 2
+
+
+# ---------------------------------------------------------------- invariances
+
+
+def _result(sel):
+    out = (sel.selected_.tolist(), sel.scores_.tolist(), sel.affiliated_,
+           sel.n_features_seen_, sel.n_irrelevant_, sel.n_redundant_)
+    if isinstance(sel, GroupSAOLA):
+        out += ([(g, f.tolist()) for g, f in sel.selected_groups_],)
+    return out
+
+
+int_streams = st.tuples(
+    st.integers(0, 2**31), st.integers(6, 40), st.integers(1, 25), st.sampled_from(["fisher_z", "mi"])
+)
+
+
+def _int_stream(seed, n, p):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    X = np.zeros((n, p))
+    for j in range(p):
+        mode = rng.integers(4)
+        if mode == 0:
+            X[:, j] = y * rng.integers(1, 3) + rng.integers(-1, 2, n) * (rng.random(n) < 0.3)
+        elif mode == 1 and j:
+            X[:, j] = X[:, rng.integers(j)] * rng.choice([1.0, -2.0, 0.5])
+        else:
+            X[:, j] = rng.choice([0.0, 0.0, 1.0, 2.0, -1.5], n)
+    return X, y
+
+
+@settings(max_examples=40, deadline=None)
+@given(int_streams)
+def test_dense_and_sparse_give_identical_results(args):
+    seed, n, p, test = args
+    X, y = _int_stream(seed, n, p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = SAOLA(test=test).fit(X, y)
+        b = SAOLA(test=test).fit(sp.csc_matrix(X), y)
+        c = SAOLA(test=test).fit(sp.csr_matrix(X), y)
+    assert _result(a) == _result(b) == _result(c)
+    groups = [g for g in np.array_split(np.arange(p), 3) if len(g)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ga = GroupSAOLA(test=test).fit(X, y, groups=groups)
+        gb = GroupSAOLA(test=test).fit(sp.csc_matrix(X), y, groups=groups)
+    assert _result(ga) == _result(gb)
+
+
+@settings(max_examples=40, deadline=None)
+@given(int_streams, st.lists(st.integers(0, 25), max_size=4), st.booleans())
+def test_block_split_and_state_round_trip_continue_identically(args, cuts, sparse):
+    seed, n, p, test = args
+    X, y = _int_stream(seed, n, p)
+    if sparse:
+        X = sp.csc_matrix(X)
+    cuts = sorted({c for c in cuts if 0 < c < p})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = SAOLA(test=test).fit(X, y)
+        many = SAOLA(test=test)
+        resumed = SAOLA(test=test)
+        lo = 0
+        for hi in cuts + [p]:
+            many.partial_fit(X[:, lo:hi], y if lo == 0 else None)
+            resumed.partial_fit(X[:, lo:hi], y if lo == 0 else None)
+            resumed = SAOLA.from_state(resumed.to_state())
+            lo = hi
+    assert _result(one) == _result(many) == _result(resumed)
+
+
+def test_block_split_dense_continuous_and_groups():
+    X, y = make_stream(5, n=300, p=120)
+    one = SAOLA().fit(X, y)
+    many = SAOLA()
+    for lo in range(0, 120, 7):
+        many.partial_fit(X[:, lo:lo + 7], y)
+    assert _result(one) == _result(many)
+    groups = np.array_split(np.arange(120), 12)
+    g1 = GroupSAOLA().fit(X, y, groups=groups)
+    g2 = GroupSAOLA()
+    for gi, g in enumerate(groups):
+        g2.partial_fit(X[:, g], y, group_ids=[gi])
+        g2 = GroupSAOLA.from_state(g2.to_state())
+    assert _result(g1) == _result(g2)
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+def test_state_through_codec(cls, test):
+    codec = pytest.importorskip("streamfs.codec")
+    X, y = make_stream(8, p=40, test=test)
+    ylab = np.where(y == 1, "pos", "neg")  # string labels survive the state too
+    ref = cls(test=test)
+    if cls is GroupSAOLA:  # two blocks = two groups
+        ref.fit(X, ylab, groups=[np.arange(25), np.arange(25, 40)])
+    else:
+        ref.fit(X, ylab)
+    part = cls(test=test).partial_fit(X[:, :25], ylab)
+    state = codec.unpackb(codec.packb(part.to_state()))
+    cont = cls.from_state(state).partial_fit(X[:, 25:])
+    assert _result(cont) == _result(ref)
+    assert cont.to_state()["params"] == ref.to_state()["params"]
+    fresh = cls.from_state(codec.unpackb(codec.packb(cls(test=test).to_state())))
+    assert fresh.test == test and not hasattr(fresh, "selected_")
+
+
+# ---------------------------------------------------------------- planted structure
+
+
+def test_copies_never_both_selected():
+    rng = np.random.default_rng(21)
+    n, k = 500, 15
+    y = rng.integers(0, 2, n)
+    info = [y * rng.uniform(0.5, 1.5) + rng.standard_normal(n) for _ in range(k)]
+    copies = [f.copy() for f in info]
+    noisy = [f + 0.05 * rng.standard_normal(n) for f in info]
+    order = rng.permutation(3 * k)
+    X = np.column_stack(info + copies + noisy)[:, order]
+    for test, data in (("fisher_z", X), ("mi", np.floor(X * 2))):
+        sel = set(SAOLA(test=test).fit(data, y).selected_.tolist())
+        for i in range(k):
+            members = {int(np.flatnonzero(order == i + c * k)[0]) for c in range(3)}
+            if test == "fisher_z":
+                assert len(sel & members) <= 1
+            else:  # exact copies tie under SU (see test_mi_exact_copy_tie_keeps_both)
+                exact = {int(np.flatnonzero(order == i + c * k)[0]) for c in range(2)}
+                noisy_i = members - exact
+                assert not (sel & exact and sel & noisy_i)
+
+
+def test_pure_noise_rejected_at_rate_alpha():
+    rng = np.random.default_rng(5)
+    n, p, alpha = 400, 6000, 0.01
+    y = rng.integers(0, 2, n)
+    X = rng.standard_normal((n, p))
+    sel = SAOLA(alpha=alpha).fit(X, y)
+    passed = p - sel.n_irrelevant_
+    # Binomial(6000, 0.01): mean 60, sd 7.7; allow about 4 sd either way
+    assert 30 <= passed <= 90
+    assert len(sel.selected_) <= passed
+
+
+def test_informative_features_found():
+    rng = np.random.default_rng(9)
+    n = 1000
+    y = rng.integers(0, 2, n)
+    X = rng.standard_normal((n, 300))
+    planted = [17, 120, 250]
+    for j in planted:
+        X[:, j] += 1.5 * y
+    sel = SAOLA().fit(X, y)
+    assert set(planted) <= set(sel.selected_.tolist())
+
+
+# ---------------------------------------------------------------- compat, API, validation
+
+
+def test_lofs_zero_sum_skip_uses_left_to_right_sum():
+    rng = np.random.default_rng(4)
+    n = 100
+    y = rng.integers(0, 2, n).astype(float)
+    a = y - y.mean() + 0.2 * rng.standard_normal(n)
+    a -= np.cumsum(a)[-1] / n
+    a[-1] -= np.cumsum(a)[-1]  # now the left-to-right float64 sum is exactly 0
+    if np.cumsum(a)[-1] != 0.0:
+        pytest.skip("could not construct an exactly-zero sequential sum")
+    # a column whose sequential sum is 0 but whose exact sum is 1: 1e16 + 1 rounds to 1e16
+    b = np.zeros(n)
+    b[:3] = [1e16, 1.0, -1e16]
+    b[3:] = 0.0
+    X = np.column_stack([a, b])
+    clean = SAOLA().fit(X, y)
+    lofs = SAOLA(compat="lofs").fit(X, y)
+    assert 0 in clean.selected_.tolist()
+    assert lofs.selected_.tolist() == []
+    assert lofs.n_irrelevant_ == 2
+
+
+def test_api_support_transform_selection():
+    X, y = make_stream(2, p=30)
+    sel = SAOLA().fit(X, y)
+    mask = sel.get_support()
+    assert mask.sum() == len(sel.selected_) and mask.shape == (30,)
+    np.testing.assert_array_equal(sel.get_support(indices=True), sel.selected_)
+    np.testing.assert_array_equal(sel.transform(X), X[:, sel.selected_])
+    items = sel.selection()
+    assert [i["feature"] for i in items] == sel.selected_.tolist()
+    assert [i["score"] for i in items] == sel.scores_.tolist()
+    assert all(0 < i["score"] <= 1 for i in items)
+    assert sel.n_features_seen_ == 30
+    assert sel.n_irrelevant_ + sel.n_redundant_ + len(sel.selected_) == 30
+
+
+def test_group_ids_and_discarded_groups():
+    rng = np.random.default_rng(3)
+    n = 300
+    y = rng.integers(0, 2, n)
+    info = y + 0.5 * rng.standard_normal(n)
+    g = GroupSAOLA()
+    g.partial_fit(rng.standard_normal((n, 3)), y, group_ids=["noise"])
+    g.partial_fit(np.column_stack([info, rng.standard_normal(n)]), group_ids=["sig"])
+    assert g.n_groups_seen_ == 2 and g.n_groups_discarded_ == 1
+    assert [(gid, f.tolist()) for gid, f in g.selected_groups_] == [("sig", [3])]
+    assert g.selection()[0]["group"] == "sig"
+    with pytest.raises(ValueError, match="unique"):
+        g.partial_fit(rng.standard_normal((n, 1)), group_ids=["sig"])
+    with pytest.raises(ValueError, match="partition"):
+        g.partial_fit(rng.standard_normal((n, 3)), groups=[[0, 1], [1, 2]])
+
+
+def test_validation_errors():
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    y = np.arange(20) % 2
+    for kw in ({"test": "chi2"}, {"bound": "mean"}, {"compat": "matlab"}, {"alpha": 0},
+               {"max_features": 0}, {"n_bins": 1}):
+        with pytest.raises(ValueError):
+            SAOLA(**kw).fit(X, y)
+    with pytest.raises(ValueError, match="single class"):
+        SAOLA().fit(X, np.ones(20))
+    with pytest.raises(ValueError, match="length"):
+        SAOLA().fit(X[:10], y)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SAOLA().fit(bad, y)
+    sel = SAOLA().partial_fit(X, y)
+    with pytest.raises(ValueError, match="differs"):
+        sel.partial_fit(X, 1 - y)
+    with pytest.raises(ValueError, match="length"):
+        sel.partial_fit(X[:5])
+    with pytest.raises(ValueError, match="class vector"):
+        SAOLA().partial_fit(X)
+
+
+def test_mi_warns_about_many_states_only_in_default_mode():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 2)) * 1000
+    y = rng.integers(0, 2, 100)
+    with pytest.warns(UserWarning, match="distinct states"):
+        SAOLA(test="mi").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SAOLA(test="mi", compat="lofs").fit(X, y)
+        SAOLA(test="mi", n_bins=5).fit(X, y)
+
+
+def test_n_bins_discretises_continuous_data():
+    rng = np.random.default_rng(6)
+    n = 600
+    y = rng.integers(0, 2, n)
+    X = np.column_stack([y + 0.4 * rng.standard_normal(n), rng.standard_normal(n)]) * 100
+    assert SAOLA(test="mi", n_bins=4).fit(X, y).selected_.tolist()[0] == 0
+
+
+# ---------------------------------------------------------------- datasets
+
+
+@pytest.mark.parametrize("name", ["lofs_wdbc", "lofs_spect", "madelon", "colon", "leukemia"])
+def test_datasets_deterministic(name):
+    from streamfs.datasets import load
+
+    try:
+        X, y = load(name)
+    except FileNotFoundError:
+        pytest.skip(f"{name} not available")
+    for test in ("fisher_z", "mi"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = SAOLA(test=test, compat="lofs").fit(X, y)
+            b = SAOLA(test=test, compat="lofs")
+            for lo in range(0, X.shape[1], 997):
+                b.partial_fit(X[:, lo:lo + 997], y)
+        assert _result(a) == _result(b)
+        assert len(a.selected_) >= 1
