@@ -62,6 +62,16 @@ def kafka_config(kafka_bootstrap) -> dict:
 
 
 @pytest.fixture
+def topic_prefix(kafka_config) -> str:
+    """A fresh topic namespace per test, with the catalogue's topics created."""
+    from streamfs.topics import create_topics, load_catalogue
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    create_topics(kafka_config, load_catalogue(prefix))
+    return prefix
+
+
+@pytest.fixture
 def make_worker(kafka_bootstrap, tmp_path):
     """Factory: ``make_worker(prefix, app_id, **env)`` starts a worker; all are stopped after."""
     workers: list[WorkerProcess] = []

@@ -59,6 +59,8 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
     finally:
         if local_broker:
             subprocess.run(["bash", str(script), "stop"], capture_output=True)
+    if not any("scenario" in r for r in results):
+        return _write(json_out, results)
     table = Table(title=f"streamfs bench ({_machine()['cpus']} cpus)")
     for col in ("scenario", "shape", "MB", "in-process/s", "pipeline/s", "raw consume/s",
                 "pipeline/raw", "pipeline/in-process", "worker RSS MB"):
@@ -72,6 +74,10 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r[f"raw_consume_{u}_per_s"]), str(r["ratio_pipeline_to_raw"]),
                       str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")))
     console.print(table)
+    _write(json_out, results)
+
+
+def _write(json_out: str | None, results: list[dict]) -> None:
     if json_out:
         Path(json_out).write_text(json.dumps({"machine": _machine(), "results": results},
                                              indent=1, default=str))
