@@ -17,6 +17,8 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
     It pushes the very messages a producer would send through :class:`StreamProcessor` over an
     in-memory store, so offline and worker results agree by construction.
     """
+    if algorithm == "gdm":
+        return _gdm(X, y, params or {}, stream)
     spec = registry.get(algorithm)
     kwargs = {"block_bytes": block_bytes} if block_bytes else {}
     if spec.kind == "features":
@@ -37,3 +39,17 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
         if plan.result is not None:
             final = decode(plan.result)
     return final
+
+
+def _gdm(X: Any, y: Any, params: dict, stream: str) -> dict:
+    """GDM is a batch method: fit once, shaped like the worker's final result."""
+    from streamfs.algorithms.gdm import GDM
+
+    try:
+        model = GDM(**params)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters for 'gdm': {exc}") from None
+    model.fit(X, y)
+    return {"kind": "result", "stream": stream, "algorithm": "gdm", "params": params,
+            "version": 1, "seq": None, "final": True, "selection": model.selection(),
+            "counters": {"n_features_seen": int(X.shape[1]), "n_iter": int(model.n_iter_)}}

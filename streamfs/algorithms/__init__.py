@@ -19,6 +19,7 @@ _EXPORTS = {
     "GroupSAOLA": "saola",
     "KOFSD": "kofsd",
     "GDM": "gdm",
+    "redundancy_rate": "gdm",
     "InstanceStreamSelector": "ofs",
     "OFS": "ofs",
     "OFSPartial": "ofs",

@@ -1,0 +1,504 @@
+"""GDM: group discovery machine (Zhai, Tan, Tsang, Ong, ICML 2012).
+
+Selects *support* features for a sparse linear classifier and, for each of them, the
+*affiliated* features that are too correlated (``|ρ| ≥ 1 − τ``) to be selected alongside it.
+
+Algorithm (batch; see ``/work/shared/notes/gdm.md`` for the formulas):
+
+* relaxation (4): ``min_{α∈A} max_{δ∈Δ} g_δ(α)``,
+  ``g_δ(α) = ½‖Σ_i α_i y_i (x_i ⊙ δ)‖² + αᵀα/(2C)``, ``A`` the simplex, ``Δ`` the subsets of at
+  most ``B`` features with no pair ``|ρ| ≥ 1 − τ``;
+* cutting plane (Algorithm 1): from ``α = 1/n``, CRM (Algorithm 2, :func:`crm`) finds the most
+  violated ``δ_t``, which joins the active set; the reduced problem (5) over the active set is an
+  MKL with square hinge loss (:mod:`streamfs.algorithms.gdm_solver`), giving new ``α`` and the
+  constraint multipliers ``μ``. Stop after ``max_iter`` rounds, when the objective of (5) gains
+  less than ``tol`` (relative), or when CRM returns no violated or no new subset.
+
+Standardisation. Theorem 1 (the CRM stopping rule) assumes features of mean 0 and norm 1. GDM
+standardises internally, ``x̃_ij = (x_ij − mean_j) / scale_j`` with ``scale_j = ‖x_j − mean_j‖₂``
+(= √n · standard deviation), without densifying sparse input: ``c = (Xᵀα̃ − mean·Σα̃) / scale``
+and ``ρ(f_z, f_h) = (x_z − mean_z)ᵀ x_h / (scale_z scale_h)``. Constant features are never
+selected. The classifier is learned on ``x̃`` without a separate bias (problem (3) has none);
+``coef_ = w / scale_`` and ``intercept_ = −mean_ · coef_`` map it back, so
+``decision_function(X) = X @ coef_ + intercept_ = x̃ · w`` on the user's *raw* features.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
+
+__all__ = ["GDM", "crm", "redundancy_rate", "theorem1_bound"]
+
+
+def theorem1_bound(alpha: np.ndarray, tau: float) -> float:
+    """Theorem 1's bound ``√(2τ)‖α‖``.
+
+    Standardised ``f_z, f_h`` with ``|ρ| ≥ 1 − τ`` have ``||c_z| − |c_h|| ≤ √(2τ)‖α‖``.
+
+    (The issue's ``2τ‖α‖`` is too tight; the proof gives the square root.)
+
+    >>> round(theorem1_bound(np.array([0.5, 0.5]), 0.25), 6)
+    0.5
+    """
+    return float(np.sqrt(2.0 * tau) * np.linalg.norm(alpha))
+
+
+def crm(
+    c: np.ndarray,
+    corr: Callable[[int, np.ndarray], np.ndarray],
+    n_select: int,
+    tau: float,
+    bound: float | None,
+    eligible: np.ndarray | None = None,
+) -> tuple[list[int], dict[int, tuple[np.ndarray, np.ndarray]], int]:
+    """Correlated redundancy matching (Algorithm 2).
+
+    ``c``: scores ``c_j = Σ_i α_i y_i x̃_ij``; ``corr(z, idx)``: Pearson correlations of feature
+    ``z`` with features ``idx`` (values below ``1 − τ`` in absolute value need not be exact);
+    ``bound``: Theorem 1's ``√(2τ)‖α‖`` (``None`` scans every remaining feature: brute force);
+    ``eligible``: mask of features that may be used (default all).
+
+    Returns ``(support, groups, n_corr)``: support features in selection order, for each its
+    affiliated group as ``(features, ρ)``, and the number of correlations evaluated.
+
+    >>> c = np.array([0.9, 0.1, 0.85, 0.5])
+    >>> R = np.eye(4); R[0, 2] = R[2, 0] = 0.95
+    >>> s, g, _ = crm(c, lambda z, idx: R[z, idx], 2, 0.25, bound=None)
+    >>> s, g[0][0].tolist()
+    ([0, 3], [2])
+    """
+    m = c.size
+    absc = np.abs(c)
+    placed = np.zeros(m, dtype=bool) if eligible is None else ~np.asarray(eligible, bool)
+    order = np.argsort(-absc, kind="stable")
+    order = order[~placed[order]]
+    sorted_abs = absc[order]
+    thr = 1.0 - tau
+    support: list[int] = []
+    groups: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    n_corr = 0
+    pos = 0
+    while len(support) < n_select:
+        while pos < order.size and placed[order[pos]]:
+            pos += 1
+        if pos >= order.size:
+            break
+        z = int(order[pos])
+        placed[z] = True
+        support.append(z)
+        # Theorem 1: every h with |ρ(z, h)| ≥ 1 − τ has |c_h| ≥ |c_z| − bound; since the ranking
+        # is sorted, the scan stops at the first h below that level
+        if bound is None:
+            end = order.size
+        else:
+            end = int(np.searchsorted(-sorted_abs, -(absc[z] - bound), side="right"))
+        window = order[pos + 1 : end]
+        window = window[~placed[window]]
+        if window.size:
+            rho = np.asarray(corr(z, window), dtype=np.float64)
+            n_corr += window.size
+            hit = np.abs(rho) >= thr
+            members, rho = window[hit], rho[hit]
+            placed[members] = True
+        else:
+            members, rho = window, np.zeros(0)
+        groups[z] = (members.astype(np.int64), rho)
+    return support, groups, n_corr
+
+
+def redundancy_rate(X: Any, features: np.ndarray) -> float:
+    """``RED(F) = 1/(m̂(m̂−1)) Σ_{i>j} |ρ(f_i, f_j)|`` of the selected columns (0 if ``m̂ < 2``).
+
+    As in the paper the sum runs over unordered pairs, so RED ≤ ½. Constant columns count 0.
+
+    >>> X = np.array([[1., 2., 0.], [2., 4., 1.], [3., 6., 0.]])
+    >>> round(redundancy_rate(X, np.array([0, 1, 2])), 6)  # pairs: 1, 0, 0
+    0.166667
+    """
+    features = np.asarray(features, dtype=np.int64)
+    k = features.size
+    if k < 2:
+        return 0.0
+    Xs = X[:, features]
+    Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs, dtype=np.float64)
+    Xs = Xs - Xs.mean(axis=0)
+    norms = np.linalg.norm(Xs, axis=0)
+    norms[norms == 0] = np.inf
+    Xs = Xs / norms
+    R = np.abs(Xs.T @ Xs)
+    return float(np.triu(R, 1).sum() / (k * (k - 1)))
+
+
+class _Standardised:
+    """Products with the standardised matrix ``x̃ = (X − mean)/scale`` without forming it."""
+
+    def __init__(self, X: Any) -> None:
+        if sp.issparse(X):
+            self.X = sp.csc_matrix(X, dtype=np.float64)
+            self.X.sort_indices()
+            n = self.X.shape[0]
+            self.mean = np.asarray(self.X.mean(axis=0)).ravel()
+            sq = np.asarray(self.X.multiply(self.X).sum(axis=0)).ravel()
+            ss = np.maximum(sq - n * self.mean**2, 0.0)
+        else:
+            self.X = np.asarray(X, dtype=np.float64)
+            self.mean = self.X.mean(axis=0)
+            ss = np.empty(self.X.shape[1])
+            for k in range(0, ss.size, 2048):  # centred sums of squares, without a full copy
+                blk = slice(k, k + 2048)
+                ss[blk] = ((self.X[:, blk] - self.mean[blk]) ** 2).sum(axis=0)
+        self.n, self.m = self.X.shape
+        scale = np.sqrt(ss)
+        # relative threshold: a column that is constant up to rounding stays constant
+        tiny = 1e-12 * np.maximum(np.abs(self.mean) * np.sqrt(self.n), 1.0)
+        self.valid = scale > tiny
+        self.scale = np.where(self.valid, scale, 1.0)
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._scratch = np.zeros(self.m)
+        self.tau = 0.0
+
+    def scores(self, v: np.ndarray) -> np.ndarray:
+        """``x̃ᵀ v`` for every feature (0 on constant features)."""
+        out = (self.X.T @ v - self.mean * v.sum()) / self.scale
+        return np.where(self.valid, out, 0.0)
+
+    def dense_columns(self, idx: np.ndarray) -> np.ndarray:
+        cols = self.X[:, idx]
+        cols = cols.toarray() if sp.issparse(cols) else np.array(cols, dtype=np.float64)
+        return (cols - self.mean[idx]) / self.scale[idx]
+
+    def centred_column(self, z: int) -> np.ndarray:
+        col = self.X[:, [z]]
+        col = col.toarray().ravel() if sp.issparse(col) else col.ravel()
+        return col - self.mean[z]
+
+    def prefetch(self, features: np.ndarray, chunk: int = 64) -> None:
+        """Cache the correlated sets of ``features`` with one matrix product per ``chunk``.
+
+        CRM asks for the correlations of its support features one at a time; computing those of
+        the likely ones (the top of the ranking) together turns many matrix-vector passes over
+        X into a few matrix-matrix ones.
+        """
+        todo = [int(z) for z in features if self.valid[z] and int(z) not in self._cache]
+        for k in range(0, len(todo), chunk):
+            zs = np.asarray(todo[k : k + chunk])
+            Zc = self.dense_columns(zs)  # standardised: (x_z − mean_z)/scale_z
+            R = np.asarray(self.X.T @ Zc) / self.scale[:, None]
+            R[~self.valid] = 0.0
+            for j, z in enumerate(zs):
+                keep = np.flatnonzero(np.abs(R[:, j]) >= 1.0 - self.tau)
+                self._cache[int(z)] = (keep, R[keep, j].copy())
+
+    def corr(self, z: int, idx: np.ndarray) -> np.ndarray:
+        """``ρ(f_z, f_idx)``, exact where ``|ρ| ≥ 1 − tau`` (0 may stand in below it).
+
+        Large requests are answered from a full pass over X, whose correlated set is cached
+        (the same support feature is usually re-chosen in every cutting-plane round).
+        """
+        if not self.valid[z]:
+            return np.zeros(idx.size)
+        if z not in self._cache and idx.size > self.m // 16:
+            self.prefetch(np.array([z]))
+        if z in self._cache:
+            feats, rho = self._cache[z]
+            # scatter into a scratch row and gather: O(|idx|), no search
+            self._scratch[feats] = rho
+            out = self._scratch[idx]
+            self._scratch[feats] = 0.0
+            return out
+        zc = self.centred_column(z) / self.scale[z]
+        r = np.asarray(self.X[:, idx].T @ zc).ravel() / self.scale[idx]
+        return np.where(self.valid[idx], r, 0.0)
+
+
+class GDM:
+    """Group discovery machine: support features, their affiliated groups, a linear classifier.
+
+    Parameters
+    ----------
+    n_features_per_step : int
+        ``B``, the number of support features CRM picks per cutting-plane round.
+    tau : float
+        Features with ``|ρ| ≥ 1 − tau`` may not be selected together; they become affiliates.
+    C : float
+        Square-hinge loss weight of problem (3).
+    max_iter : int
+        ``T``, the maximum number of cutting-plane rounds.
+    tol : float
+        Stop when the objective of the reduced problem (5) grows by less than ``tol`` relative.
+    solver_tol : float
+        Relative duality-gap certificate at which the reduced problem is considered solved.
+
+    Attributes
+    ----------
+    support_ : (k,) int array — support features with non-zero weight, by decreasing ``|w|``.
+    weights_ : (k,) weights ``w`` of ``support_`` on the *standardised* features.
+    affiliated_ : dict ``support feature → (g,) int array`` of its affiliated features.
+    affiliated_corr_ : dict ``support feature → (g,)`` their correlations ``ρ`` with it.
+    coef_, intercept_ : the classifier on raw features: ``decision_function(X) = X @ coef_ +
+        intercept_``; ``predict`` maps its sign to ``classes_[1]`` (>0) / ``classes_[0]``.
+    classes_ : the two labels; ``classes_[1]`` is the positive class (+1).
+    alpha_ : (n,) dual variables; ``mu_`` : multipliers of the active subsets ``subsets_``.
+    objective_history_ : objective of (5) after each round (non-decreasing: constraints are
+        only added); ``gamma_`` : the margin ``γ = 2 Σ_t μ_t g_t(α)``; ``n_iter_``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((200, 30)); X[:, 1] = X[:, 0] + 0.05 * rng.standard_normal(200)
+    >>> y = np.where(X[:, 0] + X[:, 5] > 0, 1, -1)
+    >>> model = GDM(n_features_per_step=2).fit(X, y)
+    >>> sorted(model.support_.tolist())
+    [0, 5]
+    >>> model.affiliated_[0].tolist()
+    [1]
+    >>> bool((model.predict(X) == y).mean() > 0.9)
+    True
+    """
+
+    def __init__(
+        self,
+        n_features_per_step: int = 10,
+        tau: float = 0.25,
+        C: float = 1.0,
+        max_iter: int = 10,
+        tol: float = 1e-3,
+        solver_tol: float = 1e-6,
+    ) -> None:
+        self.n_features_per_step = n_features_per_step
+        self.tau = tau
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver_tol = solver_tol
+
+    # ------------------------------------------------------------------ fitting
+    def _encode(self, y: Any) -> np.ndarray:
+        y = np.asarray(y).ravel()
+        classes = np.unique(y)
+        if classes.size != 2:
+            raise ValueError(f"GDM is a binary classifier; got {classes.size} classes")
+        self.classes_ = classes
+        return np.where(y == classes[1], 1.0, -1.0)
+
+    def fit(self, X: Any, y: Any) -> "GDM":
+        """Run the cutting-plane algorithm on ``X`` (dense or scipy.sparse, n × m) and labels."""
+        if not (0.0 < self.tau < 1.0):
+            raise ValueError("tau must lie in (0, 1)")
+        if self.n_features_per_step < 1 or self.max_iter < 1 or self.C <= 0:
+            raise ValueError("n_features_per_step, max_iter must be ≥ 1 and C > 0")
+        yy = self._encode(y)
+        S = _Standardised(X)
+        S.tau = self.tau
+        if yy.size != S.n:
+            raise ValueError("X and y have different numbers of rows")
+        n, m = S.n, S.m
+        self.n_features_in_ = m
+
+        alpha = np.full(n, 1.0 / n)
+        cols: list[int] = []  # union of active features, column order of Xs
+        col_pos: dict[int, int] = {}
+        Xs = np.zeros((n, 0))
+        subsets: list[np.ndarray] = []  # positions into cols
+        subset_keys: set[tuple[int, ...]] = set()
+        mu = np.zeros(0)
+        lam = np.zeros(0)  # λ_max of each subset's Gram matrix (inner Lipschitz constants)
+        groups_seen: dict[int, dict[int, float]] = {}
+        history: list[float] = []
+        self.n_corr_ = 0
+        self.stop_reason_ = "max_iter"
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            c = S.scores(alpha * yy)
+            # the top of the ranking holds most of this round's support features
+            ranked = np.argsort(-np.abs(c), kind="stable")
+            S.prefetch(ranked[S.valid[ranked]][: self.n_features_per_step + 8])
+            support, groups, n_corr = crm(
+                c, S.corr, self.n_features_per_step, self.tau,
+                theorem1_bound(alpha, self.tau), eligible=S.valid,
+            )
+            self.n_corr_ += n_corr
+            key = tuple(sorted(support))
+            if not support or key in subset_keys:
+                self.stop_reason_ = "no new subset"
+                it -= 1
+                break
+            if history:
+                # most violated constraint not violated: (4) is solved on the active set
+                g_new = 0.5 * float(c[support] @ c[support]) + float(alpha @ alpha) / (2 * self.C)
+                if g_new <= history[-1] * (1.0 + 1e-12):
+                    self.stop_reason_ = "no violated constraint"
+                    it -= 1
+                    break
+            for z in support:
+                rec = groups_seen.setdefault(z, {})
+                for h, r in zip(*groups[z]):
+                    rec[int(h)] = float(r)
+            new = [z for z in support if z not in col_pos]
+            for z in new:
+                col_pos[z] = len(cols)
+                cols.append(z)
+            if new:
+                Xs = np.hstack([Xs, S.dense_columns(np.asarray(new))])
+            subset_keys.add(key)
+            subsets.append(np.array([col_pos[z] for z in support], dtype=np.int64))
+            lam = np.append(lam, subset_lipschitz(Xs, subsets[-1:]))
+            mu0 = np.append(mu * (1.0 - 1.0 / len(subsets)), 1.0 / len(subsets))
+            sol = solve_reduced(Xs, yy, subsets, self.C, alpha, mu0, tol=self.solver_tol, lam=lam)
+            alpha, mu = sol.alpha, sol.mu
+            history.append(sol.objective)
+            if len(history) > 1 and history[-1] - history[-2] <= self.tol * abs(history[-1]):
+                self.stop_reason_ = "tol"
+                break
+        self.n_iter_ = it
+        self.alpha_ = alpha
+        self.mu_ = mu
+        self.subsets_ = [np.asarray(cols, dtype=np.int64)[s] for s in subsets]
+        self.objective_history_ = np.asarray(history)
+        g = constraint_values(Xs, yy, subsets, alpha, self.C)
+        self.gamma_ = float(2.0 * mu @ g)
+
+        # w = Σ_t μ_t Σ_i α_i y_i x̃_i ⊙ δ_t  (combined weight d_j = Σ_{t∋j} μ_t)
+        cols_a = np.asarray(cols, dtype=np.int64)
+        d = np.zeros(cols_a.size)
+        for m_t, s in zip(mu, subsets):
+            d[s] += m_t
+        w = d * (Xs.T @ (alpha * yy))
+        keep = np.flatnonzero(np.abs(w) > 1e-12 * max(np.abs(w).max(initial=0.0), 1e-300))
+        keep = keep[np.argsort(-np.abs(w[keep]), kind="stable")]
+        self.support_ = cols_a[keep]
+        self.weights_ = w[keep]
+        self.coef_ = np.zeros(m)
+        self.coef_[self.support_] = self.weights_ / S.scale[self.support_]
+        self.intercept_ = float(-S.mean @ self.coef_)
+        self._set_groups(groups_seen)
+        return self
+
+    def _set_groups(self, groups_seen: dict[int, dict[int, float]]) -> None:
+        # an affiliate is reported once, under the support feature it is most correlated with;
+        # support features (chosen in some round) are never listed as affiliates
+        sup = set(self.support_.tolist())
+        best: dict[int, tuple[int, float]] = {}
+        for z in self.support_.tolist():
+            for h, r in groups_seen.get(z, {}).items():
+                if h not in sup and (h not in best or abs(r) > abs(best[h][1])):
+                    best[h] = (z, r)
+        self.affiliated_ = {}
+        self.affiliated_corr_ = {}
+        for z in self.support_.tolist():
+            hs = sorted(h for h, (zz, _) in best.items() if zz == z)
+            self.affiliated_[z] = np.asarray(hs, dtype=np.int64)
+            self.affiliated_corr_[z] = np.asarray([best[h][1] for h in hs], dtype=np.float64)
+
+    # -------------------------------------------------------------- prediction
+    def _check_X(self, X: Any) -> Any:
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
+        return X
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """``X @ coef_ + intercept_`` on raw features (dense or sparse); > 0: ``classes_[1]``."""
+        X = self._check_X(X)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels in the original encoding (ties at 0 go to ``classes_[0]``)."""
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def get_support(self, affiliated: bool = False, indices: bool = False) -> np.ndarray:
+        """Mask (or sorted indices) of the support features, plus their affiliates if asked."""
+        feats = [self.support_]
+        if affiliated:
+            feats += list(self.affiliated_.values())
+        idx = np.unique(np.concatenate(feats)).astype(np.int64)
+        if indices:
+            return idx
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[idx] = True
+        return mask
+
+    def transform(self, X: Any) -> Any:
+        """The support columns of ``X``, in ``support_`` order."""
+        X = self._check_X(X)
+        if sp.issparse(X):
+            return sp.csc_matrix(X)[:, self.support_]
+        return np.asarray(X)[:, self.support_]
+
+    def selection(self) -> list[dict]:
+        """``[{"feature", "score", "affiliated": [[feature, |ρ|], ...]}]`` by decreasing score.
+
+        ``score`` is ``|w_j|``, the weight magnitude on the *standardised* feature (comparable
+        across features, unlike ``coef_`` which depends on units).
+        """
+        return [
+            {
+                "feature": int(z),
+                "score": float(abs(wz)),
+                "affiliated": [
+                    [int(h), float(abs(r))]
+                    for h, r in zip(self.affiliated_[int(z)], self.affiliated_corr_[int(z)])
+                ],
+            }
+            for z, wz in zip(self.support_, self.weights_)
+        ]
+
+    # ------------------------------------------------------------------- state
+    _PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol")
+
+    def to_state(self) -> dict:
+        """Plain-data snapshot (str/int dict keys, numpy arrays, python scalars)."""
+        state: dict = {"params": {p: getattr(self, p) for p in self._PARAMS}}
+        if not hasattr(self, "support_"):
+            return state
+        state["fitted"] = {
+            "classes": np.asarray(self.classes_).tolist(),  # python scalars (labels may be str)
+            "n_features_in": int(self.n_features_in_),
+            "support": self.support_.copy(),
+            "weights": self.weights_.copy(),
+            "coef_support": self.coef_[self.support_].copy(),
+            "intercept": float(self.intercept_),
+            "affiliated": {int(z): a.copy() for z, a in self.affiliated_.items()},
+            "affiliated_corr": {int(z): a.copy() for z, a in self.affiliated_corr_.items()},
+            "alpha": self.alpha_.copy(),
+            "mu": self.mu_.copy(),
+            "subsets": {i: s.copy() for i, s in enumerate(self.subsets_)},
+            "objective_history": self.objective_history_.copy(),
+            "gamma": float(self.gamma_),
+            "n_iter": int(self.n_iter_),
+            "n_corr": int(self.n_corr_),
+            "stop_reason": str(self.stop_reason_),
+        }
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "GDM":
+        """Rebuild a model from :meth:`to_state` output."""
+        p = state["params"]
+        model = cls(**{k: p[k] for k in cls._PARAMS})
+        f = state.get("fitted")
+        if f is None:
+            return model
+        model.classes_ = np.asarray(f["classes"])
+        model.n_features_in_ = int(f["n_features_in"])
+        model.support_ = np.asarray(f["support"], dtype=np.int64)
+        model.weights_ = np.asarray(f["weights"], dtype=np.float64)
+        model.coef_ = np.zeros(model.n_features_in_)
+        model.coef_[model.support_] = f["coef_support"]
+        model.intercept_ = float(f["intercept"])
+        model.affiliated_ = {int(k): np.asarray(v, np.int64) for k, v in f["affiliated"].items()}
+        model.affiliated_corr_ = {
+            int(k): np.asarray(v, np.float64) for k, v in f["affiliated_corr"].items()
+        }
+        model.alpha_ = np.asarray(f["alpha"], dtype=np.float64)
+        model.mu_ = np.asarray(f["mu"], dtype=np.float64)
+        subs = f["subsets"]
+        model.subsets_ = [np.asarray(subs[k], np.int64) for k in sorted(subs, key=int)]
+        model.objective_history_ = np.asarray(f["objective_history"], dtype=np.float64)
+        model.gamma_ = float(f["gamma"])
+        model.n_iter_ = int(f["n_iter"])
+        model.n_corr_ = int(f["n_corr"])
+        model.stop_reason_ = str(f["stop_reason"])
+        return model
