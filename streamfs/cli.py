@@ -102,34 +102,140 @@ def _load_data(source: str, label: str | None) -> tuple[Any, Any]:
     return load_file(source, label=label)
 
 
+class InputFileProblem(click.ClickException):
+    """A bad input file: exit code 2 (1 is left for Kafka failures)."""
+
+    exit_code = 2
+
+
 @main.command()
 @click.argument("kind", type=click.Choice(["features", "instances"]))
 @click.argument("source")
 @click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")
 @click.option("--algorithm", "-a", required=True, help="Algorithm name (see `streamfs select --help`).")
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
-@click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
-@click.option("--block-bytes", type=int, default=None, help="Payload budget per message.")
+@click.option("--label", help="Label column (name or index) for CSV/TSV/Parquet/.npy files "
+              "(default the last), or a .npy file of labels.")
+@click.option("--header/--no-header", default=None,
+              help="Whether a CSV/TSV file has a header row (default: detect).")
+@click.option("--block-bytes", type=click.IntRange(min=1), default=None,
+              help="Payload budget per message (default 900 KiB).")
+@click.option("--shuffle-seed", type=int, default=None,
+              help="Features: send the columns in a seeded random order (blocks carry `columns`).")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Features: JSON list of lists of column indices (group-saola groups).")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Replay speed: instances/s (instance streams) or features/s (feature streams).")
+@click.option("--n-features", type=click.IntRange(min=1), default=None,
+              help="LIBSVM: d; without it a first pass over the file finds the largest index.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
-            param: tuple[str, ...], label: str | None, block_bytes: int | None) -> None:
+            param: tuple[str, ...], label: str | None, header: bool | None,
+            block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
+            rate: float | None, n_features: int | None, progress: bool | None) -> None:
     """Publish SOURCE as a feature or instance stream.
 
-    SOURCE is a file (.npz/.npy pair, .csv/.tsv, LIBSVM .svm/.libsvm/.txt, .mat, .parquet), a
-    dataset name from $STREAMFS_DATASETS, or `sklearn:breast_cancer`.
+    SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
+    v7.3, .parquet), a dataset name from $STREAMFS_DATASETS, or `sklearn:breast_cancer`.
+    Instance streams read CSV/TSV, LIBSVM, .npy and Parquet files incrementally (bounded
+    memory); feature streams load the file whole. Exit code 2 for a bad input file, 1 if
+    Kafka did not take every message.
     """
-    from streamfs.producers import (DEFAULT_BLOCK_BYTES, StreamPublisher,
-                                    feature_stream_messages, instance_stream_messages)
+    from confluent_kafka import KafkaException
+
+    from streamfs.producers import DEFAULT_BLOCK_BYTES, DeliveryError
+    from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
+    from streamfs.producers.errors import InputFileError
+    from streamfs.producers.files import check_groups, load_file, read_groups
+    from streamfs.producers.publish import rows_per_message, send_messages
+    from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
     s = _settings(ctx)
-    X, y = _load_data(source, label)
-    make = feature_stream_messages if kind == "features" else instance_stream_messages
-    topic = load_catalogue(s.topic_prefix)[kind].name
-    with StreamPublisher(s.kafka_config(), topic) as pub:
-        n = pub.send_all(make(stream_id, X, y, algorithm, _parse_params(param),
-                              block_bytes=block_bytes or DEFAULT_BLOCK_BYTES))
-    click.echo(f"published {n} messages of stream {stream_id!r} ({X.shape[0]}x{X.shape[1]}) to {topic}")
+    params = _parse_params(param)
+    budget = block_bytes or DEFAULT_BLOCK_BYTES
+    if kind == "instances" and (shuffle_seed is not None or groups_file):
+        raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
+    show = sys.stderr.isatty() if progress is None else progress
+    counts = {"items": 0, "messages": 0}
+    try:
+        if kind == "features":
+            X, y = load_file(source, label=label, header=header, n_features=n_features)
+            groups = read_groups(groups_file) if groups_file else None
+            if groups is not None:
+                check_groups(groups, X.shape[1], groups_file)
+            messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
+                                               block_bytes=budget, shuffle_seed=shuffle_seed)
+            total, unit = X.shape[1], "columns"
+            shape = f"{X.shape[0]}x{X.shape[1]}"
+            position = None
+        else:
+            src = open_instances(source, label=label, header=header, n_features=n_features)
+            messages = instance_messages_from_chunks(
+                stream_id, src.chunks(), src.n_features, algorithm, params,
+                feature_names=src.feature_names, block_bytes=budget,
+                max_rows=rows_per_message(rate))
+            total, unit = src.progress()[1], src.unit
+            shape = f"d={src.n_features}"
+            position = src.progress
+        topic = load_catalogue(s.topic_prefix)[kind].name
+
+        def count(message: dict) -> None:
+            counts["messages"] += 1
+            if message["kind"] in ("features", "instances"):
+                counts["items"] += message["X"].shape[1 if kind == "features" else 0]
+
+        what = "columns" if kind == "features" else "instances"
+        with _progress_bar(show, f"{stream_id} → {topic}", total, unit, what) as advance:
+            def on_message(message: dict) -> None:
+                count(message)
+                advance(position()[0] if position else counts["items"], counts["items"])
+
+            n = send_messages(messages, s.kafka_config(), topic, rate=rate, on_message=on_message)
+    except InputFileError as exc:
+        sent = counts["messages"]
+        note = (f" ({sent} message(s) of stream {stream_id!r} were already published; it stays "
+                f"open without 'close')") if sent else ""
+        raise InputFileProblem(f"{exc}{note}") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise InputFileProblem(f"{exc.filename}: {exc.strerror}") from None
+    except DeliveryError as exc:
+        raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
+    except KafkaException as exc:
+        raise click.ClickException(f"Kafka client error: {exc}") from None
+    click.echo(f"published {n} messages ({counts['items']} {what}, {shape}) of stream "
+               f"{stream_id!r} to {topic}")
+
+
+def _progress_bar(show: bool, description: str, total: int | None, unit: str, items: str):
+    """A context manager yielding ``advance(completed, items_sent)``; a no-op when hidden.
+
+    Files advance by bytes read (the reader runs at most one chunk ahead of sending), in-memory
+    data by rows or columns sent.
+    """
+    from contextlib import contextmanager
+
+    @contextmanager
+    def bar():
+        if not show:
+            yield lambda completed, sent: None
+            return
+        from rich.console import Console
+        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
+                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+                                   TransferSpeedColumn)
+
+        amount = ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes"
+                  else [MofNCompleteColumn()])
+        with Progress(TextColumn("{task.description}"), BarColumn(), *amount,
+                      TextColumn("{task.fields[sent]:,} " + items), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=Console(stderr=True)) as prog:
+            task = prog.add_task(description, total=total, sent=0)
+            yield lambda completed, sent: prog.update(task, completed=completed, sent=sent)
+
+    return bar()
 
 
 def _print_results(results: list[dict], as_json: bool) -> None:
@@ -208,6 +314,14 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
         raise click.ClickException(str(exc)) from None
     _print_results([result], as_json)
 
+
+def _attach_commands() -> None:
+    from streamfs.bench.command import bench
+
+    main.add_command(bench)
+
+
+_attach_commands()
 
 if __name__ == "__main__":
     main()

@@ -218,7 +218,7 @@ def throughput_sparse(
 
 
 def _print_table(results: list[dict], algs: list[str]) -> None:
-    print(f"| dataset | n x d | B | scaling | " + " | ".join(algs) + " |")
+    print("| dataset | n x d | B | scaling | " + " | ".join(algs) + " |")
     print("|---|---|---|---|" + "---|" * len(algs))
     for r in results:
         cells = [f"{r['summary'][a][0]:.1f} ± {r['summary'][a][1]:.1f}" for a in algs]

@@ -16,7 +16,6 @@ The ratios pipeline/raw_consume and pipeline/in_process are the numbers to push 
 
 from __future__ import annotations
 
-import os
 import resource
 import tempfile
 import time

@@ -1,15 +1,21 @@
-"""Producer adapters: turn arrays and files into feature or instance streams on Kafka."""
+"""Producer adapters: turn arrays, DataFrames and files into feature or instance streams."""
 
 from streamfs.producers.blocks import (
     DEFAULT_BLOCK_BYTES,
     column_blocks,
+    feature_order,
     feature_stream_messages,
     instance_stream_messages,
     row_blocks,
 )
+from streamfs.producers.errors import InputFileError
+from streamfs.producers.files import load_file
 from streamfs.producers.kafka import DeliveryError, StreamPublisher
+from streamfs.producers.publish import produce_features, produce_instances
+from streamfs.producers.sources import open_instances
 
 __all__ = [
-    "DEFAULT_BLOCK_BYTES", "DeliveryError", "StreamPublisher", "column_blocks",
-    "feature_stream_messages", "instance_stream_messages", "row_blocks",
+    "DEFAULT_BLOCK_BYTES", "DeliveryError", "InputFileError", "StreamPublisher", "column_blocks",
+    "feature_order", "feature_stream_messages", "instance_stream_messages", "load_file",
+    "open_instances", "produce_features", "produce_instances", "row_blocks",
 ]

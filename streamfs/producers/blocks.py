@@ -6,7 +6,8 @@ second, so each message should carry as many columns or instances as fit the siz
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+import itertools
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,8 +52,15 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
         yield start, prev
 
 
-def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[tuple[int, int]]:
-    """Yield ``(start, stop)`` row ranges of at most ``block_bytes`` each (at least one row)."""
+def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
+               max_rows: int | None = None) -> Iterator[tuple[int, int]]:
+    """Yield ``(start, stop)`` row ranges of at most ``block_bytes`` (and ``max_rows``) each.
+
+    Every range has at least one row.
+
+    >>> list(row_blocks(np.zeros((5, 3)), block_bytes=64)), list(row_blocks(np.zeros((5, 3)), max_rows=2))
+    ([(0, 2), (2, 4), (4, 5)], [(0, 2), (2, 4), (4, 5)])
+    """
     n = X.shape[0]
     if sp.issparse(X):
         X = X.tocsr()
@@ -60,8 +68,9 @@ def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[tuple
     else:
         per_row = np.full(n, X.shape[1] * X.dtype.itemsize + 8)
     start, acc = 0, 0
+    limit = max_rows or n
     for i in range(n):
-        if i > start and acc + per_row[i] > block_bytes:
+        if i > start and (acc + per_row[i] > block_bytes or i - start >= limit):
             yield start, i
             start, acc = i, 0
         acc += int(per_row[i])
@@ -69,50 +78,134 @@ def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[tuple
         yield start, n
 
 
+def feature_order(n_columns: int, groups: Sequence[Sequence[int]] | None = None,
+                  shuffle_seed: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray | None, list[int] | None]:
+    """The order in which columns are sent: ``(order, group_ids, boundaries)``.
+
+    ``order[k]`` is the source index of the k-th column sent. With ``groups``, columns go group
+    by group (a group's id is its position in ``groups``); a seed shuffles the group order and
+    the columns within each group, or, without groups, all columns.
+
+    >>> feature_order(4, shuffle_seed=2)[0].tolist()
+    [3, 2, 0, 1]
+    >>> order, gid, bounds = feature_order(4, groups=[[2, 3], [0, 1]], shuffle_seed=5)
+    >>> order.tolist(), gid.tolist(), bounds
+    ([1, 0, 2, 3], [1, 1, 0, 0], [2, 4])
+    """
+    rng = np.random.default_rng(shuffle_seed) if shuffle_seed is not None else None
+    if groups is None:
+        order = rng.permutation(n_columns) if rng is not None else np.arange(n_columns)
+        return order, None, None
+    members = [np.asarray(g, dtype=np.int64) for g in groups]
+    order_of_groups = rng.permutation(len(members)) if rng is not None else range(len(members))
+    parts, gid = [], []
+    for g in order_of_groups:
+        parts.append(rng.permutation(members[g]) if rng is not None else members[g])
+        gid.append(np.full(len(members[g]), g))
+    order = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    if np.sort(order).tolist() != list(range(n_columns)):
+        raise ValueError("groups must partition the columns 0..p-1 exactly once")
+    bounds = np.cumsum([len(p) for p in parts]).tolist()
+    return order, np.concatenate(gid) if gid else np.empty(0, dtype=np.int64), bounds
+
+
 def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params: dict | None = None,
                             *, groups: Sequence[Sequence[int]] | None = None,
-                            block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[dict]:
+                            block_bytes: int = DEFAULT_BLOCK_BYTES,
+                            shuffle_seed: int | None = None) -> Iterator[dict]:
     """The messages of a feature stream: ``open`` (with ``y``), column blocks, ``close``.
 
-    With ``groups`` (index arrays partitioning the columns), columns are sent group by group in
-    the given order, each block carrying the group id (the group's position) of every column.
+    With ``groups`` (index arrays partitioning the columns), columns are sent group by group,
+    each block carrying the group id (the group's position in ``groups``) of every column.
+    ``shuffle_seed`` sends the columns in a seeded random order (see :func:`feature_order`).
+    Whenever the sent order is not the source order, each block has ``columns``: the source
+    column index of each of its columns.
     """
     X = X.tocsc() if sp.issparse(X) else np.asarray(X)
     y = np.asarray(y)
     labels = y.tolist() if y.dtype.kind in "OUS" else y
+    order, gid, boundaries = feature_order(X.shape[1], groups, shuffle_seed)
+    reordered = not np.array_equal(order, np.arange(X.shape[1]))
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": dict(params or {}), "y": labels}
-    gid = None
-    boundaries = None
-    if groups is not None:
-        order = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups])
-        if np.sort(order).tolist() != list(range(X.shape[1])):
-            raise ValueError("groups must partition the columns 0..p-1 exactly once")
-        gid = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    if reordered:
         X = X[:, order]
-        boundaries = np.cumsum([len(g) for g in groups]).tolist()
     seq = 0
     for a, b in column_blocks(X, block_bytes, boundaries):
         seq += 1
         msg = {"kind": "features", "stream": stream, "seq": seq, "start": a, "X": X[:, a:b]}
         if gid is not None:
             msg["groups"] = gid[a:b].tolist()
+        if reordered:
+            msg["columns"] = order[a:b].tolist()
         yield msg
     yield {"kind": "close", "stream": stream, "seq": seq + 1}
 
 
 def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
                              params: dict | None = None, *, feature_names: list[str] | None = None,
-                             block_bytes: int = DEFAULT_BLOCK_BYTES) -> Iterator[dict]:
+                             block_bytes: int = DEFAULT_BLOCK_BYTES,
+                             max_rows: int | None = None) -> Iterator[dict]:
     """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X)
-    y = np.asarray(y)
+    yield from instance_messages_from_chunks(stream, [(X, np.asarray(y))], X.shape[1], algorithm,
+                                             params, feature_names=feature_names,
+                                             block_bytes=block_bytes, max_rows=max_rows)
+
+
+def _stack(blocks: list[tuple[Any, np.ndarray]]) -> tuple[Any, np.ndarray]:
+    if len(blocks) == 1:
+        return blocks[0]
+    Xs = [b[0] for b in blocks]
+    X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
+    return X, np.concatenate([b[1] for b in blocks])
+
+
+def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]],
+                                  n_features: int, algorithm: str, params: dict | None = None,
+                                  *, feature_names: list[str] | None = None,
+                                  block_bytes: int = DEFAULT_BLOCK_BYTES,
+                                  max_rows: int | None = None) -> Iterator[dict]:
+    """An instance stream from row chunks ``(X, y)`` read incrementally (d known up front).
+
+    Chunks are re-cut into byte-bounded blocks; a chunk's last, partial block waits for the
+    next chunk, so message boundaries do not depend on how the reader chunked the file.
+
+    >>> chunks = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 2)), np.zeros(2))]
+    >>> msgs = list(instance_messages_from_chunks("s", chunks, 2, "ofs", block_bytes=100))
+    >>> [m["kind"] for m in msgs], [m["X"].shape[0] for m in msgs[1:-1]]
+    (['open', 'instances', 'instances', 'close'], [4, 1])
+    """
+    # read the first chunk before 'open': a file that is bad from the start publishes nothing
+    it = iter(chunks)
+    first = next(it, None)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
-           "params": dict(params or {}), "n_features": int(X.shape[1]),
+           "params": dict(params or {}), "n_features": int(n_features),
            "feature_names": feature_names}
     seq = 0
-    for a, b in row_blocks(X, block_bytes):
-        seq += 1
-        labels = y[a:b].tolist() if y.dtype.kind in "OUS" else y[a:b]
-        yield {"kind": "instances", "stream": stream, "seq": seq, "X": X[a:b], "y": labels}
+    pending: list[tuple[Any, np.ndarray]] = []
+    for X, y in itertools.chain([first] if first is not None else [], it):
+        X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+        if X.shape[1] != n_features:
+            raise ValueError(f"a chunk has {X.shape[1]} features, the stream has d = {n_features}")
+        if X.shape[0] == 0:
+            continue
+        X, y = _stack(pending + [(X, np.asarray(y))])
+        ranges = list(row_blocks(X, block_bytes, max_rows))
+        for a, b in ranges[:-1]:
+            seq += 1
+            yield _instances(stream, seq, X[a:b], y[a:b])
+        a, b = ranges[-1]
+        pending = [(X[a:b], y[a:b])]
+    if pending:
+        X, y = _stack(pending)
+        for a, b in row_blocks(X, block_bytes, max_rows):
+            seq += 1
+            yield _instances(stream, seq, X[a:b], y[a:b])
     yield {"kind": "close", "stream": stream, "seq": seq + 1}
+
+
+def _instances(stream: str, seq: int, X: Any, y: np.ndarray) -> dict:
+    labels = y.tolist() if y.dtype.kind in "OUS" else y
+    return {"kind": "instances", "stream": stream, "seq": seq, "X": X, "y": labels}

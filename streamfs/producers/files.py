@@ -1,26 +1,39 @@
-"""Read datasets from files into ``(X, y)``; errors name the file and the line or column."""
+"""Read whole datasets from files into ``(X, y)``; errors name the file and the line or column.
+
+Feature streams need every instance of a column, so they load the file whole; instance
+streams read incrementally where the format allows (see :mod:`streamfs.producers.sources`).
+"""
 
 from __future__ import annotations
 
-import csv
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.producers.delimited import DelimitedReader, label_index, labels_from_text
+from streamfs.producers.errors import InputFileError
+from streamfs.producers.libsvm import LibsvmReader
 
-class InputFileError(ValueError):
-    """A data file that cannot be read; the message names the file and where."""
+__all__ = ["InputFileError", "check_groups", "load_file", "read_csv", "read_groups", "read_libsvm",
+           "read_mat", "read_npy", "read_npz", "read_parquet"]
+
+#: suffixes read as LIBSVM/svmlight
+LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt")
 
 
-def load_file(source: str, *, label: str | int | None = None) -> tuple[Any, np.ndarray]:
+def load_file(source: str, *, label: str | int | None = None, header: bool | None = None,
+              n_features: int | None = None) -> tuple[Any, np.ndarray]:
     """Load ``(X, y)`` from a path, a dataset name of ``$STREAMFS_DATASETS`` or ``sklearn:NAME``.
 
-    Formats by suffix: ``.npz`` (arrays ``X`` and ``y``), ``.csv``/``.tsv`` (label column by
-    name or index, default the last), LIBSVM/svmlight (``.svm``, ``.libsvm``, ``.txt``; sparse),
-    MATLAB ``.mat`` (v5 and v7.3; variables ``X``/``y`` or the first 2-D and 1-D arrays),
-    ``.parquet`` (label column as for CSV).
+    Formats by suffix: ``.npz`` (arrays ``X`` and ``y``), ``.npy`` (one 2-D array; label
+    column by index, default the last, or ``label`` naming a ``.npy`` file of labels),
+    ``.csv``/``.tsv`` (label column by name or index, default the last; ``header`` True, False
+    or None to detect), LIBSVM/svmlight (``.svm``, ``.libsvm``, ``.svmlight``, ``.txt``;
+    sparse; d from ``n_features`` or the largest index), MATLAB ``.mat`` (v5 and v7.3;
+    variables ``X``/``y`` or the first 2-D and 1-D arrays), ``.parquet`` (label as for CSV).
     """
     if source.startswith("sklearn:"):
         return _sklearn(source.split(":", 1)[1])
@@ -33,14 +46,14 @@ def load_file(source: str, *, label: str | int | None = None) -> tuple[Any, np.n
         raise InputFileError(f"{source}: no such file or dataset")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            if "X" not in data or "y" not in data:
-                raise InputFileError(f"{path}: an .npz needs arrays 'X' and 'y', has {list(data)}")
-            return data["X"], data["y"]
+        return read_npz(path)
+    if suffix == ".npy":
+        return read_npy(path, label=label)
     if suffix in (".csv", ".tsv"):
-        return read_csv(path, label=label, delimiter="\t" if suffix == ".tsv" else ",")
-    if suffix in (".svm", ".libsvm", ".svmlight", ".txt"):
-        return read_libsvm(path)
+        return read_csv(path, label=label, delimiter="\t" if suffix == ".tsv" else ",",
+                        header=header)
+    if suffix in LIBSVM_SUFFIXES:
+        return read_libsvm(path, n_features=n_features)
     if suffix == ".mat":
         return read_mat(path)
     if suffix == ".parquet":
@@ -58,113 +71,101 @@ def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(X, dtype=np.float64), np.asarray(y)
 
 
-def _label_index(header: list[str] | None, label: str | int | None, width: int, path: Path) -> int:
-    if label is None:
-        return width - 1
-    if header is not None and str(label) in header:
-        return header.index(str(label))
+def read_npz(path: Path) -> tuple[Any, np.ndarray]:
+    """Arrays ``X`` and ``y`` of an ``.npz`` archive (no pickled objects)."""
     try:
-        idx = int(label)
-    except ValueError:
-        raise InputFileError(f"{path}: no label column named {label!r} in the header") from None
-    if not -width <= idx < width:
-        raise InputFileError(f"{path}: label column index {idx} outside 0..{width - 1}")
-    return idx % width
+        with np.load(path, allow_pickle=False) as data:
+            if "X" not in data or "y" not in data:
+                raise InputFileError(f"{path}: an .npz needs arrays 'X' and 'y', has {list(data)}")
+            return data["X"], data["y"]
+    except InputFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, pickled objects, truncation...
+        raise InputFileError(f"{path}: not a readable .npz archive ({exc})") from None
+
+
+def read_npy(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A 2-D ``.npy`` array with the label in one column, or features plus a labels file."""
+    try:
+        A = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as exc:
+        raise InputFileError(f"{path}: not a readable .npy array ({exc})") from None
+    if A.ndim != 2:
+        raise InputFileError(f"{path}: expected a 2-D array, got shape {A.shape}")
+    if label is not None and str(label).endswith(".npy"):
+        y = np.load(label, allow_pickle=False)
+        if y.shape != (A.shape[0],):
+            raise InputFileError(f"{label}: expected {A.shape[0]} labels, got shape {y.shape}")
+        return np.asarray(A), y
+    li = label_index(None, label, A.shape[1], path)
+    return np.delete(np.asarray(A), li, axis=1), np.asarray(A[:, li])
 
 
 def read_csv(path: Path, *, label: str | int | None = None, delimiter: str = ",",
              header: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Numeric feature columns plus one label column (numbers or strings)."""
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh, delimiter=delimiter))
-    rows = [r for r in rows if r]
-    if not rows:
-        raise InputFileError(f"{path}: empty file")
-    if header is None:  # a header is a first row with a non-numeric field outside the label
-        header = any(not _is_number(v) for v in rows[0][:-1]) or (
-            label is not None and not str(label).lstrip("-").isdigit())
-    names = [h.strip() for h in rows[0]] if header else None
-    body = rows[1:] if header else rows
-    width = len(rows[0])
-    li = _label_index(names, label, width, path)
-    X = np.empty((len(body), width - 1))
-    y: list[str] = []
-    first = 2 if header else 1
-    for i, row in enumerate(body):
-        if len(row) != width:
-            raise InputFileError(f"{path}, line {i + first}: {len(row)} fields, expected {width}")
-        y.append(row[li].strip())
-        values = row[:li] + row[li + 1:]
-        try:
-            X[i] = [float(v) for v in values]
-        except ValueError:
-            bad = next(j for j, v in enumerate(values) if not _is_number(v))
-            col = bad if bad < li else bad + 1
-            name = f" ({names[col]!r})" if names else ""
-            raise InputFileError(
-                f"{path}, line {i + first}, column {col}{name}: not a number: {values[bad]!r}"
-            ) from None
-    return X, _labels(y)
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-        return True
-    except ValueError:
-        return False
-
-
-def _labels(values: list[str]) -> np.ndarray:
-    if all(_is_number(v) for v in values):
-        arr = np.array([float(v) for v in values])
-        return arr.astype(np.int64) if np.all(arr == np.round(arr)) else arr
-    return np.array(values)
+    """Numeric feature columns plus one label column (numbers if all are numbers, else text)."""
+    reader = DelimitedReader(path, label=label, delimiter=delimiter, header=header)
+    blocks, labels = [], []
+    for X, text, _ in reader.text_chunks():
+        blocks.append(X)
+        labels.extend(text)
+    X = np.concatenate(blocks) if blocks else np.empty((0, reader.n_features))
+    return X, labels_from_text(labels)
 
 
 def read_libsvm(path: Path, n_features: int | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
     """LIBSVM/svmlight: ``label idx:value ...`` per line, 1-based indices, sparse CSR."""
-    indptr, indices, data, y = [0], [], [], []
-    with open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            parts = line.split()
-            try:
-                y.append(float(parts[0]))
-                for item in parts[1:]:
-                    idx, val = item.split(":", 1)
-                    j = int(idx)
-                    if j < 1:
-                        raise ValueError(f"feature index {j} < 1")
-                    indices.append(j - 1)
-                    data.append(float(val))
-            except ValueError as exc:
-                raise InputFileError(f"{path}, line {lineno}: {exc}") from None
-            indptr.append(len(indices))
-    d = (max(indices) + 1 if indices else 0) if n_features is None else n_features
-    X = sp.csr_matrix((np.asarray(data), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
-                      shape=(len(y), d))
-    X.sum_duplicates()
-    yarr = np.asarray(y)
-    return X, yarr.astype(np.int64) if np.all(yarr == np.round(yarr)) else yarr
+    chunks = list(LibsvmReader(path, n_features).chunks())
+    if not chunks:
+        return sp.csr_matrix((0, n_features or 0)), np.empty(0, dtype=np.int64)
+    y = np.concatenate([c[1] for c in chunks])
+    return sp.vstack([c[0] for c in chunks], format="csr"), y
+
+
+def read_groups(path: Path | str) -> list[list[int]]:
+    """Group definitions for group-SAOLA: a JSON list of lists of column indices."""
+    try:
+        groups = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputFileError(f"{path}: not a JSON file of groups ({exc})") from None
+    if not isinstance(groups, list) or not all(
+            isinstance(g, list) and all(isinstance(j, int) and not isinstance(j, bool) for j in g)
+            for g in groups):
+        raise InputFileError(f"{path}: groups must be a JSON list of lists of column indices")
+    return groups
+
+
+def check_groups(groups: Sequence[Sequence[int]], n_columns: int, source: str) -> None:
+    """Groups must partition the columns ``0..n_columns-1``; the error names the culprit."""
+    seen: dict[int, int] = {}
+    for g, members in enumerate(groups):
+        for j in members:
+            if not 0 <= j < n_columns:
+                raise InputFileError(f"{source}: group {g} has column {j}, outside 0..{n_columns - 1}")
+            if j in seen:
+                raise InputFileError(f"{source}: column {j} is in groups {seen[j]} and {g}")
+            seen[j] = g
+    if len(seen) != n_columns:
+        missing = next(j for j in range(n_columns) if j not in seen)
+        raise InputFileError(f"{source}: column {missing} is in no group "
+                             f"({n_columns - len(seen)} column(s) missing)")
 
 
 def read_mat(path: Path) -> tuple[Any, np.ndarray]:
     """MATLAB .mat, v5 (scipy) or v7.3 (HDF5 via h5py; arrays are stored transposed)."""
-    arrays: dict[str, Any] = {}
-    try:
+    import h5py
+
+    if h5py.is_hdf5(path):  # v7.3 (MATLAB's 512-byte header sits in the HDF5 user block)
+        with h5py.File(path, "r") as fh:
+            arrays = {k: _h5_variable(v) for k, v in fh.items() if not k.startswith("#")}
+            arrays = {k: v for k, v in arrays.items() if v is not None}
+    else:
         import scipy.io
 
-        arrays = {k: v for k, v in scipy.io.loadmat(path).items() if not k.startswith("__")}
-    except NotImplementedError:  # v7.3
-        import h5py
-
-        with h5py.File(path, "r") as fh:
-            arrays = {k: np.asarray(v).T for k, v in fh.items() if isinstance(v, h5py.Dataset)}
-    except ValueError as exc:
-        raise InputFileError(f"{path}: not a MATLAB file ({exc})") from None
+        try:
+            arrays = {k: v for k, v in scipy.io.loadmat(path).items() if not k.startswith("__")}
+        except Exception as exc:  # noqa: BLE001 - scipy raises MatReadError, ValueError, ...
+            raise InputFileError(f"{path}: not a MATLAB file ({exc})") from None
     X = arrays.get("X")
     y = arrays.get("Y", arrays.get("y"))
     if X is None:
@@ -176,14 +177,34 @@ def read_mat(path: Path) -> tuple[Any, np.ndarray]:
     return X, np.asarray(y).ravel()
 
 
-def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    import pandas as pd
+def _h5_variable(node: Any) -> Any:
+    """A MATLAB v7.3 variable: datasets are stored transposed, sparse ones as CSC parts."""
+    import h5py
 
-    frame = pd.read_parquet(path)
-    li = _label_index(list(map(str, frame.columns)), label, frame.shape[1], path)
+    if isinstance(node, h5py.Dataset):
+        return np.asarray(node).T if node.dtype.kind in "biuf" else None
+    if isinstance(node, h5py.Group) and "MATLAB_sparse" in node.attrs and "jc" in node:
+        jc = np.asarray(node["jc"])
+        ir = np.asarray(node["ir"]) if "ir" in node else np.empty(0, dtype=np.int64)
+        data = np.asarray(node["data"]) if "data" in node else np.empty(0)
+        return sp.csc_matrix((data, ir, jc), shape=(int(node.attrs["MATLAB_sparse"]), jc.size - 1))
+    return None
+
+
+def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A Parquet table: numeric feature columns plus one label column."""
+    import pyarrow.parquet as pq
+
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path)
     y = frame.iloc[:, li].to_numpy()
     X = frame.drop(columns=frame.columns[li])
-    try:
-        return X.to_numpy(dtype=np.float64), y
-    except (TypeError, ValueError) as exc:
-        raise InputFileError(f"{path}: non-numeric feature column ({exc})") from None
+    for j, name in enumerate(X.columns):
+        if X[name].dtype.kind not in "biuf":
+            col = j if j < li else j + 1
+            raise InputFileError(f"{path}, column {col} ({str(name)!r}): not numeric "
+                                 f"(dtype {X[name].dtype})")
+    return X.to_numpy(dtype=np.float64), y

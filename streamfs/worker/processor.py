@@ -23,6 +23,7 @@ names records that exist with exactly the content it was written with.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import time
@@ -81,6 +82,10 @@ def _state_key(stream: str, name: str, digest: str) -> str:
     return f"{stream}{SEP}s{SEP}{name}{SEP}{digest}"
 
 
+def _map_key(stream: str, start: int) -> str:
+    return f"{stream}{SEP}m{SEP}{start}"
+
+
 def _column_key(stream: str, feature: int) -> str:
     return f"{stream}{SEP}c{SEP}{feature}"
 
@@ -117,6 +122,7 @@ class StreamProcessor:
         self.max_message_bytes = max_message_bytes
         # stream -> (header, algorithm object) as of the header's last_seq
         self._cache: dict[str, tuple[dict, Any]] = {}
+        self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
 
     # ----------------------------------------------------------------- entry point
     def handle(self, key: bytes | str | None, raw: bytes, *, timestamp: float | None = None,
@@ -238,7 +244,8 @@ class StreamProcessor:
                     f"exceed the record limit of {self.max_message_bytes} bytes; raise "
                     f"STREAMFS_MAX_MESSAGE_BYTES (and the topics' max.message.bytes)"
                 )
-            entries["__y__"] = y
+            # the codec carries numeric arrays only: string labels travel as a list
+            entries["__y__"] = y.tolist() if y.dtype.kind in "USO" else y
         else:
             d = message.get("n_features")
             if not isinstance(d, int) or isinstance(d, bool) or d < 1:
@@ -247,7 +254,7 @@ class StreamProcessor:
         header = {
             "algorithm": name, "params": params, "kind": self.kind, "last_seq": 0,
             "version": 0, "status": "open", "states": {}, "columns": [],
-            "selection": None, "rejected": 0, "n_items": 0,
+            "selection": None, "rejected": 0, "n_items": 0, "maps": [],
             "feature_names": message.get("feature_names"),
         }
         plan = Plan(stream=stream, algorithm=name)
@@ -281,6 +288,8 @@ class StreamProcessor:
               timestamp: float | None, close: bool) -> Plan:
         t0 = time.perf_counter()
         n_items = 0
+        header = dict(header)
+        self._pending_maps: list[tuple[str, bytes]] = []
         fitted = hasattr(algo, "selected_")  # False until the first data block
         if close:
             if fitted and hasattr(algo, "finish"):
@@ -293,6 +302,8 @@ class StreamProcessor:
 
         fitted = hasattr(algo, "selected_")
         selection = algo.selection() if fitted else []
+        if header.get("maps"):
+            selection = self._to_source_ids(stream, header["maps"], selection)
         sel_digest = _digest(packb(selection))
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
@@ -311,6 +322,7 @@ class StreamProcessor:
         if close:
             header["status"] = "closed"
         state = algo.to_state() if fitted else {}
+        plan.writes.extend(self._pending_maps)  # immutable, before the header that names them
         self._persist(stream, header, algo_state=state, extra={}, plan=plan)
         self._cache[stream] = (header, algo)
         return plan
@@ -319,7 +331,7 @@ class StreamProcessor:
         X = message.get("X")
         if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
             raise InvalidInput("'X' of a feature block must be a 2-D array (N x columns)")
-        y = self._extra(stream, header, "__y__")
+        y = np.asarray(self._extra(stream, header, "__y__"))
         if X.shape[0] != y.shape[0]:
             raise InvalidInput(
                 f"feature block has columns of length {X.shape[0]}, the stream's class vector "
@@ -337,10 +349,21 @@ class StreamProcessor:
             bounds = starts + [len(groups)]
             kwargs["groups"] = [np.arange(a, b) for a, b in zip(bounds, bounds[1:])]
             kwargs["group_ids"] = [groups[a] for a in starts]
+        columns = message.get("columns")
+        if columns is not None:
+            columns = np.asarray(columns)
+            if columns.shape != (X.shape[1],) or columns.dtype.kind not in "iu":
+                raise InvalidInput("'columns' must list one source column index per column")
         try:
             algo.partial_fit(sp.csc_matrix(X) if sp.issparse(X) else X, y, **kwargs)
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
+        if columns is not None:
+            start = int(algo.n_features_seen_) - X.shape[1]
+            header["maps"] = header.get("maps", []) + [start]
+            columns = columns.astype(np.int64)
+            self._pending_maps.append((_map_key(stream, start), packb(columns)))
+            self._maps.setdefault(stream, {})[start] = columns  # immutable: safe to cache
         return X.shape[1]
 
     def _instance_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
@@ -359,6 +382,24 @@ class StreamProcessor:
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         return X.shape[0]
+
+    def _to_source_ids(self, stream: str, starts: list[int], selection: list[dict]) -> list[dict]:
+        """Arrival positions -> source column ids, for blocks that carried ``columns``."""
+        cache = self._maps.setdefault(stream, {})
+
+        def source(f: int) -> int:
+            i = bisect.bisect_right(starts, f) - 1
+            if i < 0:
+                return f
+            start = starts[i]
+            if start not in cache:
+                cache[start] = unpackb(self.store[_map_key(stream, start)])
+            offset = f - start
+            return int(cache[start][offset]) if offset < len(cache[start]) else f
+
+        return [dict(item, feature=source(item["feature"]),
+                     affiliated=[[source(a), d] for a, d in item.get("affiliated", [])])
+                for item in selection]
 
     @staticmethod
     def _counters(algo: Any, header: dict) -> dict:

@@ -199,3 +199,33 @@ def test_crash_after_any_prefix_of_writes_then_redelivery(seed):
     for raw in published:
         assert by_version.setdefault(decode(raw)["version"], raw) == raw  # duplicates identical
     assert [by_version[v] for v in sorted(by_version)] == expected
+
+
+def test_string_labels_are_stored_and_used():
+    from streamfs.algorithms.saola import SAOLA
+
+    X, y = _data(seed=5)
+    labels = np.where(y == 1, "malignant", "benign")
+    msgs = list(feature_stream_messages("s", X, labels, "saola", {}, block_bytes=120 * 8 * 6))
+    results, dead = _run(StreamProcessor("features", {}), msgs, fresh_every=2)
+    assert not dead
+    assert [s["feature"] for s in decode(results[-1])["selection"]] == \
+        SAOLA().fit(X, labels).selected_.tolist()
+
+
+def test_shuffled_feature_order_is_reported_in_source_column_ids():
+    from streamfs.algorithms.saola import SAOLA
+    from streamfs.producers.blocks import feature_order
+
+    X, y = _data(seed=8)
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, shuffle_seed=3,
+                                        block_bytes=120 * 8 * 5))
+    assert any("columns" in m for m in msgs)
+    results, dead = _run(StreamProcessor("features", {}), msgs, fresh_every=3)
+    assert not dead
+    order = feature_order(X.shape[1], shuffle_seed=3)[0]
+    ref = SAOLA().fit(X[:, order], y)
+    final = decode(results[-1])["selection"]
+    assert [s["feature"] for s in final] == [int(order[f]) for f in ref.selected_]
+    for item, f in zip(final, ref.selected_):
+        assert [a for a, _ in item["affiliated"]] == [int(order[a]) for a, _ in ref.affiliated_[int(f)]]

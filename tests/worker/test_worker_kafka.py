@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from streamfs.client import SelectionReader
-from streamfs.codec import decode, encode
+from streamfs.codec import decode
 from streamfs.datasets import load
 from streamfs.producers import StreamPublisher, feature_stream_messages
 

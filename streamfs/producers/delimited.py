@@ -1,0 +1,166 @@
+"""Read CSV/TSV files incrementally: numeric feature columns plus one label column.
+
+>>> import tempfile, pathlib
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+>>> _ = p.write_text("a,b,class\\n1,2,yes\\n3,4,no\\n")
+>>> r = DelimitedReader(p, label="class")
+>>> r.n_features, r.feature_names
+(2, ['a', 'b'])
+>>> X, y = next(r.chunks())
+>>> X.tolist(), y.tolist()
+([[1.0, 2.0], [3.0, 4.0]], ['yes', 'no'])
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from streamfs.producers.errors import InputFileError
+
+#: approximate bytes of parsed features per chunk
+DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def is_number(v: str) -> bool:
+    """Whether ``float`` accepts the text.
+
+    >>> is_number(" 1e3"), is_number("x"), is_number("")
+    (True, False, False)
+    """
+    try:
+        float(v)
+        return True
+    except ValueError:
+        return False
+
+
+def label_index(header: list[str] | None, label: str | int | None, width: int, path: Path) -> int:
+    """Position of the label column: by header name, else by (possibly negative) index."""
+    if label is None:
+        return width - 1
+    if header is not None and str(label) in header:
+        return header.index(str(label))
+    try:
+        idx = int(label)
+    except ValueError:
+        where = "in the header" if header is not None else "(the file has no header)"
+        raise InputFileError(f"{path}: no label column named {label!r} {where}") from None
+    if not -width <= idx < width:
+        raise InputFileError(f"{path}: label column index {idx} outside 0..{width - 1}")
+    return idx % width
+
+
+def labels_from_text(values: list[str]) -> np.ndarray:
+    """Numbers become int64 (all integral) or float64; anything else stays text."""
+    if values and all(is_number(v) for v in values):
+        arr = np.array([float(v) for v in values])
+        return arr.astype(np.int64) if np.all(arr == np.round(arr)) else arr
+    return np.array(values)
+
+
+class DelimitedReader:
+    """Chunks ``(X, y)`` of a delimited text file without holding the whole file.
+
+    ``header``: ``True``/``False``, or ``None`` to detect it (a first row with a non-numeric
+    feature field, or a label given by name). ``label``: column name or index (default the
+    last). Labels are numbers if those of the first chunk all are (a later non-number is then
+    an error naming its line), text otherwise.
+    """
+
+    def __init__(self, path: Path | str, *, label: str | int | None = None, delimiter: str = ",",
+                 header: bool | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+        self.path = Path(path)
+        self.delimiter = delimiter
+        self.size = self.path.stat().st_size
+        self.bytes_read = 0
+        first = self._first_row()
+        self.width = len(first)
+        if self.width < 2:
+            raise InputFileError(f"{self.path}, line 1: needs at least one feature and a label "
+                                 f"column, found {self.width} field(s) (delimiter {delimiter!r})")
+        if header is None:
+            by_name = label is not None and not str(label).lstrip("-").isdigit()
+            li = label_index(None, label if not by_name else None, self.width, self.path)
+            header = by_name or any(not is_number(v) for j, v in enumerate(first) if j != li)
+        self.header = header
+        names = [h.strip() for h in first] if header else None
+        self.label_col = label_index(names, label, self.width, self.path)
+        self.feature_names = ([n for j, n in enumerate(names) if j != self.label_col]
+                              if names else None)
+        self.n_features = self.width - 1
+        self.chunk_rows = max(1, chunk_bytes // (8 * self.width))
+
+    def _first_row(self) -> list[str]:
+        with open(self.path, newline="") as fh:
+            for row in csv.reader(fh, delimiter=self.delimiter):
+                if row:
+                    return row
+        raise InputFileError(f"{self.path}: empty file")
+
+    def text_chunks(self) -> Iterator[tuple[np.ndarray, list[str], list[int]]]:
+        """Chunks ``(X, label texts, line numbers)`` (see :meth:`chunks` for typed labels)."""
+        self.bytes_read = 0
+        with open(self.path, newline="") as fh:
+            reader = csv.reader(fh, delimiter=self.delimiter)
+            skip_header = self.header
+            rows: list[list[str]] = []
+            lines: list[int] = []
+            for row in reader:
+                if not row:
+                    continue
+                if skip_header:
+                    skip_header = False
+                    continue
+                if len(row) != self.width:
+                    raise InputFileError(f"{self.path}, line {reader.line_num}: {len(row)} fields, "
+                                         f"expected {self.width}")
+                rows.append(row)
+                lines.append(reader.line_num)
+                if len(rows) == self.chunk_rows:
+                    self.bytes_read = fh.buffer.raw.tell()  # type: ignore[attr-defined]
+                    yield self._parse(rows, lines)
+                    rows, lines = [], []
+            if rows:
+                yield self._parse(rows, lines)
+        self.bytes_read = self.size
+
+    def _parse(self, rows: list[list[str]], lines: list[int]
+               ) -> tuple[np.ndarray, list[str], list[int]]:
+        li = self.label_col
+        labels = [r[li].strip() for r in rows]
+        values = [r[:li] + r[li + 1:] for r in rows]
+        try:
+            X = np.array(values, dtype=np.float64)  # numpy parses the strings in C
+        except ValueError:
+            self._locate_bad_value(values, lines)
+            raise
+        return X, labels, lines
+
+    def _locate_bad_value(self, values: list[list[str]], lines: list[int]) -> None:
+        for row, line in zip(values, lines):
+            for j, v in enumerate(row):
+                if not is_number(v):
+                    col = j if j < self.label_col else j + 1
+                    name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
+                    raise InputFileError(f"{self.path}, line {line}, column {col}{name}: "
+                                         f"not a number: {v!r}")
+
+    def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Chunks ``(X, y)``: ``X`` float64, ``y`` typed as described in the class docstring."""
+        numeric: bool | None = None
+        for X, labels, lines in self.text_chunks():
+            if numeric is None:
+                numeric = all(is_number(v) for v in labels)
+            if not numeric:
+                yield X, np.array(labels)
+                continue
+            bad = next((i for i, v in enumerate(labels) if not is_number(v)), None)
+            if bad is not None:
+                raise InputFileError(
+                    f"{self.path}, line {lines[bad]}: label {labels[bad]!r} is not a number, but "
+                    f"the labels of the first rows were (streaming fixes the label type early)")
+            yield X, labels_from_text(labels)

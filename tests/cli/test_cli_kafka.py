@@ -1,0 +1,84 @@
+"""The `streamfs` command line as a user runs it: subprocesses against a real broker."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from streamfs.datasets import load
+
+pytestmark = pytest.mark.kafka
+
+
+def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "streamfs.cli", *args], env=env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(kafka_bootstrap, topic_prefix) -> dict:
+    return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+            "STREAMFS_TOPIC_PREFIX": topic_prefix}
+
+
+@pytest.fixture
+def wdbc_csv(tmp_path):
+    try:
+        X, y = load("lofs_wdbc")
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    path = tmp_path / "wdbc.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"f{j}" for j in range(X.shape[1])] + ["diagnosis"])
+        for row, label in zip(X, y):
+            w.writerow([repr(float(v)) for v in row] + ["malignant" if label == 0 else "benign"])
+    return path
+
+
+def test_topics_create_is_idempotent(cli_env):
+    first = streamfs("topics", "create", env=cli_env)
+    second = streamfs("topics", "create", env=cli_env)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert second.stdout.count(": exists") == 4
+
+
+def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_worker):
+    start_worker()
+    produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                        "--stream", "cli-wdbc", "--algorithm", "saola", "--param", "alpha=0.01",
+                        "--block-bytes", "20000", env=cli_env)
+    assert produced.returncode == 0, produced.stderr
+    waited = streamfs("watch", "cli-wdbc", "--until-final", "--timeout", "240", "--json",
+                      env=cli_env)
+    assert waited.returncode == 0, waited.stderr
+    once = streamfs("watch", "cli-wdbc", "--once", "--json", env=cli_env)
+    assert once.returncode == 0, once.stderr
+    (final,) = json.loads(once.stdout)
+    assert final["final"] and final["stream"] == "cli-wdbc"
+
+    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "--algorithm", "saola",
+                       "--param", "alpha=0.01", "--json", env=cli_env)
+    assert offline.returncode == 0, offline.stderr
+    (result,) = json.loads(offline.stdout)
+    assert [s["feature"] for s in result["selection"]] == [s["feature"] for s in final["selection"]]
+    assert len(final["selection"]) >= 1
+
+
+def test_watch_once_without_results_fails_clearly(cli_env):
+    out = streamfs("watch", "nobody", "--once", env=cli_env)
+    assert out.returncode == 1 and "no selection yet" in out.stderr
+
+
+def test_select_reports_bad_parameters_without_traceback(tmp_path):
+    path = tmp_path / "d.npz"
+    rng = np.random.default_rng(0)
+    np.savez(path, X=rng.normal(size=(30, 4)), y=np.arange(30) % 2)
+    out = streamfs("select", str(path), "--algorithm", "saola", "--param", "bogus=1", env=dict(os.environ))
+    assert out.returncode != 0 and "bogus" in out.stderr and "Traceback" not in out.stderr

@@ -1,0 +1,131 @@
+"""Pure message cutting: shuffle with source column ids, groups, re-chunking, pacing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from streamfs.producers import feature_stream_messages, instance_stream_messages
+from streamfs.producers.blocks import instance_messages_from_chunks
+from streamfs.producers.objects import from_objects
+from streamfs.producers.rate import TokenBucket, throttle
+
+from .data import sparse_dataset
+
+
+def _reassemble_features(messages):
+    cols, order, gids = [], [], []
+    for m in messages[1:-1]:
+        cols.append(m["X"])
+        order.extend(m.get("columns", range(m["start"], m["start"] + m["X"].shape[1])))
+        gids.extend(m.get("groups", []))
+    X = sp.hstack(cols, format="csc") if sp.issparse(cols[0]) else np.hstack(cols)
+    return X, np.asarray(order), gids
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_shuffled_feature_stream_carries_source_columns(sparse):
+    X, y = sparse_dataset(seed=4, n=60, d=30)
+    X = X.tocsc() if sparse else X.toarray()
+    msgs = list(feature_stream_messages("s", X, y, "saola", shuffle_seed=7, block_bytes=300))
+    assert len(msgs) > 4 and all("columns" in m for m in msgs[1:-1])
+    sent, order, _ = _reassemble_features(msgs)
+    assert sorted(order.tolist()) == list(range(30)) and order.tolist() != list(range(30))
+    restored = sent[:, np.argsort(order)]
+    assert (sp.csc_matrix(restored) != sp.csc_matrix(X)).nnz == 0
+    again = list(feature_stream_messages("s", X, y, "saola", shuffle_seed=7, block_bytes=300))
+    assert [m.get("columns") for m in again] == [m.get("columns") for m in msgs]  # seeded
+
+
+def test_unshuffled_stream_has_no_columns_field():
+    msgs = list(feature_stream_messages("s", np.ones((3, 4)), [0, 1, 0], "saola"))
+    assert all("columns" not in m for m in msgs)
+
+
+def test_shuffled_groups_stay_whole_and_keep_their_ids():
+    X = np.arange(40.0).reshape(4, 10)
+    groups = [[0, 1, 2], [3, 4], [5, 6, 7, 8, 9]]
+    msgs = list(feature_stream_messages("s", X, [0, 1, 0, 1], "group-saola", groups=groups,
+                                        shuffle_seed=3, block_bytes=4 * 8 * 4))
+    sent, order, gids = _reassemble_features(msgs)
+    assert np.array_equal(sent, X[:, order])
+    for m in msgs[1:-1]:  # a group never spans messages, ids are the source group positions
+        for j, g in zip(m["columns"], m["groups"]):
+            assert j in groups[g]
+    runs = [g for k, g in enumerate(gids) if k == 0 or gids[k - 1] != g]
+    assert sorted(runs) == [0, 1, 2]
+
+
+def test_rechunked_instances_are_cut_as_if_in_one_piece():
+    X, y = sparse_dataset(seed=5, n=400, d=30)
+    whole = list(instance_stream_messages("s", X, y, "ofs", block_bytes=2000))
+    pieces = [(X[a:a + 37], y[a:a + 37]) for a in range(0, 400, 37)]
+    chunked = list(instance_messages_from_chunks("s", pieces, 30, "ofs", block_bytes=2000))
+    assert [m["seq"] for m in chunked] == list(range(len(chunked)))
+    assert [m["X"].shape for m in chunked[1:-1]] == [m["X"].shape for m in whole[1:-1]]
+    Xr = sp.vstack([m["X"] for m in chunked[1:-1]])
+    assert (Xr != X).nnz == 0
+    assert np.concatenate([m["y"] for m in chunked[1:-1]]).tolist() == y.tolist()
+
+
+def test_max_rows_caps_instance_blocks():
+    msgs = list(instance_stream_messages("s", np.ones((10, 2)), np.zeros(10), "ofs", max_rows=3))
+    assert [m["X"].shape[0] for m in msgs[1:-1]] == [3, 3, 3, 1]
+
+
+def test_objects_dataframe_series_and_sparse():
+    frame = pd.DataFrame({"a": [1.5, 2.0, 3.0], "b": [1, 2, 3]})
+    X, y, names = from_objects(frame, pd.Series(["u", "v", "u"], dtype="category"))
+    assert X.tolist() == [[1.5, 1.0], [2.0, 2.0], [3.0, 3.0]] and names == ["a", "b"]
+    assert y.dtype.kind == "U" and y.tolist() == ["u", "v", "u"]
+    Xs, ys, _ = from_objects(sp.coo_matrix(np.eye(3)), [1, 2, 3])
+    assert Xs.format == "csr" and ys.tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="non-numeric feature column"):
+        from_objects(frame.assign(c=["x", "y", "z"]), label="b")
+    with pytest.raises(ValueError, match="does not match 2 labels"):
+        from_objects(np.ones((3, 2)), [1, 2])
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_token_bucket_paces_at_the_rate():
+    clock = FakeClock()
+    bucket = TokenBucket(50, clock=clock, sleep=clock.sleep)
+    start = clock.now
+    for _ in range(20):
+        bucket.acquire(25)  # 500 items at 50/s: 10 s, less the initial burst of 50
+    assert clock.now - start == pytest.approx(9.0)
+    assert all(s == pytest.approx(0.5) for s in clock.slept)
+
+
+def test_token_bucket_counts_time_spent_elsewhere():
+    clock = FakeClock()
+    bucket = TokenBucket(10, clock=clock, sleep=clock.sleep)
+    bucket.acquire(10)
+    clock.now += 3.0  # slow reader: more than enough time passed, no sleep, no burst beyond 10
+    bucket.acquire(10)
+    assert clock.slept == []
+    bucket.acquire(10)
+    assert clock.slept == [pytest.approx(1.0)]
+
+
+def test_throttle_counts_rows_or_columns():
+    clock = FakeClock()
+    msgs = list(instance_stream_messages("s", np.ones((40, 2)), np.zeros(40), "ofs", max_rows=10))
+    out = list(throttle(msgs, TokenBucket(20, clock=clock, sleep=clock.sleep)))
+    assert out == msgs and sum(clock.slept) == pytest.approx(1.0)  # 40 rows, 20 in the burst
+    with pytest.raises(ValueError):
+        TokenBucket(0)

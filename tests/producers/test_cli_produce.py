@@ -1,0 +1,95 @@
+"""`streamfs produce`: exit code 2 naming the fault for bad files, 1 for Kafka failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from streamfs.cli import main
+from streamfs.topics import load_catalogue
+
+pytestmark = pytest.mark.kafka
+
+
+def _run(kafka_config, prefix, *args):
+    return CliRunner().invoke(main, ["-b", kafka_config["bootstrap.servers"], "--topic-prefix",
+                                     prefix, "produce", *map(str, args), "--no-progress"])
+
+
+@pytest.mark.parametrize("name,body,kind,needle", [
+    ("bad.svm", "1 1:1\n-1 2:x\n", "instances", "bad.svm, line 2: value in '2:x' is not a number"),
+    ("bad.svm", "1 1:1\n-1 2:1 2\n", "features", "bad.svm, line 2: expected idx:value, got '2'"),
+    ("bad.csv", "a,b,y\n1,2,0\n1,zz,1\n", "instances", "bad.csv, line 3, column 1 ('b'): not a number: 'zz'"),
+    ("bad.csv", "a,b,y\n1,2,0\n1,2\n", "features", "bad.csv, line 3: 2 fields, expected 3"),
+    ("bad.unknown", "1", "features", "unknown format '.unknown'"),
+])
+def test_bad_input_file_exits_2_naming_the_line(kafka_config, topic_prefix, tmp_path, name, body,
+                                                 kind, needle):
+    path = tmp_path / name
+    path.write_text(body)
+    result = _run(kafka_config, topic_prefix, kind, path, "--stream", "s", "-a", "ofs")
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+    assert "already published" not in result.output  # the first chunk is read before 'open'
+
+
+def test_error_late_in_a_streamed_file_says_what_was_published(kafka_config, topic_prefix,
+                                                                 tmp_path):
+    path = tmp_path / "late.svm"
+    good = "".join(f"{i % 2} 1:{i} 7:0.5\n" for i in range(400_000))  # > one 4 MiB chunk
+    path.write_text(good + "1 3:oops\n")
+    result = _run(kafka_config, topic_prefix, "instances", path, "--stream", "late", "-a", "ofs")
+    assert result.exit_code == 2, result.output
+    assert "late.svm, line 400001: value in '3:oops' is not a number" in result.output
+    assert "were already published; it stays open without 'close'" in result.output
+
+
+def test_missing_file_and_bad_groups_exit_2(kafka_config, topic_prefix, tmp_path):
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "nope.csv", "--stream", "s",
+                  "-a", "saola")
+    assert result.exit_code == 2 and "nope.csv: no such file or dataset" in result.output
+    data = tmp_path / "d.csv"
+    data.write_text("1,2,3,0\n4,5,6,1\n")
+    groups = tmp_path / "g.json"
+    groups.write_text("[[0, 1]]")
+    result = _run(kafka_config, topic_prefix, "features", data, "--stream", "s",
+                  "-a", "group-saola", "--groups", groups)
+    assert result.exit_code == 2 and "g.json: column 2 is in no group" in result.output
+
+
+def test_shuffle_on_instances_is_a_usage_error(kafka_config, topic_prefix, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("1,2,0\n")
+    result = _run(kafka_config, topic_prefix, "instances", data, "--stream", "s", "-a", "ofs",
+                  "--shuffle-seed", 1)
+    assert result.exit_code == 2 and "feature streams only" in result.output
+
+
+def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_path):
+    # one 8.8 MB block: the client takes it (16 MiB limit), the topic (8 MiB) refuses it
+    np.save(tmp_path / "big.npy", np.ones((1000, 1101)))
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "big.npy", "--stream", "big",
+                  "-a", "saola", "--block-bytes", 20_000_000)
+    assert result.exit_code == 1, result.output
+    assert "Kafka did not take the stream 'big'" in result.output
+
+
+def test_success_reports_counts(kafka_config, topic_prefix, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
+    result = _run(kafka_config, topic_prefix, "instances", data, "--stream", "ok", "-a", "ofs")
+    assert result.exit_code == 0, result.output
+    topic = load_catalogue(topic_prefix)["instances"].name
+    assert f"published 3 messages (10 instances, d=2) of stream 'ok' to {topic}" in result.output
+
+
+def test_progress_bar_path(kafka_config, topic_prefix, tmp_path):
+    data = tmp_path / "d.svm"
+    data.write_text("".join(f"{i % 2} 1:{i} 3:1\n" for i in range(1000)))
+    result = CliRunner().invoke(main, ["-b", kafka_config["bootstrap.servers"], "--topic-prefix",
+                                       topic_prefix, "produce", "instances", str(data), "--stream",
+                                       "bar", "-a", "ofs", "--progress", "--block-bytes", "2000"])
+    assert result.exit_code == 0, result.output
+    assert "1,000 instances" in result.output  # the bar
+    assert "published 19 messages (1000 instances, d=3)" in result.output  # 62 rows of 32 B each

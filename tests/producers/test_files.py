@@ -1,0 +1,287 @@
+"""File readers without Kafka: LIBSVM, CSV/TSV, .npy/.npz, .mat, Parquet, groups."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+
+from streamfs.producers.delimited import DelimitedReader
+from streamfs.producers.errors import InputFileError
+from streamfs.producers.files import check_groups, load_file, read_groups
+from streamfs.producers.libsvm import LibsvmReader, _parse_fast, _parse_slow, scan_max_index
+from streamfs.producers.sources import open_instances
+
+from .data import sparse_dataset, write_libsvm
+
+
+def _same_sparse(A, B) -> bool:
+    return A.shape == B.shape and (sp.csr_matrix(A) != sp.csr_matrix(B)).nnz == 0
+
+
+def _stack(chunks):
+    Xs, ys = zip(*chunks)
+    X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
+    return X, np.concatenate(ys)
+
+
+# --- LIBSVM ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("trailing_space,comments", [(False, False), (True, False), (False, True)])
+def test_libsvm_chunks_equal_source_with_absent_features(tmp_path, trailing_space, comments):
+    X, y = sparse_dataset()
+    path = tmp_path / "d.svm"
+    write_libsvm(path, X, y, trailing_space=trailing_space, comments=comments)
+    reader = LibsvmReader(path, n_features=X.shape[1], chunk_bytes=4096)  # many small blocks
+    chunks = list(reader.chunks())
+    assert len(chunks) > 5
+    Xr, yr = _stack(chunks)
+    assert _same_sparse(Xr, X)
+    assert np.array_equal(Xr.data, X.data)  # bit-exact values, same order
+    assert yr.tolist() == y.tolist() and yr.dtype == np.int64
+    assert reader.bytes_read == path.stat().st_size
+
+
+def test_libsvm_fast_and_slow_parsers_agree(tmp_path):
+    X, y = sparse_dataset(seed=3)
+    path = tmp_path / "d.svm"
+    write_libsvm(path, X, y)
+    block = path.read_bytes() + b"\n1\n"  # a blank line and a row without features
+    fast = _parse_fast(block)
+    assert fast is not None
+    slow = _parse_slow(path, block, 1)
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)
+
+
+def test_libsvm_scan_finds_d_and_ignores_comments(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("# written at 99999:00\n1 3:1 1234567:2.5\n-1 17:1  # 88888888:1\n")
+    assert scan_max_index(path) == 1234567
+    X, y = next(LibsvmReader(path).chunks())
+    assert X.shape == (2, 1234567) and X[0, 1234566] == 2.5 and y.tolist() == [1, -1]
+
+
+def test_libsvm_scan_handles_a_huge_block_boundary(tmp_path):
+    X, y = sparse_dataset(seed=1, n=500, d=40)
+    path = tmp_path / "d.svm"
+    write_libsvm(path, X, y)
+    true_d = int(X.indices.max()) + 1
+    assert scan_max_index(path, chunk_bytes=100) == true_d  # blocks shorter than a line
+
+
+@pytest.mark.parametrize("line,needle", [
+    ("1 3:x", "value in '3:x' is not a number"),
+    ("1 0:2", "feature index 0 < 1"),
+    ("1 -4:2", "feature index -4 < 1"),
+    ("1 3", "expected idx:value, got '3'"),
+    ("a 3:1", "label 'a' is not a number"),
+    ("1 3:1:2", "is not a number"),
+    ("1 2.5:1", "not an integer"),
+    ("1 3:", "value in '3:' is not a number"),
+])
+def test_libsvm_malformed_line_is_named(tmp_path, line, needle):
+    path = tmp_path / "bad.svm"
+    path.write_text("1 1:1 2:2\n-1 3:0.5\n\n" + line + "\n1 1:1\n")
+    with pytest.raises(InputFileError) as info:
+        list(LibsvmReader(path, n_features=10).chunks())
+    assert f"{path}, line 4: " in str(info.value) and needle in str(info.value)
+
+
+def test_libsvm_index_beyond_n_features_is_named(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("1 1:1\n1 2:1\n-1 11:1\n")
+    with pytest.raises(InputFileError, match=r"line 3: feature index 11 > n_features = 10"):
+        list(LibsvmReader(path, n_features=10).chunks())
+
+
+def test_libsvm_duplicates_are_summed_like_the_whole_file_reader(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("1 3:1 1:2 3:0.5\n")
+    X, _ = load_file(str(path))
+    assert X.toarray().tolist() == [[2.0, 0.0, 1.5]]
+
+
+# --- CSV / TSV --------------------------------------------------------------------------------
+
+def _write_csv(path, X, y, header, sep=","):
+    with open(path, "w") as fh:
+        if header:
+            fh.write(sep.join(header) + "\n")
+        for row, label in zip(X, y):
+            fh.write(sep.join([repr(float(v)) for v in row[:2]] + [str(label)]
+                              + [repr(float(v)) for v in row[2:]]) + "\n")
+
+
+def test_csv_with_header_and_string_label_in_the_middle(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 5))
+    y = np.array(["benign", "malignant"])[rng.integers(0, 2, 200)]
+    path = tmp_path / "d.csv"
+    _write_csv(path, X, y, ["f0", "f1", "diagnosis", "f2", "f3", "f4"])
+    reader = DelimitedReader(path, label="diagnosis", chunk_bytes=1000)
+    assert reader.header and reader.feature_names == ["f0", "f1", "f2", "f3", "f4"]
+    chunks = list(reader.chunks())
+    assert len(chunks) > 3
+    Xr, yr = _stack(chunks)
+    assert np.array_equal(Xr, X) and yr.tolist() == y.tolist()
+    Xw, yw = load_file(str(path), label="diagnosis")
+    assert np.array_equal(Xw, X) and yw.tolist() == y.tolist()
+
+
+def test_tsv_without_header_label_by_index(tmp_path):
+    X = np.arange(12, dtype=float).reshape(4, 3) / 7
+    y = np.array([1, 2, 1, 2])
+    path = tmp_path / "d.tsv"
+    _write_csv(path, X, y, None, sep="\t")
+    src = open_instances(str(path), label="2")
+    Xr, yr = _stack(src.chunks())
+    assert np.array_equal(Xr, X) and yr.tolist() == [1, 2, 1, 2] and yr.dtype == np.int64
+    assert src.feature_names is None and src.n_features == 3
+
+
+def test_csv_header_flags(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("1,2,0\n3,4,1\n")
+    assert not DelimitedReader(path).header
+    X, _ = load_file(str(path), header=True)  # first row taken as names
+    assert X.tolist() == [[3.0, 4.0]]
+    with pytest.raises(InputFileError, match="no label column named 'cls'"):
+        DelimitedReader(path, label="cls", header=False)
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("a,b,c\n1,2,x\n3,,y\n", "line 3, column 1 ('b'): not a number: ''"),
+    ("a,b,c\n1,2,x\n3,4\n", "line 3: 2 fields, expected 3"),
+    ("a,b,c\n1,2,x\n\n3,oops,y\n", "line 4, column 1 ('b'): not a number: 'oops'"),
+])
+def test_csv_malformed_line_is_named(tmp_path, body, needle):
+    path = tmp_path / "bad.csv"
+    path.write_text(body)
+    for read in (lambda: list(DelimitedReader(path).chunks()), lambda: load_file(str(path))):
+        with pytest.raises(InputFileError) as info:
+            read()
+        assert str(info.value) == f"{path}, {needle}"
+
+
+def test_csv_streaming_refuses_a_late_text_label(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("".join(f"{i},{i % 2}\n" for i in range(50)) + "7,maybe\n")
+    with pytest.raises(InputFileError, match=r"line 51: label 'maybe' is not a number"):
+        list(DelimitedReader(path, chunk_bytes=64).chunks())
+
+
+# --- NumPy, MATLAB, Parquet -------------------------------------------------------------------
+
+def test_npy_label_column_and_labels_file(tmp_path):
+    A = np.arange(30, dtype=np.float32).reshape(10, 3)
+    np.save(tmp_path / "a.npy", A)
+    src = open_instances(str(tmp_path / "a.npy"), label="0", chunk_bytes=16)
+    Xr, yr = _stack(src.chunks())
+    assert np.array_equal(Xr, A[:, 1:]) and np.array_equal(yr, A[:, 0]) and Xr.dtype == np.float32
+    np.save(tmp_path / "y.npy", np.arange(10))
+    X, y = load_file(str(tmp_path / "a.npy"), label=str(tmp_path / "y.npy"))
+    assert np.array_equal(X, A) and y.tolist() == list(range(10))
+
+
+def test_npz_needs_x_and_y(tmp_path):
+    np.savez(tmp_path / "d.npz", X=np.ones((2, 2)))
+    with pytest.raises(InputFileError, match="needs arrays 'X' and 'y'"):
+        load_file(str(tmp_path / "d.npz"))
+    (tmp_path / "e.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(InputFileError, match="e.npz: not a readable .npz archive"):
+        load_file(str(tmp_path / "e.npz"))
+
+
+def test_mat_v5_and_v73_dense_and_sparse(tmp_path):
+    X, y = sparse_dataset(seed=2, n=40, d=12)
+    dense = X.toarray()
+    scipy.io.savemat(tmp_path / "v5.mat", {"X": dense, "Y": y.reshape(-1, 1)})
+    scipy.io.savemat(tmp_path / "v5s.mat", {"X": X.tocsc(), "y": y.reshape(-1, 1)})
+    with h5py.File(tmp_path / "v73.mat", "w", userblock_size=512) as fh:
+        fh["X"] = dense.T  # MATLAB writes column-major: HDF5 sees the transpose
+        fh["Y"] = y.reshape(1, -1).astype(float)
+    with open(tmp_path / "v73.mat", "r+b") as fh:  # the header MATLAB puts in the user block
+        fh.write(b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Sat Nov 21 2026 HDF5 schema 1.00 .")
+    with h5py.File(tmp_path / "v73s.mat", "w", userblock_size=512) as fh:
+        C = X.tocsc()
+        g = fh.create_group("X")
+        g.attrs["MATLAB_sparse"] = X.shape[0]
+        g["jc"], g["ir"], g["data"] = C.indptr, C.indices, C.data
+        fh["y"] = y.reshape(1, -1).astype(float)
+    for name in ("v5.mat", "v5s.mat", "v73.mat", "v73s.mat"):
+        Xr, yr = load_file(str(tmp_path / name))
+        assert _same_sparse(sp.csr_matrix(Xr), X), name
+        assert yr.tolist() == y.tolist(), name
+
+
+def test_not_a_mat_file(tmp_path):
+    (tmp_path / "x.mat").write_bytes(b"hello, not matlab" * 20)
+    with pytest.raises(InputFileError, match="not a MATLAB file"):
+        load_file(str(tmp_path / "x.mat"))
+
+
+def test_parquet_whole_and_streamed(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(rng.standard_normal((100, 4)), columns=list("abcd"))
+    frame.insert(1, "cls", np.array(["x", "y"])[rng.integers(0, 2, 100)])
+    frame.to_parquet(tmp_path / "d.parquet", row_group_size=16)
+    X, y = load_file(str(tmp_path / "d.parquet"), label="cls")
+    assert np.array_equal(X, frame.drop(columns="cls").to_numpy())
+    src = open_instances(str(tmp_path / "d.parquet"), label="cls", chunk_bytes=400)
+    chunks = list(src.chunks())
+    assert len(chunks) > 3 and src.feature_names == list("abcd")
+    Xr, yr = _stack(chunks)
+    assert np.array_equal(Xr, X) and yr.tolist() == frame["cls"].tolist()
+    frame["e"] = "text"
+    frame.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(InputFileError, match=r"column 5 \('e'\): not numeric"):
+        load_file(str(tmp_path / "bad.parquet"), label="cls")
+    with pytest.raises(InputFileError, match=r"column 5 \('e'\): not numeric"):
+        open_instances(str(tmp_path / "bad.parquet"), label="cls")
+
+
+def test_unknown_suffix_and_missing_file(tmp_path):
+    (tmp_path / "d.xyz").write_text("1")
+    with pytest.raises(InputFileError, match="unknown format '.xyz'"):
+        load_file(str(tmp_path / "d.xyz"))
+    with pytest.raises(InputFileError, match="no such file or dataset"):
+        load_file(str(tmp_path / "missing.csv"))
+
+
+# --- groups -----------------------------------------------------------------------------------
+
+def test_groups_file_is_checked(tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps([[0, 2], [1]]))
+    groups = read_groups(path)
+    check_groups(groups, 3, "g.json")
+    with pytest.raises(InputFileError, match="column 2 is in no group"):
+        check_groups([[0], [1]], 3, "g.json")
+    with pytest.raises(InputFileError, match="column 1 is in groups 0 and 1"):
+        check_groups([[0, 1], [1, 2]], 3, "g.json")
+    with pytest.raises(InputFileError, match="group 1 has column 5"):
+        check_groups([[0, 1], [5]], 3, "g.json")
+    path.write_text('{"a": 1}')
+    with pytest.raises(InputFileError, match="list of lists"):
+        read_groups(path)
+
+
+def test_line_blocks_are_bounded_and_whole(tmp_path):
+    from streamfs.producers.libsvm import iter_line_blocks
+
+    X, y = sparse_dataset(seed=6, n=400, d=30)
+    path = tmp_path / "d.svm"
+    write_libsvm(path, X, y)
+    longest = max(len(line) for line in path.read_bytes().split(b"\n"))
+    blocks = list(iter_line_blocks(path, 1000))
+    assert b"".join(b for _, b in blocks) == path.read_bytes()
+    assert all(b.endswith(b"\n") and len(b) <= 1000 + longest for _, b in blocks)
+    assert [first for first, _ in blocks] == [1] + [
+        1 + sum(b.count(b"\n") for _, b in blocks[:k]) for k in range(1, len(blocks))]
