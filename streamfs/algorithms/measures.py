@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from scipy.stats import norm
+from scipy.special import ndtri  # scipy.stats costs seconds to import
 
 __all__ = [
     "ColumnBlock",
@@ -417,7 +417,7 @@ def fisher_z_critical(alpha: float) -> float:
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    return float(norm.ppf(1.0 - alpha / 2.0))
+    return float(ndtri(1.0 - alpha / 2.0))
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,8 +189,29 @@ async def _apply(plan: Plan, key: bytes | None, results: faust.TopicT, dead: fau
             table[record_key.encode()] = value
 
 
+def warm_up() -> None:
+    """Import every algorithm and run it once on a tiny stream, so that module imports and
+    numba's compiled kernels are loaded before the worker takes partitions, not on the first
+    message of a stream."""
+    import numpy as np
+
+    from streamfs.algorithms import registry
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 6))
+    y = (X[:, 0] > 0).astype(np.int64)
+    for spec in registry.ALGORITHMS.values():
+        algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
+        if spec.kind == "features":
+            algo.partial_fit(X, y)
+        else:
+            algo.partial_fit(X, np.where(y == 1, 1, -1))
+        algo.to_state()
+
+
 def run_worker(settings: Settings) -> None:
     """Run the worker until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+    warm_up()
     prepare_topics(settings)
     app = create_app(settings)
     worker = faust.Worker(app, loglevel=settings.log_level)
