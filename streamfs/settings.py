@@ -28,6 +28,9 @@ class Settings:
     log_level: str = "info"
     # How long the group waits for a silent (killed) worker before moving its partitions.
     session_timeout: float = 30.0
+    # Standby table replicas on other workers. 0: a partition's new owner restores its state
+    # from the changelog (faust's standby path stalled fetching after rebalances in our tests).
+    standby_replicas: int = 0
     security: dict[str, str] = field(default_factory=dict)
 
     @classmethod

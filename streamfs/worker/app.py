@@ -24,32 +24,34 @@ log = logging.getLogger("streamfs.worker")
 
 
 class TableStore(MutableMapping):
-    """str-keyed view of a faust table whose keys and values are raw bytes."""
+    """str-keyed, read-only view of a faust table's store (keys and values raw bytes).
+
+    Writes go through ``_apply`` in the agent, which also writes the changelog."""
 
     def __init__(self, table: faust.Table) -> None:
         self.table = table
 
     def __getitem__(self, key: str) -> bytes:
-        value = self.table.get(key.encode())
+        value = self.table.data.get(key.encode())
         if value is None:
             raise KeyError(key)
         return value
 
     def get(self, key: str, default=None):
-        value = self.table.get(key.encode())
+        value = self.table.data.get(key.encode())
         return default if value is None else value
 
     def __setitem__(self, key: str, value: bytes) -> None:
-        self.table[key.encode()] = value
+        raise TypeError("the worker's agent writes the table (with its changelog)")
 
     def __delitem__(self, key: str) -> None:
-        self.table.pop(key.encode(), None)
+        raise TypeError("the worker's agent writes the table (with its changelog)")
 
     def __iter__(self) -> Iterator[str]:
-        return (k.decode() for k in self.table.keys())
+        return (k.decode() for k in self.table.data.keys())
 
     def __len__(self) -> int:
-        return len(self.table)
+        return len(self.table.data)
 
 
 def _credentials(security: dict[str, str]):
@@ -88,6 +90,7 @@ def create_app(settings: Settings) -> faust.App:
         consumer_max_fetch_size=settings.max_message_bytes + 65536,
         producer_acks=-1,
         broker_session_timeout=settings.session_timeout,
+        table_standby_replicas=settings.standby_replicas,
         broker_heartbeat_interval=min(3.0, settings.session_timeout / 3),
         web_port=settings.web_port,
         web_bind=settings.web_host,
@@ -135,7 +138,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.T
             plan: Plan = await loop.run_in_executor(executor, partial(
                 processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
             try:
-                await _apply(plan, event.key, results, dead, table)
+                await _apply(plan, event.key, results, dead, table, msg.partition)
             except BaseException:  # noqa: BLE001
                 # The event is not acknowledged yet: dying now means it is redelivered after the
                 # restart. Letting faust restart the agent instead would skip it.
@@ -175,18 +178,27 @@ def prepare_topics(settings: Settings) -> None:
 
 
 async def _apply(plan: Plan, key: bytes | None, results: faust.TopicT, dead: faust.TopicT,
-                 table: faust.Table) -> None:
+                 table: faust.Table, partition: int) -> None:
     if plan.result is not None:
         # Acknowledged before the state is written: see processor's docstring.
         await (await results.send(key=plan.stream.encode(), value=plan.result))
     if plan.dead_letter is not None:
         await (await dead.send(key=plan.stream.encode() if plan.stream else key,
                                value=plan.dead_letter))
+    # The state is written to the table's store and its changelog by hand, awaiting every
+    # acknowledgement before the event is acknowledged: faust's own changelog writes are
+    # buffered, and its flush-before-commit gives up after 0.1 s, which let offsets be committed
+    # ahead of the state they depend on (sequence gaps after a rebalance under load).
+    pending = []
     for record_key, value in plan.writes:
+        k = record_key.encode()
         if value is None:
-            table.pop(record_key.encode(), None)
+            table.data.pop(k, None)
         else:
-            table[record_key.encode()] = value
+            table.data[k] = value
+        pending.append(await table.changelog_topic.send(key=k, value=value, partition=partition))
+    for fut in pending:
+        await fut
 
 
 def warm_up() -> None:
