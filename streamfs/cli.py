@@ -317,8 +317,10 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
 
 def _attach_commands() -> None:
     from streamfs.bench.command import bench
+    from streamfs.evaluation.command import evaluate
 
     main.add_command(bench)
+    main.add_command(evaluate)
 
 
 _attach_commands()

@@ -49,7 +49,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
         settings.bootstrap_servers = out.stdout.strip().splitlines()[-1]
     kafka = settings.kafka_config()
     results = []
-    console = Console()
+    console = Console(width=200)
     try:
         for name in names:
             console.print(f"[bold]bench {name}[/bold] ...")

@@ -1,0 +1,190 @@
+"""Evaluate SAOLA, K-OFSD and OFS on every dataset of ``$STREAMFS_DATASETS``.
+
+    python -m streamfs.evaluation.all --out out/eval [--jobs 2] [--datasets a,b] [--timeout 420]
+
+Each dataset runs in its own process (``streamfs evaluate`` with all the algorithms and the
+defaults below) under a hard ``--timeout``; if that fails, each algorithm runs alone under the
+same timeout, and a pair that still exceeds it is reported as such; datasets of more than
+2*10^7 cells (dorothea) run each algorithm separately from the start. Results go to
+``OUT/<dataset>[.<algorithm>].json`` and the table to ``OUT/README.md``, rewritten after every
+finished dataset.
+
+Defaults, chosen so that the whole run fits in well under an hour on two cores:
+
+* 5 repeated stratified 70/30 splits, 5 stability runs on 4/5 subsamples (SU weights),
+  10 random orders for OFS's online mistake rate (on all instances);
+* at most 2000 instances per dataset (stratified subsample; K-OFSD costs O(N^2) per
+  dependency evaluation), the online mistake rate excepted;
+* SelectKBest's mutual-information baseline on continuous data cut into 5 equal-frequency
+  bins (the k-NN estimator takes minutes on the microarray sets);
+* a time budget of 40 s per loop (splits, stability runs, orders): no new split starts after
+  it, at least one split and two stability runs always complete;
+* algorithm defaults (SAOLA ``alpha=0.01``, Fisher's z on continuous data and ``test="mi"``
+  on discrete data, i.e. integer values with fewer than 10 states per column; K-OFSD ``k=7,
+  alpha=0.5``; OFS ``B = round(0.1 d)``, ``eta=0.2, lam=0.01``, L2-normalised instances,
+  largest class vs rest on multi-class data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .report import COLUMNS, markdown_table, rows
+
+ALGORITHMS = ("saola", "kofsd", "ofs")
+ARGS = ["--repeats", "5", "--stability-runs", "5", "--permutations", "10",
+        "--max-instances", "2000", "--time-budget", "40", "--mi-bins", "5"]
+
+
+def command(dataset: str, algorithms: list[str], out: Path) -> list[str]:
+    """The ``streamfs evaluate`` command line of one dataset (run as a module)."""
+    name = dataset if len(algorithms) > 1 else f"{dataset}.{algorithms[0]}"
+    algos = [x for a in algorithms for x in ("-a", a)]
+    return [sys.executable, "-m", "streamfs.evaluation.command", dataset, *algos, *ARGS,
+            "--json", str(out / f"{name}.json")]
+
+
+SEPARATE_ABOVE = 20_000_000  # instances x features
+
+
+def _size(dataset: str) -> int:
+    from streamfs.datasets import load
+
+    X, _ = load(dataset)
+    return X.shape[0] * X.shape[1]
+
+
+def _run(cmd: list[str], timeout: float) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"timeout after {timeout:.0f} s"
+    return "ok" if proc.returncode == 0 else f"error: {proc.stderr.strip()[-300:]}"
+
+
+def run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float,
+                resume: bool = False) -> list[dict]:
+    """All algorithms in one process (shared start-up and baseline rankings); if that
+    times out or fails, each algorithm alone, so that one slow pair costs only its row.
+    With ``resume``, a dataset whose ``OUT/<dataset>.runs.json`` exists is not run again."""
+    record = out / f"{dataset}.runs.json"
+    if resume and record.is_file():
+        runs = json.loads(record.read_text())
+        if [r["algorithm"] for r in runs] == list(algorithms):
+            return runs
+    runs = _run_dataset(dataset, algorithms, out, timeout)
+    record.write_text(json.dumps(runs))
+    return runs
+
+
+def _run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float) -> list[dict]:
+    start = time.perf_counter()
+    cmd = command(dataset, algorithms, out)
+    # K-OFSD's O(N^2) per feature makes the largest sets (dorothea) likely to time out:
+    # there, run the algorithms separately from the start
+    status = _run(cmd, timeout) if _size(dataset) <= SEPARATE_ABOVE else "separately"
+    wall = time.perf_counter() - start
+    if status == "ok":
+        res = json.loads((out / f"{dataset}.json").read_text())
+        return [{"dataset": dataset, "algorithm": a, "status": "ok", "wall": wall,
+                 "command": " ".join(cmd[1:]), "result": dict(res, algorithms=[entry])}
+                for a, entry in zip(algorithms, res["algorithms"])]
+    runs = []
+    for a in algorithms:
+        start = time.perf_counter()
+        cmd = command(dataset, [a], out)
+        status = _run(cmd, timeout)
+        run = {"dataset": dataset, "algorithm": a, "status": status,
+               "wall": time.perf_counter() - start, "command": " ".join(cmd[1:])}
+        if status == "ok":
+            run["result"] = json.loads((out / f"{dataset}.{a}.json").read_text())
+        runs.append(run)
+    return runs
+
+
+def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
+    header = ["dataset", "N x p (used)", "classes", *COLUMNS, "wall s"]
+    body = []
+    for run in runs:
+        res = run.get("result")
+        if res is not None:
+            shape = f"{res['n_instances']}x{res['n_features']}"
+            body.append([run["dataset"], shape, str(len(res["classes"])), *rows(res)[0],
+                         f"{run['wall']:.0f}"])
+        else:
+            cells = [""] * len(COLUMNS)
+            cells[0], cells[1] = run["algorithm"], run["status"][:80]
+            body.append([run["dataset"], "", "", *cells, f"{run['wall']:.0f}"])
+    text = [
+        "# streamfs evaluation on the shared datasets",
+        "",
+        f"Made by `python -m streamfs.evaluation.all {' '.join(argv)}`, which runs per dataset",
+        "",
+        "    streamfs evaluate DATASET -a saola -a kofsd -a ofs " + " ".join(ARGS),
+        "",
+        "(each algorithm alone when that exceeds the timeout; `wall s` is then per algorithm, "
+        "else for the whole dataset). Columns: mean over the splits done (`splits`) of the "
+        "number of selected features, selection time (s, on the training part), redundancy "
+        "rate RED, test accuracy / AUC / G-mean of 1-NN, linear SVM and decision tree on the "
+        "selected features, and the accuracies of SelectKBest (f_classif, mutual_info_classif "
+        "on 5 equal-frequency bins) at the same k; stability: SU-weighted matching similarity "
+        "over 4/5 subsamples; mistake rate: OFS's online cumulative mistake rate over random "
+        "orders of all instances. Multi-class data: OFS learns the largest class vs the rest "
+        "(`task`). Details: `python -m streamfs.evaluation.all --help` and the JSON files "
+        "beside this one.",
+        "",
+        markdown_table(header, body),
+        "",
+    ]
+    (out / "README.md").write_text("\n".join(text))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="out/eval")
+    parser.add_argument("--datasets", default=None, help="comma-separated (default: all)")
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per process")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse the finished datasets of an earlier run in OUT")
+    args = parser.parse_args(argv)
+    from streamfs.datasets import available, datasets_dir, load
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    datasets = args.datasets.split(",") if args.datasets else available()
+    if not datasets:
+        print(f"no datasets under {datasets_dir()}", file=sys.stderr)
+        return 1
+    algos = args.algorithms.split(",")
+    size = {}
+    for d in datasets:  # small datasets first: most of the table early
+        X, _ = load(d)
+        size[d] = X.shape[0] * X.shape[1]
+    order = sorted(datasets, key=size.get)
+    done: dict[str, list] = {}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = {d: pool.submit(run_dataset, d, algos, out, args.timeout, args.resume)
+                   for d in order}
+        for d in order:
+            done[d] = futures[d].result()
+            for r in done[d]:
+                print(f"{d:>28} {r['algorithm']:>6} {r['status'][:60]} {r['wall']:.0f}s",
+                      flush=True)
+            runs = [r for x in order if x in done for r in done[x]]
+            write_readme(out, runs, argv)
+    (out / "runs.json").write_text(json.dumps(
+        [{k: v for k, v in r.items() if k != "result"} for r in runs], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

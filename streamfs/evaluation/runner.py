@@ -1,0 +1,204 @@
+"""Evaluate several algorithms on one dataset with the same splits (side by side)."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+import numpy as np
+
+from . import protocols as P
+
+__all__ = ["parse_params", "resolve_params", "evaluate_dataset", "subsample"]
+
+SAOLA_FAMILY = ("saola", "saola-max", "group-saola")
+
+
+def _value(text: str) -> Any:
+    """``"0.05"`` -> 0.05, ``"3"`` -> 3, ``"none"`` -> None, ``"true"`` -> True, else text.
+
+    >>> [_value(v) for v in ["3", "0.05", "None", "false", "mi"]]
+    [3, 0.05, None, False, 'mi']
+    """
+    low = text.lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _accepted(name: str) -> list[str]:
+    if name == "gdm":
+        from streamfs.algorithms.gdm import GDM
+
+        return [p for p in inspect.signature(GDM.__init__).parameters if p != "self"]
+    from streamfs.algorithms import registry
+
+    return registry.get(name).allowed_params()
+
+
+def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]]:
+    """Per-algorithm parameters from ``ALGO:key=value`` (that algorithm) and ``key=value``
+    (every listed algorithm that accepts ``key``; an error if none does).
+
+    >>> parse_params(["saola", "kofsd"], ["alpha=0.05", "saola:test=mi", "k=5"])
+    {'saola': {'alpha': 0.05, 'test': 'mi'}, 'kofsd': {'alpha': 0.05, 'k': 5}}
+    """
+    out: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"parameter {item!r} is not KEY=VALUE or ALGORITHM:KEY=VALUE")
+        algo, colon, key = key.rpartition(":")
+        if colon:
+            if algo not in out:
+                raise ValueError(f"parameter {item!r} names {algo!r}, not among {names}")
+            out[algo][key] = _value(value)
+            continue
+        takers = [n for n in names if key in _accepted(n)]
+        if not takers:
+            raise ValueError(f"no algorithm among {names} accepts parameter {key!r}")
+        for n in takers:
+            out[n][key] = _value(value)
+    return out
+
+
+def resolve_params(name: str, params: dict[str, Any], discrete: bool) -> dict[str, Any]:
+    """Defaults that depend on the data: the SAOLA family uses ``test="mi"`` on discrete
+    data (:func:`streamfs.evaluation.protocols.is_discrete`) and Fisher's z otherwise."""
+    params = dict(params)
+    if name in SAOLA_FAMILY and "test" not in params:
+        params["test"] = "mi" if discrete else "fisher_z"
+    return params
+
+
+def subsample(y: np.ndarray, max_instances: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of a stratified random subsample of ``max_instances`` rows: each
+    class gets its proportional share, rounded by largest remainder, and at least one row
+    (so the total may exceed ``max_instances`` by a few rows when classes are tiny).
+
+    >>> y = np.array([0] * 90 + [1] * 9 + [2])
+    >>> np.bincount(y[subsample(y, 20)]).tolist()
+    [18, 2, 1]
+    """
+    n = len(y)
+    if n <= max_instances:
+        return np.arange(n)
+    counts = np.bincount(y)
+    share = counts * max_instances / n
+    alloc = np.floor(share).astype(int)
+    extra = max_instances - alloc.sum()
+    alloc[np.argsort(-(share - alloc), kind="stable")[:extra]] += 1
+    alloc = np.where(counts > 0, np.clip(alloc, 1, counts), 0)
+    rng = np.random.default_rng(seed)
+    parts = [rng.choice(np.flatnonzero(y == c), k, replace=False) for c, k in enumerate(alloc)]
+    return np.sort(np.concatenate(parts))
+
+
+def evaluate_dataset(
+    X: Any,
+    y: np.ndarray,
+    algorithms: list[tuple[str, dict[str, Any]]],
+    *,
+    data_name: str = "",
+    protocol: str = "repeated",
+    n_repeats: int = 10,
+    test_size: float = 0.3,
+    n_folds: int = 10,
+    stability: int = 10,
+    stability_weight: str = "su",
+    n_permutations: int = 20,
+    one_vs_rest: Any = None,
+    baselines: bool = True,
+    time_budget: float = float("inf"),
+    max_instances: int | None = None,
+    seed: int = 0,
+    traces: bool = False,
+    curve_ks: list[int] | None = None,
+    mi_bins: int | None = None,
+) -> dict:
+    """All measures for every ``(name, params)`` of ``algorithms`` on ``(X, y)``.
+
+    ``max_instances`` subsamples the instances (stratified) for everything except the
+    online mistake rate, which streams all of them. ``time_budget`` (seconds) applies to each
+    algorithm and each of its loops (splits, stability runs, permutations). ``traces`` adds
+    the selection-size trace of the feature-stream selectors; ``curve_ks`` the accuracy-vs-k
+    curves of ``SelectKBest`` (f_classif) on the first split, for the plots. ``mi_bins``: see
+    the ``SelectKBest`` mutual-information baseline in :mod:`streamfs.evaluation.protocols`.
+    """
+    codes, classes = P.encode_labels(np.asarray(y).ravel())
+    full = (X, codes)  # the online mistake rate always streams every instance
+    note = ""
+    if max_instances is not None and len(codes) > max_instances:
+        keep = subsample(codes, max_instances, seed)
+        X, codes = X[keep], codes[keep]
+        note = f"stratified subsample of {max_instances} of {len(y)} instances"
+    X = P.prepare_X(X)
+    if not note:
+        full = (X, codes)
+    discrete = P.is_discrete(X)
+    counts = np.bincount(codes, minlength=len(classes))
+    result: dict = {
+        "data": data_name,
+        "n_instances": int(X.shape[0]),
+        "n_features": int(X.shape[1]),
+        "classes": {str(c): int(k) for c, k in zip(classes.tolist(), counts)},
+        "discrete": discrete,
+        "note": note,
+        "protocol": {
+            "name": protocol, "n_repeats": n_repeats, "test_size": test_size,
+            "n_folds": n_folds, "seed": seed, "stability_runs": stability,
+            "stability_weight": stability_weight, "n_permutations": n_permutations,
+            "time_budget": time_budget, "mi_bins": mi_bins,
+        },
+        "algorithms": [],
+    }
+    cache: dict = {}
+    for name, params in algorithms:
+        params = resolve_params(name, params, discrete)
+        algo = P.Algorithm(name, params)
+        kind = algo.kind
+        algo.build()  # parameter errors before any work
+        yk, task = codes, "all classes"
+        if kind in P.BINARY_ONLY_KINDS and (len(classes) > 2 or one_vs_rest is not None):
+            yk, label = P.one_vs_rest(codes, classes, one_vs_rest)
+            task = f"{label} vs rest"
+        splits = list(P.make_splits(yk, protocol, n_repeats, test_size, n_folds, seed))
+        started = time.perf_counter()
+        entry: dict = {"algorithm": name, "kind": kind, "params": params, "task": task}
+        entry.update(P.evaluate_splits(algo, X, yk, splits, baselines=baselines,
+                                       discrete=discrete, time_budget=time_budget,
+                                       seed=seed, cache=cache, mi_bins=mi_bins))
+        if stability >= 2:
+            entry["stability"] = P.stability_runs(algo, X, yk, stability,
+                                                  weight=stability_weight,
+                                                  time_budget=time_budget, seed=seed)
+        if kind == "instances" and n_permutations > 0:
+            Xo, yo = (X, yk) if full[0] is X else _relabel(full, classes, task)
+            entry["online"] = P.online_mistakes(algo, Xo, yo, n_permutations,
+                                                time_budget=time_budget, seed=seed)
+        if traces and kind == "features":
+            entry["selection_trace"] = P.selection_trace(algo, X, yk)
+        if curve_ks:
+            ks = [k for k in curve_ks if k <= X.shape[1]]
+            entry["accuracy_curve"] = P.accuracy_curve(X, yk, splits[0], ks, "f", discrete,
+                                                       cache)
+        entry["seconds"] = time.perf_counter() - started
+        result["algorithms"].append(entry)
+    return result
+
+
+def _relabel(full: tuple, classes: np.ndarray, task: str) -> tuple:
+    """The full data with the labels of ``task`` (all classes or ``LABEL vs rest``)."""
+    X, codes = full
+    X = P.prepare_X(X)
+    if task != "all classes":
+        codes = P.one_vs_rest(codes, classes, task.removesuffix(" vs rest"))[0]
+    return X, codes

@@ -1,0 +1,130 @@
+"""Protocols, label handling and the side-by-side runner."""
+
+import numpy as np
+import pytest
+
+from streamfs.algorithms.ofs import OFS
+from streamfs.evaluation import protocols as P
+from streamfs.evaluation.runner import evaluate_dataset, parse_params, resolve_params
+
+
+def test_one_vs_rest_default_largest_class_and_explicit_labels():
+    codes, classes = P.encode_labels(np.array(["b", "a", "c", "c", "a", "c"]))
+    ybin, label = P.one_vs_rest(codes, classes)
+    assert label == "c" and ybin.tolist() == [0, 0, 1, 1, 0, 1]
+    codes, classes = P.encode_labels(np.array([1.0, 3.0, 3.0, 2.0]))
+    assert P.one_vs_rest(codes, classes, "3")[0].tolist() == [0, 1, 1, 0]
+    with pytest.raises(ValueError, match="not among"):
+        P.one_vs_rest(codes, classes, "7")
+
+
+def test_is_discrete():
+    assert P.is_discrete(np.array([[0, 9], [1, 0]]))
+    assert not P.is_discrete(np.array([[0, 10], [1, 0]]))  # 11 states
+    assert not P.is_discrete(np.array([[0.5, 1.0]]))
+    assert resolve_params("saola", {}, discrete=True) == {"test": "mi"}
+    assert resolve_params("saola", {"test": "fisher_z"}, discrete=True) == {"test": "fisher_z"}
+    assert resolve_params("kofsd", {}, discrete=True) == {}
+
+
+def test_make_splits_protocols():
+    y = np.array([0] * 8 + [1] * 3)
+    folds = list(P.make_splits(y, "kfold", n_folds=10))
+    assert len(folds) == 3  # smallest class has 3 members
+    assert sorted(np.concatenate([te for _, te in folds]).tolist()) == list(range(11))
+    assert len(list(P.make_splits(y, "holdout"))) == 1
+    reps = list(P.make_splits(y, "repeated", n_repeats=4, test_size=0.5))
+    assert len(reps) == 4 and all(y[te].sum() >= 1 for _, te in reps)
+    with pytest.raises(ValueError, match="protocol"):
+        list(P.make_splits(y, "bootstrap"))
+
+
+def test_score_selection_empty_predicts_training_majority():
+    X = np.zeros((7, 2))
+    res = P.score_selection(X[:3], np.array([0, 0, 1]), X[3:], np.array([0, 1, 1, 1]),
+                            np.array([], dtype=int), 2)
+    assert res["svm"] == {"accuracy": 0.25, "auc": 0.5, "g_mean": 0.0}
+
+
+def test_score_selection_separable_feature():
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1], 20)
+    X = np.column_stack([rng.normal(size=40), y * 10.0 + rng.normal(size=40)])
+    res = P.score_selection(X[::2], y[::2], X[1::2], y[1::2], np.array([1]), 2)
+    for clf in ("1nn", "svm", "tree"):
+        assert res[clf] == {"accuracy": 1.0, "auc": 1.0, "g_mean": 1.0}
+    noise = P.score_selection(X[::2], y[::2], X[1::2], y[1::2], np.array([0]), 2)
+    assert noise["tree"]["accuracy"] < 1.0
+
+
+def test_online_mistakes_matches_a_direct_run():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 10))
+    y = (X[:, 2] > 0).astype(int)
+    out = P.online_mistakes(P.Algorithm("ofs"), X, y, n_permutations=1, n_points=4, seed=5)
+    order = np.random.default_rng(5).permutation(200)
+    direct = OFS(classes=[0, 1]).partial_fit(X[order], y[order])
+    assert out["mistake_rate"]["mean"] == direct.mistakes_ / 200
+    assert [t for t, _ in out["curve"]] == [50, 100, 150, 200]
+    assert out["size_curve"][-1][1] == len(direct.selected_) == 1  # B = round(0.1 * 10)
+
+
+def test_parse_params():
+    assert parse_params(["saola", "ofs"], ["eta=0.5", "saola:alpha=0.1"]) == {
+        "saola": {"alpha": 0.1}, "ofs": {"eta": 0.5}}
+    with pytest.raises(ValueError, match="accepts"):
+        parse_params(["saola"], ["eta=1"])
+    with pytest.raises(ValueError, match="not among"):
+        parse_params(["saola"], ["kofsd:k=3"])
+
+
+def test_evaluate_dataset_multiclass_side_by_side():
+    rng = np.random.default_rng(0)
+    y = np.array(["x"] * 40 + ["y"] * 25 + ["z"] * 25)
+    X = rng.normal(size=(90, 6))
+    X[:, 1] += np.where(y == "x", 3.0, 0.0)
+    res = evaluate_dataset(X, y, [("saola", {}), ("ofs", {"n_features_to_select": 2})],
+                           n_repeats=2, stability=2, n_permutations=2, data_name="toy")
+    saola, ofs = res["algorithms"]
+    assert saola["task"] == "all classes" and ofs["task"] == "x vs rest"
+    assert saola["params"] == {"test": "fisher_z"}
+    assert saola["n_splits"] == 2 and 1 in saola["selections"][0]
+    assert ofs["n_selected"]["mean"] == 2.0 and ofs["online"]["n_permutations"] == 2
+    assert set(ofs["baselines"]) == {"kbest_f", "kbest_mi"}
+    assert res["classes"] == {"x": 40, "y": 25, "z": 25}
+
+
+def test_kbest_rankings_cached_and_binned_mi():
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1], 30)
+    X = rng.normal(size=(60, 5))
+    X[:, 3] += 3 * y  # the informative column
+    X[:, 1] += 1 * y  # weaker
+    cache: dict = {}
+    assert P._kbest(X, y, 2, "f", False, 0, cache).tolist() == [3, 1]
+    assert P._kbest(X, y, 1, "mi", False, 0, cache, mi_bins=5).tolist() == [3]
+    assert len(cache) == 2
+    cache[next(iter(cache))][:] = [0, 1, 2, 3, 4]  # a cached ranking is reused, not recomputed
+    assert P._kbest(X, y, 2, "f", False, 0, cache).tolist() == [0, 1]
+
+
+def test_stability_runs_on_four_fifths():
+    seen = []
+
+    class Spy(P.Algorithm):
+        def select(self, X, y, seed=0):
+            seen.append(X.shape[0])
+            return np.array([0]), 0.0
+
+    out = P.stability_runs(Spy("saola"), np.arange(20.0).reshape(10, 2), np.arange(10) % 2,
+                           n_runs=3)
+    assert seen == [8, 8, 8] and out["n_runs"] == 3 and out["stability"] == 1.0
+
+
+def test_subsample_keeps_every_class_when_dropping_few_rows():
+    from streamfs.evaluation.runner import subsample
+
+    y = np.repeat(np.arange(10), [359, 264, 198, 166, 200, 160, 170, 147, 166, 177])  # 2007
+    idx = subsample(y, 2000)
+    assert len(idx) == 2000 and len(np.unique(idx)) == 2000
+    assert (np.bincount(y[idx]) >= np.bincount(y) - 1).all()
