@@ -19,6 +19,7 @@ from streamfs.settings import Settings
 from streamfs.topics import changelog_specs, create_topics, load_catalogue, wait_for_topics
 from streamfs.worker import metrics
 from streamfs.worker.processor import Plan, StreamProcessor
+from streamfs.worker.sender import AsyncSender
 
 log = logging.getLogger("streamfs.worker")
 
@@ -106,9 +107,10 @@ def create_app(settings: Settings) -> faust.App:
         return app.topic(s.name, partitions=s.partitions, replicas=s.replication_factor,
                          config=s.config, key_type=bytes, value_type=bytes)
 
-    results, dead = topic("selected"), topic("dead_letter")
+    sender = AsyncSender(settings.kafka_config(), settings.max_message_bytes)
+    topic_names = {role: specs[role].name for role in ("selected", "dead_letter")}
     for role in ("features", "instances"):
-        _add_agent(app, role, topic(role), results, dead, settings, partitions)
+        _add_agent(app, role, topic(role), sender, topic_names, settings, partitions)
 
     @app.page("/health")
     async def health(web, request):  # noqa: ARG001 - faust's view signature
@@ -118,8 +120,8 @@ def create_app(settings: Settings) -> faust.App:
     return app
 
 
-def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.TopicT,
-               dead: faust.TopicT, settings: Settings, partitions: int) -> None:
+def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSender,
+               topic_names: dict[str, str], settings: Settings, partitions: int) -> None:
     table = app.Table(f"{role}-streams", default=None, partitions=partitions,
                       key_type=bytes, value_type=bytes,
                       extra_topic_configs={"max.message.bytes": str(settings.max_message_bytes + 65536)})
@@ -138,7 +140,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, results: faust.T
             plan: Plan = await loop.run_in_executor(executor, partial(
                 processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
             try:
-                await _apply(plan, event.key, results, dead, table, msg.partition)
+                await _apply(plan, event.key, sender, topic_names, table, msg.partition)
             except BaseException:  # noqa: BLE001
                 # The event is not acknowledged yet: dying now means it is redelivered after the
                 # restart. Letting faust restart the agent instead would skip it.
@@ -175,28 +177,66 @@ def prepare_topics(settings: Settings) -> None:
                                  specs["features"].replication_factor, settings.max_message_bytes))
     create_topics(settings.kafka_config(), specs)
     wait_for_topics(settings.kafka_config(), specs)
+    commit_start_offsets(settings, [specs["features"].name, specs["instances"].name])
 
 
-async def _apply(plan: Plan, key: bytes | None, results: faust.TopicT, dead: faust.TopicT,
+def commit_start_offsets(settings: Settings, topics: list[str], attempts: int = 20) -> None:
+    """Give every input partition a committed offset (0) if the group has none.
+
+    Without one, a worker that joins after another died before its first commit sometimes
+    started at the end of the partition (faust seeks to "committed offsets" after its fetcher
+    has started from the earliest), silently skipping input. Offset 0 below a partition's log
+    start resets to the earliest offset. Kafka refuses the commit while the group has live
+    members; then a running worker owns the offsets and nothing is needed.
+    """
+    import time
+
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    retriable = {KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
+                 KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT,
+                 KafkaError._TRANSPORT}
+    consumer = Consumer({**settings.kafka_config(), "group.id": settings.app_id,
+                         "enable.auto.commit": False})
+    try:
+        tps = [TopicPartition(t, p) for t in topics
+               for p in consumer.list_topics(t, timeout=30).topics[t].partitions]
+        for attempt in range(attempts):
+            try:
+                missing = [TopicPartition(tp.topic, tp.partition, 0)
+                           for tp in consumer.committed(tps, timeout=30) if tp.offset < 0]
+                if missing:
+                    consumer.commit(offsets=missing, asynchronous=False)
+                log.info("start offsets committed for %d partitions", len(missing))
+                return
+            except KafkaException as exc:
+                if exc.args[0].code() not in retriable or attempt == attempts - 1:
+                    log.info("start offsets not committed (%s)", exc)
+                    return
+                time.sleep(0.5)  # the group coordinator is still loading
+    finally:
+        consumer.close()
+
+
+async def _apply(plan: Plan, key: bytes | None, sender: AsyncSender, topics: dict[str, str],
                  table: faust.Table, partition: int) -> None:
+    """Publish, then persist, awaiting every acknowledgement before the event is acknowledged."""
     if plan.result is not None:
         # Acknowledged before the state is written: see processor's docstring.
-        await (await results.send(key=plan.stream.encode(), value=plan.result))
+        await sender.send(topics["selected"], plan.stream.encode(), plan.result)
     if plan.dead_letter is not None:
-        await (await dead.send(key=plan.stream.encode() if plan.stream else key,
-                               value=plan.dead_letter))
-    # The state is written to the table's store and its changelog by hand, awaiting every
-    # acknowledgement before the event is acknowledged: faust's own changelog writes are
-    # buffered, and its flush-before-commit gives up after 0.1 s, which let offsets be committed
-    # ahead of the state they depend on (sequence gaps after a rebalance under load).
+        await sender.send(topics["dead_letter"], plan.stream.encode() if plan.stream else key,
+                          plan.dead_letter)
     pending = []
+    changelog = table.changelog_topic.get_topic_name()
     for record_key, value in plan.writes:
         k = record_key.encode()
         if value is None:
             table.data.pop(k, None)
         else:
             table.data[k] = value
-        pending.append(await table.changelog_topic.send(key=k, value=value, partition=partition))
+        # the event's partition: the changelog is co-partitioned with the input topic
+        pending.append(sender.send(changelog, k, value, partition=partition))
     for fut in pending:
         await fut
 
