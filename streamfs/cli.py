@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -52,7 +53,7 @@ def version() -> None:
 @click.option("--app-id", envvar="STREAMFS_APP_ID", help="Consumer group / app id.")
 @click.option("--web-port", type=int, envvar="STREAMFS_WEB_PORT",
               help="Port of /health and /metrics (default 6066).")
-@click.option("--log-level", default="info", show_default=True)
+@click.option("--log-level", default="info", show_default=True, envvar="STREAMFS_LOG_LEVEL")
 @click.pass_context
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
     """Run the stream-processing worker until interrupted."""
@@ -64,6 +65,13 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
     if web_port:
         settings.web_port = web_port
     settings.log_level = log_level
+    # The effective settings go to the environment: a worker that restarts itself after a stall
+    # (os.execv) must come back with the same configuration.
+    os.environ.update({"STREAMFS_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
+                       "STREAMFS_TOPIC_PREFIX": settings.topic_prefix,
+                       "STREAMFS_APP_ID": settings.app_id,
+                       "STREAMFS_WEB_PORT": str(settings.web_port),
+                       "STREAMFS_LOG_LEVEL": settings.log_level})
     sys.argv = [sys.argv[0]]  # faust's Worker reads argv; keep our flags away from it
     run_worker(settings)
 

@@ -31,6 +31,8 @@ class Settings:
     # Standby table replicas on other workers. 0: a partition's new owner restores its state
     # from the changelog (faust's standby path stalled fetching after rebalances in our tests).
     standby_replicas: int = 0
+    # A worker idle this long while its assigned input has unconsumed messages restarts itself.
+    stall_seconds: float = 120.0
     security: dict[str, str] = field(default_factory=dict)
 
     @classmethod

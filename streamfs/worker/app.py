@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import ssl
+import sys
 import time
 from collections.abc import MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -112,12 +113,82 @@ def create_app(settings: Settings) -> faust.App:
     for role in ("features", "instances"):
         _add_agent(app, role, topic(role), sender, topic_names, settings, partitions)
 
+    _add_watchdog(app, settings, [specs["features"].name, specs["instances"].name])
+
+    @app.page("/debug/tasks")
+    async def tasks(web, request):  # noqa: ARG001 - faust's view signature
+        """Stacks of every asyncio task: where a stuck worker is waiting."""
+        import io
+
+        out = io.StringIO()
+        for task in asyncio.all_tasks():
+            out.write(f"--- {task.get_name()}\n")
+            coro = task.get_coro()
+            while coro is not None:  # follow the await chain down to the innermost frame
+                frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+                if frame is not None:
+                    out.write(f"  {frame.f_code.co_filename}:{frame.f_lineno} "
+                              f"{frame.f_code.co_name}\n")
+                coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+                if coro is not None and not hasattr(coro, "cr_frame") and not hasattr(coro, "ag_frame"):
+                    out.write(f"  awaiting {coro!r}\n")
+                    break
+        return web.text(out.getvalue())
+
     @app.page("/health")
     async def health(web, request):  # noqa: ARG001 - faust's view signature
         assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in app.consumer.assignment())
         return web.json({"status": "ok", "assigned": assigned})
 
     return app
+
+
+class Progress:
+    """When the agents last finished an event, and whether one is being handled now."""
+
+    last = time.monotonic()
+    busy = 0
+
+
+def _add_watchdog(app: faust.App, settings: Settings, topics: list[str]) -> None:
+    """Restart the process (same pid, ``os.execv``) when it stalls.
+
+    After restarts in our crash tests, faust sometimes stopped delivering events although
+    committed offsets lagged behind the input. State and offsets live in Kafka, so re-executing
+    the worker is safe: it rejoins, recovers and redelivers.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    probe = Consumer({**settings.kafka_config(), "group.id": settings.app_id,
+                      "enable.auto.commit": False})
+
+    def lagging(assigned: list[tuple[str, int]]) -> bool:
+        tps = [TopicPartition(t, p) for t, p in assigned]
+        if not tps:
+            return False
+        for tp in probe.committed(tps, timeout=10):
+            high = probe.get_watermark_offsets(tp, timeout=10)[1]
+            if high > max(tp.offset, 0):
+                return True
+        return False
+
+    @app.on_partitions_assigned.connect
+    async def _reset(app, assigned, **kwargs):  # noqa: ARG001 - signal signature
+        Progress.last = time.monotonic()
+
+    @app.timer(interval=2.0)
+    async def watchdog():
+        idle = time.monotonic() - Progress.last
+        if Progress.busy or idle < settings.stall_seconds or app.rebalancing:
+            return
+        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment()
+                    if tp.topic in topics]
+        loop = asyncio.get_running_loop()
+        if await loop.run_in_executor(None, lagging, assigned):
+            log.critical("no progress for %.0f s while assigned input is unconsumed: "
+                         "restarting the worker", idle)
+            os.execv(sys.executable, [sys.executable, "-m", "streamfs.cli", "worker"])
+        Progress.last = time.monotonic()  # idle and caught up: check again later
 
 
 def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSender,
@@ -134,6 +205,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
     async def agent(stream):
         loop = asyncio.get_running_loop()
         async for event in stream.events():
+            Progress.busy += 1
             msg = event.message
             origin = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
             t0 = time.perf_counter()
@@ -147,6 +219,8 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
                 log.critical("cannot publish or persist stream %r; exiting so that the input "
                              "is redelivered", plan.stream, exc_info=True)
                 os._exit(70)
+            Progress.busy -= 1
+            Progress.last = time.monotonic()
             if plan.result is not None:
                 metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
             if plan.dead_letter is not None:
