@@ -5,7 +5,6 @@ Attach to the CLI group with ``main.add_command(evaluate)``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click

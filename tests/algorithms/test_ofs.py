@@ -518,7 +518,7 @@ def test_online_standardisation_hand_computed():
 
 # ----------------------------------------------------------------------------- real data
 def test_ofs_beats_baselines_on_german():
-    from streamfs.datasets import available, load
+    from streamfs.datasets import available
 
     if "german" not in available():
         pytest.skip("dataset directory absent")
