@@ -105,9 +105,13 @@ def topics_describe(ctx: click.Context) -> None:
 
 
 def _load_data(source: str, label: str | None) -> tuple[Any, Any]:
+    from streamfs.producers.errors import InputFileError
     from streamfs.producers.files import load_file
 
-    return load_file(source, label=label)
+    try:
+        return load_file(source, label=label)
+    except InputFileError as exc:
+        raise InputFileProblem(str(exc)) from None
 
 
 class InputFileProblem(click.ClickException):

@@ -82,3 +82,9 @@ def test_select_reports_bad_parameters_without_traceback(tmp_path):
     np.savez(path, X=rng.normal(size=(30, 4)), y=np.arange(30) % 2)
     out = streamfs("select", str(path), "--algorithm", "saola", "--param", "bogus=1", env=dict(os.environ))
     assert out.returncode != 0 and "bogus" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_select_on_a_missing_file_is_a_clean_error(tmp_path):
+    out = streamfs("select", str(tmp_path / "missing.csv"), "--algorithm", "saola",
+                   env=dict(os.environ))
+    assert out.returncode == 2 and "no such file" in out.stderr and "Traceback" not in out.stderr
