@@ -27,13 +27,10 @@ class StreamPublisher:
         self._producer = Producer(conf)
         self.topic = topic
         self._errors: list[str] = []
-        self.delivered = 0
 
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
             self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")
-        else:
-            self.delivered += 1
 
     def send(self, message: dict) -> None:
         self.send_raw(message["stream"].encode(), encode(message))
