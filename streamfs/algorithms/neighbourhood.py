@@ -421,7 +421,8 @@ def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_o
     ``i`` on ``S`` in ascending ``D`` order (see :func:`row_order`). The new squared distance
     ``D[i, j] + delta_f(i, j)`` is bounded below by both terms. Row ``i`` is first scanned in
     ``near[i]`` order and settled as soon as the next ``D`` exceeds the current ``K``-th best
-    distance (the usual case when ``S`` is informative). Rows the list does not settle continue
+    distance, or equals it at a larger instance index (the usual case when ``S`` is informative
+    or heavily tied). Rows the list does not settle continue
     with the sorted column ``f`` walked outwards from ``i`` (ascending ``delta_f``), which stops
     by the same rule and is exhaustive. Exact (ties by instance index).
     """
@@ -443,7 +444,10 @@ def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_o
         for t in range(m):
             j = near[i, t]
             base = D[i, j]
-            if base > bound:
+            # ``near`` ascends by (D, index): once D reaches the bound, a candidate of larger
+            # index than the K-th best cannot displace it, nor can any later one (tie-heavy
+            # data, e.g. sparse binary columns, settles here instead of scanning the column)
+            if base > bound or (base == bound and j > ti[need - 1]):
                 settled = True
                 break
             stamp[j] = i

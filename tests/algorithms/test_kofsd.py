@@ -240,6 +240,33 @@ def test_kernels_match_brute_force(data):
                 assert stopped == (not expected > dep_s)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_joint_kernel_on_sparse_binary_ties(seed):
+    """Mostly-zero binary columns (dorothea-like): most rows have far more than K candidates at
+    the K-th distance, which the candidate list must settle by instance index, exactly."""
+    rng = np.random.default_rng(seed)
+    n, p, k = 60, 5, int(rng.integers(1, 8))
+    X = (rng.random((n, p)) < 0.08).astype(float)
+    X[0] = 1.0  # no constant columns
+    y = (rng.random(n) < 0.15).astype(np.int64)
+    y[:2] = [0, 1]
+    for compat in (None, "zhou"):
+        inc = int(compat == "zhou")
+        var = sample_variances(X)
+        D = None
+        for c in range(p - 1):
+            D = add_feature(D, X[:, c].copy(), var[c])
+        expected = knn_dependency(X, y, k, "imbalanced", compat)
+        for m in (k + 1, k + 3, 16, None):
+            s1, a1, b1 = np.empty(n, np.int64), np.empty(n), np.empty(n)
+            assert not joint_stats(D, row_order(D, m), X[:, p - 1].copy(), var[p - 1], y, k,
+                                   inc, s1, a1, b1, y == 0, 0, 0.5, -1)  # fmt: skip
+            got = dependency_from_stats(
+                s1[:, None], a1[:, None], b1[:, None], y == 0, k, "imbalanced", 0.5, 0.5, 1.0
+            )[0]
+            assert got == expected
+
+
 # ------------------------------------------------------------------------------ algorithm
 
 
