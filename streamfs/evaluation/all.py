@@ -21,7 +21,7 @@ Defaults, chosen so that the whole run fits in well under an hour on two cores:
   it, at least one split and two stability runs always complete;
 * algorithm defaults (SAOLA ``alpha=0.01``, Fisher's z on continuous data and ``test="mi"``
   on discrete data, i.e. integer values with fewer than 10 states per column; K-OFSD ``k=7,
-  alpha=0.5``; OFS ``B = round(0.1 d)``, ``eta=0.2, lam=0.01``, L2-normalised instances,
+  alpha=0.5``, smallest class vs rest on multi-class data; OFS ``B = round(0.1 d)``, ``eta=0.2, lam=0.01``, L2-normalised instances,
   largest class vs rest on multi-class data).
 """
 

@@ -35,8 +35,9 @@ __all__ = ["evaluate"]
 @click.option("--permutations", default=20, show_default=True,
               help="Random orders for the online mistake rate of instance-stream learners.")
 @click.option("--one-vs-rest", "one_vs_rest", default=None, metavar="LABEL",
-              help="Class against the rest for binary-only learners (OFS family, GDM); "
-                   "default on multi-class data: the largest class.")
+              help="Class against the rest for binary-only learners (OFS family, GDM) and "
+                   "K-OFSD; default on multi-class data: the largest class (K-OFSD: the "
+                   "smallest).")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="SelectKBest (f_classif, mutual_info_classif) at the same k.")
 @click.option("--mi-bins", type=int, default=None,

@@ -167,8 +167,10 @@ def evaluate_dataset(
         kind = algo.kind
         algo.build()  # parameter errors before any work
         yk, task = codes, "all classes"
-        if kind in P.BINARY_ONLY_KINDS and (len(classes) > 2 or one_vs_rest is not None):
-            yk, label = P.one_vs_rest(codes, classes, one_vs_rest)
+        binary_only = kind in P.BINARY_ONLY_KINDS or name in P.MINORITY_VS_REST
+        if binary_only and (len(classes) > 2 or one_vs_rest is not None):
+            yk, label = P.one_vs_rest(codes, classes, one_vs_rest,
+                                      smallest=name in P.MINORITY_VS_REST)
             task = f"{label} vs rest"
         splits = list(P.make_splits(yk, protocol, n_repeats, test_size, n_folds, seed))
         started = time.perf_counter()

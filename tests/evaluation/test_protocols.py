@@ -94,6 +94,17 @@ def test_evaluate_dataset_multiclass_side_by_side():
     assert res["classes"] == {"x": 40, "y": 25, "z": 25}
 
 
+def test_kofsd_evaluated_as_smallest_class_vs_rest():
+    rng = np.random.default_rng(1)
+    y = np.array(["a"] * 50 + ["b"] * 30 + ["c"] * 8)
+    X = rng.normal(size=(88, 5))
+    X[:, 2] += np.where(y == "c", 6.0, 0.0)  # separates the small class only
+    res = evaluate_dataset(X, y, [("kofsd", {})], n_repeats=1, stability=0, data_name="toy")
+    (kofsd,) = res["algorithms"]
+    assert kofsd["task"] == "c vs rest"
+    assert 2 in kofsd["selections"][0]
+
+
 def test_kbest_rankings_cached_and_binned_mi():
     rng = np.random.default_rng(2)
     y = np.repeat([0, 1], 30)
