@@ -135,8 +135,8 @@ def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
         "selected features, and the accuracies of SelectKBest (f_classif, mutual_info_classif "
         "on 5 equal-frequency bins) at the same k; stability: SU-weighted matching similarity "
         "over 4/5 subsamples; mistake rate: OFS's online cumulative mistake rate over random "
-        "orders of all instances. Multi-class data: OFS learns the largest class vs the rest "
-        "(`task`). Details: `python -m streamfs.evaluation.all --help` and the JSON files "
+        "orders of all instances. Multi-class data: OFS learns the largest class vs the rest, "
+        "K-OFSD scores the smallest class vs the rest (`task`). Details: `python -m streamfs.evaluation.all --help` and the JSON files "
         "beside this one.",
         "",
         markdown_table(header, body),
