@@ -9,7 +9,8 @@ measures, on one broker:
 * ``raw_consume``: a plain confluent-kafka consumer reading the scenario's messages from the
   input topic (the ceiling for any consumer of those bytes);
 * ``pipeline``: time from the first produced message to the final result on the
-  selected-features topic, with a worker already running and assigned.
+  selected-features topic, with a worker already running and assigned; ``publish`` is the
+  part until the producer has every message acknowledged.
 
 The ratios pipeline/raw_consume and pipeline/in_process are the numbers to push up.
 """
@@ -202,6 +203,7 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
             t0 = time.perf_counter()
             for m, raw in zip(messages, encoded):
                 pub.send_raw(stream.encode(), raw)
+        publish = time.perf_counter() - t0  # acknowledged by the broker (the publisher flushes)
         with SelectionReader(kafka_config, topics["selected"].name) as reader:
             for r in reader.updates(stream, until_final=True, timeout=3600):
                 pass
@@ -211,6 +213,7 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
         worker.stop()
     out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
     out["pipeline_seconds"] = pipeline
+    out["publish_seconds"] = publish
     for key in ("pipeline", "raw_consume", "processor", "algorithm"):
         out[f"{key}_{sc.unit}_per_s"] = round(units / out[f"{key}_seconds"], 1)
     out["ratio_pipeline_to_raw"] = round(out["raw_consume_seconds"] / pipeline, 4)

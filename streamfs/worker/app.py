@@ -211,6 +211,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
             t0 = time.perf_counter()
             plan: Plan = await loop.run_in_executor(executor, partial(
                 processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
+            t1 = time.perf_counter()
             try:
                 await _apply(plan, event.key, sender, topic_names, table, msg.partition)
             except BaseException:  # noqa: BLE001
@@ -235,8 +236,8 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
                 metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
             if plan.selection_size is not None:
                 metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
-            log.debug("stream=%s outcome=%s seconds=%.4f", plan.stream, outcome,
-                      time.perf_counter() - t0)
+            log.debug("stream=%s outcome=%s handle=%.4f persist=%.4f", plan.stream, outcome,
+                      t1 - t0, time.perf_counter() - t1)
 
     app.agent(source, name=f"streamfs.{role}")(agent)
 

@@ -27,7 +27,7 @@ class AsyncSender:
             **kafka_config,
             "enable.idempotence": True,
             "acks": "all",
-            "linger.ms": 2,
+            "linger.ms": 0,
             # the Java client's partitioner, as faust/aiokafka use for keyed records
             "partitioner": "murmur2_random",
             "message.max.bytes": max_message_bytes + 65536,
