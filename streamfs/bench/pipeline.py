@@ -200,6 +200,7 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
     try:
         _wait_ready(worker)
         with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
+            pub.connect()  # as the raw consumer below: connection and metadata off the clock
             t0 = time.perf_counter()
             for m, raw in zip(messages, encoded):
                 pub.send_raw(stream.encode(), raw)

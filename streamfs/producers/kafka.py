@@ -28,6 +28,19 @@ class StreamPublisher:
         self.topic = topic
         self._errors: list[str] = []
 
+    def connect(self, timeout: float = 10.0) -> None:
+        """Connect and fetch the topic's metadata now rather than on the first send; raises
+        :class:`DeliveryError` if the broker does not have the topic."""
+        from confluent_kafka import KafkaException
+
+        try:
+            meta = self._producer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
+        except KafkaException as exc:
+            raise DeliveryError(f"cannot reach the broker for topic {self.topic!r}: {exc}") from None
+        if meta is None or meta.error is not None:
+            reason = meta.error.str() if meta is not None else "no metadata"
+            raise DeliveryError(f"topic {self.topic!r} is not available: {reason}")
+
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
             self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")

@@ -14,10 +14,12 @@ from click.testing import CliRunner
 
 from streamfs.cli import main
 from streamfs.datasets import load
+from streamfs.producers.kafka import StreamPublisher
 from streamfs.producers.publish import produce_features, produce_instances
 from streamfs.producers.sources import open_instances
-from streamfs.topics import load_catalogue
+from streamfs.topics import create_topics, load_catalogue
 
+from .conftest import consume_stream
 from .data import sparse_dataset, write_libsvm
 
 pytestmark = pytest.mark.kafka
@@ -181,3 +183,15 @@ def test_rate_limited_replay_is_paced(kafka_config, topic_prefix, read_stream, t
     assert elapsed >= 0.5 and n == 2 + 2
     got = read_stream(topic, "paced")
     assert [m for m in got["X"].shape] == [60, X.indices.max() + 1]
+
+
+
+def test_publisher_connect_then_send(kafka_config, topic_prefix):
+    topics = load_catalogue(topic_prefix)
+    create_topics(kafka_config, {"features": topics["features"]})
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.connect()
+        pub.send({"stream": "s", "kind": "open", "seq": 0})
+        pub.send({"stream": "s", "kind": "close", "seq": 1})
+    got = consume_stream(kafka_config, topics["features"].name, "s")
+    assert [(m["kind"], m["seq"]) for m in got] == [("open", 0), ("close", 1)]
