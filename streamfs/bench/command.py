@@ -29,16 +29,19 @@ def _machine() -> dict:
               help="Start (and stop) the local Apache Kafka of ops/kafka for the run.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the figures to this JSON file.")
+@click.option("--warm-up", "warm_up_mb", type=int, default=100, show_default=True,
+              help="MB pushed through a scratch topic before timing anything, so that the "
+                   "broker's JVM is warm (0: none).")
 @click.pass_context
 def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_broker: bool,
-          json_out: str | None) -> None:
+          json_out: str | None, warm_up_mb: int) -> None:
     """Measure end-to-end throughput (produce -> worker -> selected-features) against the
     in-process algorithm and a plain consumer of the same messages; `recovery` times a restart
     with 500 kept columns of N = 10,000. Default: every scenario and recovery."""
     from rich.console import Console
     from rich.table import Table
 
-    from streamfs.bench.pipeline import recovery, run_scenario
+    from streamfs.bench.pipeline import recovery, run_scenario, warm_up_broker
 
     settings = ctx.obj["settings"]
     names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
@@ -51,6 +54,10 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
     results = []
     console = Console(width=200)
     try:
+        if warm_up_mb > 0:
+            console.print(f"[bold]warm-up[/bold]: {warm_up_mb} MB through a scratch topic ...")
+            results.append(warm_up_broker(kafka, warm_up_mb))
+            console.print_json(json.dumps(results[-1]))
         for name in names:
             console.print(f"[bold]bench {name}[/bold] ...")
             r = recovery(kafka) if name == "recovery" else run_scenario(name, kafka, scale=scale)
@@ -63,7 +70,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
         return _write(json_out, results)
     table = Table(title=f"streamfs bench ({_machine()['cpus']} cpus)")
     for col in ("scenario", "shape", "MB", "in-process/s", "pipeline/s", "raw consume/s",
-                "pipeline/raw", "pipeline/in-process", "worker RSS MB"):
+                "pipeline/raw", "pipeline/in-process", "worker RSS MB", "same selection"):
         table.add_column(col)
     for r in results:
         if "scenario" not in r:
@@ -72,7 +79,8 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
         table.add_row(r["scenario"], "x".join(map(str, r["shape"])), str(r["megabytes"]),
                       str(r[f"processor_{u}_per_s"]), str(r[f"pipeline_{u}_per_s"]),
                       str(r[f"raw_consume_{u}_per_s"]), str(r["ratio_pipeline_to_raw"]),
-                      str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")))
+                      str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")),
+                      str(r["selection_matches_in_process"]))
     console.print(table)
     _write(json_out, results)
 

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.codec import encode
+from streamfs.codec import decode, encode
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 
 
@@ -132,11 +132,14 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
 
     registry.get(sc.algorithm).load()  # imports (scipy, numba) are not throughput
     proc = StreamProcessor(sc.unit, {})
+    final = None
     t0 = time.perf_counter()
     for raw in encoded:
         plan = proc.handle(stream, raw)
         if plan.dead_letter:
             raise RuntimeError(f"scenario {sc.name}: message rejected")
+        if plan.final:
+            final = plan.result
         for k, v in plan.writes:
             if v is None:
                 proc.store.pop(k, None)
@@ -151,7 +154,8 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
     else:
         algo.partial_fit(X, y)
     bare = time.perf_counter() - t0
-    return {"processor_seconds": worker_path, "algorithm_seconds": bare}
+    return {"processor_seconds": worker_path, "algorithm_seconds": bare,
+            "in_process_selection": decode(final)["selection"]}
 
 
 def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
@@ -169,6 +173,30 @@ def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
     elapsed = time.perf_counter() - t0
     consumer.close()
     return elapsed
+
+
+def warm_up_broker(kafka_config: dict, megabytes: int = 100, seed: int = 0) -> dict:
+    """Push ``megabytes`` of ~1 MB messages through a scratch topic and read them back, so that
+    the broker's produce and fetch paths are JIT-compiled before anything is timed (a fresh
+    JVM otherwise makes whichever scenario runs first look slow). The topic is deleted after."""
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.producers import StreamPublisher
+    from streamfs.topics import TopicSpec, create_topics
+
+    topic = f"streamfs-bench-warm-up-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_config, {"warm-up": TopicSpec("warm-up", topic, 1, 1)})
+    payload = np.random.default_rng(seed).bytes(900_000)  # under the 1 MB default limit
+    t0 = time.perf_counter()
+    try:
+        with StreamPublisher(kafka_config, topic) as pub:
+            for _ in range(megabytes):
+                pub.send_raw(None, payload)
+        consume = _raw_consume(kafka_config, topic, megabytes)
+    finally:
+        AdminClient(kafka_config).delete_topics([topic])
+    return {"warm_up_megabytes": megabytes, "warm_up_seconds": round(time.perf_counter() - t0, 2),
+            "warm_up_consume_seconds": round(consume, 3)}
 
 
 def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float = 1.0,
@@ -221,6 +249,8 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
     out["ratio_pipeline_to_in_process"] = round(out["processor_seconds"] / pipeline, 4)
     out["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["final_selection_size"] = len(r["selection"])
+    # the worker runs the same code path: its final selection must be the in-process one
+    out["selection_matches_in_process"] = r["selection"] == out.pop("in_process_selection")
     return out
 
 

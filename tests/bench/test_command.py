@@ -1,0 +1,30 @@
+"""`streamfs bench` end to end on a tiny scenario: it runs, and its figures are consistent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.kafka
+
+
+def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
+    out = tmp_path / "bench.json"
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamfs.cli", "bench", "sparse-features", "--scale", "0.01",
+         "--warm-up", "3", "--json", str(out)],
+        env=env, text=True, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    warm, run = json.loads(out.read_text())["results"]
+    assert warm["warm_up_megabytes"] == 3 and warm["warm_up_seconds"] > 0
+    assert run["scenario"] == "sparse-features" and run["messages"] >= 3
+    # the selection read back from the broker is the in-process one
+    assert run["final_selection_size"] > 0 and run["selection_matches_in_process"] is True
+    assert 0 < run["publish_seconds"] < run["pipeline_seconds"]
+    assert run["ratio_pipeline_to_raw"] == pytest.approx(
+        run["raw_consume_seconds"] / run["pipeline_seconds"], rel=1e-3)
