@@ -422,9 +422,9 @@ def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_o
     ``D[i, j] + delta_f(i, j)`` is bounded below by both terms. Row ``i`` is first scanned in
     ``near[i]`` order and settled as soon as the next ``D`` exceeds the current ``K``-th best
     distance, or equals it at a larger instance index (the usual case when ``S`` is informative
-    or heavily tied). Rows the list does not settle continue
-    with the sorted column ``f`` walked outwards from ``i`` (ascending ``delta_f``), which stops
-    by the same rule and is exhaustive. Exact (ties by instance index).
+    or heavily tied). Rows the list does not settle continue with the sorted column ``f``
+    walked outwards from ``i`` (ascending ``delta_f``), which stops by the same rule and is
+    exhaustive. Exact (ties by instance index).
     """
     n = D.shape[0]
     m = near.shape[1]

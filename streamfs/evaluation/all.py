@@ -21,8 +21,8 @@ Defaults, chosen so that the whole run fits in well under an hour on two cores:
   it, at least one split and two stability runs always complete;
 * algorithm defaults (SAOLA ``alpha=0.01``, Fisher's z on continuous data and ``test="mi"``
   on discrete data, i.e. integer values with fewer than 10 states per column; K-OFSD ``k=7,
-  alpha=0.5``, smallest class vs rest on multi-class data; OFS ``B = round(0.1 d)``, ``eta=0.2, lam=0.01``, L2-normalised instances,
-  largest class vs rest on multi-class data).
+  alpha=0.5``, smallest class vs rest on multi-class data; OFS ``B = round(0.1 d)``,
+  ``eta=0.2, lam=0.01``, L2-normalised instances, largest class vs rest on multi-class data).
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
         "on 5 equal-frequency bins) at the same k; stability: SU-weighted matching similarity "
         "over 4/5 subsamples; mistake rate: OFS's online cumulative mistake rate over random "
         "orders of all instances. Multi-class data: OFS learns the largest class vs the rest, "
-        "K-OFSD scores the smallest class vs the rest (`task`). Details: `python -m streamfs.evaluation.all --help` and the JSON files "
-        "beside this one.",
+        "K-OFSD scores the smallest class vs the rest (`task`). Details: "
+        "`python -m streamfs.evaluation.all --help` and the JSON files beside this one.",
         "",
         markdown_table(header, body),
         "",

@@ -36,7 +36,8 @@ class StreamPublisher:
         try:
             meta = self._producer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
         except KafkaException as exc:
-            raise DeliveryError(f"cannot reach the broker for topic {self.topic!r}: {exc}") from None
+            raise DeliveryError(
+                f"cannot reach the broker for topic {self.topic!r}: {exc}") from None
         if meta is None or meta.error is not None:
             reason = meta.error.str() if meta is not None else "no metadata"
             raise DeliveryError(f"topic {self.topic!r} is not available: {reason}")
