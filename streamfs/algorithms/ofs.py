@@ -218,7 +218,10 @@ class InstanceStreamSelector:
         self._init_random()
 
     def _init_random(self) -> None:
-        """Hook for learners that draw something at open time."""
+        """Seed the generator of learners that take a ``random_state`` (when the stream opens);
+        subclasses that draw something at open time extend this."""
+        if hasattr(self, "random_state"):
+            self._rng = _rng_from_seed(self.random_state)
 
     @staticmethod
     def _check_classes(classes: list) -> list:
@@ -656,7 +659,7 @@ class RandomSelection(InstanceStreamSelector):
         return [self.eta, 1.0, np.inf, 0.0, 0.0], 3, 0
 
     def _init_random(self) -> None:
-        self._rng = _rng_from_seed(self.random_state)
+        super()._init_random()
         cidx = np.zeros(self.budget_, dtype=np.int64)
         mark = np.zeros(self.d_, dtype=np.int64)
         ip = self._ip.copy()
@@ -705,9 +708,6 @@ class OFSPartial(_PartialMixin, InstanceStreamSelector):
         if not 0.0 < self.epsilon <= 1.0:
             raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
         return [self.eta, 1.0, self.radius, 1.0, self.epsilon], 1, 1
-
-    def _init_random(self) -> None:
-        self._rng = _rng_from_seed(self.random_state)
 
 
 class OFSRandomPartial(OFSPartial):
@@ -766,9 +766,6 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
 
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0
-
-    def _init_random(self) -> None:
-        self._rng = _rng_from_seed(self.random_state)
 
 
 _REGISTRY = {

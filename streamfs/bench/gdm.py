@@ -215,20 +215,14 @@ def synthetic_study(n_features_per_step: int = 100, max_iter: int = 10, seed: in
         "n_iter": model.n_iter_,
         "stop": model.stop_reason_,
     }
-    t0 = time.perf_counter()
-    sel = corr_ranking(X, y, k)
-    rows["|corr| ranking"] = {"k": int(sel.size), "seconds": time.perf_counter() - t0,
-                              "acc_svm": svm_accuracy(X, y, Xt, yt, sel),
-                              "RED": redundancy_rate(X, sel),
-                           "redundant_pairs": redundant_pairs(X, sel),
-                           **group_recovery(sel, groups, m, n_corr)}
-    t0 = time.perf_counter()
-    sel = l1_logreg(X, y, k)
-    rows["L1 logistic"] = {"k": int(sel.size), "seconds": time.perf_counter() - t0,
-                           "acc_svm": svm_accuracy(X, y, Xt, yt, sel),
-                           "RED": redundancy_rate(X, sel),
-                           "redundant_pairs": redundant_pairs(X, sel),
-                           **group_recovery(sel, groups, m, n_corr)}
+    for name, baseline in (("|corr| ranking", corr_ranking), ("L1 logistic", l1_logreg)):
+        t0 = time.perf_counter()
+        sel = baseline(X, y, k)
+        rows[name] = {"k": int(sel.size), "seconds": time.perf_counter() - t0,
+                      "acc_svm": svm_accuracy(X, y, Xt, yt, sel),
+                      "RED": redundancy_rate(X, sel),
+                      "redundant_pairs": redundant_pairs(X, sel),
+                      **group_recovery(sel, groups, m, n_corr)}
     return {"shape": list(X.shape), "n_test": int(yt.size), "B": n_features_per_step,
             "objective_history": model.objective_history_.tolist(), "results": rows}
 
