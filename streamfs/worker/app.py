@@ -204,7 +204,12 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
 
     async def agent(stream):
         loop = asyncio.get_running_loop()
-        async for event in stream.events():
+        # Manual acknowledgement: faust acks an event in a ``finally`` around its ``yield``, so
+        # an agent cancelled mid-step (a worker stopping during a rebalance) would have the
+        # event's offset committed without its state. Here an event is acknowledged only after
+        # its result and state records are on the broker.
+        manual = stream.noack()
+        async for event in manual.events():
             Progress.busy += 1
             msg = event.message
             origin = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
@@ -220,6 +225,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
                 log.critical("cannot publish or persist stream %r; exiting so that the input "
                              "is redelivered", plan.stream, exc_info=True)
                 os._exit(70)
+            await manual.ack(event)
             Progress.busy -= 1
             Progress.last = time.monotonic()
             if plan.result is not None:
