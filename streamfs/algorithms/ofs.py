@@ -12,7 +12,8 @@ Full input (the learner may read every attribute):
   B)``; else ``w = (1 - lam eta) w``.
 * :class:`PerceptronTruncation` -- PE_trun, Algorithm 1: on a mistake ``w = Truncate(w + eta y
   x, B)``.
-* :class:`RandomSelection` -- RAND: a perceptron on a fixed random set of ``B`` features.
+* :class:`RandomSelection` -- RAND: a perceptron on a fixed random set of ``B`` features
+  (``redraw=True``: a fresh random set after every mistake, as in the authors' scripts).
 
 Partial input (the learner reads only ``B`` attributes of each instance):
 
@@ -209,9 +210,10 @@ class InstanceStreamSelector:
         self._m2 = np.zeros(stats)
         self._allowed = np.zeros(0, dtype=np.bool_)
         self._rng = np.zeros(4, dtype=np.uint64)
+        # per-attribute stamps of the random draws (partial input, RAND with redraw)
+        self._mark = np.zeros(d if self._partial or obs_mode == 4 else 0, dtype=np.int64)
         if self._partial:
             self._cidx = np.zeros(d, dtype=np.int64)
-            self._mark = np.zeros(d, dtype=np.int64)
         self._pending: np.ndarray | None = None
         if not hasattr(self, "classes_"):
             self.classes_: list = [] if self.classes is None else self._check_classes(self.classes)
@@ -349,7 +351,8 @@ class InstanceStreamSelector:
             _k.run_full(
                 indptr, indices, data, ysign, learn, self._v, self._hpos, self._heap, self._hkey,
                 self._nbuf, self._widx, self._wval, self._xbuf, self._cnt, self._mean,
-                self._m2, self._allowed, self._fp, self._ip, self._fst, self._ist, out,
+                self._m2, self._allowed, self._mark, self._rng, self._fp, self._ip, self._fst,
+                self._ist, out,
             )
         return out
 
@@ -634,8 +637,17 @@ class RandomSelection(InstanceStreamSelector):
     a baseline for both full and partial input. Scaling (``normalize``) is computed on the
     whole instance, like the full-input learners, before the restriction.
 
+    ``redraw=True`` is RAND as the authors' experiment scripts run it: on each mistake the
+    perceptron step ``w + eta y x`` is taken on the whole instance, then only the coordinates
+    inside a fresh random draw of ``B`` attributes (out of all ``d``) are kept. It reads whole
+    instances, so it is a full-input baseline only.
+
     >>> m = RandomSelection(n_features_to_select=2, n_features=10, random_state=0)
     >>> m.attributes_to_observe().tolist() == sorted(m.attributes_to_observe().tolist())
+    True
+    >>> X = np.eye(10)[:4] + 0.1
+    >>> r = RandomSelection(2, redraw=True, random_state=0).partial_fit(X, [1, -1, 1, -1])
+    >>> len(r.selected_) <= 2
     True
     """
 
@@ -645,6 +657,7 @@ class RandomSelection(InstanceStreamSelector):
         eta: float = 1.0,
         normalize: bool | str = True,
         random_state: int | np.random.Generator | None = None,
+        redraw: bool = False,
         *,
         n_features: int | None = None,
         classes: list | None = None,
@@ -654,12 +667,15 @@ class RandomSelection(InstanceStreamSelector):
         )
         self.eta = eta
         self.random_state = random_state
+        self.redraw = redraw
 
     def _kernel_params(self, d, B):
-        return [self.eta, 1.0, np.inf, 0.0, 0.0], 3, 0
+        return [self.eta, 1.0, np.inf, 0.0, 0.0], 4 if self.redraw else 3, 0
 
     def _init_random(self) -> None:
         super()._init_random()
+        if self.redraw:
+            return
         cidx = np.zeros(self.budget_, dtype=np.int64)
         mark = np.zeros(self.d_, dtype=np.int64)
         ip = self._ip.copy()
@@ -670,6 +686,9 @@ class RandomSelection(InstanceStreamSelector):
 
     def attributes_to_observe(self) -> np.ndarray:
         """The fixed attributes, ascending."""
+        if self.redraw:
+            raise ValueError("RandomSelection(redraw=True) reads whole instances: it has no "
+                             "fixed attributes to observe")
         self._ensure_init(None)
         return np.flatnonzero(self._allowed).astype(np.int64)
 

@@ -34,7 +34,9 @@ Array arguments shared by the kernels (allocated by the Python layer):
 ``norm_mode``: 0 none, 1 unit L2 norm, 2 online standardise (all ``d`` features) then unit L2
 norm, 3 online standardise of the observed features only, divided by ``sqrt(d)``.
 ``obs_mode``: 0 full input, 1 OFS_P (explore with probability epsilon, else the support),
-2 ``B`` random attributes per instance, 3 a fixed feature mask (RAND).
+2 ``B`` random attributes per instance, 3 a fixed feature mask (RAND), 4 full input with the
+support cut to a fresh random draw of ``B`` attributes after every update (RAND as the
+authors' experiment scripts run it).
 """
 
 from __future__ import annotations
@@ -370,13 +372,50 @@ def _score(idx, val, m, v, fst):
 
 # --------------------------------------------------------------------------- full input
 @njit(cache=True)
+def _sample(cidx, mark, rng, k, d, ist):
+    """Draw ``k`` distinct attributes out of ``d`` into ``cidx[:k]`` (Floyd's sampling, O(k))
+    and mark them with the stamp ``ist[5] + 1``; return the stamp."""
+    stamp = ist[5] + 1
+    ist[5] = stamp
+    m = 0
+    for j in range(d - k, d):
+        t = pcg_bounded(rng, j + 1)
+        if mark[t] == stamp:
+            t = j
+        mark[t] = stamp
+        cidx[m] = t
+        m += 1
+    return stamp
+
+
+@njit(cache=True)
+def _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist):
+    """RAND as in the authors' scripts: after an update keep only the coordinates that fall
+    in a fresh uniform draw of ``B`` attributes out of ``d`` (O(B + support))."""
+    stamp = _sample(nbuf, mark, rng, min(ip[0], ip[1]), ip[1], ist)
+    q = 0
+    for p in range(ist[0]):
+        i = heap[p]
+        if mark[i] == stamp:
+            heap[q] = i
+            q += 1
+        else:
+            v[i] = 0.0
+            hpos[i] = -1
+    ist[0] = q
+    heapify(heap, hkey, hpos, v, q)
+    _recompute_sq(heap, v, fst, ist)
+
+
+@njit(cache=True)
 def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, widx, wval, xbuf,
-             cnt, mean, m2, allowed, fp, ip, fst, ist, out):
+             cnt, mean, m2, allowed, mark, rng, fp, ip, fst, ist, out):
     """Full-input learners (OFS, PE_trun, RAND) over a CSR block; ``out`` gets the scores
     predicted before learning each row."""
     d = ip[1]
     norm_mode = ip[2]
     fixed = ip[3] == 3
+    redraw = ip[3] == 4
     for r in range(indptr.shape[0] - 1):
         a = indptr[r]
         b = indptr[r + 1]
@@ -425,7 +464,19 @@ def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, wid
         out[r] = s
         if learn:
             ist[2] += 1
-            _learn_step(widx, wval, m, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip, fst, ist)
+            if redraw:
+                # w + eta y x untruncated (B = d), then the random mask replaces truncation
+                B = ip[0]
+                ip[0] = d
+                updates = ist[4]
+                _learn_step(widx, wval, m, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip,
+                            fst, ist)
+                ip[0] = B
+                if ist[4] != updates:
+                    _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist)
+            else:
+                _learn_step(widx, wval, m, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip,
+                            fst, ist)
 
 
 # --------------------------------------------------------------------------- partial input
@@ -445,19 +496,8 @@ def choose(cidx, heap, mark, rng, fp, ip, ist):
             cidx[p] = heap[p]
         return n
     k = min(B, d)
-    stamp = ist[5] + 1
-    ist[5] = stamp
-    m = 0
-    # Floyd's sampling of k distinct attributes out of d in O(k)
-    for j in range(d - k, d):
-        t = pcg_bounded(rng, j + 1)
-        if mark[t] == stamp:
-            t = j
-        mark[t] = stamp
-        cidx[m] = t
-        m += 1
-    return m
-
+    _sample(cidx, mark, rng, k, d, ist)
+    return k
 
 @njit(cache=True)
 def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):

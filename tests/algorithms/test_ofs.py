@@ -274,6 +274,40 @@ def test_rand_is_perceptron_on_fixed_features():
     assert m.mistakes_ == mis
 
 
+@pytest.mark.parametrize("B", [1, 3, 25])
+def test_rand_redraw_keeps_a_fresh_random_subset_after_each_mistake(B):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 25))
+    y = np.where(X[:, 0] - X[:, 2] > 0, 1, -1)
+    m = RandomSelection(B, redraw=True, random_state=5).partial_fit(X, y)
+    ref = RefPCG(5)
+    w = np.zeros(25)
+    mistakes = 0
+    for x, t in zip(X, y):
+        x = x / np.linalg.norm(x)
+        if t * (w @ x) <= 0:
+            mistakes += 1
+            w = w + t * x
+            keep = np.zeros(25, bool)
+            keep[ref.floyd(25, B)] = True
+            w = np.where(keep, w, 0.0)
+    np.testing.assert_allclose(m.coef_, w, atol=1e-12)
+    assert m.mistakes_ == mistakes and np.count_nonzero(m.coef_) <= B
+    with pytest.raises(ValueError, match="whole instances"):
+        m.attributes_to_observe()
+
+
+def test_rand_redraw_restores_its_generator():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 30))
+    y = np.where(X[:, 1] > 0, 1, -1)
+    whole = RandomSelection(4, redraw=True, random_state=9).partial_fit(X, y)
+    first = RandomSelection(4, redraw=True, random_state=9).partial_fit(X[:150], y[:150])
+    resumed = InstanceStreamSelector.from_state(first.to_state()).partial_fit(X[150:], y[150:])
+    np.testing.assert_array_equal(resumed.coef_, whole.coef_)
+    assert resumed.mistakes_ == whole.mistakes_
+
+
 # ----------------------------------------------------------------------------- partial input
 def test_ofs_partial_hand_computed_weighting():
     # d = 2, B = 1, eps = 0.5: P(observe i) = 0.25 off the support, 0.75 on it
@@ -527,6 +561,19 @@ def test_ofs_beats_baselines_on_german():
     res = run_full_input("german", n_permutations=4, seed=0)
     ofs, pe, rnd = (np.mean(res["mistakes"][k]) for k in ("OFS", "PE_trun", "RAND"))
     assert ofs < pe and ofs < rnd
+
+
+def test_ofs_partial_beats_baselines_on_splice():
+    from streamfs.datasets import available
+
+    if "splice" not in available():
+        pytest.skip("dataset directory absent")
+    from streamfs.bench.ofs import run_partial_input
+
+    res = run_partial_input("splice", n_permutations=4, seed=0, budget=0.3)
+    mean = {k: np.mean(v) for k, v in res["mistakes"].items()}
+    assert res["B"] == 18
+    assert all(mean["OFS_P"] < mean[k] for k in ("PE_rand", "OFS_rand", "RAND", "RAND_sele"))
 
 
 def test_one_vs_rest_matches_binary_learners_and_round_trips():
