@@ -9,6 +9,7 @@ import os
 import ssl
 import sys
 import time
+import weakref
 from collections.abc import MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -110,8 +111,9 @@ def create_app(settings: Settings) -> faust.App:
 
     sender = AsyncSender(settings.kafka_config(), settings.max_message_bytes)
     topic_names = {role: specs[role].name for role in ("selected", "dead_letter")}
+    guard = AckGuard([specs["features"].name, specs["instances"].name])
     for role in ("features", "instances"):
-        _add_agent(app, role, topic(role), sender, topic_names, settings, partitions)
+        _add_agent(app, role, topic(role), sender, topic_names, settings, partitions, guard)
 
     _add_watchdog(app, settings, [specs["features"].name, specs["instances"].name])
 
@@ -141,6 +143,48 @@ def create_app(settings: Settings) -> faust.App:
         return web.json({"status": "ok", "assigned": assigned})
 
     return app
+
+
+class AckGuard:
+    """Let faust commit an input offset only once the agent has processed its event.
+
+    Faust's stream iterator drops events fetched before a rebalance (older consumer
+    generation) or delivered while flow control is paused, and acknowledges them as it drops
+    them, even in a ``noack`` stream. The acknowledgement commits the offset, so the event is
+    lost: its stream's next message then shows a sequence gap. With the guard, such an event
+    is only forgotten (no longer awaited by faust's ``wait_empty``); its offset stays
+    uncommitted and faust's seek to the committed offsets after the rebalance fetches it
+    again.
+    """
+
+    def __init__(self, topics: list[str]) -> None:
+        self.topics = frozenset(topics)
+        self.processed: weakref.WeakSet = weakref.WeakSet()
+        self.dropped = 0
+
+    def install(self, consumer) -> None:
+        if getattr(consumer, "_streamfs_ack_guard", None) is self:
+            return
+        original = consumer.ack
+
+        def ack(message) -> bool:
+            if message.topic not in self.topics or message in self.processed:
+                return original(message)
+            message.acked = True  # nothing more to wait for ...
+            consumer._unacked_messages.discard(message)  # ... but no offset to commit
+            self.dropped += 1
+            log.info("faust dropped %s:%d offset %d before the agent saw it; it is fetched "
+                     "again from the committed offset", message.topic, message.partition,
+                     message.offset)
+            return False
+
+        consumer.ack = ack
+        consumer._streamfs_ack_guard = self
+
+    async def ack(self, stream, event) -> None:
+        """Acknowledge an event the agent has processed."""
+        self.processed.add(event.message)
+        await stream.ack(event)
 
 
 class Progress:
@@ -192,7 +236,8 @@ def _add_watchdog(app: faust.App, settings: Settings, topics: list[str]) -> None
 
 
 def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSender,
-               topic_names: dict[str, str], settings: Settings, partitions: int) -> None:
+               topic_names: dict[str, str], settings: Settings, partitions: int,
+               guard: AckGuard) -> None:
     table = app.Table(f"{role}-streams", default=None, partitions=partitions,
                       key_type=bytes, value_type=bytes,
                       extra_topic_configs={"max.message.bytes": str(settings.max_message_bytes + 65536)})
@@ -209,6 +254,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
         # event's offset committed without its state. Here an event is acknowledged only after
         # its result and state records are on the broker.
         manual = stream.noack()
+        guard.install(app.consumer)  # before the first event reaches this stream
         async for event in manual.events():
             Progress.busy += 1
             msg = event.message
@@ -225,7 +271,7 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
                 log.critical("cannot publish or persist stream %r; exiting so that the input "
                              "is redelivered", plan.stream, exc_info=True)
                 os._exit(70)
-            await manual.ack(event)
+            await guard.ack(manual, event)
             Progress.busy -= 1
             Progress.last = time.monotonic()
             if plan.result is not None:
