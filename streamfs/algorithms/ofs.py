@@ -36,8 +36,9 @@ Conventions shared by all learners (documented choices where the paper is silent
   in :class:`OneVsRest`). Until the second class appears the first is provisionally ``+1``
   if it is a positive number, else ``-1``; if the guess was wrong, ``w`` is negated -- exact,
   because every update rule is odd in ``y``.
-* mistakes: a margin ``y w.x <= 0`` counts as a mistake (a zero score carries no information);
-  ``predict_one`` breaks the tie towards the positive class.
+* mistakes: a margin ``y w.x <= 0`` counts as a mistake (a zero score carries no information;
+  the authors' experiment scripts count the same way); ``predict_one`` breaks the tie towards
+  the positive class.
 * truncation keeps the ``B`` largest ``|w_i|``; ties keep the lower feature index.
 * state: ``to_state()`` is plain data (support in heap order with the lazy scale, counters,
   running statistics, the PCG64 generator with its 128-bit words as decimal strings, a pending

@@ -1,18 +1,55 @@
-"""The faust glue that needs no broker: the acknowledgement guard."""
+"""The faust glue that needs no broker: the input guard around faust's consumer."""
 
 from __future__ import annotations
 
-from faust.types.tuples import ConsumerMessage
+import asyncio
 
-from streamfs.worker.app import AckGuard
+from faust.types.tuples import TP, ConsumerMessage
+from mode.utils.queues import FlowControlEvent
+
+from streamfs.worker.app import InputGuard
+
+IN, OTHER = "in.features", "changelog"
 
 
-class RecordingConsumer:
-    """The two members of a faust consumer that acknowledgement touches."""
+class ConsumerStub:
+    """The members of a faust consumer that the guard wraps, with faust's semantics."""
 
-    def __init__(self) -> None:
+    def __init__(self, assigned: set[TP]) -> None:
         self.committable: list[tuple[str, int]] = []
+        self.gaps: list[tuple[TP, int, int]] = []
         self._unacked_messages: set = set()
+        self._assigned = assigned
+        self._paused_partitions: set[TP] = set()
+        self.seeks: list[set[TP]] = []  # the active partitions during each seek
+        self.seeks_to: list[tuple[TP, int]] = []
+        self._committed_offset: dict[TP, int | None] = {}
+        self.fetched_with: list = []
+
+    def assignment(self) -> set[TP]:
+        return set(self._assigned)
+
+    def active(self) -> set[TP]:
+        return self._assigned - self._paused_partitions
+
+    def pause_partitions(self, tps) -> None:
+        self._paused_partitions |= set(tps)
+
+    def resume_partitions(self, tps) -> None:
+        self._paused_partitions -= set(tps)
+
+    async def perform_seek(self) -> None:
+        self.seeks.append(self.active())
+
+    async def seek(self, tp: TP, offset: int) -> None:
+        self.seeks_to.append((tp, offset))
+
+    async def _getmany(self, active_partitions, timeout: float) -> dict:
+        self.fetched_with.append(active_partitions)
+        return {}
+
+    async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
+        self.gaps.append((tp, offset_from, offset_to))
 
     def ack(self, message) -> bool:
         message.acked = True
@@ -25,13 +62,17 @@ def _message(topic: str, offset: int) -> ConsumerMessage:
     return ConsumerMessage(topic, 0, offset, 0.0, 0, None, b"k", b"v", None)
 
 
+def _guarded(assigned: set[TP]) -> tuple[ConsumerStub, InputGuard, FlowControlEvent]:
+    consumer, flow = ConsumerStub(assigned), FlowControlEvent()  # faust's: starts suspended
+    guard = InputGuard([IN])
+    guard.install(consumer, flow)
+    guard.install(consumer, flow)  # idempotent: both agents install the same guard
+    return consumer, guard, flow
+
+
 def test_only_processed_input_events_reach_the_commit_list():
-    consumer = RecordingConsumer()
-    guard = AckGuard(["in.features"])
-    guard.install(consumer)
-    guard.install(consumer)  # idempotent: a second agent installs the same guard
-    dropped, processed, other = _message("in.features", 5), _message("in.features", 6), \
-        _message("changelog", 1)
+    consumer, guard, _ = _guarded(set())
+    dropped, processed, other = _message(IN, 5), _message(IN, 6), _message(OTHER, 1)
     consumer._unacked_messages |= {dropped, processed, other}
 
     # faust's stream iterator acknowledges an event it drops during a rebalance
@@ -42,5 +83,43 @@ def test_only_processed_input_events_reach_the_commit_list():
     guard.processed.add(processed)
     assert processed.ack(consumer) is True
     assert other.ack(consumer) is True  # not an input topic: untouched
-    assert consumer.committable == [("in.features", 6), ("changelog", 1)]
+    assert consumer.committable == [(IN, 6), (OTHER, 1)]
     assert not consumer._unacked_messages
+
+
+def test_input_partitions_resume_only_after_a_seek_and_flow_control():
+    a, b, c = TP(IN, 0), TP(IN, 1), TP(OTHER, 0)
+    consumer, guard, flow = _guarded({a, b, c})
+    consumer._committed_offset[b] = 7  # a's committed offset is 0: aiokafka does not seek
+    consumer.pause_partitions({a, b, c})  # faust, on assignment
+    asyncio.run(consumer.perform_seek())  # faust's fetcher while the rebalance goes on
+    flow.resume()  # recovery starts reading the changelogs
+    assert consumer.active() == set()
+    consumer.resume_partitions({a, b, c})  # recovery, just before seeking them
+    assert consumer.active() == {c}
+    asyncio.run(consumer.perform_seek())
+    assert consumer.seeks == [set(), {c}] and consumer.active() == {c}
+    assert consumer.seeks_to == [(a, 0)]
+    consumer._assigned.discard(b)  # revoked meanwhile
+    flow.resume()  # clears the queues: now the sought input partitions may fetch
+    assert consumer.active() == {a, c}
+
+    consumer.pause_partitions({a})  # next rebalance
+    consumer.resume_partitions({a})
+    flow.resume()
+    assert consumer.active() == {c}  # not sought since the pause
+
+
+def test_gaps_are_never_filled_on_input_topics():
+    consumer, _, _ = _guarded(set())
+    asyncio.run(consumer._add_gap(TP(IN, 0), 5, 27))
+    asyncio.run(consumer._add_gap(TP(OTHER, 0), 5, 27))
+    assert consumer.gaps == [(TP(OTHER, 0), 5, 27)]
+
+
+def test_aiokafka_gets_a_copy_of_the_active_partitions():
+    consumer, _, _ = _guarded(set())
+    live = {TP(IN, 0)}
+    asyncio.run(consumer._getmany(active_partitions=live, timeout=1.0))
+    (given,) = consumer.fetched_with
+    assert given == live and given is not live
