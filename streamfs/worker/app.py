@@ -163,8 +163,10 @@ class InputGuard:
     * Faust hands aiokafka its live set of active partitions for a fetch that waits up to a
       second. If the set empties meanwhile, aiokafka returns the records of every partition,
       and faust drops those of inactive partitions after the consumer position has passed
-      them. A seek to the committed offset would fetch them again, but aiokafka skips the
-      seek when the committed offset is 0.
+      them. More generally, faust's ``getmany`` silently drops fetched records whenever their
+      partition was paused meanwhile, flow stopped or the generation changed; a later seek to
+      the committed offset fetches them again only if it happens after the drop, and aiokafka
+      skips that seek when the committed offset is 0.
 
     The guard:
 
@@ -180,7 +182,8 @@ class InputGuard:
        the event. A dropped event is merely forgotten; its offset stays uncommitted and it is
        fetched again.
     4. It gives aiokafka a copy of the active partitions, so a fetch returns only the
-       partitions it asked for.
+       partitions it asked for, and after each fetch it rewinds every input partition whose
+       records faust did not pass on to the first of them, so they are fetched again.
     """
 
     def __init__(self, topics: list[str]) -> None:
@@ -192,12 +195,13 @@ class InputGuard:
         self.requested: set = set()
         self.sought: set = set()
         self.dropped = 0
+        self.fetched: dict = {}  # input offsets returned by the last fetch, per partition
 
     def install(self, consumer, flow_control) -> None:
         if getattr(consumer, "_streamfs_input_guard", None) is self:
             return
-        ack, add_gap, seek, getmany = (consumer.ack, consumer._add_gap, consumer.perform_seek,
-                                       consumer._getmany)
+        ack, add_gap, seek = consumer.ack, consumer._add_gap, consumer.perform_seek
+        getmany, getmany_ = consumer.getmany, consumer._getmany
         pause, resume, resume_flow = (consumer.pause_partitions, consumer.resume_partitions,
                                       flow_control.resume)
 
@@ -251,7 +255,26 @@ class InputGuard:
 
         async def frozen_getmany(active_partitions, timeout):
             frozen = None if active_partitions is None else set(active_partitions)
-            return await getmany(active_partitions=frozen, timeout=timeout)
+            records = await getmany_(active_partitions=frozen, timeout=timeout)
+            self.fetched = {tp: [r.offset for r in recs] for tp, recs in (records or {}).items()
+                            if tp.topic in self.topics and recs}
+            return records
+
+        async def rewinding_getmany(timeout):
+            self.fetched = {}
+            passed: dict = {}
+            generation = consumer.app.consumer_generation_id
+            async for tp, message in getmany(timeout):
+                passed[tp] = message.offset
+                yield tp, message
+            if not consumer.flow_active or consumer.app.consumer_generation_id != generation:
+                return  # a rebalance: faust seeks to the committed offsets itself
+            for tp, offsets in self.fetched.items():
+                missed = [o for o in offsets if o > passed.get(tp, -1)]
+                if missed and tp in consumer.assignment():
+                    log.info("faust did not pass on %s:%d offsets %d..%d; fetching them again",
+                             tp.topic, tp.partition, missed[0], missed[-1])
+                    await consumer.seek(tp, missed[0])
 
         async def no_input_gaps(tp, offset_from: int, offset_to: int) -> None:
             if tp.topic in self.topics:
@@ -267,6 +290,7 @@ class InputGuard:
         consumer.pause_partitions = tracked_pause
         consumer._add_gap = no_input_gaps
         consumer._getmany = frozen_getmany
+        consumer.getmany = rewinding_getmany
         flow_control.resume = resume_flow_then_inputs
         consumer._streamfs_input_guard = self
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 from faust.types.tuples import TP, ConsumerMessage
 from mode.utils.queues import FlowControlEvent
@@ -25,6 +26,9 @@ class ConsumerStub:
         self.seeks_to: list[tuple[TP, int]] = []
         self._committed_offset: dict[TP, int | None] = {}
         self.fetched_with: list = []
+        self.next_records: dict = {}
+        self.flow_active = True
+        self.app = SimpleNamespace(consumer_generation_id=1)
 
     def assignment(self) -> set[TP]:
         return set(self._assigned)
@@ -46,7 +50,15 @@ class ConsumerStub:
 
     async def _getmany(self, active_partitions, timeout: float) -> dict:
         self.fetched_with.append(active_partitions)
-        return {}
+        return self.next_records
+
+    async def getmany(self, timeout: float):
+        """faust's: fetch, then pass on the records of partitions still active."""
+        records = await self._getmany(active_partitions=self.active(), timeout=timeout)
+        for tp, recs in records.items():
+            if tp in self.active():
+                for record in recs:
+                    yield tp, record
 
     async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
         self.gaps.append((tp, offset_from, offset_to))
@@ -123,3 +135,25 @@ def test_aiokafka_gets_a_copy_of_the_active_partitions():
     asyncio.run(consumer._getmany(active_partitions=live, timeout=1.0))
     (given,) = consumer.fetched_with
     assert given == live and given is not live
+
+
+def _drain(consumer) -> list[tuple[TP, int]]:
+    async def run():
+        return [(tp, m.offset) async for tp, m in consumer.getmany(timeout=1.0)]
+
+    return asyncio.run(run())
+
+
+def test_input_records_faust_did_not_pass_on_are_fetched_again():
+    a, b, c = TP(IN, 0), TP(IN, 1), TP(OTHER, 0)
+    consumer, _, _ = _guarded({a, b, c})
+    consumer.pause_partitions({b, c})  # paused while the fetch was in flight
+    rec = SimpleNamespace
+    consumer.next_records = {a: [rec(offset=5), rec(offset=6)], b: [rec(offset=3)],
+                             c: [rec(offset=1)]}
+    assert _drain(consumer) == [(a, 5), (a, 6)]
+    assert consumer.seeks_to == [(b, 3)]  # the input partition only
+
+    consumer.flow_active = False  # a rebalance: faust seeks to the committed offsets itself
+    assert _drain(consumer) == [(a, 5), (a, 6)]
+    assert consumer.seeks_to == [(b, 3)]
