@@ -499,6 +499,7 @@ def choose(cidx, heap, mark, rng, fp, ip, ist):
     _sample(cidx, mark, rng, k, d, ist)
     return k
 
+
 @njit(cache=True)
 def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):
     if ip[2] == 3:

@@ -1,4 +1,4 @@
-"""The faust glue that needs no broker: the input guard around faust's consumer."""
+"""The guard around faust's consumer, against faust's real message and flow-control types."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from faust.types.tuples import TP, ConsumerMessage
 from mode.utils.queues import FlowControlEvent
 
-from streamfs.worker.app import InputGuard
+from streamfs.worker.input_guard import InputGuard
 
 IN, OTHER = "in.features", "changelog"
 
