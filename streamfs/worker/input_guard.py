@@ -61,9 +61,16 @@ class InputGuard:
         self.dropped = 0
         self.fetched: dict = {}  # input offsets returned by the last fetch, per partition
 
+    WRAPPED = ("ack", "_add_gap", "perform_seek", "_getmany", "getmany", "pause_partitions",
+               "resume_partitions", "_paused_partitions", "_committed_offset", "_unacked_messages")
+
     def install(self, consumer, flow_control) -> None:
         if getattr(consumer, "_streamfs_input_guard", None) is self:
             return
+        missing = [name for name in self.WRAPPED if not hasattr(consumer, name)]
+        if missing or not hasattr(flow_control, "resume"):
+            raise RuntimeError(f"this faust version's consumer lacks {missing}: the input guard "
+                               "was written for faust-streaming 0.15 (see pyproject.toml)")
         ack, add_gap, seek = consumer.ack, consumer._add_gap, consumer.perform_seek
         getmany, getmany_ = consumer.getmany, consumer._getmany
         pause, resume, resume_flow = (consumer.pause_partitions, consumer.resume_partitions,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+import pytest
 from faust.types.tuples import TP, ConsumerMessage
 from mode.utils.queues import FlowControlEvent
 
@@ -157,3 +158,10 @@ def test_input_records_faust_did_not_pass_on_are_fetched_again():
     consumer.flow_active = False  # a rebalance: faust seeks to the committed offsets itself
     assert _drain(consumer) == [(a, 5), (a, 6)]
     assert consumer.seeks_to == [(b, 3)]
+
+
+def test_a_consumer_without_the_wrapped_internals_is_refused():
+    consumer = ConsumerStub(set())
+    del consumer._committed_offset
+    with pytest.raises(RuntimeError, match="_committed_offset"):
+        InputGuard([IN]).install(consumer, FlowControlEvent())
