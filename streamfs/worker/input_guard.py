@@ -59,7 +59,7 @@ class InputGuard:
         self.requested: set = set()
         self.sought: set = set()
         self.dropped = 0
-        self.fetched: dict = {}  # input offsets returned by the last fetch, per partition
+        self.fetched: dict = {}  # first and last input offset of the last fetch, per partition
 
     WRAPPED = ("ack", "_add_gap", "perform_seek", "_getmany", "getmany", "pause_partitions",
                "resume_partitions", "_paused_partitions", "_committed_offset", "_unacked_messages")
@@ -127,7 +127,8 @@ class InputGuard:
         async def frozen_getmany(active_partitions, timeout):
             frozen = None if active_partitions is None else set(active_partitions)
             records = await getmany_(active_partitions=frozen, timeout=timeout)
-            self.fetched = {tp: [r.offset for r in recs] for tp, recs in (records or {}).items()
+            self.fetched = {tp: (recs[0].offset, recs[-1].offset)
+                            for tp, recs in (records or {}).items()
                             if tp.topic in self.topics and recs}
             return records
 
@@ -140,12 +141,12 @@ class InputGuard:
                 yield tp, message
             if not consumer.flow_active or consumer.app.consumer_generation_id != generation:
                 return  # a rebalance: faust seeks to the committed offsets itself
-            for tp, offsets in self.fetched.items():
-                missed = [o for o in offsets if o > passed.get(tp, -1)]
-                if missed and tp in consumer.assignment():
+            for tp, (first, last) in self.fetched.items():
+                first = max(first, passed.get(tp, -1) + 1)  # faust passes records in order
+                if first <= last and tp in consumer.assignment():
                     log.info("faust did not pass on %s:%d offsets %d..%d; fetching them again",
-                             tp.topic, tp.partition, missed[0], missed[-1])
-                    await consumer.seek(tp, missed[0])
+                             tp.topic, tp.partition, first, last)
+                    await consumer.seek(tp, first)
 
         async def no_input_gaps(tp, offset_from: int, offset_to: int) -> None:
             if tp.topic in self.topics:
