@@ -27,8 +27,9 @@ fetch() {
   local extra=()
   case "$version" in 3.*) extra=(-Dreload4j) ;; esac
   rm -rf "$libs" && mkdir -p "$libs"
-  mvn -q -B -f "$here/pom.xml" "${extra[@]}" -Dkafka.version="$version" \
-    dependency:copy-dependencies -DoutputDirectory="$libs" -DincludeScope=runtime
+  # stdout carries only the bootstrap address (callers capture it): mvn's output goes to stderr
+  mvn -q -B -Dstyle.color=never -f "$here/pom.xml" "${extra[@]}" -Dkafka.version="$version" \
+    dependency:copy-dependencies -DoutputDirectory="$libs" -DincludeScope=runtime >&2
   ls "$libs"/kafka_2.13-*.jar >/dev/null
   touch "$libs/.complete"
 }
