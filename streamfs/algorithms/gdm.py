@@ -29,7 +29,18 @@ from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
+from ._validation import _listed, check_int, check_number, label_problem
+from .base import _SPARSE, _check_width, _input_names, _inverse
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
 
 __all__ = ["GDM", "crm", "redundancy_rate", "theorem1_bound"]
@@ -216,8 +227,13 @@ class _Standardised:
         return np.where(self.valid[idx], r, 0.0)
 
 
-class GDM:
+class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     """Group discovery machine: support features, their affiliated groups, a linear classifier.
+
+    A scikit-learn classifier and feature selector (batch: ``fit`` on the whole matrix).
+    ``transform`` and ``get_feature_names_out`` keep the support features in ``support_``
+    order; fitted on a data frame with string column names, the names are kept in
+    ``feature_names_in_``.
 
     Parameters
     ----------
@@ -276,20 +292,49 @@ class GDM:
         self.solver_tol = solver_tol
 
     # ------------------------------------------------------------------ fitting
+    def _validate_params(self) -> None:
+        """Types and ranges of the parameters; ``ValueError`` naming the first bad one."""
+        check_int("n_features_per_step", self.n_features_per_step, 1)
+        check_number("tau", self.tau, 0.0, 1.0, low_open=True, high_open=True)
+        check_number("C", self.C, 0.0, low_open=True)
+        check_int("max_iter", self.max_iter, 1)
+        check_number("tol", self.tol, 0.0)
+        check_number("solver_tol", self.solver_tol, 0.0, low_open=True)
+
     def _encode(self, y: Any) -> np.ndarray:
         y = np.asarray(y).ravel()
         classes = np.unique(y)
-        if classes.size != 2:
-            raise ValueError(f"GDM is a binary classifier; got {classes.size} classes")
+        if classes.size > 2:
+            listed = _listed([c.item() if isinstance(c, np.generic) else c for c in classes])
+            raise ValueError(
+                f"Only binary classification is supported: GDM got the labels of "
+                f"{classes.size} classes ({listed}); map them to two classes first"
+            )
+        if classes.size < 2:
+            raise ValueError(label_problem(y, "GDM"))
         self.classes_ = classes
         return np.where(y == classes[1], 1.0, -1.0)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
     def fit(self, X: Any, y: Any) -> "GDM":
-        """Run the cutting-plane algorithm on ``X`` (dense or scipy.sparse, n × m) and labels."""
-        if not (0.0 < self.tau < 1.0):
-            raise ValueError("tau must lie in (0, 1)")
-        if self.n_features_per_step < 1 or self.max_iter < 1 or self.C <= 0:
-            raise ValueError("n_features_per_step, max_iter must be ≥ 1 and C > 0")
+        """Run the cutting-plane algorithm on ``X`` (dense, scipy.sparse or a data frame,
+        n × m) and binary labels."""
+        self._validate_params()
+        if y is None:
+            raise ValueError("GDM requires y to be passed, but the target y is None")
+        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+            delattr(self, name)
+        X = validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"),
+                          dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        check_classification_targets(y)
         yy = self._encode(y)
         S = _Standardised(X)
         S.tau = self.tau
@@ -395,9 +440,10 @@ class GDM:
 
     # -------------------------------------------------------------- prediction
     def _check_X(self, X: Any) -> Any:
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, expected {self.n_features_in_}")
-        return X
+        check_is_fitted(self, "support_")
+        _check_width(self, X, self.n_features_in_)
+        return validate_data(self, X, reset=False, accept_sparse=_SPARSE, dtype="numeric",
+                             ensure_all_finite=True)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """``X @ coef_ + intercept_`` on raw features (dense or sparse); > 0: ``classes_[1]``."""
@@ -406,10 +452,15 @@ class GDM:
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels in the original encoding (ties at 0 go to ``classes_[0]``)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        score = self.decision_function(X)  # checks that the model is fitted first
+        return self.classes_[(score > 0).astype(int)]
+
+    def _get_support_mask(self) -> np.ndarray:
+        return self.get_support()
 
     def get_support(self, affiliated: bool = False, indices: bool = False) -> np.ndarray:
         """Mask (or sorted indices) of the support features, plus their affiliates if asked."""
+        check_is_fitted(self, "support_")
         feats = [self.support_]
         if affiliated:
             feats += list(self.affiliated_.values())
@@ -426,6 +477,17 @@ class GDM:
         if sp.issparse(X):
             return sp.csc_matrix(X)[:, self.support_]
         return np.asarray(X)[:, self.support_]
+
+    def inverse_transform(self, X: Any) -> Any:
+        """Put the columns of a transformed ``X`` back at their places, zeros elsewhere."""
+        return _inverse(self, X, np.asarray(self.support_, dtype=np.int64),
+                        int(self.n_features_in_))
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the support features in ``support_`` order (``x<i>`` without names)."""
+        check_is_fitted(self, "support_")
+        names = _input_names(self, input_features, int(self.n_features_in_))
+        return names[np.asarray(self.support_, dtype=np.int64)]
 
     def selection(self) -> list[dict]:
         """``[{"feature", "score", "affiliated": [[feature, |ρ|], ...]}]`` by decreasing score.
@@ -471,6 +533,8 @@ class GDM:
             "n_corr": int(self.n_corr_),
             "stop_reason": str(self.stop_reason_),
         }
+        if hasattr(self, "feature_names_in_"):
+            state["fitted"]["feature_names"] = [str(n) for n in self.feature_names_in_]
         return state
 
     @classmethod
@@ -501,4 +565,7 @@ class GDM:
         model.n_iter_ = int(f["n_iter"])
         model.n_corr_ = int(f["n_corr"])
         model.stop_reason_ = str(f["stop_reason"])
+        if f.get("feature_names") is not None:
+            model.feature_names_in_ = np.asarray([str(n) for n in f["feature_names"]],
+                                                 dtype=object)
         return model

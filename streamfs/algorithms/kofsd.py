@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms._validation import check_choice, check_int, check_number, shown
 from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.neighbourhood import (
     CARDS,
@@ -139,8 +140,10 @@ class KOFSD(FeatureStreamSelector):
 
     def partial_fit(self, X: Any, y: Any = None) -> "KOFSD":
         """Consume one block of new columns; ``y`` is required on the first call."""
+        return self._stream_step(X, y)
+
+    def _partial_fit(self, X: Any, y: Any = None) -> None:
         if not hasattr(self, "n_features_seen_"):
-            self._check_params()
             if y is None:
                 raise ValueError("the first partial_fit call needs the class vector y")
             self._init_labels(y)
@@ -151,7 +154,6 @@ class KOFSD(FeatureStreamSelector):
         for start in range(0, X.shape[1], _CHUNK):
             self._process(X[:, start : start + _CHUNK])
         self._publish()
-        return self
 
     def finish(self) -> "KOFSD":
         """End of stream: in ``zhou`` mode, fall back to the top ``round(sqrt(p))`` features by
@@ -175,9 +177,16 @@ class KOFSD(FeatureStreamSelector):
 
     # ---------------------------------------------------------------- state
 
+    # learned state kept in private attributes (besides the public ones ending in "_")
+    _STATE = ("_large", "_y", "_sel", "_scores", "_vars", "_cols", "_dep", "_D", "_order",
+              "_pending", "_fallback")
+
     def _reset(self) -> None:
-        for name in [a for a in vars(self) if a.endswith("_") or a.startswith("_")]:
-            delattr(self, name)
+        # learned attributes only: scikit-learn's own settings (e.g. _sklearn_output_config
+        # from set_output) and the parameters stay
+        for name in list(vars(self)):
+            if (name.endswith("_") and not name.startswith("__")) or name in self._STATE:
+                delattr(self, name)
 
     def _params(self) -> dict:
         return {
@@ -196,6 +205,7 @@ class KOFSD(FeatureStreamSelector):
         if not hasattr(self, "n_features_seen_"):
             state["fitted"] = False
             return state
+        self._names_state(state)
         state.update(
             fitted=True,
             classes=self.classes_.tolist(),
@@ -224,7 +234,7 @@ class KOFSD(FeatureStreamSelector):
         self = cls(**state["params"])
         if not state["fitted"]:
             return self
-        self._check_params()
+        self._validate_params()
         self.classes_ = np.asarray(state["classes"])
         self._y = np.asarray(state["y"], dtype=np.int64)
         self._large = int(state["large"])
@@ -232,6 +242,7 @@ class KOFSD(FeatureStreamSelector):
         self.n_features_seen_ = int(state["n_features_seen"])
         self.n_irrelevant_ = int(state["n_irrelevant"])
         self.n_redundant_ = int(state["n_redundant"])
+        self._restore_names(state)
         self._sel = [int(f) for f in state["selected"]]
         self._scores = [float(s) for s in state["scores"]]
         self._vars = [float(v) for v in state["variances"]]
@@ -256,20 +267,19 @@ class KOFSD(FeatureStreamSelector):
 
     # ---------------------------------------------------------------- internals
 
-    def _check_params(self) -> None:
-        if self.card not in CARDS:
-            raise ValueError(f"card must be one of {CARDS}, got {self.card!r}")
-        if self.compat not in (None, "zhou"):
-            raise ValueError(f'compat must be None or "zhou", got {self.compat!r}')
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise ValueError(f"k must be a positive integer, got {self.k!r}")
-        if not 0.0 <= self.alpha < 1.0:
-            raise ValueError(f"alpha must be in [0, 1), got {self.alpha!r}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {self.gamma!r}")
-        if not 0.0 <= self.gamma1 < self.gamma2:
+    def _validate_params(self) -> None:
+        """Types and ranges of the parameters; ``ValueError`` naming the first bad one."""
+        check_int("k", self.k, 1)
+        check_number("alpha", self.alpha, 0.0, 1.0, high_open=True)
+        check_choice("card", self.card, CARDS)
+        check_choice("compat", self.compat, (None, "zhou"))
+        check_number("gamma", self.gamma, 0.0, 1.0)
+        check_number("gamma1", self.gamma1, 0.0)
+        check_number("gamma2", self.gamma2, 0.0)
+        if not self.gamma1 < self.gamma2:
             raise ValueError(
-                f"need 0 <= gamma1 < gamma2, got gamma1={self.gamma1!r}, gamma2={self.gamma2!r}"
+                f"gamma2 must be a number > gamma1 = {shown(self.gamma1)}, "
+                f"got {shown(self.gamma2)}"
             )
 
     def _init_labels(self, y: Any) -> None:

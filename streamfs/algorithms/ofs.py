@@ -51,6 +51,18 @@ Conventions shared by all learners (documented choices where the paper is silent
   do not fully read: they accept ``False`` (default: data pre-scaled upstream) or
   ``"standardize"`` (running z-scores of the observed attributes, divided by ``sqrt(d)`` so
   that ``E||x||^2 = 1``).
+* parameters are checked by ``_validate_params()`` when the stream opens and at the start of
+  ``fit`` / ``partial_fit`` (constructors only store them).
+* NaN and inf: refused by ``fit``, ``predict`` and ``decision_function``, and by
+  ``partial_fit`` / ``learn_one`` of the full-input learners. Partial-input learners read
+  only ``B`` attributes of an instance, so their ``partial_fit`` / ``learn_one`` do not look
+  at the others (``learn_observed`` refuses NaN among the values it is given).
+* scikit-learn: every learner is a classifier and a feature selector (``fit`` is one pass
+  over the rows in order from a fresh state; ``transform`` keeps the selected features in
+  ascending index order). River-style: ``learn_one``, ``predict_one`` and ``transform_one``
+  take dicts keyed by int feature index or, for a learner fitted on a data frame with string
+  column names, by the names in ``feature_names_in_``; other string keys raise
+  ``ValueError``.
 
 Example (the paper's parameters on a toy stream):
 
@@ -67,12 +79,34 @@ Example (the paper's parameters on a toy stream):
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from streamfs.algorithms import ofs_kernels as _k
+from streamfs.algorithms.base import _SPARSE
+from streamfs.algorithms._validation import (
+    check_bool,
+    check_budget,
+    check_int,
+    check_number,
+    check_random_state,
+    column_names,
+    shown,
+    writable,
+)
 
 __all__ = [
     "InstanceStreamSelector",
@@ -103,12 +137,22 @@ def _rng_pack(state: int, inc: int) -> np.ndarray:
     return np.array([state >> 64, state & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
 
 
-class InstanceStreamSelector:
+class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     """Base class of the instance-stream learners: budgeted linear classifiers whose non-zero
     weights are the selected features.
 
-    Subclasses define the update rule through :meth:`_kernel_params`; this class handles
-    input conversion, labels, lazy allocation, block processing and state.
+    Subclasses define the update rule through :meth:`_kernel_params` and check their own
+    parameters in :meth:`_validate_params`; this class handles input conversion, labels,
+    lazy allocation, block processing and state.
+
+    The learners are scikit-learn classifiers and feature selectors (``ClassifierMixin``,
+    ``SelectorMixin``, ``BaseEstimator``): ``fit(X, y)`` is one pass over the rows of ``X``
+    in order from a fresh state, ``partial_fit`` continues the stream, ``transform`` keeps the
+    selected features (non-zero weights) in ascending index order, ``predict`` and
+    ``decision_function`` use the current weights. Fitted on a pandas data frame with string
+    column names, a learner records them in ``feature_names_in_`` (and in ``to_state()``), and
+    the dict API (``learn_one``, ``predict_one``, ``transform_one``) then accepts those names
+    as keys besides integer feature indices.
     """
 
     _partial: bool = False
@@ -127,15 +171,34 @@ class InstanceStreamSelector:
         self.classes = classes
 
     # ------------------------------------------------------------------ parameters
-    def get_params(self) -> dict:
-        import inspect
+    def _validate_params(self) -> None:
+        """Check the parameters shared by every learner; subclasses add their own."""
+        check_budget("n_features_to_select", self.n_features_to_select)
+        check_int("n_features", self.n_features, 1, allow_none=True)
+        norm = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
+        if not any(type(norm) is type(k) and norm == k for k in _NORM_MODES):
+            raise ValueError(
+                "normalize must be one of True, 'l2', 'standardize', False, got "
+                f"{shown(self.normalize)}"
+            )
+        if self._partial and _NORM_MODES[norm] == 1:
+            raise ValueError(
+                f"normalize must be False or 'standardize' for {type(self).__name__}, got "
+                f"{shown(self.normalize)}: it reads only the observed attributes, so it cannot "
+                "scale instances to unit norm (pre-scale the stream and pass normalize=False)"
+            )
+        if self.classes is not None:
+            try:
+                self._check_classes(self.classes)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"classes must be None or a list of two distinct labels, got "
+                    f"{shown(self.classes)}"
+                ) from None
 
-        names = [
-            p.name
-            for p in inspect.signature(type(self).__init__).parameters.values()
-            if p.name != "self"
-        ]
-        return {name: getattr(self, name) for name in names}
+    def _state_params(self) -> dict:
+        """The parameters in constructor order (the order ``to_state`` has always used)."""
+        return {name: getattr(self, name) for name in _init_names(type(self))}
 
     def _kernel_params(self, d: int, B: int) -> tuple[list[float], int, int]:
         """``([eta, decay, radius, threshold, epsilon], obs_mode, weighted)``."""
@@ -145,7 +208,7 @@ class InstanceStreamSelector:
         k = self.n_features_to_select
         if k is None:
             B = int(round(0.1 * d))
-        elif isinstance(k, float) and 0.0 < k <= 1.0:
+        elif isinstance(k, (float, np.floating)) and 0.0 < k <= 1.0:
             B = int(round(k * d))
         else:
             B = int(k)
@@ -153,30 +216,28 @@ class InstanceStreamSelector:
 
     def _norm_mode(self) -> int:
         key = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
-        if key not in _NORM_MODES:
-            raise ValueError(
-                f"normalize must be True/'l2', 'standardize' or False, got {self.normalize!r}"
-            )
         mode = _NORM_MODES[key]
-        if self._partial:
-            if mode == 1:
-                raise ValueError(
-                    f"{type(self).__name__} reads only the observed attributes, so it cannot "
-                    "scale instances to unit norm: pre-scale the stream and pass "
-                    "normalize=False, or use normalize='standardize'"
-                )
-            if mode == 2:
-                mode = 3
+        if self._partial and mode == 2:
+            mode = 3
         return mode
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
 
     # ------------------------------------------------------------------ allocation
     def _ensure_init(self, d: int | None) -> None:
         if hasattr(self, "d_"):
             if d is not None and d != self.d_:
                 raise ValueError(
-                    f"instance has {d} features, the learner was opened with {self.d_}"
+                    f"X has {d} features, but {type(self).__name__} is expecting {self.d_} "
+                    "features as input"
                 )
             return
+        self._validate_params()
         if self.n_features is not None:
             if d is not None and d != self.n_features:
                 raise ValueError(f"instance has {d} features but n_features={self.n_features}")
@@ -190,6 +251,7 @@ class InstanceStreamSelector:
 
     def _allocate(self, d: int) -> None:
         self.d_ = d
+        self.n_features_in_ = d
         self.budget_ = B = self._budget(d)
         fp, obs_mode, weighted = self._kernel_params(d, B)
         self._fp = np.array(fp, dtype=np.float64)
@@ -216,8 +278,8 @@ class InstanceStreamSelector:
         if self._partial:
             self._cidx = np.zeros(d, dtype=np.int64)
         self._pending: np.ndarray | None = None
-        if not hasattr(self, "classes_"):
-            self.classes_: list = [] if self.classes is None else self._check_classes(self.classes)
+        if not hasattr(self, "_labels"):
+            self._labels: list = [] if self.classes is None else self._check_classes(self.classes)
         self._init_random()
 
     def _init_random(self) -> None:
@@ -226,6 +288,25 @@ class InstanceStreamSelector:
         if hasattr(self, "random_state"):
             self._rng = _rng_from_seed(self.random_state)
 
+    def __setstate__(self, state: dict) -> None:
+        # an estimator unpickled from a memory map has read-only arrays: the kernels update
+        # the learned state in place, so it gets writable copies
+        super().__setstate__(state)
+        for name, value in vars(self).items():
+            setattr(self, name, writable(value))
+
+    # learned state in private attributes (besides the public ones ending in "_")
+    _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_heap", "_hkey", "_nbuf", "_widx",
+              "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_allowed", "_rng", "_mark", "_cidx",
+              "_pending", "_labels", "_name_pos")
+
+    def _reset(self) -> None:
+        """Forget everything learned; the parameters and scikit-learn's own attributes
+        (``set_output`` configuration, callback contexts, ...) stay."""
+        for name in list(vars(self)):
+            if (name.endswith("_") and not name.startswith("__")) or name in self._STATE:
+                delattr(self, name)
+
     @staticmethod
     def _check_classes(classes: list) -> list:
         cl = sorted({np.asarray(c).item() for c in classes})
@@ -233,40 +314,52 @@ class InstanceStreamSelector:
             raise ValueError(f"binary classifier: classes must name two labels, got {cl}")
         return cl
 
+    @property
+    def classes_(self) -> np.ndarray:
+        """The labels seen so far (or given by ``classes``), sorted; ``classes_[1]`` is the
+        positive class. Before the second label arrives it holds the first one only."""
+        if not hasattr(self, "_labels"):
+            raise AttributeError("classes_ is available once the learner has seen data")
+        return np.asarray(self._labels)
+
     # ------------------------------------------------------------------ labels
     def _encode(self, y: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """Map labels to +-1 as ``[(start, ysign), ...]`` segments of the block; a segment
         with ``start == -1`` means "negate w here" (the first class seen turned out to be
         the positive one once the second class appeared)."""
-        if len(self.classes_) == 2:
+        if len(self._labels) == 2:
             if y.shape == (1,):
                 label = y[0]
-                if label == self.classes_[1]:
+                if label == self._labels[1]:
                     return [(0, np.ones(1))]
-                if label == self.classes_[0]:
+                if label == self._labels[0]:
                     return [(0, -np.ones(1))]
             return [(0, self._sign(y))]
         uniq, first = np.unique(y, return_index=True)
-        new = [u.item() for u, _ in sorted(zip(uniq, first), key=lambda t: t[1])]
-        labels = list(self.classes_) + [c for c in new if c not in self.classes_]
+        new = [_py(u) for u, _ in sorted(zip(uniq, first), key=lambda t: t[1])]
+        labels = list(self._labels) + [c for c in new if c not in self._labels]
         if len(labels) > 2:
-            raise ValueError(
-                f"{type(self).__name__} is a binary classifier but the stream has the labels "
-                f"{sorted(labels, key=str)}; map them to two classes or wrap one-vs-rest"
-            )
+            raise ValueError(self._multiclass_message(labels))
         provisional = labels[0]
         s0 = self._provisional_sign(provisional)
         if len(labels) < 2:
-            self.classes_ = labels
+            self._labels = labels
             return [(0, np.full(len(y), s0))]
         second = labels[1]
         cut = int(np.flatnonzero(y == second)[0])
         segments = [(0, np.full(cut, s0))] if cut > 0 else []
-        self.classes_ = sorted(labels)
-        if (1.0 if provisional == self.classes_[1] else -1.0) != s0:
+        self._labels = sorted(labels)
+        if (1.0 if provisional == self._labels[1] else -1.0) != s0:
             segments.append((-1, np.empty(0)))
         segments.append((cut, self._sign(y[cut:])))
         return segments
+
+    def _multiclass_message(self, labels: list) -> str:
+        return (
+            f"Only binary classification is supported: {type(self).__name__} got the labels "
+            f"{sorted(labels, key=str)}; map them to two classes first or wrap the learner in "
+            "OneVsRest"
+        )
 
     @staticmethod
     def _provisional_sign(label: Any) -> float:
@@ -277,35 +370,76 @@ class InstanceStreamSelector:
             return -1.0
 
     def _sign(self, y: np.ndarray) -> np.ndarray:
-        pos = y == self.classes_[1]
-        bad = ~(pos | (y == self.classes_[0]))
+        pos = y == self._labels[1]
+        bad = ~(pos | (y == self._labels[0]))
         if bad.any():
-            extra = sorted({v.item() for v in np.unique(y[bad])} | set(self.classes_), key=str)
-            raise ValueError(
-                f"{type(self).__name__} is a binary classifier but the stream has the labels "
-                f"{extra}; map them to two classes or wrap one-vs-rest"
-            )
+            extra = {_py(v) for v in np.unique(y[bad])} | set(self._labels)
+            raise ValueError(self._multiclass_message(list(extra)))
         return np.where(pos, 1.0, -1.0)
 
     def _decode(self, score: np.ndarray) -> np.ndarray:
-        cl = self.classes_ if len(self.classes_) == 2 else [-1, 1]
+        cl = self._labels if len(self._labels) == 2 else [-1, 1]
         return np.where(score >= 0.0, cl[-1], cl[0])
 
     # ------------------------------------------------------------------ input conversion
+    def _feature_index(self) -> dict[str, int] | None:
+        """``{name: index}`` of ``feature_names_in_`` (built once), or ``None``."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            return None
+        cache = self.__dict__.get("_name_pos")
+        if cache is None or cache[0] is not names:
+            cache = (names, {str(n): i for i, n in enumerate(names)})
+            self._name_pos = cache
+        return cache[1]
+
+    def _key_index(self, key: Any, names: dict[str, int] | None) -> int:
+        """Feature index of one dict key: an int index or a name of ``feature_names_in_``."""
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return int(key)
+        if isinstance(key, str):
+            if names is None:
+                raise ValueError(
+                    f"{type(self).__name__} has no feature names, so dict keys must be int "
+                    f"feature indices, got {key!r}; fit or partial_fit it on a pandas "
+                    "DataFrame to use column names as keys"
+                )
+            if key not in names:
+                raise ValueError(
+                    f"unknown feature name {key!r}: not one of the {len(names)} names in "
+                    "feature_names_in_"
+                )
+            return names[key]
+        raise ValueError(
+            f"dict keys must be int feature indices or str feature names, got {key!r}"
+        )
+
+    def _dict_to_csr(self, x: dict) -> _CSR:
+        self._ensure_init(None)
+        n = len(x)
+        if all(type(k) is int for k in x):
+            keys = np.fromiter(x.keys(), dtype=np.int64, count=n)
+        else:
+            names = self._feature_index()
+            keys = np.fromiter((self._key_index(k, names) for k in x), dtype=np.int64, count=n)
+            if np.unique(keys).size != n:
+                raise ValueError("a feature appears twice in the dict (by index and by name)")
+        vals = np.fromiter((float(v) for v in x.values()), dtype=np.float64, count=n)
+        if keys.size and (keys.min() < 0 or keys.max() >= self.d_):
+            raise ValueError(f"feature index out of range [0, {self.d_})")
+        if not self._partial and not np.isfinite(vals).all():
+            raise ValueError("x contains NaN or infinite values")
+        order = np.argsort(keys, kind="stable")
+        keys, vals = keys[order], vals[order]
+        keep = vals != 0.0
+        keys, vals = keys[keep], vals[keep]
+        return np.array([0, keys.size], dtype=np.int64), keys, vals
+
     def _as_csr(self, X: Any, single: bool) -> _CSR:
         """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
         dense, sparse and dict inputs run through identical arithmetic."""
-        if isinstance(X, dict):
-            self._ensure_init(None)
-            keys = np.fromiter((int(k) for k in X), dtype=np.int64, count=len(X))
-            vals = np.fromiter((float(X[k]) for k in X), dtype=np.float64, count=len(X))
-            if keys.size and (keys.min() < 0 or keys.max() >= self.d_):
-                raise ValueError(f"feature index out of range [0, {self.d_})")
-            order = np.argsort(keys, kind="stable")
-            keys, vals = keys[order], vals[order]
-            keep = vals != 0.0
-            keys, vals = keys[keep], vals[keep]
-            return np.array([0, keys.size], dtype=np.int64), keys, vals
+        if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
+            return self._dict_to_csr(X)
         if sp.issparse(X):
             M = sp.csr_matrix(X, dtype=np.float64, copy=True)  # sorted in place below
             if single and M.shape[0] != 1:
@@ -318,13 +452,20 @@ class InstanceStreamSelector:
                     raise ValueError("learn_one expects a 1-D array")
                 self._ensure_init(A.shape[0])
                 nz = np.flatnonzero(A)
+                if not self._partial and not np.isfinite(A[nz]).all():
+                    raise ValueError("x contains NaN or infinite values")
                 return np.array([0, nz.size], dtype=np.int64), nz.astype(np.int64), A[nz]
             if A.ndim != 2:
-                raise ValueError("expected a 2-D array")
+                raise ValueError(f"expected a 2-D array, got {A.ndim} dimension(s)")
             self._ensure_init(A.shape[1])
-            return _k.dense_to_csr(np.ascontiguousarray(A))
+            M = _k.dense_to_csr(np.ascontiguousarray(A))
+            if not self._partial and not np.isfinite(M[2]).all():
+                raise ValueError("X contains NaN or infinite values")
+            return M
         M.sum_duplicates()  # also sorts the indices
         M.eliminate_zeros()
+        if not self._partial and not np.isfinite(M.data).all():
+            raise ValueError("X contains NaN or infinite values")
         return (
             M.indptr.astype(np.int64, copy=False),
             M.indices.astype(np.int64, copy=False),
@@ -366,11 +507,121 @@ class InstanceStreamSelector:
                 continue
             self._run(self._rows(M, start, start + len(ysign)), ysign, True)
 
-    # ------------------------------------------------------------------ public API
+    # ------------------------------------------------------------------ scikit-learn API
+    def fit(self, X: Any, y: Any) -> "InstanceStreamSelector":
+        """One pass over the rows of ``X`` in order, from a fresh state.
+
+        ``X``: dense array, scipy.sparse matrix or data frame; ``y``: two classes (or exactly
+        the pair given by ``classes``).
+        """
+        self._validate_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        self._reset()
+        X = validate_data(self, X, reset=True, accept_sparse=_SPARSE, dtype="numeric",
+                          ensure_all_finite=True, ensure_min_samples=1)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        check_classification_targets(y)
+        labels = [_py(c) for c in np.unique(y)]
+        if len(labels) > 2:
+            raise ValueError(self._multiclass_message(labels))
+        if len(labels) < 2 and self.classes is None:
+            raise ValueError(
+                f"{type(self).__name__} needs at least two classes: the labels have 1 class "
+                f"({shown(labels[0])})"
+            )
+        M = self._as_csr(X, single=False)
+        if M[0].size > 1:
+            self._learn_block(M, y)
+        return self
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "InstanceStreamSelector":
+        """Learn from the rows of ``X`` (dense 2-D, scipy sparse or data frame) in order.
+
+        ``classes`` (optional, scikit-learn style) fixes the two labels on the first call,
+        like the ``classes`` parameter; later calls may repeat the same pair.
+        """
+        self._validate_params()
+        first = not hasattr(self, "d_")
+        if not first and self.n_seen_ == 0 and not hasattr(self, "feature_names_in_"):
+            # opened early (n_features=, attributes_to_observe) but not fed yet: take names
+            names = column_names(X)
+            if names is not None and len(names) == self.d_:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+        validate_data(self, X, reset=first, skip_check_array=True)
+        if not (sp.issparse(X) or isinstance(X, np.ndarray)):
+            X = check_array(X, accept_sparse=True, dtype="numeric", ensure_all_finite=False,
+                            ensure_min_samples=0, ensure_min_features=0, input_name="X")
+        if classes is not None:
+            self._set_classes(classes)
+        M = self._as_csr(X, single=False)
+        y = np.asarray(y)
+        n = M[0].size - 1
+        if y.shape[0] != n:
+            raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
+        if n:
+            self._learn_block(M, y)
+        return self
+
+    def _set_classes(self, classes: Any) -> None:
+        try:
+            cl = self._check_classes(list(classes))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"classes must be a list of two distinct labels, got {shown(classes)}"
+            ) from None
+        known = getattr(self, "_labels", None)
+        if known is not None and len(known) == 2 and list(known) != cl:
+            raise ValueError(f"classes={cl} differs from the classes {list(known)} of the stream")
+        if known and len(known) < 2:
+            if known[0] not in cl:
+                raise ValueError(self._multiclass_message(list(known) + cl))
+            # the provisional sign of the first label becomes final: flip w if it was wrong
+            if (1.0 if known[0] == cl[1] else -1.0) != self._provisional_sign(known[0]):
+                self._fst[0] = -self._fst[0]
+        self._labels = cl
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores ``w.x`` (scaled as in learning, running statistics not updated).
+
+        ``X``: rows as a dense 2-D array, scipy.sparse matrix or data frame (or one instance as
+        a dict, see :meth:`predict_one`).
+        """
+        if isinstance(X, dict) and not sp.issparse(X):
+            M = self._as_csr(X, single=True)
+        else:
+            check_is_fitted(self, "d_")
+            X = validate_data(self, X, reset=False, accept_sparse=_SPARSE, dtype="numeric",
+                              ensure_all_finite=True)
+            M = self._as_csr(X, single=False)
+        return self._run(M, np.zeros(M[0].size - 1), False)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels ``sgn(w.x)`` for the rows of ``X`` (ties go to the positive class)."""
+        return self._decode(self.decision_function(X))
+
+    def _get_support_mask(self) -> np.ndarray:
+        check_is_fitted(self, "d_")
+        mask = np.zeros(self.d_, dtype=bool)
+        mask[self.selected_] = True
+        return mask
+
+    # ------------------------------------------------------------------ River-style API
     def learn_one(self, x: Any, y: Any) -> "InstanceStreamSelector":
         """Predict ``x`` (counted in ``mistakes_``), then learn from ``(x, y)``.
 
-        ``x``: dense 1-D array, scipy sparse row, or ``{index: value}`` (needs ``n_features``).
+        ``x``: a dict ``{feature: value}`` (absent features are 0) whose keys are int feature
+        indices or, once the learner knows them, names of ``feature_names_in_``; or a dense
+        1-D array or a scipy sparse row. Dict input needs the dimension up front
+        (``n_features=``) unless the learner has already seen data.
+
+        >>> m = OFS(n_features_to_select=1, n_features=3, normalize=False)
+        >>> m = m.learn_one({0: 0.5, 2: 1.0}, "spam").learn_one({1: 2.0}, "ham")
+        >>> m.n_seen_, m.selected_.tolist(), m.classes_.tolist()
+        (2, [1], ['ham', 'spam'])
         """
         M = self._as_csr(x, single=True)
         if self._pending is not None:
@@ -384,30 +635,47 @@ class InstanceStreamSelector:
         self._learn_block(M, np.asarray([y]))
         return self
 
-    def partial_fit(self, X: Any, y: Any) -> "InstanceStreamSelector":
-        """Learn from the rows of ``X`` (dense 2-D or scipy sparse) in order."""
-        M = self._as_csr(X, single=False)
-        y = np.asarray(y)
-        n = M[0].size - 1
-        if y.shape[0] != n:
-            raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
-        if n:
-            self._learn_block(M, y)
-        return self
-
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Scores ``w.x`` (scaled as in learning, running statistics not updated)."""
-        M = self._as_csr(X, single=False)
-        return self._run(M, np.zeros(M[0].size - 1), False)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Labels ``sgn(w.x)`` for the rows of ``X`` (ties go to the positive class)."""
-        return self._decode(self.decision_function(X))
-
     def predict_one(self, x: Any) -> Any:
-        """Label predicted for one instance without learning from it."""
+        """Label predicted for one instance without learning from it.
+
+        ``x`` as in :meth:`learn_one`; with names, the keys are the columns of the data
+        frame the learner was fitted on. Ties (score 0) go to the positive class.
+
+        >>> import pandas as pd
+        >>> X = pd.DataFrame({"a": [1.0, -1.0, 0.5, -0.5], "b": [0.1, 0.2, -0.1, 0.0]})
+        >>> m = OFS(n_features_to_select=1).fit(X, ["yes", "no", "yes", "no"])
+        >>> m.predict_one({"a": 2.0}), m.predict_one({0: -2.0})
+        ('yes', 'no')
+        """
         M = self._as_csr(x, single=True)
         return self._decode(self._run(M, np.zeros(1), False))[0].item()
+
+    def transform_one(self, x: dict) -> dict:
+        """The entries of ``x`` (a dict, keys as in :meth:`learn_one`) whose feature is
+        currently selected, in the order of ``x``. Empty before the learner has seen data.
+
+        >>> import pandas as pd
+        >>> X = pd.DataFrame({"a": [1.0, -1.0, 0.5, -0.5], "b": [0.1, 0.2, -0.1, 0.0]})
+        >>> m = OFS(n_features_to_select=1).fit(X, [1, -1, 1, -1])
+        >>> m.get_feature_names_out().tolist()
+        ['a']
+        >>> m.transform_one({"b": 3.0, "a": 4.0}), m.transform_one({0: 4.0, 1: 3.0})
+        ({'a': 4.0}, {0: 4.0})
+        """
+        if not isinstance(x, dict):
+            raise TypeError(f"transform_one expects a dict, got {type(x).__name__}")
+        if not hasattr(self, "d_"):
+            return {}
+        selected = set(self.selected_.tolist())
+        names = self._feature_index()
+        out = {}
+        for key, value in x.items():
+            i = self._key_index(key, names)
+            if not 0 <= i < self.d_:
+                raise ValueError(f"feature index out of range [0, {self.d_})")
+            if i in selected:
+                out[key] = value
+        return out
 
     # ------------------------------------------------------------------ learned attributes
     @property
@@ -455,7 +723,7 @@ class InstanceStreamSelector:
     # ------------------------------------------------------------------ state
     def to_state(self) -> dict:
         """Plain-data snapshot; ``from_state`` continues bit-identically (RNG included)."""
-        state: dict = {"algorithm": type(self).__name__, "params": self.get_params()}
+        state: dict = {"algorithm": type(self).__name__, "params": self._state_params()}
         rs = state["params"].get("random_state")
         if rs is not None and not isinstance(rs, (int, np.integer)):
             state["params"]["random_state"] = None  # the generator state below supersedes it
@@ -469,7 +737,7 @@ class InstanceStreamSelector:
         state.update(
             {
                 "n_features": self.d_,
-                "classes": list(self.classes_),
+                "classes": list(self._labels),
                 "scale": float(self._fst[0]),
                 "sq": float(self._fst[1]),
                 "counters": [int(c) for c in self._ist],
@@ -488,6 +756,8 @@ class InstanceStreamSelector:
                 "pending": None if self._pending is None else self._pending.copy(),
             }
         )
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names"] = [str(n) for n in self.feature_names_in_]
         return state
 
     @classmethod
@@ -499,7 +769,8 @@ class InstanceStreamSelector:
         obj = target(**state["params"])
         if "n_features" not in state:
             return obj
-        obj.classes_ = list(state["classes"])
+        obj._validate_params()
+        obj._labels = list(state["classes"])
         obj._allocate(int(state["n_features"]))
         obj._fst[:] = [state["scale"], state["sq"]]
         obj._ist[:] = np.asarray(state["counters"], dtype=np.int64)
@@ -520,11 +791,22 @@ class InstanceStreamSelector:
         obj._rng[:] = _rng_pack(int(state["rng"]["state"]), int(state["rng"]["inc"]))
         pend = state["pending"]
         obj._pending = None if pend is None else np.asarray(pend, dtype=np.int64)
+        names = state.get("feature_names")
+        if names is not None:
+            obj.feature_names_in_ = np.asarray([str(v) for v in names], dtype=object)
         return obj
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+
+def _py(value: Any) -> Any:
+    """A numpy scalar as the Python scalar (labels of object arrays already are)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _init_names(cls: type) -> list[str]:
+    """Constructor parameter names of ``cls`` in signature order."""
+    sig = inspect.signature(cls.__init__)
+    return [p.name for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 class _PartialMixin:
@@ -552,6 +834,8 @@ class _PartialMixin:
         vals = np.asarray(values, dtype=np.float64).reshape(-1)
         if vals.shape != idx.shape:
             raise ValueError("values must have one entry per observed attribute")
+        if not np.isfinite(vals).all():
+            raise ValueError("values contain NaN or infinite values")
         self._pending = None
         try:
             segments = self._encode(np.asarray([y]))
@@ -600,8 +884,24 @@ class OFS(InstanceStreamSelector):
         self.lam = lam
         self.radius = radius
 
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0``, ``0 <= lam < 1/eta`` (the decay ``1 - lam
+        eta`` must stay positive) and ``radius`` ``None`` or ``> 0``."""
+        super()._validate_params()
+        check_number("eta", self.eta, 0.0, low_open=True)
+        check_number("lam", self.lam, 0.0)
+        if self.lam * self.eta >= 1.0:
+            raise ValueError(
+                f"lam must be a number in [0, 1/eta) = [0, {shown(1.0 / self.eta)}) so that the "
+                f"decay 1 - lam*eta stays positive, got {shown(self.lam)}"
+            )
+        check_number("radius", self.radius, 0.0, low_open=True, allow_inf=True, allow_none=True)
+
     def _kernel_params(self, d, B):
-        radius = 1.0 / np.sqrt(self.lam) if self.radius is None else self.radius
+        if self.radius is not None:
+            radius = self.radius
+        else:
+            radius = np.inf if self.lam == 0 else 1.0 / np.sqrt(self.lam)
         return [self.eta, 1.0 - self.lam * self.eta, radius, 1.0, 0.0], 0, 0
 
 
@@ -627,6 +927,11 @@ class PerceptronTruncation(InstanceStreamSelector):
             n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
         )
         self.eta = eta
+
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0``."""
+        super()._validate_params()
+        check_number("eta", self.eta, 0.0, low_open=True)
 
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, np.inf, 0.0, 0.0], 0, 0
@@ -669,6 +974,13 @@ class RandomSelection(InstanceStreamSelector):
         self.eta = eta
         self.random_state = random_state
         self.redraw = redraw
+
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0``, ``random_state`` and ``redraw``."""
+        super()._validate_params()
+        check_number("eta", self.eta, 0.0, low_open=True)
+        check_random_state("random_state", self.random_state)
+        check_bool("redraw", self.redraw)
 
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, np.inf, 0.0, 0.0], 4 if self.redraw else 3, 0
@@ -724,9 +1036,16 @@ class OFSPartial(_PartialMixin, InstanceStreamSelector):
         self.radius = radius
         self.random_state = random_state
 
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0``, ``epsilon`` in ``(0, 1]``, ``radius > 0`` and
+        ``random_state``."""
+        super()._validate_params()
+        check_number("eta", self.eta, 0.0, low_open=True)
+        check_number("epsilon", self.epsilon, 0.0, 1.0, low_open=True)
+        check_number("radius", self.radius, 0.0, low_open=True, allow_inf=True)
+        check_random_state("random_state", self.random_state)
+
     def _kernel_params(self, d, B):
-        if not 0.0 < self.epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
         return [self.eta, 1.0, self.radius, 1.0, self.epsilon], 1, 1
 
 
@@ -756,6 +1075,13 @@ class OFSRandomPartial(OFSPartial):
         )
         del self.epsilon  # not a parameter of this learner
 
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0``, ``radius > 0`` and ``random_state``."""
+        InstanceStreamSelector._validate_params(self)  # no epsilon here
+        check_number("eta", self.eta, 0.0, low_open=True)
+        check_number("radius", self.radius, 0.0, low_open=True, allow_inf=True)
+        check_random_state("random_state", self.random_state)
+
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, self.radius, 1.0, 1.0], 2, 1
 
@@ -783,6 +1109,12 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
         )
         self.eta = eta
         self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        """Shared parameters, then ``eta > 0`` and ``random_state``."""
+        super()._validate_params()
+        check_number("eta", self.eta, 0.0, low_open=True)
+        check_random_state("random_state", self.random_state)
 
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0

@@ -1,7 +1,20 @@
 """Names under which the worker, the CLI and ``open`` messages refer to the algorithms.
 
-Each entry says which kind of stream the algorithm consumes and how to build it from the
-parameters of an ``open`` message. Unknown names or parameters raise ``ValueError`` naming them.
+Each entry says which kind of stream the algorithm consumes, whether it is a binary-only
+learner, how to build it from the parameters of an ``open`` message (unknown names or
+parameters, and values out of range, raise ``ValueError`` naming them) and whether given labels
+can work for it (:meth:`AlgorithmSpec.check_labels`).
+
+``ALGORITHMS`` (and :func:`get`) hold the streaming algorithms only, the ones the worker runs.
+GDM is a batch method on a whole matrix: its spec (kind ``"batch"``) lives apart in
+``BATCH_ALGORITHMS`` so that nothing that serves streams can pick it up.
+
+>>> get("ofs").binary_only, get("saola").binary_only
+(True, False)
+>>> get("ofs").check_labels([0, 1, 2])
+Traceback (most recent call last):
+...
+ValueError: ofs is a binary classifier: the labels have 3 classes (0, 1, 2); map them to two classes first
 """
 
 from __future__ import annotations
@@ -11,7 +24,9 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-StreamKind = Literal["features", "instances"]
+from ._validation import label_problem
+
+StreamKind = Literal["features", "instances", "batch"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +36,7 @@ class AlgorithmSpec:
     target: str  # "module:Class"
     fixed: dict[str, Any] = field(default_factory=dict)  # parameters the name implies
     summary: str = ""
+    binary_only: bool = False  # learns exactly two classes (the OFS family, GDM)
 
     def load(self) -> type:
         module, cls = self.target.split(":")
@@ -48,6 +64,16 @@ class AlgorithmSpec:
             check()
         return algo
 
+    def check_labels(self, y: Any) -> None:
+        """``ValueError`` with one clear line when the labels ``y`` cannot work for this
+        algorithm: NaN labels, fewer than two classes, or more than two for a binary-only
+        learner. Meant for a whole label vector (a feature stream's ``y``, or the labels of a
+        data set about to be streamed): one block of an instance stream may hold a single
+        class."""
+        problem = label_problem(y, self.name, self.binary_only)
+        if problem is not None:
+            raise ValueError(problem)
+
 
 _SPECS = [
     AlgorithmSpec("saola", "features", "streamfs.algorithms.saola:SAOLA",
@@ -59,19 +85,31 @@ _SPECS = [
     AlgorithmSpec("kofsd", "features", "streamfs.algorithms.kofsd:KOFSD",
                   summary="K-OFSD (Zhou et al. 2017): k-NN rough-set dependency, imbalanced"),
     AlgorithmSpec("ofs", "instances", "streamfs.algorithms.ofs:OFS",
-                  summary="OFS (Wang et al. 2014): sparse projection, full input"),
+                  summary="OFS (Wang et al. 2014): sparse projection, full input",
+                  binary_only=True),
     AlgorithmSpec("ofs-partial", "instances", "streamfs.algorithms.ofs:OFSPartial",
-                  summary="OFS_P: partial input, observes B attributes"),
+                  summary="OFS_P: partial input, observes B attributes", binary_only=True),
     AlgorithmSpec("pe-trun", "instances", "streamfs.algorithms.ofs:PerceptronTruncation",
-                  summary="baseline PE_trun: perceptron truncated to B weights"),
+                  summary="baseline PE_trun: perceptron truncated to B weights",
+                  binary_only=True),
     AlgorithmSpec("rand", "instances", "streamfs.algorithms.ofs:RandomSelection",
-                  summary="baseline RAND: perceptron on a fixed random set of B features"),
+                  summary="baseline RAND: perceptron on a fixed random set of B features",
+                  binary_only=True),
     AlgorithmSpec("ofs-rand", "instances", "streamfs.algorithms.ofs:OFSRandomPartial",
-                  summary="baseline OFS_rand: OFS_P update on B random attributes"),
+                  summary="baseline OFS_rand: OFS_P update on B random attributes",
+                  binary_only=True),
     AlgorithmSpec("pe-rand", "instances", "streamfs.algorithms.ofs:PerceptronRandomPartial",
-                  summary="baseline PE_rand: perceptron on B random attributes per instance"),
+                  summary="baseline PE_rand: perceptron on B random attributes per instance",
+                  binary_only=True),
 ]
 ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in _SPECS}
+
+#: batch methods (a whole matrix at once): not served by the worker, not returned by get()
+BATCH_ALGORITHMS: dict[str, AlgorithmSpec] = {
+    "gdm": AlgorithmSpec("gdm", "batch", "streamfs.algorithms.gdm:GDM",
+                         summary="GDM (Zhai et al. 2012): support + affiliated features, batch",
+                         binary_only=True),
+}
 
 
 def get(name: str) -> AlgorithmSpec:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import check_choice, check_int, check_number
 from .base import FeatureStreamSelector
 from .measures import (
     ColumnBlock,
@@ -195,19 +196,14 @@ class _SAOLABase(FeatureStreamSelector):
             "n_bins": None if self.n_bins is None else int(self.n_bins),
         }
 
-    def _check_params(self) -> None:
-        if self.test not in _TESTS:
-            raise ValueError(f"unknown test {self.test!r}; expected one of {_TESTS}")
-        if self.bound not in _BOUNDS:
-            raise ValueError(f"unknown bound {self.bound!r}; expected one of {_BOUNDS}")
-        if self.compat not in _COMPATS:
-            raise ValueError(f"unknown compat {self.compat!r}; expected one of {_COMPATS}")
-        if not 0.0 < float(self.alpha) < 1.0:
-            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
-        if not np.isfinite(self.delta) or self.delta < 0:
-            raise ValueError(f"delta must be a finite number >= 0, got {self.delta}")
-        if self.n_bins is not None and (int(self.n_bins) != self.n_bins or self.n_bins < 2):
-            raise ValueError(f"n_bins must be None or an integer >= 2, got {self.n_bins}")
+    def _validate_params(self) -> None:
+        """Types and ranges of the parameters; ``ValueError`` naming the first bad one."""
+        check_choice("test", self.test, _TESTS)
+        check_number("alpha", self.alpha, 0.0, 1.0, low_open=True, high_open=True)
+        check_number("delta", self.delta, 0.0)
+        check_choice("bound", self.bound, _BOUNDS)
+        check_choice("compat", self.compat, _COMPATS)
+        check_int("n_bins", self.n_bins, 2, allow_none=True)
 
     # -- learned state ----------------------------------------------------------------------
 
@@ -220,7 +216,6 @@ class _SAOLABase(FeatureStreamSelector):
         return hasattr(self, "_st_n")
 
     def _start(self, y: Any) -> None:
-        self._check_params()
         num, classes = _encode_y(y)
         n = len(num)
         if self.test == "fisher_z" and n <= 3:
@@ -258,7 +253,6 @@ class _SAOLABase(FeatureStreamSelector):
                 raise ValueError("the first partial_fit call must pass the class vector y")
             self._start(y)
             return
-        self._check_params()
         if y is not None:
             num, classes = _encode_y(y)
             if classes != self._st_classes or not np.array_equal(num, self._st_y):
@@ -401,7 +395,7 @@ class _SAOLABase(FeatureStreamSelector):
                 "features": np.asarray([p[0] for p in lst], dtype=np.int64),
                 "strengths": np.asarray([p[1] for p in lst], dtype=np.float64),
             }
-        return {
+        return self._names_state({
             "algorithm": self._algorithm,
             "version": 1,
             "params": self._params(),
@@ -415,7 +409,7 @@ class _SAOLABase(FeatureStreamSelector):
             "scores": self.scores_.copy(),
             "affiliated": aff,
             "columns": {int(f): self._st_raw[int(f)].copy() for f in self.selected_},
-        }
+        })
 
     @classmethod
     def _from_base_state(cls, state: dict, **extra: Any) -> "_SAOLABase":
@@ -424,12 +418,14 @@ class _SAOLABase(FeatureStreamSelector):
         obj = cls(**state["params"], **extra)
         if not state["started"]:
             return obj
+        obj._validate_params()
         classes = state["classes"]
         y = np.asarray(state["y"], dtype=np.float64)
         obj._start(np.asarray(classes)[y.astype(np.int64)] if classes is not None else y)
         obj.n_features_seen_ = int(state["n_features_seen"])
         obj.n_irrelevant_ = int(state["n_irrelevant"])
         obj.n_redundant_ = int(state["n_redundant"])
+        obj._restore_names(state)
         cols = {int(k): v for k, v in state["columns"].items()}
         aff = {int(k): v for k, v in state["affiliated"].items()}
         for f, s in zip(np.asarray(state["selected"]), np.asarray(state["scores"])):
@@ -530,11 +526,10 @@ class SAOLA(_SAOLABase):
         p["max_features"] = None if self.max_features is None else int(self.max_features)
         return p
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        k = self.max_features
-        if k is not None and (int(k) != k or k < 1):
-            raise ValueError(f"max_features must be None or a positive integer, got {k}")
+    def _validate_params(self) -> None:
+        """Types and ranges of the parameters; ``ValueError`` naming the first bad one."""
+        super()._validate_params()
+        check_int("max_features", self.max_features, 1, allow_none=True)
 
     def _start(self, y: Any) -> None:
         self._st_S: list[int] = []
@@ -544,7 +539,7 @@ class SAOLA(_SAOLABase):
     def _order(self) -> list[int]:
         return list(self._st_S)
 
-    def partial_fit(self, X: Any, y: Any = None) -> "SAOLA":
+    def _partial_fit(self, X: Any, y: Any = None) -> None:
         """Process one block of new columns (dense or scipy.sparse, shape ``(N, b)``)."""
         self._accept_y(y)
         block = self._check_block(X)
@@ -603,7 +598,6 @@ class SAOLA(_SAOLABase):
         self._st_S = [int(v) for v in S]
         self.n_features_seen_ = base + block.n_cols
         self._sync()
-        return self
 
     def to_state(self) -> dict:
         state = self._base_state()
@@ -692,14 +686,17 @@ class GroupSAOLA(_SAOLABase):
 
     def fit(self, X: Any, y: Any, groups: Any = None) -> "GroupSAOLA":
         """Run the whole stream ``X``; ``groups`` lists the column indices of each group."""
-        self._reset()
-        self.partial_fit(X, y, groups=groups)
-        return self.finish()
+        return self._batch_fit(X, y, groups=groups)
 
     def partial_fit(
         self, X: Any, y: Any = None, groups: Any = None, group_ids: Any = None
     ) -> "GroupSAOLA":
         """Process one block; ``groups`` partitions its columns (default: one group)."""
+        return self._stream_step(X, y, groups=groups, group_ids=group_ids)
+
+    def _partial_fit(
+        self, X: Any, y: Any = None, groups: Any = None, group_ids: Any = None
+    ) -> None:
         self._accept_y(y)
         block = self._check_block(X)
         b = block.n_cols
@@ -730,7 +727,6 @@ class GroupSAOLA(_SAOLABase):
             self._group_step(block, rel, base, gid, cols)
         self.n_features_seen_ = base + b
         self._sync()
-        return self
 
     def _group_step(self, block: ColumnBlock, rel: dict, base: int, gid: Any,
                     cols: np.ndarray) -> None:

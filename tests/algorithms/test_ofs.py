@@ -533,7 +533,7 @@ def test_provisional_label_sign_is_flipped_exactly():
     for x, t in zip(X, labels):
         lazy.learn_one(x, t)
     np.testing.assert_allclose(lazy.coef_, fixed.coef_, atol=0)
-    assert lazy.classes_ == ["ham", "spam"] and lazy.mistakes_ == fixed.mistakes_
+    assert lazy.classes_.tolist() == ["ham", "spam"] and lazy.mistakes_ == fixed.mistakes_
     assert set(lazy.predict(X)) <= {"ham", "spam"}
 
 

@@ -1,0 +1,280 @@
+"""Checks shared by the algorithms: parameter ranges, labels and column names.
+
+Every algorithm class has one ``_validate_params()`` method built from these helpers. It runs
+at the start of ``fit`` / ``partial_fit`` (constructors only store their arguments, as in
+scikit-learn) and when :meth:`streamfs.algorithms.registry.AlgorithmSpec.build` creates an
+algorithm for a stream. A bad value raises ``ValueError`` with one line naming the parameter,
+the allowed values and the value given:
+
+>>> check_number("alpha", -0.5, 0, 1, low_open=True, high_open=True)
+Traceback (most recent call last):
+...
+ValueError: alpha must be a number in (0, 1), got -0.5
+>>> check_int("k", 0, 1)
+Traceback (most recent call last):
+...
+ValueError: k must be an integer >= 1, got 0
+
+Numbers must be real numbers: strings, booleans and NaN are refused whatever the range.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_number",
+    "check_int",
+    "check_choice",
+    "check_budget",
+    "check_random_state",
+    "check_bool",
+    "label_problem",
+    "column_names",
+    "shown",
+    "writable",
+]
+
+
+def shown(value: Any) -> str:
+    """``repr`` of a parameter value, with numpy scalars shown as Python ones."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    """A real number: int or float (Python or numpy), not a bool, not NaN."""
+    if _is_bool(value) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return not math.isnan(value)
+
+
+def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    def num(v: float) -> str:
+        return repr(int(v)) if float(v).is_integer() else repr(float(v))
+
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{num(low)}, {num(high)}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {num(low)}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {num(high)}"
+    return ""
+
+
+def check_number(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+    allow_none: bool = False,
+) -> None:
+    """``value`` is a real number in the interval (bounds ``None`` mean unbounded).
+
+    ``allow_inf`` admits ``+inf`` on an unbounded upper side.
+
+    >>> check_number("eta", "abc", 0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: eta must be a finite number > 0, got 'abc'
+    """
+    if allow_none and value is None:
+        return
+    ok = _is_real(value)
+    if ok:
+        v = float(value)
+        if math.isinf(v) and not (allow_inf and v > 0 and high is None):
+            ok = False
+        elif low is not None and (v < low or (low_open and v == low)):
+            ok = False
+        elif high is not None and (v > high or (high_open and v == high)):
+            ok = False
+    if not ok:
+        what = "a number" if (high is not None or allow_inf) else "a finite number"
+        rng = _interval(low, high, low_open, high_open)
+        none = "None or " if allow_none else ""
+        raise ValueError(f"{name} must be {none}{what}{' ' + rng if rng else ''}, "
+                         f"got {shown(value)}")
+
+
+def check_int(
+    name: str, value: Any, low: int | None = None, high: int | None = None, *,
+    allow_none: bool = False,
+) -> None:
+    """``value`` is an integer (``int`` or numpy integer, not a bool) in ``[low, high]``.
+
+    >>> check_int("n_bins", 2.5, 2, allow_none=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_bins must be None or an integer >= 2, got 2.5
+    """
+    if allow_none and value is None:
+        return
+    ok = isinstance(value, (int, np.integer)) and not _is_bool(value)
+    if ok and ((low is not None and value < low) or (high is not None and value > high)):
+        ok = False
+    if not ok:
+        rng = _interval(low, high, False, False)
+        none = "None or " if allow_none else ""
+        raise ValueError(f"{name} must be {none}an integer{' ' + rng if rng else ''}, "
+                         f"got {shown(value)}")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    """``value`` is one of ``choices`` (same type and equal: ``1`` is not ``True``).
+
+    >>> check_choice("test", "chi2", ("fisher_z", "mi"))
+    Traceback (most recent call last):
+    ...
+    ValueError: test must be one of 'fisher_z', 'mi', got 'chi2'
+    """
+    if not any(type(value) is type(c) and value == c for c in choices):
+        listed = ", ".join(shown(c) for c in choices)
+        raise ValueError(f"{name} must be one of {listed}, got {shown(value)}")
+
+
+def check_bool(name: str, value: Any) -> None:
+    """``value`` is ``True`` or ``False``."""
+    if not _is_bool(value):
+        raise ValueError(f"{name} must be True or False, got {shown(value)}")
+
+
+def check_budget(name: str, value: Any) -> None:
+    """``None``, an integer ``>= 1`` or a fraction (float) in ``(0, 1]``.
+
+    >>> check_budget("n_features_to_select", -3)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_features_to_select must be None, an integer >= 1 or a fraction in (0, 1], got -3
+    """
+    if value is None:
+        return
+    if isinstance(value, (int, np.integer)) and not _is_bool(value) and value >= 1:
+        return
+    if isinstance(value, (float, np.floating)) and _is_real(value) and 0.0 < value <= 1.0:
+        return
+    raise ValueError(
+        f"{name} must be None, an integer >= 1 or a fraction in (0, 1], got {shown(value)}"
+    )
+
+
+def check_random_state(name: str, value: Any) -> None:
+    """``None``, an integer ``>= 0`` or a ``numpy.random.Generator``."""
+    if value is None or isinstance(value, np.random.Generator):
+        return
+    if isinstance(value, (int, np.integer)) and not _is_bool(value) and value >= 0:
+        return
+    raise ValueError(
+        f"{name} must be None, an integer >= 0 or a numpy Generator, got {shown(value)}"
+    )
+
+
+# ------------------------------------------------------------------------------------ labels
+
+
+def _listed(values: list, limit: int = 10) -> str:
+    head = ", ".join(shown(v) for v in values[:limit])
+    return head + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def label_problem(y: Any, name: str, binary_only: bool = False) -> str | None:
+    """Why the labels ``y`` cannot work for algorithm ``name`` (one line), or ``None``.
+
+    >>> label_problem([1, 1, 1], "saola")
+    'saola needs at least two classes: the labels have a single class (1)'
+    >>> label_problem([0, 1, 2], "ofs", binary_only=True)
+    'ofs is a binary classifier: the labels have 3 classes (0, 1, 2); map them to two classes first'
+    >>> label_problem(["a", "b"], "ofs", binary_only=True) is None
+    True
+    """
+    arr = np.asarray(y)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        return f"the labels must be a 1-D sequence, got shape {arr.shape}"
+    if arr.size == 0:
+        return "the labels are empty"
+    if arr.dtype.kind == "f":
+        bad = int(np.count_nonzero(np.isnan(arr)))
+        if bad:
+            return f"the labels contain NaN ({bad} of {arr.size}); every instance needs a class"
+    elif arr.dtype.kind == "O":
+        bad = sum(1 for v in arr if isinstance(v, float) and math.isnan(v))
+        if bad:
+            return f"the labels contain NaN ({bad} of {arr.size}); every instance needs a class"
+    try:
+        classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
+    except TypeError:
+        return "the labels mix types that cannot be compared (e.g. numbers and strings)"
+    k = len(classes)
+    if k < 2:
+        return (f"{name} needs at least two classes: the labels have a single class "
+                f"({_listed(classes)})")
+    if binary_only and k > 2:
+        return (
+            f"{name} is a binary classifier: the labels have {k} classes ({_listed(classes)}); "
+            "map them to two classes first"
+        )
+    return None
+
+
+# ------------------------------------------------------------------------------ column names
+
+
+def column_names(X: Any) -> list[str] | None:
+    """The column names of a data frame (pandas, polars, ...) when they are all strings.
+
+    ``None`` for arrays, sparse matrices and frames whose column names are not strings (the
+    default ``0, 1, ...`` of pandas); frames that mix string and other names raise
+    ``TypeError``, as in scikit-learn.
+    """
+    cols = getattr(X, "columns", None)
+    if cols is None or isinstance(X, np.ndarray) or not hasattr(X, "shape"):
+        return None
+    names = list(cols)
+    if not names:
+        return None
+    strs = [isinstance(c, str) for c in names]
+    if all(strs):
+        return names
+    if any(strs):
+        kinds = sorted({type(c).__name__ for c in names})
+        raise TypeError(
+            "feature names are only supported if all columns have string names, got the "
+            f"column name types {kinds}; convert them with X.columns = X.columns.astype(str)"
+        )
+    return None
+
+
+def writable(value: Any, _depth: int = 0) -> Any:
+    """``value`` with read-only numpy arrays (e.g. memory-mapped by joblib when an estimator
+    is unpickled with ``mmap_mode``) replaced by writable copies, inside dicts, lists, tuples
+    and plain helper objects; the compiled kernels update the state arrays in place."""
+    if isinstance(value, np.ndarray):
+        return value if value.flags.writeable else value.copy()
+    if _depth > 4:
+        return value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            value[k] = writable(v, _depth + 1)
+    elif isinstance(value, list):
+        value[:] = [writable(v, _depth + 1) for v in value]
+    elif isinstance(value, tuple):
+        return tuple(writable(v, _depth + 1) for v in value)
+    elif hasattr(value, "__dict__") and type(value).__module__.startswith("streamfs."):
+        for k, v in vars(value).items():
+            setattr(value, k, writable(v, _depth + 1))
+    return value

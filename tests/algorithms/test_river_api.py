@@ -1,0 +1,137 @@
+"""River-style dict API of the instance-stream learners: learn_one, predict_one, transform_one.
+
+Rule: dict keys are int feature indices, or names of ``feature_names_in_`` once the learner has
+them (fitted / partial_fitted on a data frame with string column names, or restored from such a
+state); string keys of a learner without names raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamfs.algorithms.ofs import (
+    OFS,
+    InstanceStreamSelector,
+    OFSPartial,
+    PerceptronTruncation,
+    RandomSelection,
+)
+from streamfs.codec import packb, unpackb
+
+NAMES = [f"attr_{i}" for i in range(12)]
+
+
+def _stream(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, len(NAMES))) * (rng.random((n, len(NAMES))) < 0.5)
+    y = np.where(X[:, 2] - X[:, 5] > 0, "pos", "neg")
+    return X, y
+
+
+MAKERS = [
+    lambda: OFS(3),
+    lambda: PerceptronTruncation(3),
+    lambda: RandomSelection(3, random_state=1),
+    lambda: OFSPartial(3, random_state=1, normalize="standardize"),
+]
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_name_keys_equal_index_keys_equal_arrays(make):
+    X, y = _stream()
+    df = pd.DataFrame(X, columns=NAMES)
+    by_name = make().partial_fit(df.iloc[:20], y[:20])  # the frame gives the names
+    by_index = make().partial_fit(X[:20], y[:20])
+    by_array = make().partial_fit(X[:20], y[:20])
+    for x, t in zip(X[20:], y[20:]):
+        nz = np.flatnonzero(x)
+        by_name.learn_one({NAMES[i]: float(x[i]) for i in nz}, t)
+        by_index.learn_one({int(i): float(x[i]) for i in nz}, t)
+        by_array.learn_one(x, t)
+    np.testing.assert_array_equal(by_name.coef_, by_array.coef_)
+    np.testing.assert_array_equal(by_index.coef_, by_array.coef_)
+    assert by_name.mistakes_ == by_array.mistakes_
+    x = X[7]
+    named = {NAMES[i]: float(x[i]) for i in range(len(NAMES))}
+    assert by_name.predict_one(named) == by_array.predict_one(x) == by_array.predict(X[7:8])[0]
+    mixed = {("attr_0" if i == 0 else i): float(x[i]) for i in range(len(NAMES))}
+    assert by_name.predict_one(mixed) == by_array.predict_one(x)
+
+
+def test_transform_one_keeps_selected_entries_in_input_order():
+    X, y = _stream()
+    df = pd.DataFrame(X, columns=NAMES)
+    m = OFS(3).fit(df, y)
+    chosen = set(m.get_feature_names_out().tolist())
+    x = {name: float(i + 1) for i, name in enumerate(reversed(NAMES))}
+    out = m.transform_one(x)
+    assert set(out) == chosen and list(out) == [k for k in x if k in chosen]
+    assert all(out[k] == x[k] for k in out)
+    by_index = m.transform_one({i: 1.0 for i in range(len(NAMES))})
+    assert sorted(by_index) == sorted(m.selected_.tolist())
+    assert m.transform_one({}) == {}
+    # agrees with the scikit-learn transform on the same row
+    row = df.iloc[[4]]
+    assert list(m.transform_one(row.iloc[0].to_dict()).values()) == m.transform(row)[0].tolist()
+
+
+def test_transform_one_before_any_data_is_empty():
+    assert OFS(2).transform_one({0: 1.0, "a": 2.0}) == {}
+    with pytest.raises(TypeError, match="expects a dict"):
+        OFS(2).transform_one(np.ones(3))
+
+
+def test_string_keys_need_names():
+    X, y = _stream()
+    m = OFS(3).partial_fit(X, y)  # arrays: no names
+    with pytest.raises(ValueError, match="has no feature names, so dict keys must be int"):
+        m.learn_one({"attr_1": 1.0}, "pos")
+    with pytest.raises(ValueError, match="has no feature names"):
+        m.predict_one({"attr_1": 1.0})
+    with pytest.raises(ValueError, match="has no feature names"):
+        m.transform_one({"3": 1.0})  # digit strings are names too, never indices
+    fresh = OFS(3, n_features=12)
+    with pytest.raises(ValueError, match="has no feature names"):
+        fresh.learn_one({"attr_1": 1.0}, "pos")
+
+
+def test_bad_keys():
+    X, y = _stream()
+    m = OFS(3).fit(pd.DataFrame(X, columns=NAMES), y)
+    with pytest.raises(ValueError, match="unknown feature name 'nope'"):
+        m.learn_one({"nope": 1.0}, "pos")
+    with pytest.raises(ValueError, match="out of range"):
+        m.predict_one({12: 1.0})
+    with pytest.raises(ValueError, match="out of range"):
+        m.transform_one({-1: 1.0})
+    with pytest.raises(ValueError, match="dict keys must be int feature indices or str"):
+        m.predict_one({1.0: 1.0})
+    with pytest.raises(ValueError, match="dict keys must be int feature indices or str"):
+        m.predict_one({True: 1.0})
+    with pytest.raises(ValueError, match="appears twice"):
+        m.learn_one({"attr_3": 1.0, 3: 2.0}, "pos")
+    n = m.n_seen_
+    assert m.n_seen_ == n  # refused instances are not learned
+
+
+def test_dict_api_without_any_frame_uses_indices():
+    m = OFS(2, n_features=4, normalize=False)
+    assert m.predict_one({}) in (-1, 1)  # nothing learned yet: a tie, positive class
+    for x, t in [({0: 1.0}, "a"), ({1: 1.0}, "b"), ({0: 0.5, 3: 0.1}, "a")]:
+        m.learn_one(x, t)
+    assert m.predict_one({0: 1.0}) == "a" and m.predict_one({1: 1.0}) == "b"
+    assert set(m.transform_one({0: 1.0, 1: 2.0, 2: 3.0})) <= {0, 1, 3}
+
+
+def test_names_survive_state_for_the_dict_api():
+    X, y = _stream()
+    m = OFS(3).fit(pd.DataFrame(X, columns=NAMES), y)
+    back = InstanceStreamSelector.from_state(unpackb(packb(m.to_state())))
+    x = {NAMES[i]: float(X[0, i]) for i in range(len(NAMES))}
+    assert back.predict_one(x) == m.predict_one(x)
+    assert back.transform_one(x) == m.transform_one(x)
+    back.learn_one(x, y[0])
+    m.learn_one(x, y[0])
+    np.testing.assert_array_equal(back.coef_, m.coef_)
