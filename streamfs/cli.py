@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from typing import Any
@@ -10,7 +11,14 @@ from typing import Any
 import click
 
 from streamfs import __version__
+from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
 from streamfs.settings import Settings
+
+#: exit codes (README "Exit codes")
+EXIT_KAFKA = 1  # Kafka did not take the stream, or a client error
+EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: nothing published
+EXIT_TIMEOUT = 3  # watch --timeout passed
+EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -31,16 +39,53 @@ def _settings(ctx: click.Context) -> Settings:
     return ctx.obj["settings"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class UsageProblem(click.ClickException):
+    """A mistake of the user's (input file, algorithm, parameters, labels, stream id): exit 2,
+    one line, nothing published."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Main(click.Group):
+    """Turns an unreachable broker into one line and exit code 69, in every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokerUnreachable as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_UNREACHABLE)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-servers", "-b", envvar="STREAMFS_BOOTSTRAP_SERVERS",
               help="Kafka bootstrap servers (env STREAMFS_BOOTSTRAP_SERVERS).")
 @click.option("--topic-prefix", envvar="STREAMFS_TOPIC_PREFIX",
               help="Prefix of every topic name (default 'streamfs.').")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Show details: the Kafka client's own log lines, tracebacks' causes.")
 @click.pass_context
-def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | None) -> None:
-    """streamfs: online feature selection on Kafka streams."""
+def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | None,
+         verbose: bool) -> None:
+    """streamfs: online feature selection on Kafka streams.
+
+    Exit codes: 0 success, 1 Kafka did not take the data, 2 a mistake in the command or its
+    input (nothing published), 3 watch timed out, 4 the worker rejected the stream's input
+    (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the worker could not
+    persist its state.
+    """
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    # librdkafka logs every failed connection attempt: shown with --verbose only
+    logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     ctx.obj = {"settings": Settings.from_env(bootstrap_servers=bootstrap_servers,
-                                             topic_prefix=topic_prefix)}
+                                             topic_prefix=topic_prefix), "verbose": verbose}
+
+
+def _reachable(settings: Settings) -> None:
+    from streamfs.broker import check_reachable
+
+    check_reachable(settings.kafka_config())
 
 
 @main.command()
@@ -65,12 +110,19 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
     if web_port:
         settings.web_port = web_port
     settings.log_level = log_level
+    from streamfs.codec import FORMATS
+
+    if settings.result_format not in FORMATS:
+        raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
+                           f"got {settings.result_format!r}")
+    _reachable(settings)
     # The effective settings go to the environment: a worker that restarts itself after a stall
     # (os.execv) must come back with the same configuration.
     os.environ.update({"STREAMFS_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
                        "STREAMFS_TOPIC_PREFIX": settings.topic_prefix,
                        "STREAMFS_APP_ID": settings.app_id,
                        "STREAMFS_WEB_PORT": str(settings.web_port),
+                       "STREAMFS_RESULT_FORMAT": settings.result_format,
                        "STREAMFS_LOG_LEVEL": settings.log_level})
     sys.argv = [sys.argv[0]]  # faust's Worker reads argv; keep our flags away from it
     run_worker(settings)
@@ -87,8 +139,15 @@ def topics_create(ctx: click.Context) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
     from streamfs.topics import create_topics, load_catalogue
 
+    from confluent_kafka import KafkaException
+
     s = _settings(ctx)
-    for name, outcome in sorted(create_topics(s.kafka_config(), load_catalogue(s.topic_prefix)).items()):
+    _reachable(s)
+    try:
+        outcomes = create_topics(s.kafka_config(), load_catalogue(s.topic_prefix))
+    except KafkaException as exc:
+        raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
+    for name, outcome in sorted(outcomes.items()):
         click.echo(f"{name}: {outcome}")
 
 
@@ -104,20 +163,75 @@ def topics_describe(ctx: click.Context) -> None:
         click.echo(f"{'':12} {spec.description}")
 
 
-def _load_data(source: str, label: str | None) -> tuple[Any, Any]:
+def _load_data(source: str, label: str | None, header: bool | None = None,
+               n_features: int | None = None, zero_based: bool | str = "auto"
+               ) -> tuple[Any, Any, list[str] | None, dict]:
+    """``(X, y, feature names or None, naming rule)`` of a whole file, or exit 2."""
     from streamfs.producers.errors import InputFileError
     from streamfs.producers.files import load_file
+    from streamfs.producers.names import check_names, naming_rule, source_feature_names
 
     try:
-        return load_file(source, label=label)
+        X, y = load_file(source, label=label, header=header, n_features=n_features,
+                         zero_based=zero_based)
+        names = check_names(source_feature_names(source, label=label, header=header),
+                            X.shape[1], source)
+        base = _libsvm_base(source, zero_based)
     except InputFileError as exc:
-        raise InputFileProblem(str(exc)) from None
+        raise UsageProblem(str(exc)) from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
+    return X, y, names, naming_rule(source, base)
 
 
-class InputFileProblem(click.ClickException):
-    """A bad input file: exit code 2 (1 is left for Kafka failures)."""
+def _libsvm_base(source: str, zero_based: bool | str) -> int | None:
+    """The index base a LIBSVM file is read with (names are its indices as written)."""
+    from pathlib import Path
 
-    exit_code = 2
+    from streamfs.producers.files import LIBSVM_SUFFIXES
+    from streamfs.producers.libsvm import detect_index_base
+
+    if Path(source).suffix.lower() not in LIBSVM_SUFFIXES or not Path(source).is_file():
+        return None
+    return detect_index_base(source, zero_based)
+
+
+def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
+                y: Any = None) -> dict:
+    """The worker's own checks of an ``open``, before anything is published (exit 2)."""
+    from streamfs.algorithms.opening import check_open
+
+    try:
+        return check_open(kind, algorithm, params, n_features=n_features, y=y)[2]
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _scan_labels(src: Any, binary: bool) -> Any:
+    """The distinct labels of an instance source, read ahead of publishing (a second pass
+    over a file): all of them for a binary learner, else stopping at the second class."""
+    import numpy as np
+
+    seen: set = set()
+    for _, y in src.chunks():
+        seen.update(np.unique(np.asarray(y)).tolist())
+        if len(seen) > 1 and not binary:
+            break
+    return np.array(sorted(seen, key=str))
+
+
+def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
+    """The latest result of ``stream_id`` on the selected-features topic, if it has one."""
+    from streamfs.client import current_selection
+    from streamfs.topics import load_catalogue
+
+    topic = load_catalogue(settings.topic_prefix)["selected"].name
+    try:
+        return current_selection(stream_id, settings.kafka_config(), topic)
+    except RuntimeError as exc:  # topics not created yet: nothing exists
+        if "does not exist" in str(exc):
+            return None
+        raise
 
 
 @main.command()
@@ -140,27 +254,40 @@ class InputFileProblem(click.ClickException):
               help="Replay speed: instances/s (instance streams) or features/s (feature streams).")
 @click.option("--n-features", type=click.IntRange(min=1), default=None,
               help="LIBSVM: d; without it a first pass over the file finds the largest index.")
+@click.option("--zero-based/--one-based", "zero_based", default=None,
+              help="LIBSVM: indices start at 0 / at 1 (default: zero-based if any index 0 "
+              "appears in the file).")
+@click.option("--replace", is_flag=True,
+              help="Start a new run of an existing stream id (results continue with the next "
+              "version and carry the run number). Without it, an existing id is refused.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
             param: tuple[str, ...], label: str | None, header: bool | None,
             block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
-            rate: float | None, n_features: int | None, progress: bool | None) -> None:
+            rate: float | None, n_features: int | None, zero_based: bool | None,
+            replace: bool, progress: bool | None) -> None:
     """Publish SOURCE as a feature or instance stream.
 
     SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
     v7.3, .parquet), a dataset name from $STREAMFS_DATASETS, or `sklearn:breast_cancer`.
     Instance streams read CSV/TSV, LIBSVM, .npy and Parquet files incrementally (bounded
-    memory); feature streams load the file whole. Exit code 2 for a bad input file, 1 if
-    Kafka did not take every message.
+    memory); feature streams load the file whole.
+
+    Before publishing anything it checks what the worker would refuse: the algorithm and the
+    kind of stream it consumes, its parameters (names, types, ranges), the labels (two classes
+    at least; exactly two for the OFS family; instance files are read once more for this),
+    and whether the stream id exists already (see --replace). Exit codes: see `streamfs -h`.
     """
     from confluent_kafka import KafkaException
 
+    from streamfs.algorithms import registry
     from streamfs.producers import DEFAULT_BLOCK_BYTES, DeliveryError
     from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
     from streamfs.producers.errors import InputFileError
-    from streamfs.producers.files import check_groups, load_file, read_groups
+    from streamfs.producers.files import check_groups, read_groups
+    from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import rows_per_message, send_messages
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
@@ -168,30 +295,52 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     s = _settings(ctx)
     params = _parse_params(param)
     budget = block_bytes or DEFAULT_BLOCK_BYTES
+    zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
+    try:
+        spec = registry.get(algorithm)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
     counts = {"items": 0, "messages": 0}
+    open_kw = {"replace": replace}
     try:
         if kind == "features":
-            X, y = load_file(source, label=label, header=header, n_features=n_features)
+            X, y, names, naming = _load_data(source, label, header, n_features, zb)
+            params = _check_open(kind, algorithm, params, y=y)
             groups = read_groups(groups_file) if groups_file else None
             if groups is not None:
                 check_groups(groups, X.shape[1], groups_file)
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
-                                               block_bytes=budget, shuffle_seed=shuffle_seed)
+                                               block_bytes=budget, shuffle_seed=shuffle_seed,
+                                               feature_names=names, naming=naming, **open_kw)
             total, unit = X.shape[1], "columns"
             shape = f"{X.shape[0]}x{X.shape[1]}"
             position = None
         else:
-            src = open_instances(source, label=label, header=header, n_features=n_features)
+            src = open_instances(source, label=label, header=header, n_features=n_features,
+                                 zero_based=zb)
+            labels = (None if params.get("classes") is not None
+                      else _scan_labels(src, spec.binary_only))
+            params = _check_open(kind, algorithm, params, n_features=src.n_features, y=labels)
+            params.pop("n_features", None)  # the worker takes d from the open message
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
                 feature_names=src.feature_names, block_bytes=budget,
-                max_rows=rows_per_message(rate))
+                max_rows=rows_per_message(rate),
+                naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)
             total, unit = src.progress()[1], src.unit
             shape = f"d={src.n_features}"
             position = src.progress
+        _reachable(s)
+        existing = _existing_stream(s, stream_id)
+        if existing is not None and not replace:
+            state = "closed" if existing.get("final") else "open"
+            raise UsageProblem(
+                f"stream {stream_id!r} already exists ({state}, run {existing.get('run', 1)}, "
+                f"version {existing['version']}): choose another --stream, or pass --replace "
+                f"to start a new run under the same id")
         topic = load_catalogue(s.topic_prefix)[kind].name
 
         def count(message: dict) -> None:
@@ -210,15 +359,17 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         sent = counts["messages"]
         note = (f" ({sent} message(s) of stream {stream_id!r} were already published; it stays "
                 f"open without 'close')") if sent else ""
-        raise InputFileProblem(f"{exc}{note}") from None
+        raise UsageProblem(f"{exc}{note}") from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        raise InputFileProblem(f"{exc.filename}: {exc.strerror}") from None
+        raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
     except KafkaException as exc:
         raise click.ClickException(f"Kafka client error: {exc}") from None
+    run = "" if existing is None else f", run {existing.get('run', 1) + 1} replacing run " \
+        f"{existing.get('run', 1)}"
     click.echo(f"published {n} messages ({counts['items']} {what}, {shape}) of stream "
-               f"{stream_id!r} to {topic}")
+               f"{stream_id!r}{run} to {topic}")
 
 
 def _progress_bar(show: bool, description: str, total: int | None, unit: str, items: str):
@@ -250,24 +401,36 @@ def _progress_bar(show: bool, description: str, total: int | None, unit: str, it
     return bar()
 
 
+def _json_line(message: dict) -> str:
+    """One message as one line of JSON (NDJSON): the same text the worker's JSON format uses."""
+    from streamfs.codec.text import _plain
+
+    return json.dumps(_plain(message), separators=(",", ":"), ensure_ascii=False)
+
+
 def _print_results(results: list[dict], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(results, default=str, indent=1))
+        for r in results:
+            click.echo(_json_line(r))
         return
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
     for r in results:
-        title = (f"{r['stream']} · {r['algorithm']} · v{r['version']}"
+        run = f" · run {r['run']}" if r.get("run", 1) != 1 else ""
+        title = (f"{r['stream']} · {r['algorithm']}{run} · v{r['version']}"
                  f"{' · final' if r.get('final') else ''} · {r.get('counters', {})}")
         table = Table(title=title)
-        for col in ("#", "feature", "score", "affiliated"):
-            table.add_column(col)
+        for col in ("#", "feature", "name", "score", "affiliated"):
+            table.add_column(col, overflow="fold")
         for i, item in enumerate(r["selection"]):
-            aff = ", ".join(str(a[0]) for a in item.get("affiliated", [])[:8])
-            more = len(item.get("affiliated", [])) - 8
-            table.add_row(str(i), str(item["feature"]), f"{item['score']:.4g}",
+            affiliated = item.get("affiliated", [])
+            aff = ", ".join(str(a[2] if len(a) > 2 else a[0]) for a in affiliated[:8])
+            more = len(affiliated) - 8
+            score = item.get("score")
+            table.add_row(str(i), str(item["feature"]), str(item.get("name", "")),
+                          "" if score is None else f"{score:.4g}",
                           aff + (f" (+{more})" if more > 0 else ""))
         console.print(table)
 
@@ -275,37 +438,134 @@ def _print_results(results: list[dict], as_json: bool) -> None:
 @main.command()
 @click.argument("stream", required=False)
 @click.option("--once", is_flag=True, help="Print the current selections and exit.")
-@click.option("--json", "as_json", is_flag=True, help="JSON output.")
-@click.option("--until-final", is_flag=True, help="Exit after the final result of STREAM.")
-@click.option("--timeout", type=float, default=None, help="Give up after this many seconds.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line (NDJSON).")
+@click.option("--until-final", is_flag=True,
+              help="Exit after the final result of STREAM; exit 4 with the reason if the worker "
+              "dead-letters its input.")
+@click.option("--run", "run", type=click.IntRange(min=1), default=None,
+              help="Only results of this run of STREAM (after `produce --replace`).")
+@click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
+@click.option("--app-id", envvar="STREAMFS_APP_ID", default=None,
+              help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
-          until_final: bool, timeout: float | None) -> None:
+          until_final: bool, run: int | None, timeout: float | None, app_id: str | None) -> None:
     """Show selections from the selected-features topic (all streams, or STREAM)."""
     from streamfs.client import SelectionReader
     from streamfs.topics import load_catalogue
 
     s = _settings(ctx)
-    topic = load_catalogue(s.topic_prefix)["selected"].name
-    with SelectionReader(s.kafka_config(), topic) as reader:
-        if once:
+    _reachable(s)
+    catalogue = load_catalogue(s.topic_prefix)
+    topic = catalogue["selected"].name
+    if once:
+        with SelectionReader(s.kafka_config(), topic) as reader:
             latest = reader.current_selections()
-            results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
-            if not results:
-                click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
-                sys.exit(1)
-            _print_results(results, as_json)
-            return
+        results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
+        if not results:
+            click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
+            sys.exit(1)
+        _print_results(results, as_json)
+        return
+    _warn_without_worker(s, app_id or s.app_id)
+    if until_final and stream is not None:
+        sys.exit(_follow_stream(s, catalogue, stream, run, as_json, timeout))
+    with SelectionReader(s.kafka_config(), topic) as reader:
         try:
             last = None
-            for result in reader.updates(stream, until_final=until_final, timeout=timeout):
+            for result in reader.updates(stream, until_final=until_final, timeout=timeout,
+                                         run=run):
                 last = result
                 _print_results([result], as_json)
         except TimeoutError as exc:
             click.echo(str(exc), err=True)
-            sys.exit(3)
+            sys.exit(EXIT_TIMEOUT)
         if until_final and last is None:
             sys.exit(1)
+
+
+def _warn_without_worker(settings: Settings, group: str) -> None:
+    from streamfs.broker import group_members
+
+    if group_members(settings.kafka_config(), group) == 0:
+        click.echo(f"warning: no streamfs worker is consuming (consumer group {group!r} has no "
+                   f"members): results arrive once `streamfs worker` runs", err=True)
+
+
+def _follow_stream(settings: Settings, catalogue: dict, stream: str, run: int | None,
+                   as_json: bool, timeout: float | None) -> int:
+    """Results of ``stream`` until its final one (exit 0), a dead letter of its input (4) or
+    the timeout (3). Dead letters count for the run being watched: ``run``, else the newest run
+    seen in the results (1 before any)."""
+    from streamfs.client import OutputReader
+
+    results, dead = catalogue["selected"].name, catalogue["dead_letter"].name
+    newest = 1
+    with OutputReader(settings.kafka_config(), results, dead) as reader:
+        try:
+            for item in reader.messages(timeout=timeout):
+                if item is None:
+                    continue
+                topic, message = item
+                if message.get("stream") != stream:
+                    continue
+                watched = run or newest
+                if topic == dead:
+                    if (message.get("run") or watched) == watched:  # no run: no header read
+                        where = (f"{message.get('topic')}[{message.get('partition')}]"
+                                 f"@{message.get('offset')}")
+                        click.echo(f"Error: the worker rejected input of stream {stream!r} "
+                                   f"({where}): {message['reason']}", err=True)
+                        return EXIT_REJECTED
+                    continue
+                if message.get("kind") != "result":
+                    continue
+                newest = max(newest, message.get("run", 1))
+                if run is not None and message.get("run", 1) != run:
+                    continue
+                _print_results([message], as_json)
+                if message.get("final") and message.get("run", 1) == (run or newest):
+                    return 0
+        except TimeoutError:
+            click.echo(f"no final result for {stream!r} after {timeout} s", err=True)
+            return EXIT_TIMEOUT
+    return 1
+
+
+@main.command("dead-letters")
+@click.option("--stream", help="Only dead letters of this stream.")
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new dead letters.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per line (the original bytes base64-encoded).")
+@click.pass_context
+def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: bool) -> None:
+    """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
+    from datetime import datetime, timezone
+
+    from streamfs.client import OutputReader
+    from streamfs.topics import load_catalogue
+
+    s = _settings(ctx)
+    _reachable(s)
+    topic = load_catalogue(s.topic_prefix)["dead_letter"].name
+    count = 0
+    with OutputReader(s.kafka_config(), topic) as reader:
+        for item in reader.messages(to_end=not follow):
+            if item is None:
+                continue
+            letter = item[1]
+            if stream is not None and letter.get("stream") != stream:
+                continue
+            count += 1
+            if as_json:
+                click.echo(_json_line(letter))
+                continue
+            original = letter.get("original") or b""
+            click.echo(f"{letter.get('stream')!s:16} {letter.get('topic')}[{letter.get('partition')}]"
+                       f"@{letter.get('offset')}  {len(original)} bytes  {letter['reason']}")
+    if not as_json and not follow:
+        click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
+                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)", err=True)
 
 
 @main.command()
@@ -313,17 +573,26 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
 @click.option("--algorithm", "-a", required=True)
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
 @click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
            as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
+    from streamfs.algorithms import registry
     from streamfs.offline import run_offline
 
-    X, y = _load_data(source, label)
+    params = _parse_params(param)
+    X, y, names, naming = _load_data(source, label)
+    if algorithm != "gdm":
+        try:
+            kind = registry.get(algorithm).kind
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+        params = _check_open(kind, algorithm, params, n_features=X.shape[1], y=y)
+        params.pop("n_features", None)
     try:
-        result = run_offline(algorithm, X, y, _parse_params(param))
+        result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)
 
 

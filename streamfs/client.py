@@ -10,16 +10,21 @@ import time
 import uuid
 from typing import Any, Iterator
 
-from streamfs.codec import CodecError, decode
+from streamfs.codec import CodecError, decode_any
 
 
-class SelectionReader:
-    """Reads result messages (decoded dicts) of the selected-features topic."""
+class OutputReader:
+    """Reads decoded messages (msgpack or JSON) of output topics from their beginning.
 
-    def __init__(self, kafka_config: dict[str, Any], topic: str) -> None:
+    With several topics (say results and dead letters), messages of the topics interleave in
+    arrival order.
+    """
+
+    def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str) -> None:
         from confluent_kafka import Consumer
 
         self.topic = topic
+        self.topics = (topic, *more_topics)
         self._consumer = Consumer({
             "group.id": f"streamfs-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
@@ -31,59 +36,94 @@ class SelectionReader:
     def _assign_all(self) -> int:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-        meta = self._consumer.list_topics(self.topic, timeout=30)
-        parts = meta.topics[self.topic].partitions
-        if not parts:
-            raise RuntimeError(f"topic {self.topic!r} does not exist")
-        self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in parts])
-        return len(parts)
+        assignment = []
+        for topic in self.topics:
+            meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise RuntimeError(f"topic {topic!r} does not exist (run `streamfs topics create`)")
+            assignment += [TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions]
+        self._consumer.assign(assignment)
+        return len(assignment)
+
+    def messages(self, *, to_end: bool = False, timeout: float | None = None,
+                 poll: float = 0.5) -> Iterator[tuple[str, dict] | None]:
+        """Yield ``(topic, decoded message)`` in arrival order (per partition); ``None`` after each
+        ``poll`` seconds without one, so that callers can watch a clock or another topic.
+        ``to_end``: stop at the end of the topic as it is now. ``timeout``: raise
+        ``TimeoutError`` after this many seconds."""
+        from confluent_kafka import KafkaError
+
+        n_parts = self._assign_all()
+        at_end: set[tuple[str, int]] = set()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"nothing more on {', '.join(self.topics)} after {timeout} s")
+            msg = self._consumer.poll(poll)
+            if msg is None:
+                yield None
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add((msg.topic(), msg.partition()))
+                    if to_end and len(at_end) == n_parts:
+                        return
+                    continue
+                raise RuntimeError(f"consumer error on {self.topic}: {msg.error()}")
+            at_end.discard((msg.topic(), msg.partition()))
+            if msg.value() is None:
+                continue
+            try:
+                message = decode_any(msg.value())
+            except CodecError:
+                continue  # not ours; the topic is meant for streamfs messages only
+            yield msg.topic(), message
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "OutputReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SelectionReader(OutputReader):
+    """Reads result messages (decoded dicts) of the selected-features topic."""
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
-                timeout: float | None = None, to_end: bool = False) -> Iterator[dict]:
+                timeout: float | None = None, to_end: bool = False,
+                run: int | None = None) -> Iterator[dict]:
         """Yield results in arrival order (per partition), from the beginning of the topic.
 
         ``to_end``: stop at the end of the topic as it is now. ``until_final``: stop once the
         final result of ``stream`` (or of every stream seen, if ``stream`` is None) has arrived.
         ``timeout``: raise ``TimeoutError`` if that takes longer than this many seconds.
+        ``run``: only results of that run of the stream (a replaced stream starts run 2, ...).
         """
-        from confluent_kafka import KafkaError
-
-        n_parts = self._assign_all()
-        at_end: set[int] = set()
         open_streams: set[str] = set()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"no final result for {stream or 'all streams'} on {self.topic} "
-                                   f"after {timeout} s")
-            msg = self._consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                    if to_end and len(at_end) == n_parts:
-                        return
+        try:
+            for item in self.messages(to_end=to_end, timeout=timeout):
+                if item is None or item[1].get("kind") != "result":
                     continue
-                raise RuntimeError(f"consumer error on {self.topic}: {msg.error()}")
-            at_end.discard(msg.partition())
-            if msg.value() is None:
-                continue
-            try:
-                result = decode(msg.value())
-            except CodecError:
-                continue  # not ours; the topic is meant for results only
-            if stream is not None and result.get("stream") != stream:
-                continue
-            yield result
-            if until_final:
-                sid = result["stream"]
-                if result.get("final"):
-                    open_streams.discard(sid)
-                    if stream is not None or not open_streams:
-                        return
-                else:
-                    open_streams.add(sid)
+                result = item[1]
+                if stream is not None and result.get("stream") != stream:
+                    continue
+                if run is not None and result.get("run", 1) != run:
+                    continue
+                yield result
+                if until_final:
+                    sid = result["stream"]
+                    if result.get("final"):
+                        open_streams.discard(sid)
+                        if stream is not None or not open_streams:
+                            return
+                    else:
+                        open_streams.add(sid)
+        except TimeoutError:
+            raise TimeoutError(f"no final result for {stream or 'all streams'} on {self.topic} "
+                               f"after {timeout} s") from None
 
     def current_selections(self) -> dict[str, dict]:
         """The latest result of every stream on the topic now."""
@@ -93,15 +133,6 @@ class SelectionReader:
             if prev is None or result["version"] >= prev["version"]:
                 latest[result["stream"]] = result
         return latest
-
-    def close(self) -> None:
-        self._consumer.close()
-
-    def __enter__(self) -> "SelectionReader":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def current_selection(stream: str, kafka_config: dict[str, Any], topic: str) -> dict | None:

@@ -49,6 +49,14 @@ class Settings:
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)
 
-    def kafka_config(self) -> dict[str, str]:
-        """confluent-kafka client configuration (bootstrap plus security)."""
-        return {"bootstrap.servers": self.bootstrap_servers, **self.security}
+    # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
+    # (readable by any Kafka consumer).
+    result_format: str = "msgpack"
+
+    def kafka_config(self) -> dict:
+        """confluent-kafka client configuration (bootstrap plus security). librdkafka's log
+        lines go to the ``streamfs.kafka`` logger, not straight to stderr."""
+        from streamfs.broker import KAFKA_LOGGER
+
+        return {"bootstrap.servers": self.bootstrap_servers, **self.security,
+                "logger": KAFKA_LOGGER}

@@ -6,6 +6,8 @@
   scalars.
 * ``encode`` / ``decode`` wrap one message dict in the envelope ``{"v": WIRE_VERSION, "kind":
   ...}`` and check it on the way back.
+* ``encode_json`` / ``decode_any``: output messages (results, dead letters) may be written as
+  JSON instead (worker setting ``STREAMFS_RESULT_FORMAT=json``); readers accept both.
 * Everything that cannot be decoded raises :class:`CodecError` (a ``ValueError``) whose message
   says what was wrong.
 
@@ -25,4 +27,7 @@ from streamfs.codec.wire import (
     unpackb,
 )
 
-__all__ = ["KINDS", "WIRE_VERSION", "CodecError", "decode", "encode", "packb", "unpackb"]
+from streamfs.codec.text import FORMATS, decode_any, encode_as, encode_json
+
+__all__ = ["FORMATS", "KINDS", "WIRE_VERSION", "CodecError", "decode", "decode_any", "encode",
+           "encode_as", "encode_json", "packb", "unpackb"]

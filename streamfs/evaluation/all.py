@@ -6,8 +6,9 @@ Each dataset runs in its own process (``streamfs evaluate`` with all the algorit
 defaults below) under a hard ``--timeout``; if that fails, each algorithm runs alone under the
 same timeout, and a pair that still exceeds it is reported as such; datasets of more than
 2*10^7 cells (dorothea) run each algorithm separately from the start. Results go to
-``OUT/<dataset>[.<algorithm>].json`` and the table to ``OUT/README.md``, rewritten after every
-finished dataset.
+``OUT/<dataset>[.<algorithm>].json`` (JSON lines, one per algorithm: read them with
+:func:`streamfs.evaluation.report.load_results`) and the table to ``OUT/README.md``,
+rewritten after every finished dataset.
 
 Defaults, chosen so that the whole run fits in well under an hour on two cores:
 
@@ -35,7 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .report import COLUMNS, markdown_table, rows
+from .report import COLUMNS, load_results, markdown_table, rows
 
 ALGORITHMS = ("saola", "kofsd", "ofs")
 ARGS = ["--repeats", "5", "--stability-runs", "5", "--permutations", "10",
@@ -91,7 +92,7 @@ def _run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float)
     status = _run(cmd, timeout) if _size(dataset) <= SEPARATE_ABOVE else "separately"
     wall = time.perf_counter() - start
     if status == "ok":
-        res = json.loads((out / f"{dataset}.json").read_text())
+        res = load_results(out / f"{dataset}.json")
         return [{"dataset": dataset, "algorithm": a, "status": "ok", "wall": wall,
                  "command": " ".join(cmd[1:]), "result": dict(res, algorithms=[entry])}
                 for a, entry in zip(algorithms, res["algorithms"])]
@@ -103,7 +104,7 @@ def _run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float)
         run = {"dataset": dataset, "algorithm": a, "status": status,
                "wall": time.perf_counter() - start, "command": " ".join(cmd[1:])}
         if status == "ok":
-            run["result"] = json.loads((out / f"{dataset}.{a}.json").read_text())
+            run["result"] = load_results(out / f"{dataset}.{a}.json")
         runs.append(run)
     return runs
 

@@ -1,16 +1,37 @@
 """``streamfs evaluate``: offline evaluation of one or more selectors on one dataset.
 
 Attach to the CLI group with ``main.add_command(evaluate)``.
+
+Output: a progress bar on stderr over the units of work (each split, stability run and
+random order of every algorithm; shown when stderr is a terminal, or forced with
+``--progress``); then on stdout the table (at the terminal's width with folded cells, or as
+wide as it needs when stdout is not a terminal: nothing is ever cut) and, per algorithm,
+its features by how often they were selected (names where the data has them: ``sklearn:``
+datasets, CSV/TSV headers, Parquet columns; else column indices). ``--json`` writes NDJSON,
+one line per algorithm as soon as it is done (see :mod:`streamfs.evaluation.report`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 import click
 
-from .report import COLUMNS, describe, markdown_table, plot, rich_table, rows, to_json
-from .runner import evaluate_dataset, parse_params
+from .report import (
+    COLUMNS,
+    describe,
+    json_line,
+    markdown_table,
+    plot,
+    print_rich,
+    rich_table,
+    rows,
+    selected_lines,
+)
+from .runner import Progress, evaluate_dataset, parse_params
 
 __all__ = ["evaluate"]
 
@@ -50,14 +71,17 @@ __all__ = ["evaluate"]
 @click.option("--seed", default=0, show_default=True)
 @click.option("--label", default=None, help="Label column of a CSV/Parquet input.")
 @click.option("--json", "json_out", default=None, metavar="FILE",
-              help="Write all results as JSON to FILE ('-': stdout, no table).")
+              help="Write the results as JSON lines (NDJSON, one line per algorithm, written "
+                   "as each is done) to FILE ('-': stdout, no table).")
 @click.option("--markdown", "md_out", default=None, metavar="FILE",
               help="Write the table as Markdown to FILE.")
 @click.option("--plots", "plots_dir", default=None, metavar="DIR",
               help="Write accuracy_vs_features.png, mistake_rate.png, selection_size.png.")
+@click.option("--progress/--no-progress", "show_progress", default=None,
+              help="Progress bar on stderr  [default: when stderr is a terminal]")
 def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stability_runs,
              stability_weight, permutations, one_vs_rest, baselines, mi_bins, time_budget,
-             max_instances, seed, label, json_out, md_out, plots_dir):
+             max_instances, seed, label, json_out, md_out, plots_dir, show_progress):
     """Evaluate selectors on DATA (a file, a dataset name or sklearn:NAME).
 
     Each algorithm selects on the training part of every split; 1-NN, a linear SVM and a
@@ -75,30 +99,41 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             f"{exc}; install the evaluation extra: pip install 'streamfs[eval]'") from None
     from streamfs.producers.files import load_file
 
+    json_fh: Any = None
     try:
-        X, y = load_file(data, label=label)
-        per_algo = parse_params(list(algorithms), list(params))
-        result = evaluate_dataset(
-            X, y, [(a, per_algo[a]) for a in algorithms], data_name=data,
-            protocol=protocol, n_repeats=repeats, test_size=test_size, n_folds=folds,
-            stability=stability_runs, stability_weight=stability_weight,
-            n_permutations=permutations, one_vs_rest=one_vs_rest, baselines=baselines,
-            time_budget=float("inf") if time_budget is None else time_budget,
-            max_instances=max_instances, seed=seed, traces=plots_dir is not None,
-            curve_ks=_ks(X.shape[1]) if plots_dir is not None else None, mi_bins=mi_bins,
-        )
+        with _progress(show_progress) as progress, contextlib.ExitStack() as stack:
+            progress(f"loading {data}", 0)
+            X, y = load_file(data, label=label)
+            names = _feature_names(data, label, X.shape[1])
+            per_algo = parse_params(list(algorithms), list(params))
+            if json_out == "-":
+                json_fh = sys.stdout
+            elif json_out:
+                Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+                json_fh = stack.enter_context(open(json_out, "w"))
+
+            def done(partial: dict, entry: dict) -> None:
+                if json_fh is not None:
+                    json_fh.write(json_line(partial, entry) + "\n")
+                    json_fh.flush()
+
+            result = evaluate_dataset(
+                X, y, [(a, per_algo[a]) for a in algorithms], data_name=data,
+                protocol=protocol, n_repeats=repeats, test_size=test_size, n_folds=folds,
+                stability=stability_runs, stability_weight=stability_weight,
+                n_permutations=permutations, one_vs_rest=one_vs_rest, baselines=baselines,
+                time_budget=float("inf") if time_budget is None else time_budget,
+                max_instances=max_instances, seed=seed, traces=plots_dir is not None,
+                curve_ks=_ks(X.shape[1]) if plots_dir is not None else None, mi_bins=mi_bins,
+                feature_names=names, progress=progress, on_algorithm=done,
+            )
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
-    if json_out == "-":
-        click.echo(to_json(result))
-    else:
-        from rich.console import Console
+    if json_out != "-":
+        from rich.console import Group
+        from rich.text import Text
 
-        Console().print(rich_table(result))
-        if json_out:
-            Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-            with open(json_out, "w") as fh:
-                fh.write(to_json(result))
+        print_rich(Group(rich_table(result), *(Text(line) for line in selected_lines(result))))
     if md_out:
         Path(md_out).parent.mkdir(parents=True, exist_ok=True)
         with open(md_out, "w") as fh:
@@ -106,6 +141,77 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
     if plots_dir:
         for path in plot(result, plots_dir):
             click.echo(f"wrote {path}", err=json_out == "-")
+
+
+@contextlib.contextmanager
+def _progress(show: bool | None) -> Iterator[Progress]:
+    """A :data:`~streamfs.evaluation.runner.Progress` callback drawing a rich progress bar
+    on stderr: when ``show`` is None, only if stderr is a terminal; True forces it."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress as Bar,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True, force_terminal=True if show else None)
+    if not (console.is_terminal if show is None else show):
+        yield lambda description, advance: None
+        return
+    bar = Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+              MofNCompleteColumn(), TextColumn("units"), TimeElapsedColumn(),
+              TextColumn("eta"), TimeRemainingColumn(), console=console,
+              redirect_stdout=False, redirect_stderr=False)  # stdout may carry the JSON lines
+    task = bar.add_task("evaluate", total=None)
+
+    def update(description: str | None, advance: int) -> None:
+        if description == "start":
+            bar.update(task, total=advance)
+            return
+        if description is not None:
+            bar.update(task, description=description)
+        if advance:
+            bar.advance(task, advance)
+
+    with bar:
+        yield update
+
+
+def _feature_names(data: str, label: Any, n_features: int) -> list[str] | None:
+    """Names of the feature columns where the data has them: ``sklearn:NAME`` bundles, CSV
+    and TSV headers, Parquet columns; ``None`` otherwise (.npz, .npy, LIBSVM, .mat) or if
+    they do not match the ``n_features`` loaded. Cosmetic: never an error."""
+    try:
+        names: Any = None
+        if data.startswith("sklearn:"):
+            import sklearn.datasets as skd
+
+            loader = getattr(skd, "load_" + data.split(":", 1)[1], None)
+            names = getattr(loader(), "feature_names", None) if loader else None
+        else:
+            path = Path(data)
+            suffix = path.suffix.lower()
+            if path.is_file() and suffix in (".csv", ".tsv"):
+                from streamfs.producers.delimited import DelimitedReader
+
+                names = DelimitedReader(path, label=label,
+                                        delimiter="\t" if suffix == ".tsv" else ",").feature_names
+            elif path.is_file() and suffix == ".parquet":
+                import pyarrow.parquet as pq
+
+                from streamfs.producers.delimited import label_index
+
+                cols = pq.ParquetFile(path).schema_arrow.names
+                li = label_index(cols, label, len(cols), path)
+                names = [c for j, c in enumerate(cols) if j != li]
+        names = None if names is None else [str(n) for n in names]
+        return names if names is not None and len(names) == n_features else None
+    except Exception:  # noqa: BLE001 - names are a nicety; the data itself loaded fine
+        return None
 
 
 def _ks(p: int) -> list[int]:

@@ -23,7 +23,8 @@ rest (the class-imbalanced task it is designed for).
 
 Every loop honours a ``time_budget`` in seconds: no new split or run starts once the budget
 is spent, but at least one split (two stability runs) always completes; the number done is
-reported.
+reported. Every loop also takes an optional ``tick`` callable, called after each split, run
+or order (for progress displays).
 """
 
 from __future__ import annotations
@@ -319,6 +320,7 @@ def evaluate_splits(
     seed: int = 0,
     cache: dict | None = None,
     mi_bins: int | None = None,
+    tick: Callable[[], None] | None = None,
 ) -> dict:
     """Run ``algorithm`` on every split (within ``time_budget``) and aggregate.
 
@@ -345,6 +347,8 @@ def evaluate_splits(
             for key, score in (("f", "f"), ("mi", "mi")):
                 kb = _kbest(Xtr, y[tr], len(features), score, discrete, seed, cache, mi_bins)
                 rows[key].append(score_selection(Xtr, y[tr], Xte, y[te], kb, n_classes))
+        if tick is not None:
+            tick()
     result = {
         "n_splits": len(rows["n"]),
         "n_selected": _summary(rows["n"]),
@@ -370,6 +374,7 @@ def stability_runs(
     weight: str = "su",
     time_budget: float = float("inf"),
     seed: int = 0,
+    tick: Callable[[], None] | None = None,
 ) -> dict:
     """Selections on ``n_runs`` random subsamples of ``fraction`` of the instances (without
     replacement) and their mean pairwise matching similarity (weights on the whole ``X``)."""
@@ -384,6 +389,8 @@ def stability_runs(
         idx = np.sort(rng.choice(n, size, replace=False))
         features, _ = algorithm.select(X[idx], y[idx], seed=seed + r)
         selections.append(features.tolist())
+        if tick is not None:
+            tick()
     return {
         "n_runs": len(selections),
         "weight": weight,
@@ -399,6 +406,7 @@ def online_mistakes(
     n_points: int = 50,
     time_budget: float = float("inf"),
     seed: int = 0,
+    tick: Callable[[], None] | None = None,
 ) -> dict:
     """Prequential mistake rate of an instance-stream learner over random orders.
 
@@ -425,6 +433,8 @@ def online_mistakes(
             prev = c
         rates.append(r)
         sizes.append(s)
+        if tick is not None:
+            tick()
     R, S = np.asarray(rates), np.asarray(sizes)
     return {
         "n_permutations": len(rates),

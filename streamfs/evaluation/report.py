@@ -1,4 +1,10 @@
-"""Tables (Markdown, rich), JSON and PNG plots of :func:`evaluate_dataset` results."""
+"""Tables (Markdown, rich), JSON lines and PNG plots of :func:`evaluate_dataset` results.
+
+JSON output is NDJSON: one line per algorithm, each a complete result object whose
+``"algorithms"`` holds that algorithm only (:func:`json_line`), so every line can be read on
+its own (:func:`rows`, :func:`describe` work on it) and lines can be written as soon as an
+algorithm is done; :func:`read_results` merges the lines of a file back into one result.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COLUMNS", "rows", "markdown_table", "rich_table", "to_json", "plot"]
+__all__ = ["COLUMNS", "rows", "markdown_table", "rich_table", "print_rich", "selected_lines",
+           "to_json", "json_line", "read_results", "load_results", "plot"]
 
 CLFS = ("1nn", "svm", "tree")
 COLUMNS = [
@@ -103,27 +110,112 @@ def rich_table(result: dict) -> Any:
     from rich.table import Table
 
     table = Table(title=describe(result))
-    for c in COLUMNS:
-        table.add_column(c, justify="left" if c in ("algorithm", "task") else "right")
+    for c in COLUMNS:  # "fold": a narrow terminal breaks long cells, never cuts them
+        table.add_column(c, justify="left" if c in ("algorithm", "task") else "right",
+                         overflow="fold")
     for r in rows(result):
         table.add_row(*r)
     return table
 
 
-def to_json(result: Any) -> str:
-    """JSON text (NaN written as null)."""
-    def clean(v: Any) -> Any:
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, dict):
-            return {str(k): clean(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        if hasattr(v, "item"):
-            return clean(v.item())
-        return v
+def print_rich(renderable: Any, file: Any = None) -> None:
+    """Print with rich, never cutting anything: on a terminal at its width (the table's
+    cells fold), elsewhere (a pipe, a file) on a console as wide as the renderable needs."""
+    from rich.console import Console
 
-    return json.dumps(clean(result), indent=1)
+    console = Console(file=file)
+    if not console.is_terminal:
+        probe = Console(file=file, width=100_000)
+        width = probe.measure(renderable).maximum
+        console = Console(file=file, width=max(80, width))
+    console.print(renderable)
+
+
+def _label(entry: dict) -> str:
+    return entry["algorithm"] + (" " + _params(entry["params"]) if entry.get("params") else "")
+
+
+def selected_lines(result: dict, limit: int = 20) -> list[str]:
+    """One line per algorithm: its features by how often they were selected over the
+    splits, by name where the data has names, else by column index.
+
+    >>> r = {"algorithms": [{"algorithm": "saola", "params": {}, "task": "all classes",
+    ...     "n_splits": 2, "feature_frequency": [{"feature": 4, "count": 2, "name": "area"},
+    ...                                          {"feature": 0, "count": 1}]}]}
+    >>> selected_lines(r)
+    ['saola (all classes), selected over 2 splits: area 2/2, 0 1/2']
+    >>> selected_lines(r, limit=1)[0].endswith("area 2/2 (+1 more)")
+    True
+    """
+    out = []
+    for a in result["algorithms"]:
+        freq = a.get("feature_frequency") or []
+        n = a.get("n_splits", 0)
+        items = [f"{f.get('name', f['feature'])} {f['count']}/{n}" for f in freq[:limit]]
+        more = f" (+{len(freq) - limit} more)" if len(freq) > limit else ""
+        out.append(f"{_label(a)} ({a['task']}), selected over {n} splits: "
+                   f"{', '.join(items) or 'nothing'}{more}")
+    return out
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if hasattr(v, "item"):
+        return _clean(v.item())
+    return v
+
+
+def to_json(result: Any) -> str:
+    """Indented JSON text of a whole result (NaN written as null)."""
+    return json.dumps(_clean(result), indent=1)
+
+
+def json_line(result: dict, entry: dict) -> str:
+    """One NDJSON line (no newline inside): ``result``'s header with ``"algorithms"``
+    holding ``entry`` only (NaN written as null).
+
+    >>> json_line({"data": "d", "algorithms": [1, 2]}, {"algorithm": "ofs", "x": float("nan")})
+    '{"data": "d", "algorithms": [{"algorithm": "ofs", "x": null}]}'
+    """
+    return json.dumps(_clean({**result, "algorithms": [entry]}))
+
+
+def read_results(text: str) -> dict:
+    """One result from NDJSON text (:func:`json_line`): the header of the first line, the
+    algorithms of all lines in order. A single indented JSON document (the format before
+    NDJSON) is read too.
+
+    >>> text = json_line({"data": "d"}, {"algorithm": "a"}) + "\\n" + json_line(
+    ...     {"data": "d"}, {"algorithm": "b"})
+    >>> [a["algorithm"] for a in read_results(text)["algorithms"]]
+    ['a', 'b']
+    """
+    try:
+        return json.loads(text)  # one document (a single line, or the older indented form)
+    except json.JSONDecodeError:
+        pass
+    merged: dict | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        if merged is None:
+            merged = obj
+        else:
+            merged["algorithms"].extend(obj["algorithms"])
+    if merged is None:
+        raise ValueError("no JSON results")
+    return merged
+
+
+def load_results(path: str | Path) -> dict:
+    """:func:`read_results` of a file."""
+    return read_results(Path(path).read_text())
 
 
 def plot(result: dict, directory: str | Path) -> list[Path]:

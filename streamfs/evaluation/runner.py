@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Any
+from collections import Counter
+from typing import Any, Callable
 
 import numpy as np
 
 from . import protocols as P
 
-__all__ = ["parse_params", "resolve_params", "evaluate_dataset", "subsample"]
+__all__ = ["parse_params", "resolve_params", "evaluate_dataset", "subsample",
+           "feature_frequency", "Progress", "Done"]
+
+#: ``progress(description, advance)``: ``description`` (or ``None``: unchanged) says what runs
+#: now, ``advance`` how many units of work just finished; called once with
+#: ``("start", total)`` first, ``total`` being the number of units planned
+Progress = Callable[[str | None, int], None]
+#: ``on_algorithm(result, entry)``: called when an algorithm is done, with the result so far
+#: (its ``"algorithms"`` not yet holding ``entry``) and the algorithm's entry
+Done = Callable[[dict, dict], None]
 
 SAOLA_FAMILY = ("saola", "saola-max", "group-saola")
 
@@ -123,6 +133,9 @@ def evaluate_dataset(
     traces: bool = False,
     curve_ks: list[int] | None = None,
     mi_bins: int | None = None,
+    feature_names: list[str] | None = None,
+    progress: Progress | None = None,
+    on_algorithm: Done | None = None,
 ) -> dict:
     """All measures for every ``(name, params)`` of ``algorithms`` on ``(X, y)``.
 
@@ -132,7 +145,15 @@ def evaluate_dataset(
     the selection-size trace of the feature-stream selectors; ``curve_ks`` the accuracy-vs-k
     curves of ``SelectKBest`` (f_classif) on the first split, for the plots. ``mi_bins``: see
     the ``SelectKBest`` mutual-information baseline in :mod:`streamfs.evaluation.protocols`.
+
+    ``feature_names`` (one per column, if the data has them) name the features of each
+    entry's ``feature_frequency`` (not stored whole: JSON lines stay small on wide data).
+    ``progress`` (see :data:`Progress`) is told about every unit of work: a split, a
+    stability run, an order of the mistake rate, a trace or a curve, per algorithm.
+    ``on_algorithm`` (see :data:`Done`) gets each algorithm's entry as soon as it is done.
     """
+    if feature_names is not None and len(feature_names) != X.shape[1]:
+        raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} features")
     codes, classes = P.encode_labels(np.asarray(y).ravel())
     full = (X, codes)  # the online mistake rate always streams every instance
     note = ""
@@ -161,11 +182,12 @@ def evaluate_dataset(
         "algorithms": [],
     }
     cache: dict = {}
-    for name, params in algorithms:
+    plans = []
+    for name, params in algorithms:  # every parameter error before any work
         params = resolve_params(name, params, discrete)
         algo = P.Algorithm(name, params)
         kind = algo.kind
-        algo.build()  # parameter errors before any work
+        algo.build()
         yk, task = codes, "all classes"
         binary_only = kind in P.BINARY_ONLY_KINDS or name in P.MINORITY_VS_REST
         if binary_only and (len(classes) > 2 or one_vs_rest is not None):
@@ -173,28 +195,77 @@ def evaluate_dataset(
                                       smallest=name in P.MINORITY_VS_REST)
             task = f"{label} vs rest"
         splits = list(P.make_splits(yk, protocol, n_repeats, test_size, n_folds, seed))
+        units = {"splits": len(splits),
+                 "stability runs": stability if stability >= 2 else 0,
+                 "orders": n_permutations if kind == "instances" and n_permutations > 0 else 0,
+                 "trace": 1 if traces and kind == "features" else 0,
+                 "curve": 1 if curve_ks else 0}
+        plans.append((name, params, algo, kind, yk, task, splits, units))
+    report = progress or (lambda description, advance: None)
+    report("start", sum(sum(p[-1].values()) for p in plans))
+
+    for name, params, algo, kind, yk, task, splits, units in plans:
         started = time.perf_counter()
+        label = name + (" " + "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+                        if params else "")
+
+        def phase(what: str, run: Callable[[Callable[[], None]], Any]) -> Any:
+            """Run one loop, ticking per unit; units skipped by the time budget are
+            counted as done at its end, so the total stays right."""
+            planned, done = units[what], [0]
+
+            def tick() -> None:
+                done[0] += 1
+                report(None, 1)
+
+            report(f"{label}: {what}", 0)
+            out = run(tick)
+            report(None, max(0, planned - done[0]))
+            return out
+
         entry: dict = {"algorithm": name, "kind": kind, "params": params, "task": task}
-        entry.update(P.evaluate_splits(algo, X, yk, splits, baselines=baselines,
-                                       discrete=discrete, time_budget=time_budget,
-                                       seed=seed, cache=cache, mi_bins=mi_bins))
-        if stability >= 2:
-            entry["stability"] = P.stability_runs(algo, X, yk, stability,
-                                                  weight=stability_weight,
-                                                  time_budget=time_budget, seed=seed)
-        if kind == "instances" and n_permutations > 0:
+        entry.update(phase("splits", lambda tick: P.evaluate_splits(
+            algo, X, yk, splits, baselines=baselines, discrete=discrete,
+            time_budget=time_budget, seed=seed, cache=cache, mi_bins=mi_bins, tick=tick)))
+        entry["feature_frequency"] = feature_frequency(entry["selections"], feature_names)
+        if units["stability runs"]:
+            entry["stability"] = phase("stability runs", lambda tick: P.stability_runs(
+                algo, X, yk, stability, weight=stability_weight, time_budget=time_budget,
+                seed=seed, tick=tick))
+        if units["orders"]:
             Xo, yo = (X, yk) if full[0] is X else _relabel(full, classes, task)
-            entry["online"] = P.online_mistakes(algo, Xo, yo, n_permutations,
-                                                time_budget=time_budget, seed=seed)
-        if traces and kind == "features":
-            entry["selection_trace"] = P.selection_trace(algo, X, yk)
-        if curve_ks:
+            entry["online"] = phase("orders", lambda tick: P.online_mistakes(
+                algo, Xo, yo, n_permutations, time_budget=time_budget, seed=seed, tick=tick))
+        if units["trace"]:
+            entry["selection_trace"] = phase("trace", lambda tick: P.selection_trace(algo, X, yk))
+        if units["curve"]:
             ks = [k for k in curve_ks if k <= X.shape[1]]
-            entry["accuracy_curve"] = P.accuracy_curve(X, yk, splits[0], ks, "f", discrete,
-                                                       cache)
+            entry["accuracy_curve"] = phase("curve", lambda tick: P.accuracy_curve(
+                X, yk, splits[0], ks, "f", discrete, cache))
         entry["seconds"] = time.perf_counter() - started
+        if on_algorithm is not None:
+            on_algorithm(result, entry)
         result["algorithms"].append(entry)
     return result
+
+
+def feature_frequency(selections: list[list[int]],
+                      feature_names: list[str] | None = None) -> list[dict]:
+    """How often each feature was selected over the splits, most often first (ties: lower
+    index first): ``[{"feature": j, "count": c}, ...]``, plus ``"name"`` when
+    ``feature_names`` are known.
+
+    >>> feature_frequency([[3, 1], [3]], ["a", "b", "c", "d"])
+    [{'feature': 3, 'count': 2, 'name': 'd'}, {'feature': 1, 'count': 1, 'name': 'b'}]
+    """
+    counts = Counter(int(j) for sel in selections for j in sel)
+    out = []
+    for j, c in sorted(counts.items(), key=lambda jc: (-jc[1], jc[0])):
+        item: dict = {"feature": j, "count": c}
+        if feature_names is not None and 0 <= j < len(feature_names):
+            item["name"] = str(feature_names[j])
+        out.append(item)
+    return out
 
 
 def _relabel(full: tuple, classes: np.ndarray, task: str) -> tuple:

@@ -1,90 +1,459 @@
 """Downstream model: follow a stream's selection and train an online classifier on it.
 
-It subscribes to the selected-features topic and to the instances topic. Instances of
-``--instance-stream`` are used prequentially (predict, then learn) by a linear SGD classifier
-restricted to the current selection of ``--selection-stream``; each new version with a different
-feature set starts a new model on those features.
+It reads the selected-features topic and the instances topic from their beginning. Instances
+of ``--instance-stream`` are used prequentially (predict, then learn) by a linear SGD
+classifier (log loss, on online-standardised features) restricted to the current selection of
+``--selection-stream``; each new version with a different feature set starts a new model on
+those features. It exits, printing a summary, once the final result of the selection stream
+and the ``close`` of the instance stream have both been read (and the topics are read to
+their end).
 
     python -m streamfs.examples.downstream --selection-stream s1 --instance-stream s2
+
+The logic lives in :class:`Downstream`, fed decoded messages, without Kafka:
+
+* **Labels** may be anything (numbers, text): they are coded ``0..K-1`` in order of
+  appearance (:class:`LabelCodes`; ``--classes`` or the instance stream's ``params.classes``
+  fix the first ones). ``SGDClassifier.partial_fit`` needs every class on its first call, so
+  when a block brings a label not seen before, the model is rebuilt with the grown label set
+  and warmed up on the replay buffer (below) *before* it predicts that block. While a single
+  class has been seen (or the selection is empty), the model predicts the majority class.
+* **Replay buffer**: the last ``--replay`` instances (default 10,000) are kept. Instances that
+  arrive before any selection are buffered, not lost; a new model (first selection, new
+  feature set, new label) learns the buffer first, so it does not start from scratch.
+* **Prequential accuracy**: every instance is predicted by the model as it is *before* it
+  learns that instance, and counted once. A block is predicted, then learned; while the
+  model has learned fewer instances than the block holds, the block is processed in
+  sub-blocks no longer than that number (1, 1, 2, 4, ...), so a young model is scored almost
+  instance by instance at a logarithmic cost. The very first instance (no model yet) is not
+  counted; buffered instances are counted when the first model learns them; instances already
+  counted are not counted again when a later model replays them.
+* **End**: :attr:`Downstream.finished` once the latest result of the selection stream is
+  final and the instance stream is closed. A new ``open`` of the instance stream (a rerun
+  under the same id) starts its side afresh; the Kafka loop exits only when also caught up
+  with the topics (or ``--grace`` seconds after finishing, if other streams keep them busy).
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections import deque
+from typing import Any, Callable, Iterable
 
 import click
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.codec import CodecError, decode
-from streamfs.settings import Settings
-from streamfs.topics import load_catalogue
+from streamfs.codec import CodecError, decode_any
+
+__all__ = ["Downstream", "DownstreamError", "LabelCodes", "RestrictedModel", "follow", "main"]
+
+
+class DownstreamError(ValueError):
+    """The selection does not fit the instances (a feature beyond their width)."""
+
+
+class LabelCodes:
+    """Labels of any type coded ``0..K-1`` in order of first appearance.
+
+    >>> codes = LabelCodes(["no"])
+    >>> codes.encode(np.array(["yes", "no", "maybe", "yes"])).tolist(), codes.labels
+    ([1, 0, 2, 1], ['no', 'yes', 'maybe'])
+    """
+
+    def __init__(self, initial: Iterable[Any] = ()) -> None:
+        self.labels: list[Any] = []
+        self._index: dict[Any, int] = {}
+        self.encode(list(initial))
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def encode(self, y: Any) -> np.ndarray:
+        """Codes of the labels ``y`` (an array, or a list of possibly mixed types)."""
+        if not isinstance(y, np.ndarray) or y.dtype == object:
+            values = np.ravel(np.asarray(y, dtype=object))
+            return np.fromiter((self._code(v) for v in values), dtype=np.int64, count=len(values))
+        values = y.ravel()
+        if values.size == 0:
+            return np.empty(0, dtype=np.int64)
+        uniq, inverse = np.unique(values, return_inverse=True)
+        first = np.full(len(uniq), values.size)
+        np.minimum.at(first, inverse, np.arange(values.size))
+        mapping = np.empty(len(uniq), dtype=np.int64)
+        for u in np.argsort(first, kind="stable"):  # new labels in order of appearance
+            mapping[u] = self._code(uniq[u])
+        return mapping[inverse]
+
+    def _code(self, label: Any) -> int:
+        label = label.item() if isinstance(label, np.generic) else label
+        code = self._index.get(label)
+        if code is None:
+            code = self._index[label] = len(self.labels)
+            self.labels.append(label)
+        return code
+
+
+def _sgd() -> Any:
+    from sklearn.linear_model import SGDClassifier
+
+    return SGDClassifier(loss="log_loss", random_state=0)
 
 
 class RestrictedModel:
-    """An SGD classifier over a fixed list of feature indices, with prequential accuracy."""
+    """A classifier over a fixed list of feature indices and a fixed number of classes.
 
-    def __init__(self, features: list[int], classes: np.ndarray) -> None:
-        from sklearn.linear_model import SGDClassifier
+    Features are standardised online (running mean and variance, updated after each
+    prediction); the classifier (by default ``SGDClassifier(loss="log_loss")``, or
+    ``make_classifier()``: any object with ``partial_fit(X, y, classes=...)`` and
+    ``predict``) is used from two classes and one feature on; below that, the model predicts
+    the majority class of what it has learned.
+    """
 
-        self.features = features
-        self.classes = classes
-        self.model = SGDClassifier(loss="log_loss", random_state=0)
-        self.seen = self.correct = 0
+    def __init__(self, features: list[int], n_classes: int,
+                 make_classifier: Callable[[], Any] | None = None) -> None:
+        self.features = list(features)
+        self.n_classes = n_classes
+        self.trained = 0
+        self.counts = np.zeros(max(n_classes, 1), dtype=np.int64)
+        self.classifier = None
+        self.scaler = None
+        if n_classes >= 2 and self.features:
+            from sklearn.preprocessing import StandardScaler
 
-    def learn_block(self, X, y) -> None:
+            self.classifier = (make_classifier or _sgd)()
+            self.scaler = StandardScaler()
+
+    def _columns(self, X: Any) -> np.ndarray:
         Xs = X[:, self.features]
-        Xs = Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs, dtype=float)
-        if self.seen:
-            self.correct += int((self.model.predict(Xs) == y).sum())
-        self.model.partial_fit(Xs, y, classes=self.classes)
-        self.seen += len(y)
+        return Xs.toarray() if sp.issparse(Xs) else np.asarray(Xs, dtype=np.float64)
+
+    def predict(self, X: Any) -> np.ndarray | None:
+        """Class codes, or ``None`` before the model has learned anything."""
+        if self.trained == 0:
+            return None
+        if self.classifier is None:
+            return np.full(X.shape[0], int(np.argmax(self.counts)), dtype=np.int64)
+        return np.asarray(self.classifier.predict(self.scaler.transform(self._columns(X))))
+
+    def learn(self, X: Any, codes: np.ndarray) -> None:
+        self.counts += np.bincount(codes, minlength=self.counts.size)[:self.counts.size]
+        if self.classifier is not None:
+            Xs = self._columns(X)
+            self.scaler.partial_fit(Xs)
+            self.classifier.partial_fit(self.scaler.transform(Xs), codes,
+                                        classes=np.arange(self.n_classes))
+        self.trained += len(codes)
+
+
+class Downstream:
+    """The downstream model's state machine, fed decoded messages (see the module docstring).
+
+    :meth:`handle` takes one decoded message of either topic and returns the lines to print;
+    :attr:`finished` says when to stop; :meth:`summary` / :meth:`summary_text` report.
+    """
+
+    def __init__(self, selection_stream: str, instance_stream: str, *,
+                 classes: Iterable[Any] = (), replay: int = 10_000,
+                 make_classifier: Callable[[], Any] | None = None) -> None:
+        self.selection_stream = selection_stream
+        self.instance_stream = instance_stream
+        self.replay = max(0, replay)
+        self.make_classifier = make_classifier
+        self._initial_classes = list(classes)
+        self.selection: dict | None = None  # latest result of the selection stream
+        self.final = False
+        self._reset_instances()
+
+    def _reset_instances(self) -> None:
+        self.labels = LabelCodes(self._initial_classes)
+        self.opened = False
+        self.closed = False
+        self.n_features: int | None = None
+        self.feature_names: list[str] | None = None
+        self.n_instances = 0
+        self.n_blocks = 0
+        self.n_scored = 0
+        self.n_correct = 0
+        self.history: deque[list] = deque()  # [X, codes, scored] blocks, newest last
+        self.history_rows = 0
+        self.model: RestrictedModel | None = None
+        self.model_version: int | None = None  # selection version the model follows
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """The selection's latest result is final and the instance stream is closed."""
+        return self.final and self.closed
 
     @property
     def accuracy(self) -> float:
-        return self.correct / self.seen if self.seen else float("nan")
+        return self.n_correct / self.n_scored if self.n_scored else float("nan")
+
+    def feature_label(self, item: dict) -> str:
+        """A selection item's name: its ``name``, else the instance stream's name of that
+        column, else ``x{feature}``."""
+        if item.get("name") is not None:
+            return str(item["name"])
+        j = int(item["feature"])
+        names = self.feature_names
+        if names is not None and 0 <= j < len(names) and names[j] is not None:
+            return str(names[j])
+        return f"x{j}"
+
+    def selected_names(self) -> list[str]:
+        return [self.feature_label(i) for i in (self.selection or {}).get("selection", [])]
+
+    # --- messages -----------------------------------------------------------------------
+
+    def handle(self, message: dict) -> list[str]:
+        kind, stream = message.get("kind"), message.get("stream")
+        if kind == "result" and stream == self.selection_stream:
+            return self._on_result(message)
+        if stream != self.instance_stream:
+            return []
+        if kind == "open":
+            return self._on_open(message)
+        if kind == "instances":
+            return self._on_instances(message)
+        if kind == "close":
+            self.closed = True
+            return [f"instance stream {stream} closed after {self.n_instances} instances"]
+        return []
+
+    def _on_open(self, message: dict) -> list[str]:
+        lines = []
+        if self.opened or self.n_instances:
+            lines.append(f"instance stream {self.instance_stream} opened again: starting over")
+            self._reset_instances()
+        self.opened = True
+        self.n_features = message.get("n_features")
+        self.feature_names = message.get("feature_names")
+        for c in (message.get("params") or {}).get("classes") or []:
+            self.labels.encode([c])
+        if self.selection is not None:  # a fresh model for the new run
+            self._start_model()
+        return lines
+
+    def _on_result(self, message: dict) -> list[str]:
+        self.selection = message
+        self.final = bool(message.get("final"))
+        features = [int(item["feature"]) for item in message.get("selection") or []]
+        names = ", ".join(self.selected_names()) or "none"
+        tag = f"selection v{message.get('version')}{' (final)' if self.final else ''}"
+        if self.model is not None and features == self.model.features:
+            self.model_version = message.get("version")
+            return [f"{tag}: same {len(features)} features, model kept"]
+        self._check_features(features, self.n_features)
+        replayed = self._start_model()
+        return [f"{tag}: new model on {len(features)} features ({names})"
+                + (f", warmed up on {replayed} buffered instances" if replayed else "")]
+
+    def _on_instances(self, message: dict) -> list[str]:
+        X = message["X"]
+        codes = self.labels.encode(message["y"])
+        if X.shape[0] != len(codes):
+            raise DownstreamError(f"instances block of {X.shape[0]} rows with {len(codes)} labels")
+        self.n_instances += len(codes)
+        self.n_blocks += 1
+        if self.model is None:
+            self._remember(X, codes, scored=False)
+            return [f"{self.n_instances} instances buffered (no selection of "
+                    f"{self.selection_stream} yet)"]
+        self._check_features(self.model.features, X.shape[1])
+        if len(self.labels) > self.model.n_classes:  # new label(s): rebuild, then predict
+            self._start_model()
+        self._prequential(X, codes, score=True)
+        self._remember(X, codes, scored=True)
+        return [f"{self.n_instances} instances, prequential accuracy {self.accuracy:.3f} "
+                f"({self.n_correct}/{self.n_scored}), model on {len(self.model.features)} "
+                f"features of selection v{self.model_version}"]
+
+    # --- learning -----------------------------------------------------------------------
+
+    def _check_features(self, features: list[int], width: int | None) -> None:
+        if width is not None and features and max(features) >= width:
+            raise DownstreamError(
+                f"selection of {self.selection_stream} names feature {max(features)}, but "
+                f"the instances of {self.instance_stream} have {width} features")
+
+    def _start_model(self) -> int:
+        """A new model on the current selection and labels, warmed up on the replay buffer
+        (its never-scored instances are scored on the way); returns the rows replayed."""
+        assert self.selection is not None
+        features = [int(item["feature"]) for item in self.selection.get("selection") or []]
+        self.model = RestrictedModel(features, len(self.labels), self.make_classifier)
+        self.model_version = self.selection.get("version")
+        for block in self.history:
+            X, codes, scored = block
+            self._check_features(features, X.shape[1])
+            self._prequential(X, codes, score=not scored)
+            block[2] = True
+        return self.history_rows
+
+    def _prequential(self, X: Any, codes: np.ndarray, *, score: bool) -> None:
+        """Predict then learn, in sub-blocks no longer than what the model has learned."""
+        model = self.model
+        assert model is not None
+        i, n = 0, len(codes)
+        while i < n:
+            size = min(n - i, max(1, model.trained))
+            part = slice(i, i + size)
+            if score:
+                pred = model.predict(X[part])
+                if pred is not None:
+                    self.n_scored += size
+                    self.n_correct += int(np.count_nonzero(pred == codes[part]))
+            model.learn(X[part], codes[part])
+            i += size
+
+    def _remember(self, X: Any, codes: np.ndarray, *, scored: bool) -> None:
+        if self.replay == 0:
+            return
+        if len(codes) > self.replay:
+            X, codes = X[-self.replay:], codes[-self.replay:]
+        self.history.append([X, codes, scored])
+        self.history_rows += len(codes)
+        while self.history_rows > self.replay:
+            oldest = self.history[0]
+            extra = self.history_rows - self.replay
+            if extra >= len(oldest[1]):
+                self.history.popleft()
+                self.history_rows -= len(oldest[1])
+            else:
+                oldest[0], oldest[1] = oldest[0][extra:], oldest[1][extra:]
+                self.history_rows -= extra
+
+    # --- report -------------------------------------------------------------------------
+
+    def summary(self) -> dict:
+        sel = self.selection or {}
+        return {
+            "instance_stream": self.instance_stream,
+            "selection_stream": self.selection_stream,
+            "instances": self.n_instances,
+            "trained_on": self.model.trained if self.model is not None else 0,
+            "scored": self.n_scored,
+            "correct": self.n_correct,
+            "prequential_accuracy": self.accuracy,
+            "selection_version": self.model_version,
+            "final": self.final,
+            "features": [int(i["feature"]) for i in sel.get("selection") or []],
+            "feature_names": self.selected_names(),
+            "labels": list(self.labels.labels),
+            "finished": self.finished,
+        }
+
+    def summary_text(self) -> str:
+        s = self.summary()
+        acc = ("n/a" if not s["scored"] else f"{s['prequential_accuracy']:.3f}")
+        version = ("no selection" if s["selection_version"] is None else
+                   f"selection v{s['selection_version']}{' (final)' if s['final'] else ''}")
+        return (f"summary: {s['instances']} instances of {s['instance_stream']}, model trained "
+                f"on {s['trained_on']}; prequential accuracy {acc} over {s['scored']} "
+                f"predicted instances; {version} of {s['selection_stream']}: "
+                f"{len(s['features'])} features: {', '.join(s['feature_names']) or 'none'}; "
+                f"labels {s['labels']}")
+
+
+# --- Kafka ------------------------------------------------------------------------------------
+
+def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
+           echo: Callable[[str], None] = click.echo, timeout: float | None = None,
+           max_blocks: int | None = None, grace: float = 10.0) -> str:
+    """Poll ``consumer`` (assigned ``n_partitions`` partitions from their beginning, with
+    ``enable.partition.eof``) into ``downstream`` until it has finished and every partition
+    has been read to its end, or ``grace`` seconds after it finished (``"finished"``), or
+    ``max_blocks`` instance blocks were read (``"max-blocks"``), or ``timeout`` seconds
+    passed (``"timeout"``)."""
+    from confluent_kafka import KafkaError
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    at_end: set[tuple[str, int]] = set()
+    finished_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if downstream.finished:
+            finished_at = finished_at or now
+            if len(at_end) >= n_partitions or now - finished_at >= grace:
+                return "finished"
+        else:
+            finished_at = None
+        if max_blocks is not None and downstream.n_blocks >= max_blocks:
+            return "max-blocks"
+        if deadline is not None and now > deadline:
+            echo(f"timed out after {timeout} s")
+            return "timeout"
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                at_end.add((msg.topic(), msg.partition()))
+                continue
+            raise click.ClickException(f"consumer error: {msg.error()}")
+        at_end.discard((msg.topic(), msg.partition()))
+        if msg.value() is None:
+            continue
+        try:
+            body = decode_any(msg.value())
+        except CodecError:
+            continue
+        for line in downstream.handle(body):
+            echo(line)
 
 
 @click.command()
 @click.option("--selection-stream", required=True, help="Stream whose selection to follow.")
 @click.option("--instance-stream", required=True, help="Instance stream to train on.")
-@click.option("--classes", default="0,1", show_default=True, help="Comma-separated labels.")
+@click.option("--classes", default=None,
+              help="Comma-separated labels known up front (others are learned from the "
+                   "stream as they appear).")
 @click.option("--max-blocks", type=int, default=None, help="Stop after this many blocks.")
-def main(selection_stream: str, instance_stream: str, classes: str, max_blocks: int | None) -> None:
-    from confluent_kafka import Consumer
+@click.option("--timeout", type=float, default=None,
+              help="Give up after this many seconds (exit code 1).")
+@click.option("--replay", type=int, default=10_000, show_default=True,
+              help="Recent instances kept to warm up a new model.")
+@click.option("--grace", type=float, default=10.0, show_default=True,
+              help="Seconds to wait, once finished, for the topics' ends to be reached.")
+def main(selection_stream: str, instance_stream: str, classes: str | None,
+         max_blocks: int | None, timeout: float | None, replay: int, grace: float) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from streamfs.settings import Settings
+    from streamfs.topics import load_catalogue
 
     settings = Settings.from_env()
     topics = load_catalogue(settings.topic_prefix)
+    names = [topics["selected"].name, topics["instances"].name]
+    initial = [int(c) if c.strip().lstrip("-").isdigit() else c.strip()
+               for c in classes.split(",")] if classes else []
+    downstream = Downstream(selection_stream, instance_stream, classes=initial, replay=replay)
     consumer = Consumer({**settings.kafka_config(), "group.id": f"downstream-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topics["selected"].name, topics["instances"].name])
-    labels = np.array([int(c) if c.lstrip("-").isdigit() else c for c in classes.split(",")])
-    model: RestrictedModel | None = None
-    blocks = 0
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
     try:
-        while max_blocks is None or blocks < max_blocks:
-            msg = consumer.poll(1.0)
-            if msg is None or msg.error() or msg.value() is None:
-                continue
-            try:
-                body = decode(msg.value())
-            except CodecError:
-                continue
-            if body["kind"] == "result" and body["stream"] == selection_stream:
-                features = [s["feature"] for s in body["selection"]]
-                if features and (model is None or features != model.features):
-                    if model is not None:
-                        click.echo(f"selection v{body['version']}: retraining on {features} "
-                                   f"(previous model: {model.seen} instances, "
-                                   f"accuracy {model.accuracy:.3f})")
-                    model = RestrictedModel(features, labels)
-            elif body["kind"] == "instances" and body["stream"] == instance_stream and model:
-                model.learn_block(body["X"], np.asarray(body["y"]))
-                blocks += 1
-                click.echo(f"{model.seen} instances on {len(model.features)} features, "
-                           f"prequential accuracy {model.accuracy:.3f}")
+        # assigned (not subscribed) from the beginning: every record produced before this
+        # process started is read, and no group rebalance delays the first fetch
+        parts = []
+        for name in names:
+            meta = consumer.list_topics(name, timeout=30).topics[name]
+            if meta.error is not None or not meta.partitions:
+                raise click.ClickException(f"topic {name!r} does not exist")
+            parts += [TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions]
+        consumer.assign(parts)
+        try:
+            status = follow(downstream, consumer, len(parts), timeout=timeout,
+                            max_blocks=max_blocks, grace=grace)
+        except DownstreamError as exc:
+            raise click.ClickException(str(exc)) from None
     finally:
         consumer.close()
+    click.echo(downstream.summary_text())
+    if status == "timeout":
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

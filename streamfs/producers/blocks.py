@@ -7,6 +7,7 @@ second, so each message should carry as many columns or instances as fit the siz
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -110,11 +111,35 @@ def feature_order(n_columns: int, groups: Sequence[Sequence[int]] | None = None,
     return order, np.concatenate(gid) if gid else np.empty(0, dtype=np.int64), bounds
 
 
+def open_fields(*, run: str | None = None, replace: bool = False,
+                naming: dict | None = None) -> dict:
+    """The fields every stream's ``open`` shares: the ``run`` token (random unless given: it
+    tells a redelivered message from a new run re-using the stream id), ``replace`` (start a new
+    run of an existing stream) and the naming rule of unnamed features (``name_prefix``,
+    ``name_base``: ``{"name_prefix": "", "name_base": 1}`` names LIBSVM features by their index
+    as written in the file).
+
+    >>> sorted(open_fields(run="r1", replace=True, naming={"name_prefix": ""}).items())
+    [('name_prefix', ''), ('replace', True), ('run', 'r1')]
+    """
+    fields: dict = {"run": run or uuid.uuid4().hex[:16]}
+    if replace:
+        fields["replace"] = True
+    fields.update(naming or {})
+    return fields
+
+
 def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params: dict | None = None,
                             *, groups: Sequence[Sequence[int]] | None = None,
                             block_bytes: int = DEFAULT_BLOCK_BYTES,
-                            shuffle_seed: int | None = None) -> Iterator[dict]:
+                            shuffle_seed: int | None = None,
+                            feature_names: Sequence[str] | None = None,
+                            run: str | None = None, replace: bool = False,
+                            naming: dict | None = None) -> Iterator[dict]:
     """The messages of a feature stream: ``open`` (with ``y``), column blocks, ``close``.
+
+    With ``feature_names`` (one per source column), every block carries the ``names`` of its
+    columns, so results name the features.
 
     With ``groups`` (index arrays partitioning the columns), columns are sent group by group,
     each block carrying the group id (the group's position in ``groups``) of every column.
@@ -127,31 +152,39 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     labels = y.tolist() if y.dtype.kind in "OUS" else y
     order, gid, boundaries = feature_order(X.shape[1], groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(X.shape[1]))
+    if feature_names is not None and len(feature_names) != X.shape[1]:
+        raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} columns")
+    head = open_fields(run=run, replace=replace, naming=naming)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
-           "params": dict(params or {}), "y": labels}
+           "params": dict(params or {}), "y": labels, **head}
     if reordered:
         X = X[:, order]
     seq = 0
     for a, b in column_blocks(X, block_bytes, boundaries):
         seq += 1
-        msg = {"kind": "features", "stream": stream, "seq": seq, "start": a, "X": X[:, a:b]}
+        msg = {"kind": "features", "stream": stream, "seq": seq, "start": a, "X": X[:, a:b],
+               "run": head["run"]}
         if gid is not None:
             msg["groups"] = gid[a:b].tolist()
         if reordered:
             msg["columns"] = order[a:b].tolist()
+        if feature_names is not None:
+            msg["names"] = [str(feature_names[j]) for j in order[a:b]]
         yield msg
-    yield {"kind": "close", "stream": stream, "seq": seq + 1}
+    yield {"kind": "close", "stream": stream, "seq": seq + 1, "run": head["run"]}
 
 
 def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
                              params: dict | None = None, *, feature_names: list[str] | None = None,
                              block_bytes: int = DEFAULT_BLOCK_BYTES,
-                             max_rows: int | None = None) -> Iterator[dict]:
-    """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``."""
+                             max_rows: int | None = None, **open_kw: Any) -> Iterator[dict]:
+    """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``.
+    ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`)."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X)
     yield from instance_messages_from_chunks(stream, [(X, np.asarray(y))], X.shape[1], algorithm,
                                              params, feature_names=feature_names,
-                                             block_bytes=block_bytes, max_rows=max_rows)
+                                             block_bytes=block_bytes, max_rows=max_rows,
+                                             **open_kw)
 
 
 def _stack(blocks: list[tuple[Any, np.ndarray]]) -> tuple[Any, np.ndarray]:
@@ -166,7 +199,9 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
                                   n_features: int, algorithm: str, params: dict | None = None,
                                   *, feature_names: list[str] | None = None,
                                   block_bytes: int = DEFAULT_BLOCK_BYTES,
-                                  max_rows: int | None = None) -> Iterator[dict]:
+                                  max_rows: int | None = None, run: str | None = None,
+                                  replace: bool = False,
+                                  naming: dict | None = None) -> Iterator[dict]:
     """An instance stream from row chunks ``(X, y)`` read incrementally (d known up front).
 
     Chunks are re-cut into byte-bounded blocks; a chunk's last, partial block waits for the
@@ -180,9 +215,13 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     # read the first chunk before 'open': a file that is bad from the start publishes nothing
     it = iter(chunks)
     first = next(it, None)
+    head = open_fields(run=run, replace=replace, naming=naming)
+    if feature_names is not None and len(feature_names) != n_features:
+        raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": dict(params or {}), "n_features": int(n_features),
-           "feature_names": feature_names}
+           "feature_names": None if feature_names is None else [str(v) for v in feature_names],
+           **head}
     seq = 0
     pending: list[tuple[Any, np.ndarray]] = []
     for X, y in itertools.chain([first] if first is not None else [], it):
@@ -195,17 +234,17 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
         ranges = list(row_blocks(X, block_bytes, max_rows))
         for a, b in ranges[:-1]:
             seq += 1
-            yield _instances(stream, seq, X[a:b], y[a:b])
+            yield _instances(stream, seq, X[a:b], y[a:b], head["run"])
         a, b = ranges[-1]
         pending = [(X[a:b], y[a:b])]
     if pending:
         X, y = _stack(pending)
         for a, b in row_blocks(X, block_bytes, max_rows):
             seq += 1
-            yield _instances(stream, seq, X[a:b], y[a:b])
-    yield {"kind": "close", "stream": stream, "seq": seq + 1}
+            yield _instances(stream, seq, X[a:b], y[a:b], head["run"])
+    yield {"kind": "close", "stream": stream, "seq": seq + 1, "run": head["run"]}
 
 
-def _instances(stream: str, seq: int, X: Any, y: np.ndarray) -> dict:
+def _instances(stream: str, seq: int, X: Any, y: np.ndarray, run: str) -> dict:
     labels = y.tolist() if y.dtype.kind in "OUS" else y
-    return {"kind": "instances", "stream": stream, "seq": seq, "X": X, "y": labels}
+    return {"kind": "instances", "stream": stream, "seq": seq, "X": X, "y": labels, "run": run}

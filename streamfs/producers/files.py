@@ -25,15 +25,18 @@ LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt")
 
 
 def load_file(source: str, *, label: str | int | None = None, header: bool | None = None,
-              n_features: int | None = None) -> tuple[Any, np.ndarray]:
+              n_features: int | None = None,
+              zero_based: bool | str = "auto") -> tuple[Any, np.ndarray]:
     """Load ``(X, y)`` from a path, a dataset name of ``$STREAMFS_DATASETS`` or ``sklearn:NAME``.
 
     Formats by suffix: ``.npz`` (arrays ``X`` and ``y``), ``.npy`` (one 2-D array; label
     column by index, default the last, or ``label`` naming a ``.npy`` file of labels),
     ``.csv``/``.tsv`` (label column by name or index, default the last; ``header`` True, False
     or None to detect), LIBSVM/svmlight (``.svm``, ``.libsvm``, ``.svmlight``, ``.txt``;
-    sparse; d from ``n_features`` or the largest index), MATLAB ``.mat`` (v5 and v7.3;
-    variables ``X``/``y`` or the first 2-D and 1-D arrays), ``.parquet`` (label as for CSV).
+    sparse; d from ``n_features`` or the largest index; ``zero_based`` True, False or
+    "auto": 0-based if an index 0 occurs, as in scikit-learn's ``load_svmlight_file``),
+    MATLAB ``.mat`` (v5 and v7.3; variables ``X``/``y`` or the first 2-D and 1-D arrays),
+    ``.parquet`` (label as for CSV).
     """
     if source.startswith("sklearn:"):
         return _sklearn(source.split(":", 1)[1])
@@ -53,7 +56,7 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
         return read_csv(path, label=label, delimiter="\t" if suffix == ".tsv" else ",",
                         header=header)
     if suffix in LIBSVM_SUFFIXES:
-        return read_libsvm(path, n_features=n_features)
+        return read_libsvm(path, n_features=n_features, zero_based=zero_based)
     if suffix == ".mat":
         return read_mat(path)
     if suffix == ".parquet":
@@ -113,9 +116,15 @@ def read_csv(path: Path, *, label: str | int | None = None, delimiter: str = ","
     return X, labels_from_text(labels)
 
 
-def read_libsvm(path: Path, n_features: int | None = None) -> tuple[sp.csr_matrix, np.ndarray]:
-    """LIBSVM/svmlight: ``label idx:value ...`` per line, 1-based indices, sparse CSR."""
-    chunks = list(LibsvmReader(path, n_features).chunks())
+def read_libsvm(path: Path, n_features: int | None = None, *,
+                zero_based: bool | str = "auto") -> tuple[sp.csr_matrix, np.ndarray]:
+    """LIBSVM/svmlight: ``label idx:value ...`` per line, sparse CSR.
+
+    Indices are 1-based, or 0-based (scikit-learn's ``dump_svmlight_file``) with
+    ``zero_based=True``; ``"auto"``: 0-based if an index 0 occurs in the file. The base used
+    is :func:`streamfs.producers.libsvm.detect_index_base` (``LibsvmReader.index_base``).
+    """
+    chunks = list(LibsvmReader(path, n_features, zero_based=zero_based).chunks())
     if not chunks:
         return sp.csr_matrix((0, n_features or 0)), np.empty(0, dtype=np.int64)
     y = np.concatenate([c[1] for c in chunks])

@@ -1,4 +1,12 @@
-"""Read LIBSVM/svmlight files incrementally: ``label idx:value ...`` per line, 1-based indices.
+"""Read LIBSVM/svmlight files incrementally: ``label idx:value ...`` per line.
+
+Indices are 1-based in LIBSVM's own tools; scikit-learn's ``dump_svmlight_file`` writes
+0-based ones by default. ``zero_based`` says which: ``True``, ``False``, or ``"auto"`` (the
+default, as in scikit-learn's ``load_svmlight_file``): 0-based if an index 0 occurs anywhere
+in the file, else 1-based. "auto" is decided before the first block is parsed, by the same
+cheap vectorised scan that finds ``d`` when ``n_features`` is not given (one pass serves
+both); when ``n_features`` is given, "auto" still scans, but stops at the first index 0 (a
+1-based file is read through once more). Pass ``zero_based`` explicitly to skip that scan.
 
 The file is read in blocks of complete lines, so memory stays bounded by the block size
 whatever the file size. A block is parsed by pyarrow's CSV reader when it is regular (one
@@ -10,9 +18,15 @@ also finds the exact line of any error, so a fast-path failure is re-parsed ther
 >>> _ = p.write_text("1 1:0.5 3:2\\n-1 2:1\\n")
 >>> scan_max_index(p)
 3
->>> X, y = next(LibsvmReader(p).chunks())
->>> X.toarray().tolist(), y.tolist()
-([[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]], [1, -1])
+>>> r = LibsvmReader(p)
+>>> X, y = next(r.chunks())
+>>> X.toarray().tolist(), y.tolist(), r.index_base
+([[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]], [1, -1], 1)
+>>> _ = p.write_text("1 0:0.5 2:2\\n-1 1:1\\n")  # 0-based, as scikit-learn writes it
+>>> r = LibsvmReader(p)
+>>> X, y = next(r.chunks())
+>>> X.toarray().tolist(), r.index_base, r.n_features
+([[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]], 0, 3)
 """
 
 from __future__ import annotations
@@ -51,38 +65,83 @@ def iter_line_blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytes]
         yield line, rest + b"\n"
 
 
-def _block_max_index(block: bytes) -> int:
-    """Largest ``idx`` of the ``idx:`` tokens in a block (vectorised digit arithmetic).
+def _block_indices(block: bytes) -> np.ndarray:
+    """The ``idx`` of every ``idx:`` token of a block, as written (vectorised digit arithmetic).
 
+    Only the digits just before each colon count, so the values of malformed tokens
+    (``-4:1``, ``2.5:1``) are meaningless; tokens without digits (``qid:``) are skipped. It
+    does not validate: the real pass reports malformed lines.
     numpy rather than numba on purpose: initialising LLVM would add ~90 MB to the producer.
     """
     a = np.frombuffer(block, dtype=np.uint8)
     colons = np.flatnonzero(a == ord(":"))
     if colons.size == 0:
-        return 0
+        return np.empty(0, dtype=np.int64)
     nondigit = np.flatnonzero((a < ord("0")) | (a > ord("9")))
     # the index token runs from just after the previous non-digit up to the colon
     prev = np.searchsorted(nondigit, colons) - 1
     start = np.where(prev >= 0, nondigit[np.maximum(prev, 0)] + 1, 0)
     length = np.minimum(colons - start, 18)  # 18 digits fit an int64
+    keep = length > 0
+    colons, length = colons[keep], length[keep]
     value = np.zeros(colons.size, dtype=np.int64)
-    for p in range(int(length.max())):
+    for p in range(int(length.max(initial=0))):
         m = length > p
         value[m] += (a[colons[m] - 1 - p].astype(np.int64) - ord("0")) * 10**p
-    return int(value.max())
+    return value
+
+
+def _block_max_index(block: bytes) -> int:
+    """Largest ``idx`` of the ``idx:`` tokens in a block (0 if none)."""
+    return int(_block_indices(block).max(initial=0))
+
+
+def _without_comments(block: bytes) -> bytes:
+    if b"#" in block:  # comments may hold "12:30"-like text: drop them first
+        return b"\n".join(ln.split(b"#", 1)[0] for ln in block.split(b"\n"))
+    return block
+
+
+def scan_indices(path: Path, chunk_bytes: int = DEFAULT_CHUNK_BYTES, *,
+                 stop_at_zero: bool = False) -> tuple[int, bool]:
+    """Cheap pass: ``(largest index, whether an index 0 occurs)`` as written in the file.
+
+    ``stop_at_zero``: return as soon as an index 0 is seen (the largest index is then only
+    that of the blocks read so far). It does not validate; the real pass reports malformed
+    lines.
+    """
+    best, zero = 0, False
+    for _, block in iter_line_blocks(path, chunk_bytes):
+        idx = _block_indices(_without_comments(block))
+        if idx.size:
+            best = max(best, int(idx.max()))
+            if not zero and int(idx.min()) == 0:
+                zero = True
+                if stop_at_zero:
+                    break
+    return best, zero
 
 
 def scan_max_index(path: Path, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
-    """Cheap first pass: the largest feature index (1-based) in the file, i.e. its d.
+    """Cheap first pass: the largest feature index in the file as written (for a 1-based
+    file, its d). It does not validate; the real pass reports malformed lines."""
+    return scan_indices(path, chunk_bytes)[0]
 
-    It does not validate; the real pass reports malformed lines.
-    """
-    best = 0
-    for _, block in iter_line_blocks(path, chunk_bytes):
-        if b"#" in block:  # comments may hold "12:30"-like text: drop them first
-            block = b"\n".join(ln.split(b"#", 1)[0] for ln in block.split(b"\n"))
-        best = max(best, _block_max_index(block))
-    return best
+
+def _check_zero_based(zero_based: bool | str) -> None:
+    if not (isinstance(zero_based, bool) or zero_based == "auto"):
+        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+
+
+def detect_index_base(path: Path | str, zero_based: bool | str = "auto",
+                      chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> int:
+    """The index base (0 or 1) that ``zero_based`` means for this file; "auto" scans it
+    up to the first index 0 (see the module docstring). Name column ``j`` ``str(j + base)``
+    to name features by their index as written in the file."""
+    _check_zero_based(zero_based)
+    if zero_based == "auto":
+        return 0 if scan_indices(Path(path), chunk_bytes, stop_at_zero=True)[1] else 1
+    return 0 if zero_based else 1
 
 
 def _labels(values: np.ndarray) -> np.ndarray:
@@ -92,8 +151,10 @@ def _labels(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _parse_slow(path: Path, block: bytes, first_line: int
+def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Line by line: ``(indptr, column indices = idx - base, values, labels)``; the first
+    malformed line raises :class:`InputFileError` naming the file and the line."""
     indptr, indices, data, y = [0], [], [], []
     for lineno, raw in enumerate(block.split(b"\n")[:-1], first_line):
         line = raw.split(b"#", 1)[0].strip()
@@ -114,13 +175,15 @@ def _parse_slow(path: Path, block: bytes, first_line: int
                     j = int(idx)
                 except ValueError:
                     raise ValueError(f"feature index in {token!r} is not an integer") from None
-                if j < 1:
-                    raise ValueError(f"feature index {j} < 1 in {token!r}")
+                if j < base:
+                    hint = (" (the file looks 0-based: read it with zero_based=True or "
+                            "'auto')" if j == 0 else "")
+                    raise ValueError(f"feature index {j} < {base} in {token!r}{hint}")
                 try:
                     data.append(float(val))
                 except ValueError:
                     raise ValueError(f"value in {token!r} is not a number") from None
-                indices.append(j - 1)
+                indices.append(j - base)
         except ValueError as exc:
             raise InputFileError(f"{path}, line {lineno}: {exc}") from None
         indptr.append(len(indices))
@@ -128,11 +191,13 @@ def _parse_slow(path: Path, block: bytes, first_line: int
             np.asarray(data, dtype=np.float64), np.asarray(y, dtype=np.float64))
 
 
-def _parse_fast(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Parse a regular block with pyarrow, or ``None`` (irregular, invalid, or no pyarrow).
+def _parse_fast(block: bytes, base: int = 1
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Parse a regular block with pyarrow, or ``None`` (irregular, invalid, or no pyarrow);
+    the same arrays as :func:`_parse_slow`.
 
-    Each line ``lab i:v ...`` becomes CSV rows ``0,lab`` / ``i,v``: index 0 never occurs in
-    LIBSVM, so it marks the start of an instance.
+    Each line ``lab i:v ...`` becomes CSV rows ``-1,lab`` / ``i,v``: index -1 is invalid in
+    either base, so it marks the start of an instance.
     """
     if block[:1].isspace() or b"#" in block or b"\n " in block or b"\n\t" in block:
         return None
@@ -141,7 +206,7 @@ def _parse_fast(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         import pyarrow.csv as pacsv
     except ImportError:
         return None
-    text = (b"0:" + block.replace(b"\r", b"").replace(b"\t", b" ").replace(b"\n", b"\n0:"))
+    text = (b"-1:" + block.replace(b"\r", b"").replace(b"\t", b" ").replace(b"\n", b"\n-1:"))
     text = text.replace(b" ", b"\n").replace(b":", b",")
     try:
         table = pacsv.read_csv(
@@ -157,8 +222,8 @@ def _parse_fast(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     if i_col.null_count:
         return None
     i, v = _values(i_col, np.int64), _values(v_col, np.float64)
-    marker = i == 0
-    if np.count_nonzero(marker) != block.count(b"\n") + 1:  # an explicit "0:v" in the data
+    marker = i == -1
+    if np.count_nonzero(marker) != block.count(b"\n") + 1:  # an explicit "-1:v" in the data
         return None
     if v_col.null_count:
         null = ~np.unpackbits(np.frombuffer(v_col.buffers()[0], dtype=np.uint8),
@@ -167,13 +232,13 @@ def _parse_fast(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
             return None
         keep = ~(null & marker)  # a blank line leaves a marker without label: drop it
         i, v, marker = i[keep], v[keep], marker[keep]
-    if np.any(i < 0):
-        return None
     starts = np.flatnonzero(marker)
     entry = ~marker
+    if np.any(i[entry] < base):  # the slow path names the line
+        return None
     counts = np.diff(np.append(starts, i.size)) - 1
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return indptr, i[entry] - 1, v[entry], v[starts]
+    return indptr, i[entry] - base, v[entry], v[starts]
 
 
 def _one_array(column: Any) -> Any:
@@ -193,25 +258,39 @@ def _values(array: Any, dtype: type) -> np.ndarray:
 class LibsvmReader:
     """Blocks ``(X, y)`` of a LIBSVM file, ``X`` sparse CSR with ``n_features`` columns.
 
-    ``n_features``: d if known (indices beyond it are errors); otherwise a first pass
-    (:func:`scan_max_index`) finds it. ``bytes_read`` tracks progress through the file.
+    ``zero_based``: ``True``, ``False`` or ``"auto"`` (0-based if an index 0 occurs in the
+    file); ``index_base`` (0 or 1) is the base used, decided in the constructor, so column
+    ``j`` of ``X`` is index ``j + index_base`` in the file. ``n_features``: d if known
+    (indices beyond it are errors); otherwise a first pass (:func:`scan_indices`) finds it,
+    and that pass also decides "auto". ``bytes_read`` tracks progress through the file.
+    ``feature_names`` is ``None`` (LIBSVM has none).
     """
 
     def __init__(self, path: Path | str, n_features: int | None = None, *,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 zero_based: bool | str = "auto") -> None:
+        _check_zero_based(zero_based)
         self.path = Path(path)
         self.chunk_bytes = chunk_bytes
         self.size = self.path.stat().st_size
         self.bytes_read = 0
-        self.n_features = scan_max_index(self.path, chunk_bytes) if n_features is None else n_features
+        self.zero_based = zero_based
+        if n_features is None:
+            top, zero = scan_indices(self.path, chunk_bytes)
+            self.index_base = (0 if zero else 1) if zero_based == "auto" else int(not zero_based)
+            # 1-based: d = largest index; 0-based: one more (an empty file has d = 0)
+            self.n_features = top + 1 - self.index_base if (top or zero) else 0
+        else:
+            self.index_base = detect_index_base(self.path, zero_based, chunk_bytes)
+            self.n_features = n_features
         self.feature_names: list[str] | None = None
 
     def chunks(self) -> Iterator[tuple[sp.csr_matrix, np.ndarray]]:
-        d = self.n_features
+        d, base = self.n_features, self.index_base
         index_dtype = np.int32 if d < 2**31 else np.int64  # halves the wire size of indices
         self.bytes_read = 0
         for first_line, block in iter_line_blocks(self.path, self.chunk_bytes):
-            parsed = _parse_fast(block) or _parse_slow(self.path, block, first_line)
+            parsed = _parse_fast(block, base) or _parse_slow(self.path, block, first_line, base)
             indptr, indices, values, labels = parsed
             if indices.size and indices.max() >= d:
                 self._index_error(block, first_line, d)
@@ -224,11 +303,13 @@ class LibsvmReader:
             yield X, _labels(labels)
 
     def _index_error(self, block: bytes, first_line: int, d: int) -> None:
+        base = self.index_base
         for lineno, raw in enumerate(block.split(b"\n"), first_line):
             line = raw.split(b"#", 1)[0]
             for item in line.split()[1:]:
                 idx = int(item.partition(b":")[0])
-                if idx > d:
-                    raise InputFileError(f"{self.path}, line {lineno}: feature index {idx} > "
-                                         f"n_features = {d}")
+                if idx - base >= d:
+                    bound = f"> n_features = {d}" if base else f">= n_features = {d} (0-based)"
+                    raise InputFileError(f"{self.path}, line {lineno}: feature index {idx} "
+                                         f"{bound}")
         raise AssertionError("an index beyond d was seen but not found again")

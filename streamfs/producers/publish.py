@@ -40,25 +40,27 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
                      label: str | int | None = None,
                      groups: Sequence[Sequence[int]] | None = None,
                      shuffle_seed: int | None = None, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                     rate: float | None = None) -> int:
-    """Publish ``X`` (ndarray, scipy.sparse or DataFrame) column-wise as a feature stream."""
-    X, y, _ = from_objects(X, y, label=label)
+                     rate: float | None = None, replace: bool = False) -> int:
+    """Publish ``X`` (ndarray, scipy.sparse or DataFrame) column-wise as a feature stream;
+    a DataFrame's column names name the features in the results."""
+    X, y, names = from_objects(X, y, label=label)
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
-                                       block_bytes=block_bytes, shuffle_seed=shuffle_seed)
+                                       block_bytes=block_bytes, shuffle_seed=shuffle_seed,
+                                       feature_names=names, replace=replace)
     return send_messages(messages, kafka_config, topic, rate=rate)
 
 
 def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: Any,
                       y: Any = None, algorithm: str = "ofs", params: dict | None = None, *,
                       label: str | int | None = None, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                      rate: float | None = None) -> int:
+                      rate: float | None = None, replace: bool = False) -> int:
     """Publish ``X`` (arrays, DataFrame, or an :class:`InstanceSource`) row-wise."""
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
-        max_rows=rows_per_message(rate))
+        max_rows=rows_per_message(rate), replace=replace)
     return send_messages(messages, kafka_config, topic, rate=rate)
 
 

@@ -38,6 +38,8 @@ class InstanceSource:
     feature_names: list[str] | None = None
     unit: str = "rows"
     progress: Callable[[], tuple[int, int | None]] = field(default=lambda: (0, None))
+    #: LIBSVM sources: 0 or 1, the base of the file's indices (None for other sources)
+    index_base: int | None = None
 
     @classmethod
     def from_arrays(cls, X: Any, y: Any, feature_names: list[str] | None = None) -> "InstanceSource":
@@ -59,8 +61,12 @@ class InstanceSource:
 
 def open_instances(source: str, *, label: str | int | None = None, header: bool | None = None,
                    n_features: int | None = None,
-                   chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> InstanceSource:
-    """An :class:`InstanceSource` for a file path or dataset name (see :func:`load_file`)."""
+                   chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                   zero_based: bool | str = "auto") -> InstanceSource:
+    """An :class:`InstanceSource` for a file path or dataset name (see :func:`load_file`).
+
+    LIBSVM sources also get ``index_base`` (0 or 1, see ``zero_based`` of
+    :class:`~streamfs.producers.libsvm.LibsvmReader`)."""
     path = Path(source)
     suffix = path.suffix.lower()
     if path.is_file():
@@ -69,7 +75,10 @@ def open_instances(source: str, *, label: str | int | None = None, header: bool 
                 path, label=label, header=header, delimiter="\t" if suffix == ".tsv" else ",",
                 chunk_bytes=chunk_bytes))
         if suffix in LIBSVM_SUFFIXES:
-            return InstanceSource.from_reader(LibsvmReader(path, n_features, chunk_bytes=chunk_bytes))
+            reader = LibsvmReader(path, n_features, chunk_bytes=chunk_bytes, zero_based=zero_based)
+            libsvm = InstanceSource.from_reader(reader)
+            libsvm.index_base = reader.index_base
+            return libsvm
         if suffix == ".npy" and not (label is not None and str(label).endswith(".npy")):
             return _npy_source(path, label, chunk_bytes)
         if suffix == ".parquet":

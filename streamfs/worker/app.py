@@ -199,7 +199,8 @@ def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSen
     table = app.Table(f"{role}-streams", default=None, partitions=partitions,
                       key_type=bytes, value_type=bytes,
                       extra_topic_configs={"max.message.bytes": str(settings.max_message_bytes + 65536)})
-    processor = StreamProcessor(role, TableStore(table), max_message_bytes=settings.max_message_bytes)
+    processor = StreamProcessor(role, TableStore(table), max_message_bytes=settings.max_message_bytes,
+                                output_format=settings.result_format)
     # One thread per agent: steps run off the event loop (heartbeats keep flowing) and
     # one at a time, so a stream's algorithm object is never touched concurrently.
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"streamfs-{role}")

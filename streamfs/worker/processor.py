@@ -34,7 +34,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.codec import CodecError, decode, encode, packb, unpackb
+from streamfs.algorithms.opening import check_open
+from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,35 @@ def _column_key(stream: str, feature: int) -> str:
     return f"{stream}{SEP}c{SEP}{feature}"
 
 
+def _names_key(stream: str, start: int) -> str:
+    return f"{stream}{SEP}n{SEP}{start}"
+
+
+def _iso(timestamp: float) -> str:
+    """A Kafka record timestamp (seconds) as UTC ISO 8601."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def _names(names: Any, n: int, what: str) -> list[str]:
+    if not isinstance(names, list) or len(names) != n or not all(isinstance(v, str) for v in names):
+        got = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
+        raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got {got}")
+    return names
+
+
+def _unnamed_rule(message: dict) -> dict:
+    """How features without a name are named: ``prefix + str(index + base)``; producers of
+    LIBSVM files send prefix "" and the file's index base, so names are the indices as written."""
+    prefix, base = message.get("name_prefix", "x"), message.get("name_base", 0)
+    if not isinstance(prefix, str):
+        raise InvalidInput(f"'name_prefix' must be a string, got {prefix!r}")
+    if not isinstance(base, int) or isinstance(base, bool) or base < 0:
+        raise InvalidInput(f"'name_base' must be an integer >= 0, got {base!r}")
+    return {"names": None, "prefix": prefix, "base": base}
+
+
 def _finite(arr: Any, what: str) -> None:
     values = arr.data if sp.issparse(arr) else np.asarray(arr)
     if values.dtype.kind == "f" and not np.isfinite(values).all():
@@ -114,15 +144,20 @@ class StreamProcessor:
     """Applies input messages of one stream kind (``"features"`` or ``"instances"``)."""
 
     def __init__(self, kind: str, store: MutableMapping[str, bytes], *,
-                 max_message_bytes: int = 8 * 1024 * 1024) -> None:
+                 max_message_bytes: int = 8 * 1024 * 1024,
+                 output_format: str = "msgpack") -> None:
         if kind not in ("features", "instances"):
             raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
         self.kind = kind
         self.store = store
         self.max_message_bytes = max_message_bytes
+        if output_format not in FORMATS:
+            raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
+        self.output_format = output_format
         # stream -> (header, algorithm object) as of the header's last_seq
         self._cache: dict[str, tuple[dict, Any]] = {}
         self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
+        self._names: dict[str, dict] = {}  # stream -> naming rule and block start -> names
 
     # ----------------------------------------------------------------- entry point
     def handle(self, key: bytes | str | None, raw: bytes, *, timestamp: float | None = None,
@@ -130,9 +165,10 @@ class StreamProcessor:
         """Process one raw message; never raises for bad input (it becomes a dead letter)."""
         origin = origin or {}
         stream = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        self._run_of_message = None
         try:
-            if raw is None:
-                raise InvalidInput("empty message (tombstone) on an input topic")
+            if raw is None or len(raw) == 0:
+                raise InvalidInput("empty message (tombstone or zero bytes) on an input topic")
             if len(raw) > self.max_message_bytes:
                 raise InvalidInput(
                     f"message of {len(raw)} bytes exceeds the worker limit of "
@@ -141,8 +177,11 @@ class StreamProcessor:
             try:
                 message = decode(raw)
             except CodecError as exc:
-                raise InvalidInput(f"undecodable message: {exc}") from None
-            stream = self._check_stream_id(stream, message)
+                raise InvalidInput(str(exc)) from None
+            key_stream = stream
+            if stream is None and isinstance(message.get("stream"), str):
+                stream = message["stream"]  # a keyless record's dead letter names its stream
+            stream = self._check_stream_id(key_stream, message)
             return self._apply(stream, message, timestamp)
         except _ConsumedInvalid as exc:
             plan = self._reject(stream, raw, str(exc), origin)
@@ -162,7 +201,11 @@ class StreamProcessor:
             raise InvalidInput("message has no 'stream' id")
         if SEP in body:
             raise InvalidInput("stream id must not contain the \\x1f character")
-        if key is not None and key != body:
+        if key is None:
+            raise InvalidInput(
+                f"record has no key: every message of stream {body!r} must be keyed by its "
+                f"stream id (otherwise its messages can land on different partitions)")
+        if key != body:
             raise InvalidInput(f"record key {key!r} differs from the stream id {body!r}")
         return body
 
@@ -173,15 +216,22 @@ class StreamProcessor:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
         raw_header = self.store.get(header_key(stream))
         header = unpackb(raw_header) if raw_header is not None else None
+        # the run a dead letter belongs to (or would have started), for `streamfs watch`
+        self._run_of_message = header.get("run", 1) if header is not None else 1
 
-        if header is not None and seq <= header["last_seq"]:
-            return Plan(skipped=True, stream=stream)  # redelivered: already applied
+        run = message.get("run")
+        if run is not None and not isinstance(run, str):
+            raise InvalidInput(f"'run' must be a string, got {run!r}")
+        if header is not None:
+            verdict = self._match_run(stream, header, kind, seq, run, message)
+            if verdict == "skip":
+                return Plan(skipped=True, stream=stream)  # redelivered: already applied
+            if verdict == "replace":
+                return self._open(stream, message, timestamp, previous=header)
         if kind == "open":
-            if header is not None:
-                raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
-            return self._open(stream, message)
+            return self._open(stream, message, timestamp)
         if header is None:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
         if header["status"] == "closed":
@@ -209,35 +259,61 @@ class StreamProcessor:
             header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
             raise _ConsumedInvalid(str(exc), header) from None
 
-    def _open(self, stream: str, message: dict) -> Plan:
+    def _match_run(self, stream: str, header: dict, kind: str, seq: int, run: str | None,
+                   message: dict) -> str:
+        """``"skip"`` (a redelivery), ``"replace"`` (an ``open`` with ``replace`` starting a new
+        run) or ``"apply"``; raises :class:`InvalidInput` for a message of another run.
+
+        Producers stamp every message of one run of a stream with the same random ``run``
+        token, which tells a redelivered message from a new run re-using the stream id.
+        Messages without a token (other producers) fall back to sequence numbers alone.
+        """
+        current = header.get("run_token")
+        if run != current:
+            if run is not None and run in header.get("past_runs", []):
+                return "skip"  # a redelivery from a run that has since been replaced
+            if kind == "open":
+                if message.get("replace") is True:
+                    return "replace"
+                self._run_of_message = header.get("run", 1) + 1
+                status = header["status"]
+                when = header.get("closed_at") if status == "closed" else header.get("opened_at")
+                at = f" at {_iso(when)}" if when is not None else ""
+                raise InvalidInput(
+                    f"stream {stream!r} already exists ({status}{at}, run {header.get('run', 1)}, "
+                    f"version {header['version']}): use a new stream id, or send 'open' with "
+                    f"replace=true (streamfs produce --replace) to start a new run")
+            raise InvalidInput(
+                f"{kind!r} (seq {seq}) belongs to run {run!r}, but stream {stream!r} is at run "
+                f"{current!r} (was its 'open' rejected?)")
+        if seq <= header["last_seq"]:
+            return "skip"
+        if kind == "open":
+            raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
+        return "apply"
+
+    def _open(self, stream: str, message: dict, timestamp: float | None = None,
+              previous: dict | None = None) -> Plan:
         name = message.get("algorithm")
-        params = message.get("params") or {}
-        if not isinstance(params, dict):
-            raise InvalidInput("'params' must be a map")
-        try:
-            spec = registry.get(name)
-            if spec.kind != self.kind:
-                raise ValueError(
-                    f"algorithm {name!r} consumes {spec.kind} streams, not {self.kind} streams"
-                )
-            allowed = spec.allowed_params()
-            params = dict(params)
-            if "n_features" in allowed and self.kind == "instances":
-                params["n_features"] = message.get("n_features")
-            if "random_state" in allowed and params.get("random_state") is None:
-                # A replay after a crash must draw the same numbers: seed from the stream id.
-                params["random_state"] = int.from_bytes(
-                    hashlib.blake2b(stream.encode(), digest_size=4).digest(), "little")
-            algo = spec.build(params)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-        entries: dict[str, Any] = {}
+        y = None
         if self.kind == "features":
             if "y" not in message:
                 raise InvalidInput("'open' of a feature stream must carry the class vector 'y'")
             y = _labels(message["y"], "class vector 'y'")
-            if np.unique(y).size < 2:
-                raise InvalidInput("class vector 'y' has a single class")
+        else:
+            d = message.get("n_features")
+            if not isinstance(d, int) or isinstance(d, bool) or d < 1:
+                raise InvalidInput(f"'open' of an instance stream needs n_features >= 1, got {d!r}")
+        try:
+            # A replay after a crash must draw the same numbers: seed from the stream id.
+            seed = int.from_bytes(hashlib.blake2b(stream.encode(), digest_size=4).digest(),
+                                  "little")
+            _, algo, params = check_open(self.kind, name, message.get("params"), y=y, seed=seed,
+                                         n_features=message.get("n_features"))
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}
+        if y is not None:
             if y.shape[0] * 8 + 4096 > self.max_message_bytes:
                 raise InvalidInput(
                     f"N = {y.shape[0]} instances: a stored column ({y.shape[0] * 8} bytes) would "
@@ -247,27 +323,46 @@ class StreamProcessor:
             # the codec carries numeric arrays only: string labels travel as a list
             entries["__y__"] = y.tolist() if y.dtype.kind in "USO" else y
         else:
-            d = message.get("n_features")
-            if not isinstance(d, int) or isinstance(d, bool) or d < 1:
-                raise InvalidInput(f"'open' of an instance stream needs n_features >= 1, got {d!r}")
             entries["__n_features__"] = d
+            names = message.get("feature_names")
+            if names is not None:
+                entries["__names__"]["names"] = _names(names, d, "'feature_names'")
         header = {
             "algorithm": name, "params": params, "kind": self.kind, "last_seq": 0,
             "version": 0, "status": "open", "states": {}, "columns": [],
-            "selection": None, "rejected": 0, "n_items": 0, "maps": [],
-            "feature_names": message.get("feature_names"),
+            "selection": None, "rejected": 0, "n_items": 0, "maps": [], "name_blocks": [],
+            "run": 1, "run_token": message.get("run"), "past_runs": [],
+            "opened_at": timestamp, "closed_at": None,
         }
         plan = Plan(stream=stream, algorithm=name)
+        if previous is not None:  # replace: a new run under the same id, versions go on
+            header.update(run=previous.get("run", 1) + 1, version=previous["version"],
+                          past_runs=previous.get("past_runs", []) + [previous.get("run_token")])
         self._persist(stream, header, algo_state={}, extra=entries, plan=plan)
+        if previous is not None:
+            written = {k for k, _ in plan.writes}
+            plan.writes.extend((k, None) for k in self._record_keys(stream, previous)
+                               if k not in written)
+            self._maps.pop(stream, None)
+            self._names.pop(stream, None)
+            log.info("stream %r replaced: run %d starts", stream, header["run"])
         self._cache[stream] = (header, algo)
         return plan
+
+    @staticmethod
+    def _record_keys(stream: str, header: dict) -> list[str]:
+        """Every table key a header names (state entries, columns, block maps and names)."""
+        return ([_state_key(stream, n, d) for n, d in header["states"].items()]
+                + [_column_key(stream, f) for f in header["columns"]]
+                + [_map_key(stream, m) for m in header.get("maps", [])]
+                + [_names_key(stream, m) for m in header.get("name_blocks", [])])
 
     def _algorithm(self, stream: str, header: dict) -> Any:
         cached = self._cache.get(stream)
         if cached is not None and cached[0]["last_seq"] == header["last_seq"]:
             return cached[1]
         spec = registry.get(header["algorithm"])
-        if not header["states"].keys() - {"__y__", "__n_features__"}:
+        if not header["states"].keys() - {"__y__", "__n_features__", "__names__"}:
             algo = spec.build(header["params"])  # nothing learned yet
         else:
             state = {
@@ -302,8 +397,7 @@ class StreamProcessor:
 
         fitted = hasattr(algo, "selected_")
         selection = algo.selection() if fitted else []
-        if header.get("maps"):
-            selection = self._to_source_ids(stream, header["maps"], selection)
+        selection = self._name_selection(stream, header, selection)
         sel_digest = _digest(packb(selection))
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
@@ -311,16 +405,17 @@ class StreamProcessor:
         if close or sel_digest != header["selection"]:
             header["version"] += 1
             header["selection"] = sel_digest
-            plan.result = encode({
+            plan.result = encode_as({
                 "kind": "result", "stream": stream, "algorithm": header["algorithm"],
-                "params": header["params"], "version": header["version"],
+                "params": header["params"], "run": header.get("run", 1),
+                "version": header["version"],
                 "seq": message["seq"], "final": close, "selection": selection,
                 "counters": self._counters(algo, header),
                 "input_timestamp": timestamp,
-            })
+            }, self.output_format)
             plan.final = close
         if close:
-            header["status"] = "closed"
+            header.update(status="closed", closed_at=timestamp)
         state = algo.to_state() if fitted else {}
         plan.writes.extend(self._pending_maps)  # immutable, before the header that names them
         self._persist(stream, header, algo_state=state, extra={}, plan=plan)
@@ -354,6 +449,9 @@ class StreamProcessor:
             columns = np.asarray(columns)
             if columns.shape != (X.shape[1],) or columns.dtype.kind not in "iu":
                 raise InvalidInput("'columns' must list one source column index per column")
+        names = message.get("names")
+        if names is not None:
+            names = _names(names, X.shape[1], "'names' of a feature block")
         try:
             algo.partial_fit(sp.csc_matrix(X) if sp.issparse(X) else X, y, **kwargs)
         except ValueError as exc:
@@ -364,6 +462,11 @@ class StreamProcessor:
             columns = columns.astype(np.int64)
             self._pending_maps.append((_map_key(stream, start), packb(columns)))
             self._maps.setdefault(stream, {})[start] = columns  # immutable: safe to cache
+        if names is not None:
+            start = int(algo.n_features_seen_) - X.shape[1]
+            header["name_blocks"] = header.get("name_blocks", []) + [start]
+            self._pending_maps.append((_names_key(stream, start), packb(names)))
+            self._naming(stream, header)[start] = names
         return X.shape[1]
 
     def _instance_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
@@ -383,23 +486,60 @@ class StreamProcessor:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         return X.shape[0]
 
-    def _to_source_ids(self, stream: str, starts: list[int], selection: list[dict]) -> list[dict]:
-        """Arrival positions -> source column ids, for blocks that carried ``columns``."""
-        cache = self._maps.setdefault(stream, {})
+    def _naming(self, stream: str, header: dict) -> dict:
+        """The stream's naming: ``{"rule": {...}, start: [names of that block], ...}``."""
+        cached = self._names.get(stream)
+        if cached is None:
+            digest = header["states"].get("__names__")
+            rule = (unpackb(self.store[_state_key(stream, "__names__", digest)]) if digest
+                    else {"names": None, "prefix": "x", "base": 0})
+            cached = self._names[stream] = {"rule": rule}
+        return cached
 
-        def source(f: int) -> int:
+    def _name_selection(self, stream: str, header: dict, selection: list[dict]) -> list[dict]:
+        """Give every selected and affiliated feature its source column id and its name.
+
+        Algorithms report arrival positions. Blocks that carried ``columns`` map them to
+        source columns and blocks that carried ``names`` name them; other features are
+        named by the stream's rule (``x<source id>`` unless the ``open`` said otherwise).
+        """
+        maps = self._maps.setdefault(stream, {})
+        naming = self._naming(stream, header)
+        rule = naming["rule"]
+        map_starts, name_starts = header.get("maps", []), header.get("name_blocks", [])
+
+        def block(starts: list[int], f: int) -> int | None:
             i = bisect.bisect_right(starts, f) - 1
-            if i < 0:
-                return f
-            start = starts[i]
-            if start not in cache:
-                cache[start] = unpackb(self.store[_map_key(stream, start)])
-            offset = f - start
-            return int(cache[start][offset]) if offset < len(cache[start]) else f
+            return starts[i] if i >= 0 else None
 
-        return [dict(item, feature=source(item["feature"]),
-                     affiliated=[[source(a), d] for a, d in item.get("affiliated", [])])
-                for item in selection]
+        def resolve(f: int) -> tuple[int, str]:
+            source = f
+            start = block(map_starts, f)
+            if start is not None:
+                if start not in maps:
+                    maps[start] = unpackb(self.store[_map_key(stream, start)])
+                if f - start < len(maps[start]):
+                    source = int(maps[start][f - start])
+            start = block(name_starts, f)
+            if start is not None:
+                if start not in naming:
+                    naming[start] = unpackb(self.store[_names_key(stream, start)])
+                if f - start < len(naming[start]):
+                    return source, naming[start][f - start]
+            if rule["names"] is not None and source < len(rule["names"]):
+                return source, rule["names"][source]
+            return source, f"{rule['prefix']}{source + rule['base']}"
+
+        named = []
+        for item in selection:
+            source, name = resolve(item["feature"])
+            out = {"feature": source, "name": name}
+            out.update((k, v) for k, v in item.items() if k != "feature")
+            if "affiliated" in item:
+                out["affiliated"] = [[*resolve(a)[:1], d, resolve(a)[1]]
+                                     for a, d in item["affiliated"]]
+            named.append(out)
+        return named
 
     @staticmethod
     def _counters(algo: Any, header: dict) -> dict:
@@ -444,11 +584,12 @@ class StreamProcessor:
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
         plan = Plan(stream=stream)
         log.warning("dead letter for stream %r: %s", stream, reason)
-        plan.dead_letter = encode({
+        plan.dead_letter = encode_as({
             "kind": "dead_letter", "stream": stream, "reason": reason,
             "original": bytes(raw) if raw is not None and len(raw) <= self.max_message_bytes
             else (bytes(raw[:1024]) if raw is not None else None),
             "original_truncated": raw is not None and len(raw) > self.max_message_bytes,
+            "run": self._run_of_message,
             **{k: v for k, v in origin.items() if v is not None},
-        })
+        }, self.output_format)
         return plan

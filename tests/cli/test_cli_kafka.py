@@ -60,13 +60,13 @@ def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_
     assert waited.returncode == 0, waited.stderr
     once = streamfs("watch", "cli-wdbc", "--once", "--json", env=cli_env)
     assert once.returncode == 0, once.stderr
-    (final,) = json.loads(once.stdout)
+    (final,) = [json.loads(line) for line in once.stdout.splitlines()]
     assert final["final"] and final["stream"] == "cli-wdbc"
 
     offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "--algorithm", "saola",
                        "--param", "alpha=0.01", "--json", env=cli_env)
     assert offline.returncode == 0, offline.stderr
-    (result,) = json.loads(offline.stdout)
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
     assert [s["feature"] for s in result["selection"]] == [s["feature"] for s in final["selection"]]
     assert len(final["selection"]) >= 1
 

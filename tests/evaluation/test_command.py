@@ -6,6 +6,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from streamfs.evaluation.command import evaluate
+from streamfs.evaluation.report import COLUMNS, load_results, read_results
 
 
 def _data(tmp_path):
@@ -25,7 +26,11 @@ def test_evaluate_json_to_stdout(tmp_path):
         "-p", "ofs:n_features_to_select=2", "--protocol", "kfold", "--folds", "3",
         "--stability-runs", "2", "--permutations", "2", "--json", "-"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2  # NDJSON: one complete result per algorithm
+    parsed = [json.loads(line) for line in lines]
+    assert all(p["n_instances"] == 80 and len(p["algorithms"]) == 1 for p in parsed)
+    out = read_results(res.stdout)
     saola, ofs = out["algorithms"]
     assert saola["params"] == {"alpha": 0.05, "test": "fisher_z"}
     assert saola["n_splits"] == 3 and all(4 in s for s in saola["selections"])
@@ -44,7 +49,9 @@ def test_evaluate_table_markdown_plots(tmp_path):
     assert "| saola (test=fisher_z) | all classes | 1 |" in md
     for name in ("accuracy_vs_features", "mistake_rate", "selection_size"):
         assert (tmp_path / "plots" / f"{name}.png").stat().st_size > 1000
-    assert json.loads((tmp_path / "new" / "r.json").read_text())["algorithms"][1]["online"]
+    assert load_results(tmp_path / "new" / "r.json")["algorithms"][1]["online"]
+    for line in (tmp_path / "new" / "r.json").read_text().splitlines():
+        json.loads(line)
 
 
 def test_evaluate_reports_bad_input(tmp_path):
@@ -53,3 +60,51 @@ def test_evaluate_reports_bad_input(tmp_path):
     assert res.exit_code != 0 and "unknown algorithm" in res.output
     res = CliRunner().invoke(evaluate, [str(path), "-a", "saola", "-p", "bogus=1"])
     assert res.exit_code != 0 and "bogus" in res.output
+
+
+def test_evaluate_table_is_never_cut_when_piped(tmp_path):
+    path = _data(tmp_path)
+    long = ["-p", "saola:alpha=0.0500000001", "-p", "ofs:n_features_to_select=2",
+            "-p", "ofs:eta=0.2000000001"]
+    res = CliRunner().invoke(evaluate, [
+        str(path), "-a", "saola", "-a", "ofs", *long, "--protocol", "kfold", "--folds", "3",
+        "--stability-runs", "2", "--permutations", "2"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "…" not in out and "..." not in out
+    # full algorithm names with their parameters, each on one line of the table
+    assert "saola (alpha=0.0500000001, test=fisher_z)" in out
+    assert "ofs (n_features_to_select=2, eta=0.2000000001)" in out
+    header = next(line for line in out.splitlines() if "algorithm" in line)
+    for c in COLUMNS:
+        assert c in header  # no column folded over two lines or dropped
+    assert max(len(line) for line in out.splitlines()) > 80
+    # selected features by column index (an .npz has no names); feature 4 carries the class
+    assert ("saola (alpha=0.0500000001, test=fisher_z) (all classes), selected over 3 "
+            "splits: 4 3/3") in out
+    assert res.stderr == ""  # no progress bar when stderr is not a terminal
+
+
+def test_evaluate_progress_can_be_forced(tmp_path):
+    path = _data(tmp_path)
+    res = CliRunner().invoke(evaluate, [
+        str(path), "-a", "saola", "-a", "ofs", "--protocol", "kfold", "--folds", "3",
+        "--stability-runs", "2", "--permutations", "2", "--json", "-", "--progress"])
+    assert res.exit_code == 0, res.output
+    # 3 splits and 2 stability runs each, plus 2 orders of OFS's mistake rate
+    assert "12/12" in res.stderr and "ofs" in res.stderr
+    assert [json.loads(line)["algorithms"][0]["algorithm"] for line in res.stdout.splitlines()] \
+        == ["saola", "ofs"]
+
+
+def test_evaluate_names_selected_features_of_sklearn_data():
+    res = CliRunner().invoke(evaluate, [
+        "sklearn:breast_cancer", "-a", "saola", "--protocol", "holdout", "--stability-runs",
+        "0", "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if "selected over 1 splits" in x)
+    from sklearn.datasets import load_breast_cancer
+
+    names = [str(n) for n in load_breast_cancer().feature_names]
+    shown = line.split(": ", 1)[1].split(", ")
+    assert shown and all(item.rsplit(" ", 1)[0] in names for item in shown)

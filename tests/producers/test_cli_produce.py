@@ -39,7 +39,14 @@ def test_error_late_in_a_streamed_file_says_what_was_published(kafka_config, top
     path = tmp_path / "late.svm"
     good = "".join(f"{i % 2} 1:{i} 7:0.5\n" for i in range(400_000))  # > one 4 MiB chunk
     path.write_text(good + "1 3:oops\n")
+    # the label pass of a binary learner reads the whole file first: nothing is published
     result = _run(kafka_config, topic_prefix, "instances", path, "--stream", "late", "-a", "ofs")
+    assert result.exit_code == 2, result.output
+    assert "late.svm, line 400001: value in '3:oops' is not a number" in result.output
+    assert "already published" not in result.output
+    # with the classes given there is no label pass: the error comes after publishing began
+    result = _run(kafka_config, topic_prefix, "instances", path, "--stream", "late", "-a", "ofs",
+                  "-p", "classes=[0,1]")
     assert result.exit_code == 2, result.output
     assert "late.svm, line 400001: value in '3:oops' is not a number" in result.output
     assert "were already published; it stays open without 'close'" in result.output
@@ -68,7 +75,9 @@ def test_shuffle_on_instances_is_a_usage_error(kafka_config, topic_prefix, tmp_p
 
 def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_path):
     # one 8.8 MB block: the client takes it (16 MiB limit), the topic (8 MiB) refuses it
-    np.save(tmp_path / "big.npy", np.ones((1000, 1101)))
+    big = np.ones((1000, 1101))
+    big[:, -1] = np.arange(1000) % 2  # the label column: two classes
+    np.save(tmp_path / "big.npy", big)
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "big.npy", "--stream", "big",
                   "-a", "saola", "--block-bytes", 20_000_000)
     assert result.exit_code == 1, result.output

@@ -87,8 +87,8 @@ def test_libsvm_scan_handles_a_huge_block_boundary(tmp_path):
 def test_libsvm_malformed_line_is_named(tmp_path, line, needle):
     path = tmp_path / "bad.svm"
     path.write_text("1 1:1 2:2\n-1 3:0.5\n\n" + line + "\n1 1:1\n")
-    with pytest.raises(InputFileError) as info:
-        list(LibsvmReader(path, n_features=10).chunks())
+    with pytest.raises(InputFileError) as info:  # 1-based: "auto" would take "0:2" as 0-based
+        list(LibsvmReader(path, n_features=10, zero_based=False).chunks())
     assert f"{path}, line 4: " in str(info.value) and needle in str(info.value)
 
 

@@ -34,7 +34,8 @@ def _run(processor, messages, *, fresh_every=None):
         if fresh_every and i and i % fresh_every == 0:
             processor = StreamProcessor(processor.kind, processor.store)
         raw = message if isinstance(message, bytes) else encode(message)
-        plan = processor.handle(None, raw)
+        key = message.get("stream", "s") if isinstance(message, dict) else "s"
+        plan = processor.handle(key, raw)
         _apply(processor, plan)
         if plan.result:
             results.append(plan.result)
@@ -228,4 +229,128 @@ def test_shuffled_feature_order_is_reported_in_source_column_ids():
     final = decode(results[-1])["selection"]
     assert [s["feature"] for s in final] == [int(order[f]) for f in ref.selected_]
     for item, f in zip(final, ref.selected_):
-        assert [a for a, _ in item["affiliated"]] == [int(order[a]) for a, _ in ref.affiliated_[int(f)]]
+        assert [a[0] for a in item["affiliated"]] == [int(order[a]) for a, _ in ref.affiliated_[int(f)]]
+
+
+# ------------------------------------------------------------------ names, runs, formats
+def test_results_name_features_from_block_names_and_shuffles():
+    X, y = _data(seed=8)
+    names = [f"gene_{j}" for j in range(X.shape[1])]
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, shuffle_seed=3,
+                                        block_bytes=120 * 8 * 5, feature_names=names))
+    results, dead = _run(StreamProcessor("features", {}), msgs, fresh_every=3)
+    assert not dead
+    final = decode(results[-1])["selection"]
+    assert final and all(item["name"] == names[item["feature"]] for item in final)
+    assert all(a[2] == names[a[0]] for item in final for a in item["affiliated"])
+
+
+def test_unnamed_features_follow_the_naming_rule():
+    X, y = _data(seed=2)
+    plain = decode(_run(StreamProcessor("features", {}),
+                        list(feature_stream_messages("s", X, y, "saola")))[0][-1])
+    assert all(i["name"] == f"x{i['feature']}" for i in plain["selection"])
+    libsvm = decode(_run(StreamProcessor("features", {}), list(feature_stream_messages(
+        "s", X, y, "saola", naming={"name_prefix": "", "name_base": 1})))[0][-1])
+    assert all(i["name"] == str(i["feature"] + 1) for i in libsvm["selection"])
+
+
+def test_instance_stream_results_carry_feature_names():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 6))
+    y = np.where(X[:, 2] > 0, 1, -1)
+    names = ["a", "b", "signal", "d", "e", "f"]
+    final = run_offline("ofs", X, y, {"n_features_to_select": 2}, feature_names=names)
+    assert {i["name"] for i in final["selection"]} == {names[i["feature"]]
+                                                       for i in final["selection"]}
+    assert "signal" in {i["name"] for i in final["selection"]}
+
+
+def test_keyless_record_is_dead_lettered():
+    X, y = _data()
+    first = next(feature_stream_messages("s", X, y, "saola"))
+    plan = StreamProcessor("features", {}).handle(None, encode(first))
+    reason = decode(plan.dead_letter)["reason"]
+    assert "record has no key" in reason and "'s'" in reason and not plan.writes
+    assert plan.stream == "s" and decode(plan.dead_letter)["stream"] == "s"
+
+
+def test_empty_message_reason_is_said_once():
+    plan = StreamProcessor("features", {}).handle("s", b"")
+    reason = decode(plan.dead_letter)["reason"]
+    assert reason.startswith("empty message") and reason.count("empty") == 1
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"alpha": -0.5}, "alpha"), ({"alpha": 0}, "alpha"), ({"alpha": float("nan")}, "alpha"),
+    ({"alpha": "abc"}, "alpha"), ({"alfa": 0.01}, "alfa"),
+])
+def test_out_of_range_parameters_are_refused_at_open(params, needle):
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", params))
+    _, dead = _run(StreamProcessor("features", {}), msgs[:1])
+    assert len(dead) == 1 and needle in dead[0]["reason"]
+
+
+def test_open_for_the_wrong_kind_and_bad_labels_are_refused():
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "ofs"))
+    assert "consumes instance streams" in _reasons(msgs[:1])[0]
+    three = np.arange(300) % 3
+    inst = list(instance_stream_messages("i", np.ones((300, 2)), three, "kofsd"))
+    assert "consumes feature streams" in _reasons(inst[:1], "instances")[0]
+    y3 = np.arange(120) % 3
+    assert "class" in _reasons(list(feature_stream_messages("s", X, np.zeros(120), "saola"))[:1])[0]
+    assert not _reasons(list(feature_stream_messages("s", X, y3, "saola"))[:1])  # multi-class ok
+
+
+def test_reusing_a_finished_stream_id_is_dead_lettered_and_changes_nothing():
+    X, y = _data()
+    first = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 6))
+    again = list(feature_stream_messages("s", X[:, ::-1], y, "saola", block_bytes=120 * 8 * 6))
+    processor = StreamProcessor("features", {})
+    results, _ = _run(processor, first)
+    more, dead = _run(processor, again)
+    assert not more and len(dead) == len(again)
+    assert "already exists (closed" in dead[0]["reason"] and "replace" in dead[0]["reason"]
+    assert dead[0]["run"] == 2  # the run it tried to start
+    assert all("belongs to run" in d["reason"] for d in dead[1:])
+
+
+def test_replace_starts_a_new_run_whose_versions_continue():
+    X, y = _data()
+    processor = StreamProcessor("features", {})
+    first, _ = _run(processor, list(feature_stream_messages("s", X, y, "saola")))
+    swapped = X[:, ::-1].copy()
+    replay = list(feature_stream_messages("s", swapped, y, "saola", replace=True))
+    second, dead = _run(processor, replay + replay)  # the second copy: redelivery, skipped
+    assert not dead
+    results = [decode(r) for r in first + second]
+    assert [r["version"] for r in results] == list(range(1, len(results) + 1))
+    assert {r["run"] for r in map(decode, second)} == {2}
+    fresh = run_offline("saola", swapped, y)
+    assert [i["feature"] for i in decode(second[-1])["selection"]] == \
+        [i["feature"] for i in fresh["selection"]]
+    stale = [k for k in processor.store if "\x1fc\x1f" in k]
+    assert sorted(int(k.rsplit("\x1f", 1)[1]) for k in stale) == \
+        unpackb(processor.store[header_key("s")])["columns"]  # old run's columns deleted
+
+
+def test_results_and_dead_letters_in_json():
+    import json
+
+    X, y = _data()
+    processor = StreamProcessor("features", {}, output_format="json")
+    msgs = list(feature_stream_messages("s", X, y, "saola"))
+    plans = [processor.handle("s", encode(m)) for m in msgs[:1]]
+    for p in plans:
+        _apply(processor, p)
+    result = None
+    for m in msgs[1:]:
+        plan = processor.handle("s", encode(m))
+        _apply(processor, plan)
+        result = plan.result or result
+    final = json.loads(result)
+    assert final["final"] and final["selection"][0]["name"].startswith("x")
+    dead = json.loads(processor.handle("s", b"\x00junk").dead_letter)
+    assert dead["kind"] == "dead_letter" and isinstance(dead["original"], str)

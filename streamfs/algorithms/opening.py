@@ -1,0 +1,53 @@
+"""The checks a stream's ``open`` must pass, in one place: ``streamfs produce`` and
+``streamfs select`` run them before anything is published or computed, and the worker runs
+them again on every ``open`` it receives (other producers may skip the first line of defence).
+
+>>> import numpy as np
+>>> spec, algo, params = check_open("features", "saola", {"alpha": 0.05}, y=np.array([0, 1, 1]))
+>>> type(algo).__name__, params
+('SAOLA', {'alpha': 0.05})
+>>> check_open("instances", "saola", {})
+Traceback (most recent call last):
+...
+ValueError: algorithm 'saola' consumes feature streams, not instance streams
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamfs.algorithms import registry
+
+_PLURAL = {"features": "feature streams", "instances": "instance streams"}
+
+
+def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None = None,
+               y: Any = None, seed: int | None = None) -> tuple[registry.AlgorithmSpec, Any, dict]:
+    """``(spec, algorithm object, effective params)`` or ``ValueError`` with one clear line.
+
+    Checks the algorithm's name and stream kind, its parameters' names, types and ranges (the
+    algorithm's own ``_validate_params``) and, given ``y``, whether the labels suit it (two
+    classes at least; exactly two for binary learners). ``n_features`` is passed to the
+    instance-stream learners; ``seed`` becomes ``random_state`` where the algorithm draws
+    random numbers and none was given.
+    """
+    if not isinstance(algorithm, str):
+        raise ValueError(f"'algorithm' must be a name, got {algorithm!r}")
+    spec = registry.get(algorithm)
+    if spec.kind != kind:
+        raise ValueError(f"algorithm {algorithm!r} consumes {_PLURAL[spec.kind]}, "
+                         f"not {_PLURAL.get(kind, kind)}")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ValueError(f"'params' must be a map of parameter names to values, got {params!r}")
+    params = dict(params)
+    allowed = spec.allowed_params()
+    if "n_features" in allowed and kind == "instances" and n_features is not None:
+        params["n_features"] = n_features
+    if "random_state" in allowed and params.get("random_state") is None and seed is not None:
+        params["random_state"] = seed
+    algo = spec.build(params)
+    if y is not None:
+        spec.check_labels(y)
+    return spec, algo, params

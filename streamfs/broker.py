@@ -1,0 +1,75 @@
+"""Talking to the broker from the command line: fail fast with one clear line.
+
+librdkafka retries an unreachable broker for minutes and logs every attempt; the CLI instead
+asks for the cluster's metadata with a deadline and reports the address it could not reach.
+Its log lines go to the ``streamfs.kafka`` logger (see ``Settings.kafka_config``), shown
+with ``streamfs --verbose``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+#: librdkafka's log lines go here instead of stderr
+KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
+
+#: exit code of a CLI command that could not reach the broker (sysexits' EX_UNAVAILABLE)
+EXIT_UNREACHABLE = 69
+
+
+class BrokerUnreachable(RuntimeError):
+    """No broker answered at the configured address within the deadline."""
+
+
+def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None:
+    """Raise :class:`BrokerUnreachable` unless a broker answers within ``timeout`` seconds;
+    as soon as every bootstrap broker has refused the connection, without waiting that long."""
+    import time
+
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    address = kafka_config.get("bootstrap.servers", "?")
+    errors: list[KafkaError] = []
+    admin = AdminClient({**kafka_config, "error_cb": errors.append,
+                         "socket.connection.setup.timeout.ms": int(timeout * 1000)})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except KafkaException as exc:
+            admin.poll(0)  # serves error_cb
+            down = any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
+            if down or time.monotonic() >= deadline:
+                transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+                detail = transport[-1] if transport else exc.args[0].str()
+                raise BrokerUnreachable(
+                    f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
+                    f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS)") from None
+
+
+def _short(detail: str) -> str:
+    """librdkafka's message without its ``host:port/bootstrap: `` prefix and trailing counts.
+
+    >>> _short("127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused "
+    ...        "(after 0ms in state CONNECT)")
+    'Connect to ipv4#127.0.0.1:1 failed: Connection refused'
+    """
+    head, sep, rest = detail.partition(": ")
+    text = rest if sep and "/" in head else detail
+    return text.split(" (after ")[0]
+
+
+def group_members(kafka_config: dict[str, Any], group: str, timeout: float = 10.0) -> int | None:
+    """How many consumers the group has now (``None`` if the broker would not say)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        futures = AdminClient(kafka_config).describe_consumer_groups([group],
+                                                                     request_timeout=timeout)
+        return len(futures[group].result(timeout).members)
+    except (KafkaException, Exception):  # noqa: BLE001 - older brokers, ACLs: just unknown
+        return None

@@ -1,0 +1,98 @@
+"""Feature names of a data source, for results that name what they select.
+
+Names come from the source where it has them: a CSV/TSV header, Parquet or DataFrame columns,
+scikit-learn's bundled datasets (``feature_names``), an ``.npz`` array ``feature_names`` and a
+MATLAB variable ``feature_names``/``featureNames``. Sources without names get the worker's
+naming rule: ``x0, x1, ...`` by column index, and LIBSVM files their indices as written in the
+file (``1, 2, ...`` one-based, ``0, 1, ...`` zero-based), see :func:`naming_rule`.
+
+>>> naming_rule("data.svm", index_base=1), naming_rule("data.npz")
+({'name_prefix': '', 'name_base': 1}, {})
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamfs.producers.delimited import DelimitedReader, label_index
+from streamfs.producers.errors import InputFileError
+from streamfs.producers.files import LIBSVM_SUFFIXES
+
+
+def naming_rule(source: str, index_base: int | None = None) -> dict:
+    """The ``open`` fields that name unnamed features of ``source`` (empty: ``x<index>``)."""
+    if Path(source).suffix.lower() in LIBSVM_SUFFIXES:
+        return {"name_prefix": "", "name_base": 1 if index_base is None else int(index_base)}
+    return {}
+
+
+def source_feature_names(source: str, *, label: str | int | None = None,
+                         header: bool | None = None) -> list[str] | None:
+    """The feature names ``source`` carries (label column excluded), or ``None``."""
+    if source.startswith("sklearn:"):
+        import sklearn.datasets as skd
+
+        loader = getattr(skd, f"load_{source.split(':', 1)[1]}", None)
+        names = getattr(loader(), "feature_names", None) if loader is not None else None
+        return [str(n) for n in names] if names is not None else None
+    path = Path(source)
+    if not path.is_file():
+        from streamfs import datasets
+
+        path = datasets.datasets_dir() / source / f"{source}.npz"  # a dataset name
+        if not path.is_file():
+            return None
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return DelimitedReader(path, label=label, header=header,
+                               delimiter="\t" if suffix == ".tsv" else ",").feature_names
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        names = pq.ParquetFile(path).schema_arrow.names
+        li = label_index(names, label, len(names), path)
+        return [n for j, n in enumerate(names) if j != li]
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            if "feature_names" in data:
+                return [str(v) for v in data["feature_names"].ravel()]
+        return None
+    if suffix == ".mat":
+        return _mat_names(path)
+    return None
+
+
+def _mat_names(path: Path) -> list[str] | None:
+    import h5py
+
+    if h5py.is_hdf5(path):
+        return None  # v7.3 cell arrays of strings are references; not worth decoding here
+    import scipy.io
+
+    try:
+        arrays = scipy.io.loadmat(path)
+    except Exception:  # noqa: BLE001 - load_file reports unreadable files
+        return None
+    for key in ("feature_names", "featureNames", "names"):
+        if key in arrays:
+            return [_mat_string(v) for v in np.asarray(arrays[key], dtype=object).ravel()]
+    return None
+
+
+def _mat_string(value: Any) -> str:
+    """A MATLAB cell entry: a char array, possibly wrapped in 1x1 object arrays."""
+    while isinstance(value, np.ndarray) and value.dtype == object and value.size == 1:
+        value = value.item()
+    if isinstance(value, np.ndarray):
+        return "".join(value.ravel().tolist()) if value.dtype.kind == "U" else str(value.tolist())
+    return str(value)
+
+
+def check_names(names: list[str] | None, n_columns: int, source: str) -> list[str] | None:
+    """``names`` if there is one per column; a clear error otherwise."""
+    if names is not None and len(names) != n_columns:
+        raise InputFileError(f"{source}: {len(names)} feature names for {n_columns} columns")
+    return names

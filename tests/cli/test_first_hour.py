@@ -1,0 +1,209 @@
+"""What a new user meets: names in results, mistakes refused at the door with one line and
+nothing published, re-used stream ids, an unreachable broker, dead letters, NDJSON and JSON
+results. Everything against a real broker and a real worker process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from streamfs.cli import main
+from streamfs.topics import load_catalogue
+
+pytestmark = pytest.mark.kafka
+
+
+def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "streamfs.cli", *map(str, args)], env=env,
+                          text=True, capture_output=True, timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(kafka_bootstrap, topic_prefix) -> dict:
+    return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+            "STREAMFS_TOPIC_PREFIX": topic_prefix}
+
+
+def _topic_size(kafka_config: dict, topic: str) -> int:
+    """Records on ``topic``; retried while a just-created topic's leaders are being elected."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    electing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+    consumer = Consumer({**kafka_config, "group.id": "size-probe"})
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+                return sum(consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                          timeout=10)[1] for p in parts)
+            except KafkaException as exc:
+                if exc.args[0].code() not in electing or time.monotonic() > deadline:
+                    raise
+    finally:
+        consumer.close()
+
+
+@pytest.fixture
+def breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True)
+    frame = data.frame.copy()
+    frame["target"] = np.where(data.target == 0, "malignant", "benign")
+    return frame
+
+
+def _run(kafka_config, prefix, *args):
+    return CliRunner().invoke(main, ["-b", kafka_config["bootstrap.servers"], "--topic-prefix",
+                                     prefix, *map(str, args)])
+
+
+MISTAKES = [
+    (["features", "{csv}", "-a", "saolaa"], "unknown algorithm 'saolaa'"),
+    (["features", "{csv}", "-a", "saola", "-p", "alfa=0.01"], "unknown parameter(s) alfa"),
+    (["instances", "{csv}", "-a", "saola"], "consumes feature streams, not instance streams"),
+    (["features", "{csv}", "-a", "saola", "-p", "alpha=abc"], "alpha"),
+    (["features", "{csv}", "-a", "saola", "-p", "alpha=5"], "alpha"),
+    (["features", "{csv}", "-a", "kofsd", "-p", "k=0"], "k "),
+    (["instances", "{csv}", "-a", "ofs", "-p", "eta=-1"], "eta"),
+    (["instances", "{csv}", "-a", "ofs", "-p", "n_features_to_select=-3"], "n_features_to_select"),
+    (["instances", "{multi}", "-a", "ofs"], "3 classes"),
+    (["features", "{single}", "-a", "saola"], "class"),
+]
+
+
+@pytest.mark.parametrize("args,needle", MISTAKES)
+def test_mistakes_exit_2_with_one_line_and_publish_nothing(kafka_config, topic_prefix, tmp_path,
+                                                           breast_cancer, args, needle):
+    files = {"csv": tmp_path / "bc.csv", "multi": tmp_path / "multi.csv",
+             "single": tmp_path / "single.csv"}
+    breast_cancer.to_csv(files["csv"], index=False)
+    multi = breast_cancer.copy()
+    multi["target"] = np.arange(len(multi)) % 3
+    multi.to_csv(files["multi"], index=False)
+    single = breast_cancer.copy()
+    single["target"] = "benign"
+    single.to_csv(files["single"], index=False)
+    args = [a.format(**files) for a in args]
+    result = _run(kafka_config, topic_prefix, "produce", *args, "--stream", "m", "--no-progress")
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.output
+    for kind in ("features", "instances"):
+        assert _topic_size(kafka_config, load_catalogue(topic_prefix)[kind].name) == 0
+
+
+def test_unreachable_broker_is_one_line_within_15_s(tmp_path):
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
+    for args in (["topics", "create"], ["watch", "--once"], ["dead-letters"],
+                 ["produce", "features", data, "--stream", "s", "-a", "saola"], ["worker"]):
+        t0 = time.monotonic()
+        out = streamfs(*args, env=env, timeout=60)
+        elapsed = time.monotonic() - t0
+        assert out.returncode == 69, (args, out.stderr)
+        assert elapsed < 15, (args, elapsed)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot reach Kafka at 127.0.0.1:1" in lines[0], out.stderr
+        assert out.stdout == ""
+
+
+def test_first_hour_through_the_worker(cli_env, kafka_config, topic_prefix, tmp_path,
+                                       breast_cancer, start_worker):
+    """Names from CSV, Parquet, a DataFrame and sklearn; re-used ids; keyless records;
+    dead letters; NDJSON."""
+    from streamfs.producers.publish import produce_features
+
+    start_worker()
+    csv_path, parquet_path = tmp_path / "bc.csv", tmp_path / "bc.parquet"
+    breast_cancer.to_csv(csv_path, index=False)
+    breast_cancer.to_parquet(parquet_path, index=False)
+    names = list(breast_cancer.columns[:-1])
+    for stream, source in [("csv", csv_path), ("parquet", parquet_path),
+                           ("sk", "sklearn:breast_cancer")]:
+        out = streamfs("produce", "features", source, "--stream", stream, "-a", "saola",
+                       "--label", "target", env=cli_env)
+        assert out.returncode == 0, out.stderr
+    features_topic = load_catalogue(topic_prefix)["features"].name
+    produce_features(kafka_config, features_topic, "frame", breast_cancer, label="target",
+                     algorithm="saola")
+    for stream in ("csv", "parquet", "sk", "frame"):
+        out = streamfs("watch", stream, "--until-final", "--json", "--timeout", "240", env=cli_env)
+        assert out.returncode == 0, out.stderr
+        results = [json.loads(line) for line in out.stdout.splitlines()]  # NDJSON
+        final = results[-1]
+        assert final["final"] and final["selection"]
+        assert [i["name"] for i in final["selection"]] == \
+            [names[i["feature"]] for i in final["selection"]]
+        assert all(a[2] == names[a[0]] for i in final["selection"] for a in i["affiliated"])
+
+    # the same id again: refused by produce, and by the worker from another producer
+    again = streamfs("produce", "features", csv_path, "--stream", "csv", "-a", "saola",
+                     "--label", "target", env=cli_env)
+    assert again.returncode == 2 and "stream 'csv' already exists (closed" in again.stderr
+    produce_features(kafka_config, features_topic, "csv", breast_cancer, label="target")
+    # a keyless record
+    from confluent_kafka import Producer
+
+    from streamfs.codec import encode
+
+    p = Producer(kafka_config)
+    p.produce(features_topic, value=encode({"kind": "close", "stream": "nokey", "seq": 1}))
+    assert p.flush(10) == 0
+    del p
+    out = streamfs("watch", "nokey", "--until-final", "--timeout", "60", env=cli_env)
+    assert out.returncode == 4 and "record has no key" in out.stderr, out.stderr
+    letters = streamfs("dead-letters", "--json", env=cli_env)
+    assert letters.returncode == 0, letters.stderr
+    reasons = [json.loads(line)["reason"] for line in letters.stdout.splitlines()]
+    assert any("already exists (closed" in r for r in reasons)
+    assert any("record has no key" in r for r in reasons)
+    one = streamfs("dead-letters", "--stream", "nokey", env=cli_env)
+    assert one.returncode == 0 and len(one.stdout.strip().splitlines()) == 1
+
+    # --replace: a new run under the same id, watched by its run number
+    replaced = streamfs("produce", "features", csv_path, "--stream", "csv", "-a", "saola",
+                        "-p", "alpha=0.05", "--label", "target", "--replace", env=cli_env)
+    assert replaced.returncode == 0 and "run 2 replacing run 1" in replaced.stdout
+    out = streamfs("watch", "csv", "--until-final", "--run", "2", "--json", "--timeout", "240",
+                   env=cli_env)
+    assert out.returncode == 0, out.stderr
+    final = json.loads(out.stdout.splitlines()[-1])
+    assert final["run"] == 2 and final["params"]["alpha"] == 0.05
+
+
+def test_json_results_for_any_consumer(cli_env, kafka_config, topic_prefix, start_worker):
+    from confluent_kafka import Consumer, TopicPartition
+
+    start_worker(STREAMFS_RESULT_FORMAT="json")
+    out = streamfs("produce", "features", "sklearn:breast_cancer", "--stream", "j", "-a", "saola",
+                   env=cli_env)
+    assert out.returncode == 0, out.stderr
+    assert streamfs("watch", "j", "--until-final", "--timeout", "240",
+                    env=cli_env).returncode == 0
+    topic = load_catalogue(topic_prefix)["selected"].name
+    consumer = Consumer({**kafka_config, "group.id": "plain-json", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+    seen = []
+    deadline = time.monotonic() + 60
+    while not any(m.get("final") for m in seen) and time.monotonic() < deadline:
+        msg = consumer.poll(1.0)
+        if msg is not None and not msg.error():
+            seen.append(json.loads(msg.value()))
+    consumer.close()
+    final = [m for m in seen if m.get("final")][0]
+    assert final["stream"] == "j" and "worst" in " ".join(i["name"] for i in final["selection"])
