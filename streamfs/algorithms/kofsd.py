@@ -15,6 +15,9 @@ class on feature subsets (see :mod:`streamfs.algorithms.neighbourhood`):
 
 How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
 
+* The step over a block of columns is one compiled kernel
+  (:func:`~streamfs.algorithms.neighbourhood.stream_step`, no Python iteration per feature);
+  every kernel releases the GIL, so the worker's event loop keeps running during a long step.
 * ``Dep_K({f})`` of a whole block of columns comes from a numba kernel that sorts each column
   and walks outwards from every instance (``O(N log N + N K)`` per column, no pairwise matrix).
 * The squared distances ``D`` on ``S`` are kept and updated in place when a feature joins
@@ -22,13 +25,17 @@ How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
   ``Dep_K(S + {f})`` each row is scanned in that order and stops as soon as ``D`` alone exceeds
   the current ``K``-th best distance on ``S + {f}`` (rows left open continue in the sorted order
   of ``f``); the scan also stops for good once the instances seen so far have lost enough
-  ``card`` to rule out ``Dep_K(S + {f}) > Dep_K(S)`` (integer-valued cards).
+  ``card`` to rule out ``Dep_K(S + {f}) > Dep_K(S)`` (every card is a multiple of ``1 / K``).
 
-Exactness: the kernels give the same neighbours as the brute-force reference
-(:func:`~streamfs.algorithms.neighbourhood.knn_dependency`), ties broken by instance index.
-Dependencies of the integer-valued cards are ``integer / (K N)``, so comparisons are exact and
-cannot be flipped by summation order; with continuous data (no distance ties), permuting the
-instances does not change the selection.
+Exactness: the kernels compute every distance with the same floating-point operations as the
+brute-force reference (:func:`~streamfs.algorithms.neighbourhood.knn_dependency`: raw
+differences squared, divided by the variance, added in selection order, square root), so they
+find the same neighbours, ties broken by instance index; no tolerance is involved. By default
+dependencies are ``integer / (K N)``, so comparisons are exact and cannot be flipped by
+summation order; with continuous data (no distance ties), permuting the instances does not
+change the selection. With ``compat="zhou"`` the dependency is the authors' floating-point mean
+(see :mod:`~streamfs.algorithms.neighbourhood`), which is what makes ``dlbcl_gems5469`` select
+feature 948 as their code does.
 """
 
 from __future__ import annotations
@@ -43,12 +50,11 @@ from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.neighbourhood import (
     CARDS,
     add_feature,
-    dependency_from_stats,
+    dependencies,
     fallback_count,
-    joint_stats,
     large_class_code,
-    row_order,
     single_feature_stats,
+    stream_step,
 )
 
 # columns per call of the one-feature kernel: bounds the (N, chunk) statistics arrays
@@ -68,19 +74,27 @@ class KOFSD(FeatureStreamSelector):
     alpha:
         Relevance threshold in ``[0, 1)``: a feature with ``Dep_K({f}) <= alpha`` is discarded.
     card:
-        Card function of an instance (Section 3.4): ``"imbalanced"`` (Algorithm 3, the paper's
-        choice), ``"consistency"``, ``"weight"`` or ``"distance"``; formulas in
+        Card function of an instance (Section 3.4), with ``p`` of the ``K`` neighbours sharing
+        its label: ``"imbalanced"`` (Algorithm 3, the paper's choice: ``[p == K]`` in the large
+        class, ``p / K`` otherwise), ``"consistency"`` (``[p == K]``), ``"weight"``
+        (``p / K`` if ``p / K > gamma``, else 0) or ``"distance"`` (1 if ``p / K >= gamma1``,
+        0 if ``p / K <= gamma2``, in between 1 when the mean distance to the same-label
+        neighbours is smaller than to the others; the paper's printed formula divides both
+        sums by the number of other-label neighbours, read as a misprint). Details in
         :func:`streamfs.algorithms.neighbourhood.card_values`.
     compat:
         ``None`` (clean semantics) or ``"zhou"`` to reproduce the authors' MATLAB code: the label
-        0 is the large class whatever the counts, neighbours are positions ``2..K+1`` of the
-        stable sort including the instance itself, and if nothing was selected at the end of the
-        stream, ``finish()`` selects the ``round(sqrt(p))`` features of highest single-feature
-        dependency (ties in stream order).
+        0 is the large class whatever the counts (without a label 0 no instance is in the large
+        class, with a warning), neighbours are positions ``2..K+1`` of the stable sort including
+        the instance itself, the dependency is the floating-point mean of the card values in
+        instance order, and if nothing was selected at the end of the stream, ``finish()``
+        selects the ``round(sqrt(p))`` features of highest single-feature dependency (ties in
+        stream order).
     gamma:
-        Threshold of the ``"weight"`` card.
+        Threshold of the ``"weight"`` card, in ``[0, 1]`` (default 0.5, the paper's).
     gamma1, gamma2:
-        Thresholds of the ``"distance"`` card (``0 <= gamma1 < gamma2``).
+        Upper and lower thresholds of the ``"distance"`` card, ``0 <= gamma2 < gamma1 <= 1``
+        (the paper gives no values; defaults 0.75 and 0.25).
 
     Attributes
     ----------
@@ -89,7 +103,8 @@ class KOFSD(FeatureStreamSelector):
     dependency_: ``Dep_K(S)`` of the current selection (0 for an empty selection and after a
         ``zhou`` fallback, whose dependency is not computed).
     classes_: the labels in sorted order; ``large_class_`` the large class: the most frequent
-        label (ties: the first in sorted order), or 0 with ``compat="zhou"``.
+        label (ties: the first in sorted order), or 0 with ``compat="zhou"`` (``None`` there if
+        ``y`` has no label 0).
     n_features_seen_, n_irrelevant_ (``Dep_K({f}) <= alpha``, constant columns included),
     n_redundant_ (discarded at the last step, or removed from ``S`` by a replacement).
 
@@ -125,8 +140,8 @@ class KOFSD(FeatureStreamSelector):
         compat: str | None = None,
         *,
         gamma: float = 0.5,
-        gamma1: float = 0.5,
-        gamma2: float = 1.0,
+        gamma1: float = 0.75,
+        gamma2: float = 0.25,
     ) -> None:
         self.k = k
         self.alpha = alpha
@@ -179,7 +194,7 @@ class KOFSD(FeatureStreamSelector):
 
     # learned state kept in private attributes (besides the public ones ending in "_")
     _STATE = ("_large", "_y", "_sel", "_scores", "_vars", "_cols", "_dep", "_D", "_order",
-              "_pending", "_fallback")
+              "_order_ok", "_rows", "_pending", "_fallback")
 
     def _reset(self) -> None:
         # learned attributes only: scikit-learn's own settings (e.g. _sklearn_output_config
@@ -201,7 +216,7 @@ class KOFSD(FeatureStreamSelector):
 
     def to_state(self) -> dict:
         """Plain-data snapshot; kept columns under ``"columns"`` as ``{feature: array}``."""
-        state: dict = {"algorithm": "kofsd", "version": 1, "params": self._params()}
+        state: dict = {"algorithm": "kofsd", "version": 2, "params": self._params()}
         if not hasattr(self, "n_features_seen_"):
             state["fitted"] = False
             return state
@@ -231,14 +246,24 @@ class KOFSD(FeatureStreamSelector):
         """Rebuild a selector that continues exactly where ``to_state`` was taken."""
         if state.get("algorithm") != "kofsd":
             raise ValueError(f"not a K-OFSD state: algorithm={state.get('algorithm')!r}")
-        self = cls(**state["params"])
+        params = dict(state["params"])
+        if state.get("version", 1) < 2:
+            # version 1 had other "weight"/"distance" cards (and gamma1 < gamma2): a state of
+            # those cannot continue; for the other cards the thresholds were unused
+            if params.get("card") in ("weight", "distance"):
+                raise ValueError(
+                    f"K-OFSD state version 1 with card={params['card']!r} cannot be continued: "
+                    "the card's definition changed (Section 3.4 of the paper); start a new run"
+                )
+            params.update(gamma1=0.75, gamma2=0.25)
+        self = cls(**params)
         if not state["fitted"]:
             return self
         self._validate_params()
         self.classes_ = np.asarray(state["classes"])
         self._y = np.asarray(state["y"], dtype=np.int64)
         self._large = int(state["large"])
-        self.large_class_ = self.classes_[self._large]
+        self.large_class_ = None if self._large < 0 else self.classes_[self._large]
         self.n_features_seen_ = int(state["n_features_seen"])
         self.n_irrelevant_ = int(state["n_irrelevant"])
         self.n_redundant_ = int(state["n_redundant"])
@@ -254,6 +279,8 @@ class KOFSD(FeatureStreamSelector):
         for col, var in zip(self._cols, self._vars):
             self._D = add_feature(self._D, col, var)
         self._order = None
+        self._order_ok = False
+        self._rows = None  # the visiting order of the joint kernel: speed only, not state
         pending = state.get("pending")
         self._pending = None if pending is None else [float(s) for s in pending]
         fb = state.get("fallback")
@@ -274,11 +301,11 @@ class KOFSD(FeatureStreamSelector):
         check_choice("card", self.card, CARDS)
         check_choice("compat", self.compat, (None, "zhou"))
         check_number("gamma", self.gamma, 0.0, 1.0)
-        check_number("gamma1", self.gamma1, 0.0)
-        check_number("gamma2", self.gamma2, 0.0)
-        if not self.gamma1 < self.gamma2:
+        check_number("gamma1", self.gamma1, 0.0, 1.0)
+        check_number("gamma2", self.gamma2, 0.0, 1.0)
+        if not self.gamma2 < self.gamma1:
             raise ValueError(
-                f"gamma2 must be a number > gamma1 = {shown(self.gamma1)}, "
+                f"gamma2 must be a number in [0, gamma1) with gamma1 = {shown(self.gamma1)}, "
                 f"got {shown(self.gamma2)}"
             )
 
@@ -295,7 +322,7 @@ class KOFSD(FeatureStreamSelector):
             raise ValueError(f"k={self.k} needs more than k instances, y has {y.shape[0]}")
         self._large = large_class_code(classes, y_enc, self.compat)
         self.classes_ = classes
-        self.large_class_ = classes[self._large]
+        self.large_class_ = None if self._large < 0 else classes[self._large]
         self._y = y_enc.astype(np.int64)
         self.n_features_seen_ = 0
         self.n_irrelevant_ = 0
@@ -307,6 +334,8 @@ class KOFSD(FeatureStreamSelector):
         self._dep = 0.0
         self._D: np.ndarray | None = None
         self._order: np.ndarray | None = None
+        self._order_ok = False
+        self._rows: np.ndarray | None = None
         # zhou fallback needs every single-feature score while S is empty
         self._pending: list[float] | None = [] if self.compat == "zhou" else None
         self._fallback: tuple[np.ndarray, np.ndarray] | None = None
@@ -333,77 +362,62 @@ class KOFSD(FeatureStreamSelector):
             )
         return X
 
-    def _dependency(self, same, ssum, dsum) -> np.ndarray:
-        return dependency_from_stats(
-            same, ssum, dsum, self._y == self._large, self.k, self.card,
-            self.gamma, self.gamma1, self.gamma2,
-        )  # fmt: skip
-
     def _process(self, X: np.ndarray) -> None:
         n, b = X.shape
-        include_self = 1 if self.compat == "zhou" else 0
+        zhou = self.compat == "zhou"
+        include_self = 1 if zhou else 0
+        is_large = self._y == self._large
+        card_code = CARDS.index(self.card)
+        gammas = (float(self.gamma), float(self.gamma1), float(self.gamma2))
         var = np.empty(b)
         same = np.empty((n, b), dtype=np.int64)
         ssum = np.empty((n, b))
         dsum = np.empty((n, b))
-        Xf = np.asfortranarray(X)  # the kernel reads whole columns
+        Xf = np.asfortranarray(X)  # the kernels read whole columns
         single_feature_stats(Xf, self._y, self.k, include_self, var, same, ssum, dsum)
-        dep1 = self._dependency(same, ssum, dsum)
+        dep1 = np.empty(b)
+        dependencies(same, ssum, dsum, is_large, int(self.k), card_code, *gammas, zhou, dep1)
         dep1[var == 0.0] = 0.0  # constant columns: irrelevant
         alpha = float(self.alpha)
-        for c in range(b):
-            f = self.n_features_seen_
-            self.n_features_seen_ += 1
-            d1 = float(dep1[c])
-            if self._pending is not None:
-                self._pending.append(d1)
-            if var[c] == 0.0 or d1 <= alpha:
-                self.n_irrelevant_ += 1
-            elif d1 > self._dep:
-                # a single feature beats the whole selection: replace it
-                self.n_redundant_ += len(self._sel)
-                col = X[:, c].copy()
-                self._sel, self._scores, self._vars, self._cols = [f], [d1], [float(var[c])], [col]
-                self._D = add_feature(None, col, float(var[c]))
-                self._order = None
-                self._dep = d1
+        decision = np.zeros(b, dtype=np.int8)  # 0 irrelevant, 1 replaces S, 2 joins, 3 redundant
+        dep_out = np.zeros(b)
+        dep = self._dep
+        if np.any((var > 0.0) & (dep1 > alpha)):
+            if self._D is None:
+                self._D = np.zeros((n, n))  # S is empty: its (zero) distances
+            if self._order is None:
+                self._order = np.empty((n, min(n, max(_NEAR, 4 * (int(self.k) + 1)))), np.int32)
+                self._order_ok = False
+            if self._rows is None:
+                self._rows = np.arange(n, dtype=np.int64)  # any order gives the same result
+            dep, self._order_ok = stream_step(
+                Xf, var, dep1, same, ssum, dsum, alpha, self._y, is_large, int(self.k),
+                include_self, card_code, *gammas, zhou, self._D, self._order, self._order_ok,
+                float(self._dep), self._rows, decision, dep_out,
+            )  # fmt: skip
+        # bookkeeping of what the kernel decided (a Python iteration per change of S only)
+        f0 = self.n_features_seen_
+        self.n_features_seen_ += b
+        replaced = np.flatnonzero(decision == 1)
+        if self._pending is not None:
+            upto = b if replaced.size == 0 else int(replaced[0]) + 1
+            self._pending.extend(dep1[:upto].tolist())
+            if replaced.size:
                 self._pending = None  # S is never empty again: no fallback needed
+        self.n_irrelevant_ += int(np.count_nonzero(decision == 0))
+        self.n_redundant_ += int(np.count_nonzero(decision == 3))
+        for c in np.flatnonzero((decision == 1) | (decision == 2)).tolist():
+            col = Xf[:, c].copy()
+            v, d1 = float(var[c]), float(dep1[c])
+            if decision[c] == 1:
+                self.n_redundant_ += len(self._sel)  # the replaced selection
+                self._sel, self._scores, self._vars, self._cols = [f0 + c], [d1], [v], [col]
             else:
-                col = X[:, c].copy()
-                dj = self._joint_dependency(col, float(var[c]), include_self)
-                if dj > self._dep:
-                    self._sel.append(f)
-                    self._scores.append(d1)
-                    self._vars.append(float(var[c]))
-                    self._cols.append(col)
-                    self._D = add_feature(self._D, col, float(var[c]))
-                    self._order = None
-                    self._dep = dj
-                else:
-                    self.n_redundant_ += 1
-
-    def _joint_dependency(self, col: np.ndarray, var: float, include_self: int) -> float:
-        """``Dep_K(S + {f})``, or ``-1.0`` when it provably does not exceed ``Dep_K(S)``."""
-        k, n = int(self.k), col.shape[0]
-        card_code = CARDS.index(self.card) if self.card != "distance" else -1
-        budget = -1
-        if card_code >= 0:
-            # Dep = num / (K N) with an integer numerator: the loss of S is exact
-            budget = k * n - int(round(self._dep * k * n))
-            if budget == 0:
-                return -1.0  # Dep(S) = 1 cannot be exceeded
-        if self._order is None:
-            self._order = row_order(self._D, max(_NEAR, 4 * (k + 1)))
-        same = np.empty(n, dtype=np.int64)
-        ssum = np.empty(n)
-        dsum = np.empty(n)
-        stopped = joint_stats(
-            self._D, self._order, col, var, self._y, k, include_self, same, ssum, dsum,
-            self._y == self._large, card_code, float(self.gamma), budget,
-        )  # fmt: skip
-        if stopped:
-            return -1.0
-        return float(self._dependency(same[:, None], ssum[:, None], dsum[:, None])[0])
+                self._sel.append(f0 + c)
+                self._scores.append(d1)
+                self._vars.append(v)
+                self._cols.append(col)
+        self._dep = float(dep)
 
     def _publish(self) -> None:
         """Refresh the public attributes from the internal selection."""

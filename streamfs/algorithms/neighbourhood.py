@@ -16,6 +16,16 @@ Neighbours are ordered by ``(distance, instance index)``. Two neighbour rules ex
   index)`` with the first one dropped; with duplicates of ``x`` of smaller index, ``x`` itself can
   be counted as its own neighbour.
 
+Every card value is a multiple of ``1 / K`` (see :func:`card_values`). The dependency is their
+mean, evaluated in one of two ways:
+
+* default: exactly, as the integer ``sum_x K * card(x)`` over ``K N``; comparisons between
+  dependencies are then exact and do not depend on the instance order;
+* ``zhou``: as the authors' code does, the floating-point mean of the float card values
+  (``s / K`` or ``0``/``1``), summed left to right in instance order and divided by ``N``. Two
+  dependencies with the same integer numerator can then differ in the last bit, which decides
+  ``Dep(S + {f}) > Dep(S)`` in the authors' code (on ``dlbcl_gems5469`` it admits feature 948).
+
 This module holds a plain numpy reference implementation (:func:`knn_dependency`, used by the
 tests as the ground truth) and the numba kernels used by :class:`~streamfs.algorithms.kofsd.KOFSD`.
 
@@ -30,6 +40,7 @@ tests as the ground truth) and the numba kernels used by :class:`~streamfs.algor
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numba import njit
@@ -101,20 +112,26 @@ def card_values(
     large: int,
     card: str = "imbalanced",
     gamma: float = 0.5,
-    gamma1: float = 0.5,
-    gamma2: float = 1.0,
+    gamma1: float = 0.75,
+    gamma2: float = 0.25,
 ) -> np.ndarray:
     """Card value of every instance from its neighbour indices ``(N, K)`` and their distances.
 
-    ``y`` holds integer class codes and ``large`` the code of the large class. With ``s`` the
-    number of neighbours sharing the label of ``x``:
+    ``y`` holds integer class codes and ``large`` the code of the large class (``-1``: no
+    instance is in the large class). With ``n = K`` neighbours, ``p`` of them sharing the label
+    of ``x`` and ``q = n - p`` the others (Section 3.4 of the paper):
 
-    * ``imbalanced`` (Algorithm 3): ``[s == K]`` if ``x`` is in the large class, else ``s / K``;
-    * ``consistency``: ``[s == K]`` (``x`` is in the lower approximation of its class);
-    * ``weight``: ``[s / K >= gamma]`` (variable-precision lower approximation);
-    * ``distance``: with ``h``/``m`` the mean distance to the same-/other-label neighbours,
-      1 if there is no other-label neighbour, 0 if there is no same-label one, otherwise 1 when
-      ``h < gamma1 * m``, 0 when ``h >= gamma2 * m`` and linear in between.
+    * ``imbalanced`` (Algorithm 3): ``[p == n]`` if ``x`` is in the large class, else ``p / n``;
+    * ``consistency``: ``[p == n]`` (``x`` is in the lower approximation of its class);
+    * ``weight`` (threshold ``gamma``): ``p / n`` if ``p / n > gamma``, else 0;
+    * ``distance`` (thresholds ``gamma1 > gamma2``): 1 if ``p / n >= gamma1``, 0 if
+      ``p / n <= gamma2``; in between 1 if the mean distance to the ``p`` same-label neighbours
+      is smaller than the mean distance to the ``q`` others, else 0. The paper prints the last
+      rule as ``Sum(dis_p)/Num_N > Sum(dis_n)/Num_N`` (both sums over the count of other-label
+      neighbours, rewarding same-label neighbours that are *farther*); that is read as a
+      misprint and the comparison of the two mean distances is implemented instead.
+
+    Every value is a multiple of ``1 / K``. The distance sums run in neighbour order.
     """
     y = np.asarray(y)
     k = neighbours.shape[1]
@@ -134,13 +151,14 @@ def knn_dependency(
     compat: str | None = None,
     var: np.ndarray | None = None,
     gamma: float = 0.5,
-    gamma1: float = 0.5,
-    gamma2: float = 1.0,
+    gamma1: float = 0.75,
+    gamma2: float = 0.25,
 ) -> float:
     """Reference ``Dep_K(S)`` (Algorithm 4) of all columns of ``X`` (brute force).
 
     ``y`` may hold any labels; the large class is the most frequent one (ties: the smallest in
-    sorted order), or the label 0 with ``compat="zhou"``. Returns 0 if every column is constant.
+    sorted order), or the label 0 with ``compat="zhou"`` (none if there is no label 0). Returns
+    0 if every column is constant. See the module docstring for how the mean is evaluated.
     """
     classes, y_enc = np.unique(np.asarray(y), return_inverse=True)
     large = large_class_code(classes, y_enc, compat)
@@ -152,21 +170,33 @@ def knn_dependency(
     nb = k_nearest(D, k, compat)
     dist = np.sqrt(np.take_along_axis(D, nb, axis=1))
     cards = card_values(y_enc, nb, dist, large, card, gamma, gamma1, gamma2)
-    return float(_mean_card(cards[:, None], k, card)[0])
+    return float(_mean_card(cards[:, None], k, compat)[0])
 
 
-def large_class_code(classes: np.ndarray, y_enc: np.ndarray, compat: str | None) -> int:
+def large_class_code(
+    classes: np.ndarray, y_enc: np.ndarray, compat: str | None, warn: bool = True
+) -> int:
     """Code of the large class: the label 0 in ``zhou`` mode, else the most frequent label
-    (ties: the first in sorted order)."""
+    (ties: the first in sorted order).
+
+    In ``zhou`` mode without a label 0 the authors' code still runs, with no instance in its
+    large class (every instance is scored as a small-class one): the result is then ``-1``, with
+    a warning (``warn=False`` silences it).
+    """
     if compat == "zhou":
         if classes.dtype.kind not in "biuf":
             raise ValueError('compat="zhou" needs numeric labels (the label 0 is the large class)')
         hits = np.flatnonzero(classes == 0)
         if hits.size == 0:
-            raise ValueError(
-                'compat="zhou" treats the label 0 as the large class, but y has no label 0; '
-                "encode the majority class as 0"
-            )
+            if warn:
+                warnings.warn(
+                    'compat="zhou" treats the label 0 as the large class, but y has no label 0: '
+                    "as in the authors' code, no instance is in the large class (every card is "
+                    "p / K); encode the majority class as 0 to get the imbalanced card",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            return -1
         return int(hits[0])
     return int(np.argmax(np.bincount(y_enc)))
 
@@ -177,47 +207,39 @@ def large_class_code(classes: np.ndarray, y_enc: np.ndarray, compat: str | None)
 
 
 def _card_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2):
-    """Card values (float) from per-instance neighbour statistics; arrays ``(N,)`` or ``(N, B)``."""
+    """Card values (float) from per-instance neighbour statistics; arrays ``(N,)`` or ``(N, B)``.
+
+    Plain numpy: the reference for the compiled :func:`_card_num`.
+    """
     if is_large.ndim < same.ndim:
         is_large = is_large[:, None]
+    ratio = same / k  # p / n
     if card == "imbalanced":
-        return np.where(is_large, (same == k).astype(np.float64), same / k)
+        return np.where(is_large, (same == k).astype(np.float64), ratio)
     if card == "consistency":
         return (same == k).astype(np.float64)
     if card == "weight":
-        return (same >= gamma * k).astype(np.float64)
+        return np.where(ratio > gamma, ratio, 0.0)
     if card == "distance":
-        n_same = same.astype(np.float64)
-        n_diff = k - n_same
         with np.errstate(divide="ignore", invalid="ignore"):
-            h = ssum / n_same
-            m = dsum / n_diff
-            lin = (gamma2 * m - h) / ((gamma2 - gamma1) * m)
-        out = np.where(h < gamma1 * m, 1.0, np.where(h >= gamma2 * m, 0.0, lin))
-        out = np.where(n_diff == 0, 1.0, np.where(n_same == 0, 0.0, out))
-        return out
+            h = ssum / same  # mean distance to the same-label neighbours
+            m = dsum / (k - same)  # ... and to the others
+        between = (h < m).astype(np.float64)
+        return np.where(ratio >= gamma1, 1.0, np.where(ratio <= gamma2, 0.0, between))
     raise ValueError(f"card must be one of {CARDS}, got {card!r}")
 
 
-def _mean_card(cards: np.ndarray, k: int, card: str) -> np.ndarray:
-    """Column means of ``cards`` ``(N, B)``, independent of the instance order.
+def _mean_card(cards: np.ndarray, k: int, compat: str | None = None) -> np.ndarray:
+    """Column means of ``cards`` ``(N, B)`` (multiples of ``1 / k``).
 
-    The integer-valued cards are summed exactly as integers (numerators over ``K``); the
-    ``distance`` card is summed after sorting, so permuting instances cannot change a comparison
-    between two dependencies by rounding.
+    Default: exactly, integer numerators over ``k N`` (independent of the instance order).
+    ``zhou``: the float values summed left to right in instance order, divided by ``N``.
     """
     n = cards.shape[0]
-    if card == "distance":
-        # sequential sum of the sorted values: the same rounding for any block shape
-        return np.cumsum(np.sort(cards, axis=0), axis=0)[-1] / n
-    num = np.rint(cards * k).astype(np.int64).sum(axis=0)
-    return num / (k * n)
-
-
-def dependency_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2):
-    """``Dep_K`` of each column from neighbour statistics of shape ``(N, B)``."""
-    cards = _card_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2)
-    return _mean_card(cards, k, card)
+    num = np.rint(cards * k).astype(np.int64)
+    if compat == "zhou":
+        return np.cumsum(num / k, axis=0)[-1] / n
+    return num.sum(axis=0) / (k * n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,7 +247,7 @@ def dependency_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, ga
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted_variance(sv):
     n = sv.shape[0]
     s = 0.0
@@ -239,13 +261,13 @@ def _sorted_variance(sv):
     return ss / (n - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _key1(x, v, var):
     t = x - v
     return np.sqrt(t * t / var)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsum_out):
     """Neighbour statistics of every instance on each single column of ``X`` ``(N, B)``.
 
@@ -302,14 +324,20 @@ def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsu
                 nl = 0
                 nr = 0
                 multi = False
+                kln = np.inf  # the key beyond the group on each side (the next kl / kr)
+                krn = np.inf
                 if left >= 0 and kl == d:
                     ls = run_start[left]
                     nl = left - ls + 1
-                    multi = ls > 0 and _key1(x, sv[ls - 1], var) == d
+                    if ls > 0:
+                        kln = _key1(x, sv[ls - 1], var)
+                        multi = kln == d
                 if right < n and kr == d:
                     re = run_end[right]
                     nr = re - right + 1
-                    multi = multi or (re + 1 < n and _key1(x, sv[re + 1], var) == d)
+                    if re + 1 < n:
+                        krn = _key1(x, sv[re + 1], var)
+                        multi = multi or krn == d
                 if multi:
                     g = 0
                     while left >= 0 and kl == d:
@@ -333,10 +361,12 @@ def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsu
                         buf[q] = order[left - q]
                     for q in range(nr):
                         buf[nl + q] = order[right + q]
-                    left -= nl
-                    right += nr
-                    kl = _key1(x, sv[left], var) if left >= 0 else np.inf
-                    kr = _key1(x, sv[right], var) if right < n else np.inf
+                    if nl > 0:  # only the sides that moved get a new key (computed above)
+                        left -= nl
+                        kl = kln
+                    if nr > 0:
+                        right += nr
+                        kr = krn
                 else:
                     # merge the two ascending index runs, keep the rem smallest
                     take = rem
@@ -371,7 +401,7 @@ def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsu
             dsum_out[i, c] = dsum
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insert(tk, ti, cnt, need, key, j):
     """Insert ``(key, j)`` into the ascending top list ``tk/ti`` of ``cnt <= need`` entries;
     returns the new count."""
@@ -391,7 +421,7 @@ def _insert(tk, ti, cnt, need, key, j):
     return cnt
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sq_bound(w):
     """The largest ``v`` with ``sqrt(v) <= w``: comparing squared distances against it gives
     exactly the verdict of comparing their square roots with ``w``, without the square root."""
@@ -407,15 +437,26 @@ def _sq_bound(w):
         v = u
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_out,
-                is_large, card_code, gamma, loss_budget):  # fmt: skip
+                is_large, card_code, gamma, gamma1, gamma2, loss_budget, zhou, dep_s,
+                rows):  # fmt: skip
     """Neighbour statistics of every instance on ``S + {f}``; returns True if it stopped early.
 
-    Early stop (integer cards only, ``card_code`` 0/1/2 = imbalanced/consistency/weight): the
-    caller only needs to know whether ``Dep(S + {f}) > Dep(S)``, i.e. whether the total loss
-    ``sum_x (K - K * card(x))`` stays below ``loss_budget`` (the loss of ``S``). Once it reaches
-    the budget the answer is no and the remaining rows are skipped (``loss_budget < 0``: never).
+    Early stop (``card_code`` = index in :data:`CARDS`): the caller only needs to know whether
+    ``Dep(S + {f}) > Dep(S)``. Every card is a multiple of ``1 / K``, so the total loss
+    ``sum_x (K - K * card(x))`` is an integer; ``loss_budget`` is the loss of ``S`` (``< 0``:
+    never stop). Default mode: once the loss reaches the budget, ``Dep(S + {f}) <= Dep(S)`` and
+    the remaining rows are skipped (True is returned). ``zhou`` (float mean ``dep_s`` of ``S``):
+    an equal numerator can still compare greater in float, so at that point (and whenever the
+    loss grows again) the best case is evaluated exactly: the float mean, in instance order, of
+    the cards known so far and ``1.0`` for every instance not visited yet. Float addition is
+    monotone in each term, so if that bound is ``<= dep_s``, no outcome of the remaining rows
+    can exceed it.
+
+    ``rows`` is the order in which the instances are visited (a permutation): the statistics
+    and the verdict do not depend on it, only how soon an early stop comes. The caller puts the
+    instances whose card is not full on ``S`` first (they usually lose on ``S + {f}`` too).
 
     ``D`` holds the squared distances on ``S`` and ``near[i]`` the ``M`` instances nearest to
     ``i`` on ``S`` in ascending ``D`` order (see :func:`row_order`). The new squared distance
@@ -436,7 +477,9 @@ def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_o
     pos = np.empty(0, dtype=np.int64)
     stamp = np.full(n, -1, dtype=np.int64)  # stamp[j] == i: j already considered for row i
     loss = 0
-    for i in range(n):
+    cards = np.ones(n if zhou and loss_budget >= 0 else 0)  # zhou: 1.0 where not known yet
+    for r in range(n):
+        i = rows[r]
         cnt = 0
         bound = np.inf  # squared form of the K-th best distance once the list is full
         x = xf[i]
@@ -522,19 +565,161 @@ def joint_stats(D, near, xf, var, y, k, include_self, same_out, ssum_out, dsum_o
         ssum_out[i] = ssum
         dsum_out[i] = dsum
         if loss_budget >= 0:
-            if card_code == 0:
-                num = same if not is_large[i] else (k if same == k else 0)
-            elif card_code == 1:
-                num = k if same == k else 0
-            else:
-                num = k if same >= gamma * k else 0
+            num = _card_num(same, ssum, dsum, is_large[i], k, card_code, gamma, gamma1, gamma2)
             loss += k - num
-            if loss >= loss_budget:
+            if zhou:
+                cards[i] = num / k
+                if loss >= loss_budget and num < k:
+                    best = 0.0
+                    for q in range(n):  # in instance order, as the mean is taken
+                        best += cards[q]
+                    if best / n <= dep_s:
+                        return True
+            elif loss >= loss_budget:
                 return True
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
+def _card_num(same, ssum, dsum, large, k, card_code, gamma, gamma1, gamma2):
+    """``K * card(x)`` (an integer) from the neighbour statistics of one instance; the formulas
+    of :func:`card_values`, ``card_code`` the index in :data:`CARDS`."""
+    if card_code == 0:  # imbalanced
+        if large:
+            return k if same == k else 0
+        return same
+    if card_code == 1:  # consistency
+        return k if same == k else 0
+    ratio = same / k
+    if card_code == 2:  # weight
+        return same if ratio > gamma else 0
+    # distance
+    if ratio >= gamma1:
+        return k
+    if ratio <= gamma2:
+        return 0
+    return k if ssum / same < dsum / (k - same) else 0
+
+
+@njit(cache=True, nogil=True)
+def _dependency_of(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2, zhou):
+    """``Dep_K`` from the statistics ``(N,)`` of one feature set (see the module docstring)."""
+    n = same.shape[0]
+    if zhou:
+        t = 0.0
+        for i in range(n):
+            t += _card_num(same[i], ssum[i], dsum[i], is_large[i], k, card_code,
+                           gamma, gamma1, gamma2) / k  # fmt: skip
+        return t / n
+    num = 0
+    for i in range(n):
+        num += _card_num(same[i], ssum[i], dsum[i], is_large[i], k, card_code,
+                         gamma, gamma1, gamma2)  # fmt: skip
+    return num / (k * n)
+
+
+@njit(cache=True, nogil=True)
+def dependencies(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2, zhou, out):
+    """``out[c] = Dep_K`` of column ``c`` of the statistics ``(N, B)``."""
+    for c in range(same.shape[1]):
+        out[c] = _dependency_of(same[:, c], ssum[:, c], dsum[:, c], is_large, k, card_code,
+                                gamma, gamma1, gamma2, zhou)  # fmt: skip
+
+
+def dependency_from_stats(same, ssum, dsum, is_large, k, card, gamma, gamma1, gamma2,
+                          compat=None):  # fmt: skip
+    """``Dep_K`` of each column from neighbour statistics of shape ``(N, B)`` (compiled; the
+    numpy reference is :func:`_card_from_stats` + :func:`_mean_card`)."""
+    if card not in CARDS:
+        raise ValueError(f"card must be one of {CARDS}, got {card!r}")
+    same = np.asarray(same, dtype=np.int64)
+    out = np.empty(same.shape[1])
+    dependencies(same, np.asarray(ssum, dtype=np.float64), np.asarray(dsum, dtype=np.float64),
+                 np.asarray(is_large, dtype=np.bool_), int(k), CARDS.index(card), float(gamma),
+                 float(gamma1), float(gamma2), compat == "zhou", out)  # fmt: skip
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _lossy_first(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2, rows):
+    """``rows``: the instances whose card is not full on the new ``S`` first, then the others
+    (each group in instance order)."""
+    n = same.shape[0]
+    r = 0
+    for full in range(2):
+        for i in range(n):
+            num = _card_num(same[i], ssum[i], dsum[i], is_large[i], k, card_code, gamma,
+                            gamma1, gamma2)  # fmt: skip
+            if (num == k) == (full == 1):
+                rows[r] = i
+                r += 1
+
+
+@njit(cache=True, nogil=True)
+def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, include_self,
+                card_code, gamma, gamma1, gamma2, zhou, D, near, near_ok, dep, rows, decision,
+                dep_out):  # fmt: skip
+    """Algorithm 5 over a block of columns ``X`` ``(N, B)``, Fortran order.
+
+    ``var``/``dep1``: sample variance and ``Dep_K({f})`` of each column, ``same1``, ``ssum1``,
+    ``dsum1`` their neighbour statistics ``(N, B)``; ``rows``: the order in which
+    :func:`joint_stats` visits the instances (updated in place when ``S`` changes); ``D``: squared
+    distances on the current selection ``S`` (zeros if ``S`` is empty), updated in place;
+    ``near``: the candidate lists of :func:`row_order` for ``D`` (recomputed in place when
+    ``near_ok`` is False); ``dep``: ``Dep_K(S)``. Writes ``decision[c]``: 0 irrelevant (constant
+    or ``Dep({f}) <= alpha``), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and ``dep_out[c]``
+    the new ``Dep_K(S)`` for 1 and 2. Returns ``(Dep_K(S), near_ok)`` at the end of the block.
+    """
+    n, b = X.shape
+    kn = k * n
+    same = np.empty(n, dtype=np.int64)
+    ssum = np.empty(n)
+    dsum = np.empty(n)
+    for c in range(b):
+        d1 = dep1[c]
+        dep_out[c] = 0.0
+        if var[c] == 0.0 or d1 <= alpha:
+            decision[c] = 0
+            continue
+        if d1 > dep:
+            # a single feature beats the whole selection: replace it
+            D[:, :] = 0.0
+            _add_inplace(D, X[:, c], var[c])
+            near_ok = False
+            _lossy_first(same1[:, c], ssum1[:, c], dsum1[:, c], is_large, k, card_code, gamma,
+                         gamma1, gamma2, rows)  # fmt: skip
+            dep = d1
+            decision[c] = 1
+            dep_out[c] = d1
+            continue
+        budget = kn - int(math.floor(dep * kn + 0.5))  # the loss of S, an integer
+        if budget == 0:
+            decision[c] = 3  # Dep(S) = 1 cannot be exceeded (in float too: every card <= 1)
+            continue
+        if not near_ok:
+            nearest_lists(D, near.shape[1], near)
+            near_ok = True
+        stopped = joint_stats(D, near, X[:, c], var[c], y, k, include_self, same, ssum, dsum,
+                              is_large, card_code, gamma, gamma1, gamma2, budget, zhou,
+                              dep, rows)  # fmt: skip
+        if stopped:
+            decision[c] = 3
+            continue
+        dj = _dependency_of(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2,
+                            zhou)  # fmt: skip
+        if dj > dep:
+            _add_inplace(D, X[:, c], var[c])
+            near_ok = False
+            _lossy_first(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2, rows)
+            dep = dj
+            decision[c] = 2
+            dep_out[c] = dj
+        else:
+            decision[c] = 3
+    return dep, near_ok
+
+
+@njit(cache=True, nogil=True)
 def nearest_lists(D, m, out):
     """``out[i]``: the ``m`` columns of row ``i`` of ``D`` with the smallest values, ascending
     (ties by index). One pass per row keeping a sorted top list: ``O(N^2)`` comparisons plus
@@ -560,7 +745,7 @@ def nearest_lists(D, m, out):
             out[i, q] = j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _add_inplace(D, x, var):
     n = x.shape[0]
     for i in range(n):

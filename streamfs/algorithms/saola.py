@@ -13,37 +13,54 @@ For each arriving feature ``F`` (a column of length N, the class vector ``C`` be
 3. if ``F`` survived, append it to ``S``.
 
 Block processing. The relevance test of a whole block runs in one compiled pass (it does not
-depend on the selection). The redundancy step is then replayed feature by feature on the block's
-survivors only: for each survivor one compiled call computes its strength with every member of
-the current selection (the stored, pre-centred or pre-discretised columns), and the sequential
-rules above are applied to that vector with array operations. Each strength depends only on the
-values of the two columns (see :mod:`streamfs.algorithms.measures`), so the result is identical
-to one-feature-at-a-time processing, for any block split and for dense or sparse input.
+depend on the selection). With Fisher's z the redundancy step of the whole block (every
+survivor against the current selection, removals, the top-k rule, storing kept columns) is one
+compiled call (``_nb_saola_fisher``, GIL released) that writes removals and discards as
+events; the affiliation lists are rebuilt from those events when they are read. With the MI
+test the step is replayed survivor by survivor (one compiled call per survivor for its
+strengths). Each strength depends only on the values of the two columns (see
+:mod:`streamfs.algorithms.measures`), so the result is identical to one-feature-at-a-time
+processing, for any block split and for dense or sparse input.
+
+``compat="lofs"`` with Fisher's z computes every r in the authors' arithmetic (``cov`` of the
+two columns, entries divided by N - 1, ``r = C12 / sqrt(C11 C22)``, ``W = sqrt(N - 3) * 0.5 *
+log((1 + r) / (1 - r))``, independent iff ``|W| < sqrt(2) erfinv(1 - alpha)``, NaN r skipped):
+on binary data many strengths are mathematically equal and the last bit of that arithmetic
+decides SAOLA's tie rule, see :func:`streamfs.algorithms.measures.lofs_pearson_r`.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ._validation import check_choice, check_int, check_number
 from .base import FeatureStreamSelector
 from .measures import (
     ColumnBlock,
     _nb_block_fisher,
+    _nb_block_fisher_lofs,
     _nb_block_su,
     _nb_codes,
     _nb_col_stats,
     _nb_cross,
     _nb_entropy_counts,
+    _nb_lofs_centre,
+    _nb_lofs_dependent,
+    _nb_lofs_dot,
+    _nb_lofs_r,
     _nb_su_many,
     _r_from,
     _work,
     as_column_block,
     centred,
     fisher_z_critical,
+    lofs_centred,
+    lofs_fisher_critical,
 )
 
 __all__ = ["SAOLA", "GroupSAOLA"]
@@ -59,14 +76,22 @@ _COMPATS = (None, "lofs")
 
 
 class _Pool:
-    """Slots holding the kept features in the form the strength kernels need."""
+    """Slots holding the kept features in the form the strength kernels need.
 
-    def __init__(self, n: int, test: str, n_bins: int | None) -> None:
+    Fisher's z: the centred column ``T[slot]`` (``x - sum(x)/N``), its sequential sum
+    ``tsum``, its centred sum of squares ``ss`` and, for ``compat="lofs"``, the authors'
+    variance ``lvar`` (``xc'xc / (N-1)`` in the BLAS order). MI: the state codes and counts.
+    Free slots are a stack (``free[:nfree]``) that the compiled SAOLA step pops and pushes.
+    """
+
+    def __init__(self, n: int, test: str, n_bins: int | None, lofs: bool = False) -> None:
         self.n = n
         self.test = test
+        self.lofs = lofs
         self.n_bins = -1 if n_bins is None else int(n_bins)
         self.cap = 0
-        self.free: list[int] = []
+        self.free = np.empty(0, dtype=np.int64)
+        self.nfree = 0
         self.work = _work(n)
         self._grow(8)
 
@@ -76,9 +101,10 @@ class _Pool:
             T = np.empty((cap, self.n))
             tsum = np.empty(cap)
             ss = np.empty(cap)
+            lvar = np.empty(cap)
             if old:
-                T[:old], tsum[:old], ss[:old] = self.T, self.tsum, self.ss
-            self.T, self.tsum, self.ss = T, tsum, ss
+                T[:old], tsum[:old], ss[:old], lvar[:old] = self.T, self.tsum, self.ss, self.lvar
+            self.T, self.tsum, self.ss, self.lvar = T, tsum, ss, lvar
         else:
             kmax = self.Yc.shape[1] if old else 2
             Y = np.empty((cap, self.n), dtype=np.int32)
@@ -88,17 +114,28 @@ class _Pool:
             if old:
                 Y[:old], Yc[:old], yk[:old], yh[:old] = self.Y, self.Yc, self.yk, self.yh
             self.Y, self.Yc, self.yk, self.yh = Y, Yc, yk, yh
-        self.free.extend(range(cap - 1, old - 1, -1))
+        free = np.empty(cap, dtype=np.int64)
+        free[: self.nfree] = self.free[: self.nfree]
+        free[self.nfree : self.nfree + cap - old] = np.arange(cap - 1, old - 1, -1)
+        self.free = free
+        self.nfree += cap - old
         self.cap = cap
+
+    def reserve(self, k: int) -> None:
+        """Make sure at least ``k`` slots are free."""
+        if self.nfree < k:
+            self._grow(max(2 * self.cap, self.cap - self.nfree + k))
 
     def add(self, x: np.ndarray) -> int:
         """Store the dense raw column ``x``; return its slot."""
-        if not self.free:
+        if not self.nfree:
             self._grow(2 * self.cap)
-        slot = self.free.pop()
+        self.nfree -= 1
+        slot = int(self.free[self.nfree])
         if self.test == "fisher_z":
             c, csum, ss = centred(x)
             self.T[slot], self.tsum[slot], self.ss[slot] = c, csum, ss
+            self.lvar[slot] = float(_nb_lofs_dot(c, c) / (self.n - 1))
         else:
             codes, counts, _ = _nb_codes(x, self.n, self.n_bins)
             k = len(counts)
@@ -113,20 +150,29 @@ class _Pool:
         return slot
 
     def release(self, slot: int) -> None:
-        self.free.append(slot)
+        self.free[self.nfree] = slot
+        self.nfree += 1
 
-    def prepare(self, rows: np.ndarray, vals: np.ndarray, mean: float, ss: float) -> tuple:
+    def prepare(self, rows: np.ndarray, vals: np.ndarray, mean: float, ss: float,
+                dense_x: np.ndarray | None = None) -> tuple:
         """Per-feature data for :meth:`strengths` (the newer feature of every pair)."""
         if self.test == "fisher_z":
+            if self.lofs:
+                xc, cxx = lofs_centred(dense_x)
+                return (xc, cxx)
             return (rows, vals, mean, ss)
         codes, counts, zcode = _nb_codes(vals, self.n, self.n_bins)
         return (rows, codes, counts, zcode, _nb_entropy_counts(counts, self.n))
 
     def strengths(self, prep: tuple, slots: np.ndarray) -> np.ndarray:
-        """Strength between a prepared feature and the stored features in ``slots``."""
+        """Strength between a prepared feature and the stored features in ``slots``
+        (``compat="lofs"`` with Fisher's z: the signed r, NaN where undefined)."""
         if len(slots) == 0:
             return np.empty(0)
         if self.test == "fisher_z":
+            if self.lofs:
+                xc, cxx = prep
+                return _nb_lofs_many(xc, cxx, self.T, self.lvar, slots)
             rows, vals, mean, ss = prep
             cross = _nb_cross(rows, vals, mean, self.T, slots, self.tsum)
             return _r_from(cross, ss, self.ss[slots])
@@ -135,6 +181,173 @@ class _Pool:
             rows, codes, counts, zcode, hf, self.n, self.Y, self.Yc, self.yk, self.yh,
             slots, self.work,
         )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nb_lofs_many(xc, cxx, T, lvar, slots):
+    n = len(xc)
+    out = np.empty(len(slots))
+    for q in range(len(slots)):
+        t = slots[q]
+        out[q] = _nb_lofs_r(_nb_lofs_dot(xc, T[t]) / (n - 1), cxx, lvar[t])
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nb_lofs_dependent_many(r, sqrt_n3, cutoff):
+    out = np.empty(len(r), dtype=np.bool_)
+    for q in range(len(r)):
+        out[q] = _nb_lofs_dependent(r[q], sqrt_n3, cutoff)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the compiled SAOLA step (Fisher's z)
+# --------------------------------------------------------------------------------------------
+
+# event kinds written by _nb_saola_fisher, replayed (lazily) into the affiliation lists
+_EV_REMOVED = 0  # a = removed selected feature, b = the newcomer that removed it
+_EV_DISCARDED = 1  # a = newcomer, b = the selected feature that made it redundant
+_EV_DROPPED = 2  # a = feature dropped by the top-k rule (its affiliates are forgotten)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nb_saola_fisher(
+    indptr, indices, data, n, dense, rel_cols, dep, mean, ss, cxx, pos, base,
+    T, tsum, tss, tvar, free, nfree, S, Sslot, Sdep, ns,
+    lofs, use_max, kmax, zcrit, sqrt_n3, ev_kind, ev_a, ev_b, ev_d, nev, xc, gone,
+):
+    """SAOLA's redundancy step for the relevant columns ``rel_cols[pos:]`` of one block.
+
+    The selection is ``S[:ns]`` (features, pool slots ``Sslot``, strengths with the class
+    ``Sdep``). Each newcomer is compared with the selection in order (iterating over the
+    selection as it was before the newcomer's step), selected features it makes redundant
+    are removed, and it is appended unless a selected feature makes it redundant; the top-k
+    rule runs after each step. Every removal, discard and drop is written as an event. A
+    newcomer that is kept is centred into a free pool slot; when no slot is free the kernel
+    returns early and the caller grows the pool and calls again from the returned ``pos``.
+    Returns ``(pos, ns, nfree, nev)``.
+    """
+    nrel = len(rel_cols)
+    while pos < nrel:
+        if nfree == 0:
+            break
+        j = rel_cols[pos]
+        f = base + j
+        dep_f = dep[j]
+        m = mean[j]
+        lo = indptr[j]
+        hi = indptr[j + 1]
+        if lofs:
+            for i in range(n):
+                xc[i] = 0.0 - m
+            for k in range(lo, hi):
+                i = k - lo if dense else indices[k]
+                xc[i] = data[k] - m
+        owner = -1
+        d_owner = 0.0
+        nrem = 0
+        for q in range(ns):
+            t = Sslot[q]
+            if lofs:
+                r = _nb_lofs_r(_nb_lofs_dot(xc, T[t]) / (n - 1), cxx[j], tvar[t])
+                if not _nb_lofs_dependent(r, sqrt_n3, zcrit):
+                    continue
+                d = abs(r)
+            else:
+                a1 = 0.0
+                a2 = 0.0
+                for k in range(lo, hi):
+                    v = data[k]
+                    if v != 0.0:
+                        i = k - lo if dense else indices[k]
+                        c = T[t, i]
+                        a1 += (v - m) * c
+                        a2 += c
+                cross = a1 - m * (tsum[t] - a2)
+                den = math.sqrt(ss[j] * tss[t])
+                d = abs(cross) / den if den > 0 else 0.0
+                if d > 1.0:
+                    d = 1.0
+                if d < 1.0 and sqrt_n3 * math.atanh(d) < zcrit:
+                    continue
+            dep_y = Sdep[q]
+            if use_max:
+                b1 = dep_f if dep_f > dep_y else dep_y
+                b2 = b1
+            else:
+                b1 = dep_f
+                b2 = dep_y
+            if dep_y >= dep_f and d > b1:
+                owner = q
+                d_owner = d
+                break
+            if dep_f > dep_y and d > b2:
+                gone[q] = True
+                nrem += 1
+                ev_kind[nev] = 0
+                ev_a[nev] = S[q]
+                ev_b[nev] = f
+                ev_d[nev] = d
+                nev += 1
+        if owner >= 0:
+            ev_kind[nev] = 1
+            ev_a[nev] = f
+            ev_b[nev] = S[owner]
+            ev_d[nev] = d_owner
+            nev += 1
+        if nrem:
+            w = 0
+            for q in range(ns):
+                if gone[q]:
+                    gone[q] = False
+                    free[nfree] = Sslot[q]
+                    nfree += 1
+                else:
+                    S[w] = S[q]
+                    Sslot[w] = Sslot[q]
+                    Sdep[w] = Sdep[q]
+                    w += 1
+            ns = w
+        pos += 1
+        if owner >= 0:
+            continue
+        # keep the newcomer: centre it into a free slot
+        nfree -= 1
+        t = free[nfree]
+        for i in range(n):
+            T[t, i] = 0.0 - m
+        for k in range(lo, hi):
+            i = k - lo if dense else indices[k]
+            T[t, i] = data[k] - m
+        s = 0.0
+        for i in range(n):
+            s += T[t, i]
+        tsum[t] = s
+        tss[t] = ss[j]
+        tvar[t] = _nb_lofs_dot(T[t], T[t]) / (n - 1)
+        S[ns] = f
+        Sslot[ns] = t
+        Sdep[ns] = dep_f
+        ns += 1
+        if kmax > 0 and ns > kmax:
+            q = 0
+            for u in range(1, ns):
+                if Sdep[u] <= Sdep[q]:
+                    q = u
+            ev_kind[nev] = 2
+            ev_a[nev] = S[q]
+            ev_b[nev] = -1
+            ev_d[nev] = 0.0
+            nev += 1
+            free[nfree] = Sslot[q]
+            nfree += 1
+            for u in range(q, ns - 1):
+                S[u] = S[u + 1]
+                Sslot[u] = Sslot[u + 1]
+                Sdep[u] = Sdep[u + 1]
+            ns -= 1
+    return pos, ns, nfree, nev
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,12 +436,18 @@ class _SAOLABase(FeatureStreamSelector):
         self._st_n = n
         self._st_y = num
         self._st_classes = classes
-        self._st_zcrit = fisher_z_critical(float(self.alpha))
-        self._st_pool = _Pool(n, self.test, self.n_bins)
+        self._st_lofs_z = self.test == "fisher_z" and self.compat == "lofs"
+        if self._st_lofs_z:
+            self._st_zcrit = lofs_fisher_critical(float(self.alpha))
+        else:
+            self._st_zcrit = fisher_z_critical(float(self.alpha))
+        self._st_sqrt_n3 = math.sqrt(n - 3.0) if n > 3 else 0.0
+        self._st_pool = _Pool(n, self.test, self.n_bins, self._st_lofs_z)
         self._st_dep: dict[int, float] = {}
         self._st_slot: dict[int, int] = {}
         self._st_raw: dict[int, np.ndarray] = {}
-        self._st_aff: dict[int, list] = {}
+        self._st_affd: dict[int, list] = {}
+        self._st_affq: list[tuple] = []  # compiled steps' events, not yet replayed
         self._st_forward: dict[int, int] = {}
         self._prepare_target()
         self.n_features_seen_ = 0
@@ -240,6 +459,7 @@ class _SAOLABase(FeatureStreamSelector):
         num = self._st_y
         if self.test == "fisher_z":
             self._st_tc, self._st_tsum, self._st_tss = centred(num)
+            self._st_tlc, self._st_tlvar = lofs_centred(num)
         else:
             lab = np.floor(num) if self.compat == "lofs" else num
             _, codes = np.unique(lab, return_inverse=True)
@@ -275,7 +495,16 @@ class _SAOLABase(FeatureStreamSelector):
                 block.indptr, block.indices, block.data, n, block.dense
             )
             out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
-        if self.test == "fisher_z":
+        if self._st_lofs_z:
+            # the authors' arithmetic: cov, r = C12 / sqrt(C11 C22), NaN r is skipped
+            _, cxx, r = _nb_block_fisher_lofs(
+                block.indptr, block.indices, block.data, n, block.dense,
+                self._st_tlc, self._st_tlvar,
+            )
+            dep = np.abs(r)
+            rel = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
+            out["cxx"] = cxx
+        elif self.test == "fisher_z":
             dep = _r_from(cross, out["ss"], self._st_tss)
             dep[out["const"]] = 0.0
             rel = (~out["const"]) & self._dependent(dep)
@@ -307,13 +536,26 @@ class _SAOLABase(FeatureStreamSelector):
 
     def _dependent(self, d: np.ndarray) -> np.ndarray:
         """Pair (or class) dependence verdict for strengths ``d``."""
+        if self._st_lofs_z:
+            return _nb_lofs_dependent_many(d, self._st_sqrt_n3, self._st_zcrit)
         if self.test == "fisher_z":
             with np.errstate(divide="ignore"):
                 w = np.sqrt(self._st_n - 3.0) * np.arctanh(np.minimum(d, 1.0))
             return w >= self._st_zcrit
         return d > self.delta
 
+    def _pair(self, prep: tuple, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Strengths ``d`` between a prepared feature and stored ones, and which pairs are
+        dependent (``compat="lofs"``: tested on the signed r, NaN pairs are skipped)."""
+        d = self._st_pool.strengths(prep, slots)
+        dependent = self._dependent(d)
+        if self._st_lofs_z:
+            d = np.abs(d)
+        return d, dependent
+
     def _prep(self, block: ColumnBlock, j: int, rel: dict) -> tuple:
+        if self._st_lofs_z:
+            return self._st_pool.prepare(None, None, 0.0, 0.0, block.dense_column(j))
         rows, vals = block.column(j)
         # zeros contribute nothing the kernels cannot infer (they skip them / count them by
         # subtraction), so dropping them changes no bit of the result and makes dense
@@ -334,6 +576,32 @@ class _SAOLABase(FeatureStreamSelector):
         self._st_pool.release(self._st_slot.pop(feature))
         del self._st_raw[feature]
         del self._st_dep[feature]
+
+    @property
+    def _st_aff(self) -> dict[int, list]:
+        """``{feature: [[affiliated feature, strength], ...]}`` after replaying the events
+        of the compiled steps (replayed on access: lists move on every removal)."""
+        if self._st_affq:
+            self._replay_events()
+        return self._st_affd
+
+    def _replay_events(self) -> None:
+        aff = self._st_affd
+        for kind, a, b, d in self._st_affq:
+            a_l, b_l, d_l = a.tolist(), b.tolist(), d.tolist()
+            for q, k in enumerate(kind.tolist()):
+                if k == _EV_DROPPED:
+                    aff.pop(a_l[q], None)
+                    continue
+                # a removed by b (_EV_REMOVED) or a discarded because of b (_EV_DISCARDED)
+                lst = aff.get(b_l[q])
+                if lst is None:
+                    lst = aff[b_l[q]] = []
+                lst.append([a_l[q], d_l[q]])
+                moved = aff.pop(a_l[q], None)
+                if moved:
+                    lst.extend(moved)
+        self._st_affq.clear()
 
     def _affiliate(self, feature: int, owner: int, d: float) -> None:
         """``feature`` was discarded/removed because of ``owner``: it and its affiliates move."""
@@ -469,8 +737,10 @@ class SAOLA(_SAOLABase):
         (ties keep the earlier feature).
     compat : {None, "lofs"}
         ``"lofs"`` reproduces the authors' MATLAB toolbox: a column whose values sum to exactly
-        0 (float64, left to right) is skipped as irrelevant, and the class is binned with
-        ``floor()`` like the features for ``test="mi"``.
+        0 (float64, left to right) is skipped as irrelevant, the class is binned with
+        ``floor()`` like the features for ``test="mi"``, and Fisher's z computes r, W and the
+        critical value in the authors' arithmetic (see the module docstring; a constant
+        column has r = NaN and is skipped).
     n_bins : int or None
         ``test="mi"`` only: if an int, discretise every column into ``n_bins`` equal-width bins
         over its own range before the test, instead of ``floor()``. Without it, columns with
@@ -547,6 +817,65 @@ class SAOLA(_SAOLABase):
         base = self.n_features_seen_
         relevant = rel["relevant"]
         self.n_irrelevant_ += int(block.n_cols - np.count_nonzero(relevant))
+        if self.test == "fisher_z":
+            self._fisher_step(block, rel, base, np.flatnonzero(relevant))
+        else:
+            self._python_step(block, rel, base, relevant)
+        self.n_features_seen_ = base + block.n_cols
+        self._sync()
+
+    def _fisher_step(self, block: ColumnBlock, rel: dict, base: int,
+                     rel_cols: np.ndarray) -> None:
+        """The block's redundancy step in one compiled call (a few more when the pool of
+        stored columns has to grow); affiliations are replayed from its events on access."""
+        pool = self._st_pool
+        n_old = len(self._st_S)
+        n_rel = len(rel_cols)
+        cap = n_old + n_rel
+        S = np.empty(cap, dtype=np.int64)
+        Sslot = np.empty(cap, dtype=np.int64)
+        Sdep = np.empty(cap)
+        S[:n_old] = self._st_S
+        Sslot[:n_old] = [self._st_slot[f] for f in self._st_S]
+        Sdep[:n_old] = [self._st_dep[f] for f in self._st_S]
+        n_ev = n_old + 3 * n_rel + 1
+        ev_kind = np.empty(n_ev, dtype=np.int8)
+        ev_a = np.empty(n_ev, dtype=np.int64)
+        ev_b = np.empty(n_ev, dtype=np.int64)
+        ev_d = np.empty(n_ev)
+        xc = np.empty(self._st_n if self._st_lofs_z else 0)
+        gone = np.zeros(cap, dtype=np.bool_)
+        cxx = rel.get("cxx", rel["ss"])
+        kmax = -1 if self.max_features is None else int(self.max_features)
+        pos, ns, nev = 0, n_old, 0
+        while True:
+            pos, ns, nfree, nev = _nb_saola_fisher(
+                block.indptr, block.indices, block.data, self._st_n, block.dense, rel_cols,
+                rel["dep"], rel["mean"], rel["ss"], cxx, pos, base,
+                pool.T, pool.tsum, pool.ss, pool.lvar, pool.free, pool.nfree,
+                S, Sslot, Sdep, ns, self._st_lofs_z, self.bound == "max", kmax,
+                self._st_zcrit, self._st_sqrt_n3, ev_kind, ev_a, ev_b, ev_d, nev, xc, gone,
+            )
+            pool.nfree = nfree
+            if pos >= n_rel:
+                break
+            pool.reserve(max(1, pool.cap))  # no free slot: grow and go on from pos
+        if nev:
+            kind = ev_kind[:nev]
+            self._st_affq.append((kind, ev_a[:nev], ev_b[:nev], ev_d[:nev]))
+            counts = np.bincount(kind, minlength=3)
+            self.n_redundant_ += int(counts[_EV_REMOVED] + counts[_EV_DISCARDED])
+            self.n_dropped_ += int(counts[_EV_DROPPED])
+        sel = S[:ns].tolist()
+        raw = self._st_raw
+        self._st_raw = {f: raw[f] if f < base else block.dense_column(f - base) for f in sel}
+        self._st_slot = dict(zip(sel, Sslot[:ns].tolist()))
+        self._st_dep = dict(zip(sel, Sdep[:ns].tolist()))
+        self._st_S = sel
+
+    def _python_step(self, block: ColumnBlock, rel: dict, base: int,
+                     relevant: np.ndarray) -> None:
+        """The redundancy step replayed feature by feature (``test="mi"``)."""
         S = np.asarray(self._st_S, dtype=np.int64)
         slots = np.asarray([self._st_slot[f] for f in self._st_S], dtype=np.int64)
         deps = np.asarray([self._st_dep[f] for f in self._st_S], dtype=np.float64)
@@ -558,8 +887,7 @@ class SAOLA(_SAOLABase):
             discard_at = -1
             removed = np.empty(0, dtype=np.int64)
             if len(S):
-                d = self._st_pool.strengths(self._prep(block, int(j), rel), slots)
-                dependent = self._dependent(d)
+                d, dependent = self._pair(self._prep(block, int(j), rel), slots)
                 if self.bound == "min":
                     b1, b2 = dep_f, deps
                 else:
@@ -596,8 +924,6 @@ class SAOLA(_SAOLABase):
                 S, slots, deps = np.delete(S, q), np.delete(slots, q), np.delete(deps, q)
                 self.n_dropped_ += 1
         self._st_S = [int(v) for v in S]
-        self.n_features_seen_ = base + block.n_cols
-        self._sync()
 
     def to_state(self) -> dict:
         state = self._base_state()
@@ -750,9 +1076,9 @@ class GroupSAOLA(_SAOLABase):
             if kept:
                 slots = np.asarray([self._st_slot[g] for g in kept], dtype=np.int64)
                 deps = np.asarray([self._st_dep[g] for g in kept])
-                d = self._st_pool.strengths(prep[f], slots)
+                d, dependent = self._pair(prep[f], slots)
                 m = np.maximum(deps, dep_f) if use_max else np.minimum(deps, dep_f)
-                ok = self._dependent(d) & (d > m)
+                ok = dependent & (d > m)
                 first = ok & (deps >= dep_f)
                 second = ok & (dep_f > deps)
                 stop = int(np.argmax(first)) if first.any() else len(kept)
@@ -789,9 +1115,9 @@ class GroupSAOLA(_SAOLABase):
                 slots = np.asarray([self._st_slot[g] for g in bs], dtype=np.int64)
                 deps = np.asarray([self._st_dep[g] for g in bs])
                 dep_a = self._st_dep[a]
-                d = self._st_pool.strengths(prep[a], slots)
+                d, dependent = self._pair(prep[a], slots)
                 m = np.maximum(deps, dep_a) if use_max else np.minimum(deps, dep_a)
-                ok = self._dependent(d) & (d > m)
+                ok = dependent & (d > m)
                 first = ok & (deps > dep_a)
                 second = ok & (dep_a >= deps)
                 stop = int(np.argmax(first)) if first.any() else len(bs)

@@ -11,9 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamfs.algorithms.kofsd import KOFSD
+
+# the streams() strategy also draws zhou streams without a label 0 (they warn, as they should)
+pytestmark = pytest.mark.filterwarnings('ignore:compat="zhou" treats the label 0:UserWarning')
 from streamfs.algorithms.neighbourhood import (
     CARDS,
+    _card_from_stats,
+    _card_num,
+    _mean_card,
     add_feature,
+    card_values,
     dependency_from_stats,
     fallback_count,
     joint_stats,
@@ -92,7 +99,9 @@ def streams(draw, continuous=False, compat_allowed=True):
     else:
         X = rng.integers(0, draw(st.integers(1, 5)), size=(n, p)).astype(float)
     n_classes = draw(st.integers(2, 3))
+    # labels 0.. or 1.. (zhou without a label 0: no instance is in the large class)
     y = np.r_[np.arange(n_classes), rng.integers(0, n_classes, size=n - n_classes)]
+    y = y + draw(st.sampled_from([0, 0, 1]))
     rng.shuffle(y)
     # a few informative columns so that selections are not always empty
     for c in range(p):
@@ -110,8 +119,44 @@ def streams(draw, continuous=False, compat_allowed=True):
 # ------------------------------------------------------------------------------ neighbours
 
 
-# Hand-built table in the spirit of the paper's Table 1 (its values are not reproduced here):
-# plain Euclidean distances on {f1, f2}.
+# The paper's Table 1 (x1 .. x8; features f1..f4, class d)
+PAPER_TABLE = np.array(
+    [
+        [3, 5.6, -66, 3.05],
+        [5, 6.9, 95, 4.84],
+        [8, 5.3, -28, 5.89],
+        [13, 12.3, -35, 6.14],
+        [6, 15.2, 72, 6.55],
+        [5, 2.6, 42, 10.94],
+        [9, 5.8, -33, 23.85],
+        [15, 6.4, 15, 23.85],
+    ]
+)
+PAPER_D = np.array([-1, 1, 1, 1, -1, 1, -1, -1])
+
+
+def test_paper_table1_neighbours_of_x3():
+    """Worked example of the paper: plain Euclidean distance on B = {f1, f2}; the 2 nearest
+    neighbours of x3 are x7 and x2."""
+    D = sq_distances(PAPER_TABLE[:, :2], var=np.ones(2))
+    dist = np.sqrt(D[2])
+    # the paper's distances from x3 (3 decimals): x1 5.009, x2 3.4, x4 8.602, x5 10.1,
+    # x6 4.036, x7 1.118, x8 7.086
+    paper = {0: 5.009, 1: 3.4, 3: 8.602, 4: 10.1, 5: 4.036, 6: 1.118, 7: 7.086}
+    for j, d in paper.items():
+        assert round(dist[j], 3) == d, j
+    assert k_nearest(D, 2)[2].tolist() == [6, 1]  # x7, then x2
+    assert k_nearest(D, 2, "zhou")[2].tolist() == [6, 1]  # no duplicate of x3: same
+    # x3 (d = 1) has one neighbour of each class: p / n = 1/2 with every card's default
+    cards = {c: card_values(PAPER_D, k_nearest(D, 2), np.sqrt(np.take_along_axis(
+        D, k_nearest(D, 2), axis=1)), 0, c)[2] for c in CARDS}  # fmt: skip
+    # imbalanced: labels -1/1 tie 4:4, the large class is -1 (first in sorted order); x3 is
+    # small: 1/2. consistency: 0. weight: 1/2 is not > 0.5: 0. distance: 1/2 is between
+    # 0.25 and 0.75; same-label x2 at 3.4 is farther than x7 at 1.118: 0
+    assert cards == {"imbalanced": 0.5, "consistency": 0.0, "weight": 0.0, "distance": 0.0}
+
+
+# Hand-built table: plain Euclidean distances on {f1, f2}.
 TABLE = np.array(
     [[0, 0], [1, 0], [2, 1], [5, 5], [6, 5], [0, 4], [2, 2], [4, 0]], dtype=float
 )  # x1 .. x8
@@ -156,20 +201,73 @@ Y1 = np.array([0, 0, 0, 1, 0, 1])
         # large class 0: 1,1,1,0 for x0,x1,x2,x4; minority s/K: 0, 1/2
         ("imbalanced", {}, 3.5 / 6),
         ("consistency", {}, 3 / 6),
-        ("weight", {"gamma": 0.5}, 4 / 6),  # s/K >= 0.5: x0, x1, x2, x5
-        ("weight", {"gamma": 1.0}, 3 / 6),
-        # x5: h = 9, m = 5 (raw units; the ratio is scale-free): 0.5*5 <= 9 < 2*5 ->
-        # (2*5 - 9) / (1.5*5) = 2/15; x0-x2 have no other-label neighbour, x3, x4 no same-label
-        ("distance", {"gamma1": 0.5, "gamma2": 2.0}, (3 + 2 / 15) / 6),
-        ("distance", {"gamma1": 0.5, "gamma2": 1.0}, 3 / 6),
+        ("weight", {"gamma": 0.5}, 3 / 6),  # p/n > 0.5: x0, x1, x2 (1 each); x5 has 1/2
+        ("weight", {"gamma": 0.4}, 3.5 / 6),  # ... and x5 now scores 1/2
+        ("weight", {"gamma": 1.0}, 0.0),  # p/n > 1 never holds
+        # x0-x2: p/n = 1 >= gamma1 -> 1; x3, x4: p/n = 0 <= gamma2 -> 0; x5 (p/n = 1/2): in
+        # between, its same-label neighbour x3 (at 9) is farther than x4 (at 5) -> 0
+        ("distance", {}, 3 / 6),
+        ("distance", {"gamma1": 0.5, "gamma2": 0.25}, 4 / 6),  # x5: 1/2 >= gamma1 -> 1
+        ("distance", {"gamma1": 0.75, "gamma2": 0.5}, 3 / 6),  # x5: 1/2 <= gamma2 -> 0
     ],
 )
 def test_dependency_hand_computed(card, kwargs, expected):
     assert math.isclose(knn_dependency(X1, Y1, k=2, card=card, **kwargs), expected)
     # the production path (one-feature kernel) agrees
     sel = KOFSD(k=2, alpha=0.0, card=card, **kwargs).fit(X1, Y1)
+    if expected == 0:  # not above alpha = 0: irrelevant
+        assert sel.selected_.tolist() == [] and sel.n_irrelevant_ == 1
+        return
     assert sel.selected_.tolist() == [0]
     assert math.isclose(sel.scores_[0], expected) and sel.dependency_ == sel.scores_[0]
+
+
+def test_distance_card_compares_mean_distances():
+    # K = 2, every instance has p/n = 1/2 or 0 (gamma2 = 0.25 < 1/2 < gamma1 = 0.75):
+    # x0 = 0: x1 (same, 1), x2 (other, 3): 1 < 3 -> 1.  x1 = 1: x0 (same, 1), x2 (other, 2) -> 1
+    # x2 = 3: x1, x0 both other -> 0.  x3 = 10: x4 (same, 1), x5 (other, 3) -> 1
+    # x4 = 11: x3 (same, 1), x5 (other, 2) -> 1.  x5 = 13: x4, x3 both other -> 0
+    X = np.array([[0.0], [1.0], [3.0], [10.0], [11.0], [13.0]])
+    y = np.array([0, 0, 1, 1, 1, 0])
+    assert knn_dependency(X, y, k=2, card="distance") == 4 / 6
+    # the printed formula (both sums over the count of other-label neighbours, ">") would score
+    # the opposite: x0, x1, x3, x4 -> 0
+    assert KOFSD(k=2, alpha=0.0, card="distance").fit(X, y).dependency_ == 4 / 6
+
+
+def test_card_kernel_matches_numpy_reference():
+    rng = np.random.default_rng(1)
+    for k in (1, 2, 3, 7):
+        n = 400
+        same = rng.integers(0, k + 1, n)
+        ssum = np.where(same > 0, rng.integers(1, 4, n) * same, 0.0)
+        dsum = np.where(same < k, rng.integers(1, 4, n) * (k - same), 0.0)
+        is_large = rng.random(n) < 0.5
+        for card, g, g1, g2 in [("imbalanced", .5, .75, .25), ("consistency", .5, .75, .25),
+                                ("weight", .5, .75, .25), ("weight", 1 / 3, .75, .25),
+                                ("distance", .5, .75, .25), ("distance", .5, 2 / 3, 1 / 3),
+                                ("distance", .5, 1.0, 0.0)]:  # fmt: skip
+            ref = _card_from_stats(same, ssum, dsum, is_large, k, card, g, g1, g2)
+            code = CARDS.index(card)
+            got = [_card_num(same[i], ssum[i], dsum[i], is_large[i], k, code, g, g1, g2)
+                   for i in range(n)]  # fmt: skip
+            assert np.array_equal(np.asarray(got) / k, ref), (card, k)
+            for compat in (None, "zhou"):
+                assert dependency_from_stats(same[:, None], ssum[:, None], dsum[:, None],
+                                             is_large, k, card, g, g1, g2, compat)[0] == \
+                    _mean_card(ref[:, None], k, compat)[0]  # fmt: skip
+
+
+def test_zhou_mean_is_the_float_mean_in_instance_order():
+    # cards 4/7 and 6/7 against 5/7 and 5/7: equal integer numerators, but the float sums in
+    # instance order differ in the last bit (this decides dlbcl_gems5469's feature 948)
+    k = 7
+    rest = np.r_[np.full(30, 3 / 7), np.full(30, 1.0), np.full(17, 2 / 7)]
+    a = np.r_[rest[:61], 5 / 7, rest[61:74], 5 / 7, rest[74:]][:, None]
+    b = np.r_[rest[:61], 4 / 7, rest[61:74], 6 / 7, rest[74:]][:, None]
+    assert _mean_card(a, k)[0] == _mean_card(b, k)[0]  # exact: equal numerators
+    za, zb = _mean_card(a, k, "zhou")[0], _mean_card(b, k, "zhou")[0]
+    assert za == sum(a[:, 0].tolist()) / a.shape[0] and zb == sum(b[:, 0].tolist()) / b.shape[0]
 
 
 def test_zhou_large_class_is_label_zero():
@@ -201,8 +299,6 @@ def test_large_class_ties_take_smallest_label():
 def test_kernels_match_brute_force(data):
     X, y, params = data
     k, card, compat = params["k"], params["card"], params["compat"]
-    if compat == "zhou" and 0 not in y:
-        compat = None
     n, p = X.shape
     classes, y_enc = np.unique(y, return_inverse=True)
     large = large_class_code(classes, y_enc, compat)
@@ -211,7 +307,8 @@ def test_kernels_match_brute_force(data):
     same, ssum, dsum = np.empty((n, p), np.int64), np.empty((n, p)), np.empty((n, p))
     y64 = y_enc.astype(np.int64)
     single_feature_stats(np.asfortranarray(X), y64, k, inc, var, same, ssum, dsum)
-    dep1 = dependency_from_stats(same, ssum, dsum, y_enc == large, k, card, 0.5, 0.5, 1.0)
+    g = (0.5, 0.75, 0.25)
+    dep1 = dependency_from_stats(same, ssum, dsum, y_enc == large, k, card, *g, compat)
     assert np.array_equal(var, sample_variances(X))
     for c in range(p):
         if var[c] > 0:
@@ -224,19 +321,21 @@ def test_kernels_match_brute_force(data):
         f = cols[-1]
         expected = knn_dependency(X[:, cols], y, k, card, compat)
         dep_s = knn_dependency(X[:, cols[:-1]], y, k, card, compat)
-        code = CARDS.index(card) if card != "distance" else -1
-        budget = k * n - round(dep_s * k * n) if code >= 0 else -1
+        code = CARDS.index(card)
+        budget = k * n - round(dep_s * k * n)
+        zhou = compat == "zhou"
         for m in (None, 1, k + 1, k + 3):  # full order and short lists (rows left unsettled)
             args = (D, row_order(D, m), X[:, f].copy(), var[f], y_enc.astype(np.int64), k, inc)
             s1, a1, b1 = np.empty(n, np.int64), np.empty(n), np.empty(n)
-            assert not joint_stats(*args, s1, a1, b1, y_enc == large, code, 0.5, -1)
+            rows = np.random.default_rng(m).permutation(n)  # any visiting order
+            tail = (zhou, dep_s, rows)
+            assert not joint_stats(*args, s1, a1, b1, y_enc == large, code, *g, -1, *tail)
             got = dependency_from_stats(
-                s1[:, None], a1[:, None], b1[:, None], y_enc == large, k, card, 0.5, 0.5, 1.0
+                s1[:, None], a1[:, None], b1[:, None], y_enc == large, k, card, *g, compat
             )[0]
             assert got == expected
-            # early stop exactly when Dep(S + f) > Dep(S) fails
-            stopped = joint_stats(*args, s1, a1, b1, y_enc == large, code, 0.5, budget)
-            if code >= 0:
+            stopped = joint_stats(*args, s1, a1, b1, y_enc == large, code, *g, budget, *tail)
+            if budget > 0:  # early stop exactly when Dep(S + f) > Dep(S) fails
                 assert stopped == (not expected > dep_s)
 
 
@@ -260,9 +359,11 @@ def test_joint_kernel_on_sparse_binary_ties(seed):
         for m in (k + 1, k + 3, 16, None):
             s1, a1, b1 = np.empty(n, np.int64), np.empty(n), np.empty(n)
             assert not joint_stats(D, row_order(D, m), X[:, p - 1].copy(), var[p - 1], y, k,
-                                   inc, s1, a1, b1, y == 0, 0, 0.5, -1)  # fmt: skip
+                                   inc, s1, a1, b1, y == 0, 0, 0.5, 0.75, 0.25, -1,
+                                   compat == "zhou", 0.0, np.arange(n))  # fmt: skip
             got = dependency_from_stats(
-                s1[:, None], a1[:, None], b1[:, None], y == 0, k, "imbalanced", 0.5, 0.5, 1.0
+                s1[:, None], a1[:, None], b1[:, None], y == 0, k, "imbalanced", 0.5, 0.75, 0.25,
+                compat,
             )[0]
             assert got == expected
 
@@ -312,8 +413,6 @@ def test_joint_step_adds_complementary_feature():
 @given(streams())
 def test_matches_reference_algorithm(data):
     X, y, params = data
-    if params["compat"] == "zhou" and 0 not in y:
-        params["compat"] = None
     sel = KOFSD(**params).fit(X, y)
     S, dep = reference_kofsd(X, y, **params)
     assert sel.selected_.tolist() == S
@@ -339,8 +438,6 @@ def test_permuting_instances_keeps_selection(data, seed):
 @given(streams(), st.lists(st.integers(0, 10), max_size=4))
 def test_blocks_do_not_matter(data, cuts):
     X, y, params = data
-    if params["compat"] == "zhou" and 0 not in y:
-        params["compat"] = None
     whole = KOFSD(**params).fit(X, y)
     parts = KOFSD(**params)
     edges = sorted({0, X.shape[1], *[min(c, X.shape[1]) for c in cuts]})
@@ -354,8 +451,6 @@ def test_blocks_do_not_matter(data, cuts):
 @given(streams(), st.integers(0, 10))
 def test_state_round_trip_continues_identically(data, cut):
     X, y, params = data
-    if params["compat"] == "zhou" and 0 not in y:
-        params["compat"] = None
     cut = min(cut, X.shape[1] - 1)
     a = KOFSD(**params).partial_fit(X[:, : cut + 1], y)
     state = a.to_state()
@@ -381,6 +476,25 @@ def test_state_round_trip_through_codec():
     a.partial_fit(X[:, 20:]).finish()
     b.partial_fit(X[:, 20:]).finish()
     assert_same_state(a.to_state(), b.to_state())
+
+
+def test_version_1_states():
+    rng = np.random.default_rng(5)
+    y = np.r_[np.zeros(30, int), np.ones(6, int)]
+    X = rng.normal(size=(36, 10))
+    X[:, 3] += 3.0 * y
+    a = KOFSD(k=3).partial_fit(X[:, :5], y)
+    old = a.to_state()
+    old["version"] = 1
+    old["params"].update(gamma1=0.5, gamma2=1.0)  # version 1 defaults
+    b = KOFSD.from_state(old)
+    assert (b.gamma1, b.gamma2) == (0.75, 0.25)
+    a.partial_fit(X[:, 5:]).finish()
+    b.partial_fit(X[:, 5:]).finish()
+    assert_same_state(a.to_state(), b.to_state())
+    old["params"]["card"] = "weight"
+    with pytest.raises(ValueError, match="version 1 with card='weight' cannot be continued"):
+        KOFSD.from_state(old)
 
 
 def test_unfitted_state_round_trip():
@@ -456,7 +570,6 @@ def test_string_labels_and_sparse_blocks():
         ({"k": 20}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "more than k"),
         ({}, np.r_[np.ones((19, 2)), [[np.nan, 1]]], np.r_[np.zeros(10), np.ones(10)], "NaN"),
         ({}, np.r_[np.ones((19, 2)), [[1, np.inf]]], np.r_[np.zeros(10), np.ones(10)], "infinite"),
-        ({"compat": "zhou"}, np.ones((20, 2)), np.r_[np.ones(10), np.full(10, 2)], "label 0"),
         ({"compat": "zhou"}, np.ones((20, 2)), np.array(["a", "b"] * 10), "numeric"),
         ({"card": "nope"}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "card"),
         ({"alpha": 1.0}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "alpha"),
@@ -467,6 +580,25 @@ def test_string_labels_and_sparse_blocks():
 def test_input_validation(kwargs, X, y, match):
     with pytest.raises(ValueError, match=match):
         KOFSD(**kwargs).partial_fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"gamma1": 0.5, "gamma2": 0.5},
+         "gamma2 must be a number in [0, gamma1) with gamma1 = 0.5, got 0.5"),
+        ({"gamma1": 0.25, "gamma2": 0.75},
+         "gamma2 must be a number in [0, gamma1) with gamma1 = 0.25, got 0.75"),
+        ({"gamma1": 1.5}, "gamma1 must be a number in [0, 1], got 1.5"),
+        ({"gamma2": -0.1}, "gamma2 must be a number in [0, 1], got -0.1"),
+        ({"gamma": 1.01}, "gamma must be a number in [0, 1], got 1.01"),
+    ],
+)  # fmt: skip
+def test_card_thresholds_are_validated(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        KOFSD(card="distance", **kwargs)._validate_params()
+    assert str(info.value) == message
+    KOFSD(gamma1=1.0, gamma2=0.0)._validate_params()  # the widest distance band is fine
 
 
 def test_later_blocks_are_checked():

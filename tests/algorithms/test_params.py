@@ -127,9 +127,12 @@ def test_fit_and_partial_fit_validate_first(case):
         assert learned == [], learned  # nothing learned from a refused call
 
 
-def test_gamma2_must_exceed_gamma1():
-    with pytest.raises(ValueError, match=r"^gamma2 must be a number > gamma1 = 1.0, got 0.5$"):
-        KOFSD(gamma1=1.0, gamma2=0.5)._validate_params()
+def test_gamma2_must_stay_below_gamma1():
+    # the distance card of the K-OFSD paper (section 3.4) needs gamma1 > gamma2
+    KOFSD(gamma1=1.0, gamma2=0.5)._validate_params()
+    with pytest.raises(ValueError,
+                       match=r"^gamma2 must be a number in \[0, gamma1\) with gamma1 = 0\.5, got 1\.0$"):
+        KOFSD(gamma1=0.5, gamma2=1.0)._validate_params()
 
 
 def test_decay_of_ofs_must_stay_positive():
