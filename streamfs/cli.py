@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from typing import Any
 
@@ -116,15 +115,6 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
     _reachable(settings)
-    # The effective settings go to the environment: a worker that restarts itself after a stall
-    # (os.execv) must come back with the same configuration.
-    os.environ.update({"STREAMFS_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
-                       "STREAMFS_TOPIC_PREFIX": settings.topic_prefix,
-                       "STREAMFS_APP_ID": settings.app_id,
-                       "STREAMFS_WEB_PORT": str(settings.web_port),
-                       "STREAMFS_RESULT_FORMAT": settings.result_format,
-                       "STREAMFS_LOG_LEVEL": settings.log_level})
-    sys.argv = [sys.argv[0]]  # faust's Worker reads argv; keep our flags away from it
     run_worker(settings)
 
 
@@ -141,10 +131,14 @@ def topics_create(ctx: click.Context) -> None:
 
     from confluent_kafka import KafkaException
 
+    from streamfs.topics import replication_for
+
     s = _settings(ctx)
     _reachable(s)
     try:
-        outcomes = create_topics(s.kafka_config(), load_catalogue(s.topic_prefix))
+        rf = replication_for(s.kafka_config(), s.replication_factor)
+        outcomes = create_topics(s.kafka_config(), load_catalogue(s.topic_prefix,
+                                                                  replication_factor=rf))
     except KafkaException as exc:
         raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
     for name, outcome in sorted(outcomes.items()):

@@ -30,6 +30,8 @@ class OutputReader:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            # results are written in transactions: see each committed version exactly once
+            "isolation.level": "read_committed",
             **kafka_config,
         })
 

@@ -28,11 +28,17 @@ class Settings:
     log_level: str = "info"
     # How long the group waits for a silent (killed) worker before moving its partitions.
     session_timeout: float = 30.0
-    # Standby table replicas on other workers. 0: a partition's new owner restores its state
-    # from the changelog (faust's standby path stalled fetching after rebalances in our tests).
-    standby_replicas: int = 0
-    # A worker idle this long while its assigned input has unconsumed messages restarts itself.
-    stall_seconds: float = 120.0
+    # A batch (one transaction) takes what is already fetched, up to these bounds.
+    batch_ms: float = 100.0
+    batch_bytes: int = 8 * 1024 * 1024
+    batch_messages: int = 10000
+    # An open transaction of a worker that stopped answering is aborted after this long; a new
+    # owner of its partitions waits for that before restoring their state.
+    transaction_timeout: float = 20.0
+    # A closed stream keeps a small header (to refuse late or re-used messages) this long.
+    closed_retention: float = 7 * 24 * 3600.0
+    # Replication factor of every topic; 0: min(3, number of brokers).
+    replication_factor: int = 0
     security: dict[str, str] = field(default_factory=dict)
 
     @classmethod

@@ -20,8 +20,10 @@ class TopicSpec:
     description: str = ""
 
 
-def load_catalogue(prefix: str | None = None, path: Path | None = None) -> dict[str, TopicSpec]:
-    """Topic specs by role (features, instances, selected, dead_letter)."""
+def load_catalogue(prefix: str | None = None, path: Path | None = None,
+                   replication_factor: int | None = None) -> dict[str, TopicSpec]:
+    """Topic specs by role (features, instances, selected, dead_letter); a positive
+    ``replication_factor`` overrides the catalogue's (see :func:`replication_for`)."""
     path = Path(os.environ.get("STREAMFS_TOPICS", path or CATALOGUE))
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
     with open(path, "rb") as fh:
@@ -29,11 +31,22 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None) -> dict[
     rf = int(data.get("defaults", {}).get("replication_factor", 1))
     return {
         role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]),
-                        int(t.get("replication_factor", rf)),
+                        replication_factor or int(t.get("replication_factor", rf)),
                         {k: str(v) for k, v in t.get("config", {}).items()},
                         t.get("description", ""))
         for role, t in data["topics"].items()
     }
+
+
+def replication_for(admin_config: dict, setting: int = 0) -> int:
+    """The replication factor to create topics with: ``setting`` if positive, else
+    min(3, number of brokers) — 3 copies survive one broker down with
+    ``min.insync.replicas=2``; a single broker can only keep one."""
+    if setting > 0:
+        return setting
+    from confluent_kafka.admin import AdminClient
+
+    return min(3, len(AdminClient(admin_config).list_topics(timeout=30).brokers))
 
 
 def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0) -> dict[str, str]:

@@ -14,6 +14,8 @@ import pytest
 from streamfs.worker.process import WorkerProcess
 
 REPO = Path(__file__).resolve().parent.parent
+#: the data directory of the broker this session started with ops/kafka/broker.sh, if it did
+_BROKER_RUN: list[Path] = []
 
 
 def _no_broker(reason: str):
@@ -50,10 +52,29 @@ def kafka_bootstrap(tmp_path_factory):
     proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True, text=True)
     if proc.returncode != 0:
         _no_broker(f"ops/kafka/broker.sh start failed:\n{proc.stderr[-3000:]}")
+    _BROKER_RUN.append(run_dir)
     try:
         yield proc.stdout.strip().splitlines()[-1]
     finally:
         subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
+
+
+@pytest.fixture
+def restart_broker(kafka_bootstrap):
+    """``restart_broker()`` stops the session's broker and starts it again on the same data and
+    port. Only for a broker this session started (not one given by address or a container)."""
+    if not _BROKER_RUN:
+        pytest.skip("the broker was not started by this test session; cannot restart it")
+    script = REPO / "ops" / "kafka" / "broker.sh"
+
+    def restart() -> None:
+        env_vars = {**os.environ, "STREAMFS_RUN": str(_BROKER_RUN[0])}
+        proc = subprocess.run(["bash", str(script), "restart"], env=env_vars,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.strip().splitlines()[-1] == kafka_bootstrap
+
+    return restart
 
 
 @pytest.fixture
@@ -79,7 +100,7 @@ def make_worker(kafka_bootstrap, tmp_path):
     def make(prefix: str, app_id: str, **env: str) -> WorkerProcess:
         w = WorkerProcess(kafka_bootstrap, prefix, app_id, tmp_path / f"worker{len(workers)}.log",
                           tmp_path / "faust", STREAMFS_SESSION_TIMEOUT="10",
-                          STREAMFS_STALL_SECONDS="15", **env)
+                          **env)
         workers.append(w.start())
         return w
 

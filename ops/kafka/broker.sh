@@ -96,15 +96,26 @@ log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
 log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.org.apache=WARN
 L4J
-  local jvm=(java "-Xmx$heap" "-Xms256m" -XX:+UseG1GC
+  jvm
+  local cluster
+  cluster=$("${JVM[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  "${JVM[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
+    > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
+  launch
+}
+
+jvm() {
+  JVM=(java "-Xmx$heap" "-Xms256m" -XX:+UseG1GC
     "-Dlog4j2.configurationFile=$run/log4j2.properties"
     "-Dlog4j.configuration=file:$run/log4j.properties"
     -cp "$libs/*")
-  local cluster
-  cluster=$("${jvm[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
-  "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
-    > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
-  nohup "${jvm[@]}" kafka.Kafka "$run/server.properties" > "$run/broker.log" 2>&1 &
+}
+
+
+# Start the JVM on the configured, formatted data directory and wait until it serves.
+launch() {
+  jvm
+  nohup "${JVM[@]}" kafka.Kafka "$run/server.properties" > "$run/broker.log" 2>&1 &
   echo $! > "$run/pid"
   local deadline=$((SECONDS + 120))
   until grep -q "Kafka Server started" "$run/broker.log" 2>/dev/null; do
@@ -117,6 +128,15 @@ L4J
   echo "127.0.0.1:$port" > "$run/bootstrap"
   log "Apache Kafka $version ready at 127.0.0.1:$port (pid $(cat "$run/pid"))"
   cat "$run/bootstrap"
+}
+
+
+# Stop and start again on the same data and port (tests: a broker restart mid-stream).
+restart() {
+  [ -f "$run/server.properties" ] || { log "nothing to restart in $run"; exit 1; }
+  local port; port=$(cat "$run/bootstrap" 2>/dev/null | sed 's/.*://')
+  stop
+  launch
 }
 
 stop() {
@@ -139,5 +159,6 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   fetch) fetch ;;
-  *) echo "usage: $0 start|stop|status|fetch" >&2; exit 2 ;;
+  restart) restart ;;
+  *) echo "usage: $0 start|stop|restart|status|fetch" >&2; exit 2 ;;
 esac

@@ -224,7 +224,7 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
     create_topics(kafka_config, topics)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
     worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix, f"bench-{uuid.uuid4().hex[:6]}",
-                           workdir / f"{name}-worker.log", workdir / "faust").start()
+                           workdir / f"{name}-worker.log", workdir / "data").start()
     try:
         _wait_ready(worker)
         with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
@@ -305,10 +305,13 @@ def _wait_committed(kafka_config: dict, group: str, topic: str, timeout: float =
         probe.close()
 
 
-def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, seed: int = 0,
-             workdir: Path | None = None) -> dict:
-    """Kill a worker holding a stream with ``selected`` kept columns of length ``n`` and time
-    how long the restarted worker takes to apply the next message of that stream."""
+def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, open_streams: int = 10,
+             closed_streams: int = 1000, seed: int = 0, workdir: Path | None = None) -> dict:
+    """Kill a worker holding ``open_streams`` streams with ``selected`` kept columns of length
+    ``n`` each, after ``closed_streams`` small streams were closed, and time how long the
+    restarted worker takes to be ready and to apply the next message of those streams. Reports
+    the changelog (the store a restart restores) in records and bytes: closed streams must cost
+    a header each, no kept columns."""
     from streamfs.client import SelectionReader
     from streamfs.producers import StreamPublisher
     from streamfs.topics import create_topics, load_catalogue
@@ -318,8 +321,12 @@ def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, seed: i
     # independent informative columns: SAOLA keeps every one of them
     y = rng.integers(0, 2, n)
     X = rng.normal(size=(n, selected)) + 0.25 * y[:, None]
-    stream = "bench-recovery"
-    msgs = list(feature_stream_messages(stream, X, y, "saola", {}))
+    streams = [f"bench-recovery-{i}" for i in range(open_streams)]
+    msgs = {s: list(feature_stream_messages(s, X, y, "saola", {})) for s in streams}
+    yc = rng.integers(0, 2, 50)
+    Xc = rng.normal(size=(50, 20)) + yc[:, None]
+    closed = [m for i in range(closed_streams)
+              for m in feature_stream_messages(f"closed-{i}", Xc, yc, "saola", {})]
     prefix = f"rec-{uuid.uuid4().hex[:6]}."
     topics = load_catalogue(prefix)
     create_topics(kafka_config, topics)
@@ -327,37 +334,74 @@ def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, seed: i
     app = f"rec-{uuid.uuid4().hex[:6]}"
     env = {"STREAMFS_SESSION_TIMEOUT": "10"}
     w = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-a.log",
-                      workdir / "faust", **env).start()
+                      workdir / "data", **env).start()
     _wait_ready(w)
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
-        pub.send_all(msgs[:-1])  # everything but close
+        pub.send_all(closed)
+        for s in streams:
+            pub.send_all(msgs[s][:-1])  # everything but close
+    last_seq = {s: msgs[s][-2]["seq"] for s in streams}
+    kept = {}
     with SelectionReader(kafka_config, topics["selected"].name) as reader:
-        for r in reader.updates(stream, timeout=600):
-            if r["seq"] == msgs[-2]["seq"]:
-                break
-    kept = len(r["selection"])
+        for r in reader.updates(timeout=1200):
+            if r["stream"] in last_seq and r["seq"] == last_seq[r["stream"]]:
+                kept[r["stream"]] = len(r["selection"])
+                if len(kept) == len(streams):
+                    break
     # Kill only once the worker has committed its input offsets: the restart then recovers the
     # state from the changelog instead of replaying the input.
     _wait_committed(kafka_config, app, topics["features"].name)
     w.kill()
+    records, size = _topic_bytes(kafka_config, f"{app}-features-streams-changelog")
     t_kill = time.perf_counter()
     w2 = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-b.log",
-                       workdir / "faust", **env).start()
+                       workdir / "data", **env).start()
     t_start = time.perf_counter()
     try:
         _wait_ready(w2)
         t_ready = time.perf_counter()
         with StreamPublisher(kafka_config, topics["features"].name) as pub:
-            pub.send(msgs[-1])
+            for s in streams:
+                pub.send(msgs[s][-1])
             t_sent = time.perf_counter()
         with SelectionReader(kafka_config, topics["selected"].name) as reader:
-            for r in reader.updates(stream, until_final=True, timeout=600):
+            for r in reader.updates(until_final=True, timeout=600):
                 pass
         t_final = time.perf_counter()
     finally:
         w2.stop()
-    return {"n": n, "kept_columns": kept, "restart_to_ready_s": round(t_ready - t_start, 2),
+    return {"n": n, "open_streams": open_streams, "closed_streams": closed_streams,
+            "kept_columns": sum(kept.values()), "changelog_records": records,
+            "changelog_mb": round(size / 2**20, 1),
+            "restart_to_ready_s": round(t_ready - t_start, 2),
             "close_to_final_after_restart_s": round(t_final - t_sent, 2),
             "kill_to_final_s": round(t_final - t_kill, 2),
             "note": "restart_to_ready includes process start, group join (the dead member's "
-                    "session timeout of 10 s) and changelog recovery"}
+                    "session timeout of 10 s) and the changelog restore"}
+
+
+def _topic_bytes(kafka_config: dict, topic: str) -> tuple[int, int]:
+    """Records and value bytes of ``topic`` as a ``read_committed`` reader sees it now (the
+    latest value per key: what a restore keeps)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    c = Consumer({**kafka_config, "group.id": f"bench-size-{uuid.uuid4().hex}",
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    latest: dict[tuple[int, bytes], int] = {}
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        pending = set(parts)
+        while pending:
+            for m in c.consume(10000, timeout=0.2):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        pending.discard(m.partition())
+                    continue
+                if m.value() is None:
+                    latest.pop((m.partition(), m.key()), None)
+                else:
+                    latest[(m.partition(), m.key())] = len(m.value())
+    finally:
+        c.close()
+    return len(latest), sum(latest.values())

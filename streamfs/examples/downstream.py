@@ -433,7 +433,7 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
     downstream = Downstream(selection_stream, instance_stream, classes=initial, replay=replay)
     consumer = Consumer({**settings.kafka_config(), "group.id": f"downstream-{uuid.uuid4().hex}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+                         "enable.partition.eof": True, "isolation.level": "read_committed"})
     try:
         # assigned (not subscribed) from the beginning: every record produced before this
         # process started is read, and no group rebalance delays the first fetch

@@ -1,1 +1,1 @@
-"""The faust worker: thin glue between the input topics, the tables and ``streamfs.algorithms``."""
+"""The worker: a transactional Kafka loop around ``StreamProcessor`` (stream logic, no Kafka)."""

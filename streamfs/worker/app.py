@@ -1,330 +1,504 @@
-"""The faust application: one agent per input topic, one table per agent, results and dead
-letters to their topics. All stream logic lives in :mod:`streamfs.worker.processor`."""
+"""The worker: a confluent-kafka transactional consume–transform–produce loop.
+
+All stream logic lives in :mod:`streamfs.worker.processor`; this module moves bytes.
+
+* One consumer in the group ``STREAMFS_APP_ID`` reads both input topics with
+  ``isolation.level=read_committed``; offsets are never auto-committed.
+* Messages already fetched are processed in **batches** bounded by time and bytes
+  (``STREAMFS_BATCH_MS``, ``STREAMFS_BATCH_BYTES``). A batch's results, dead letters, state
+  (changelog) records and input offsets are committed in **one Kafka transaction**
+  (``send_offsets_to_transaction`` with the consumer's group metadata, KIP-447). Each state key
+  is written once per batch, with its last value.
+* **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
+  worker paused past its session timeout whose partitions moved) cannot commit: its
+  transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
+* **State** per input partition is an in-memory map restored, when the partition is assigned,
+  from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
+  group's committed offsets are stable (a pending transaction of the previous owner is resolved
+  first), so the restored state and the start offset always match.
+* A failed transaction is aborted and the worker rewinds: state restored from the changelog,
+  input re-read from the committed offsets. Nothing is skipped and nothing is applied twice.
+
+``/health`` (503 until the assignment is restored) and ``/metrics`` are served on the web port.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import faulthandler
+import json
 import logging
 import os
-import ssl
-import sys
+import signal
+import socket
+import threading
 import time
-from collections.abc import MutableMapping
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
-from typing import Iterator
-
-import faust
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from streamfs.settings import Settings
-from streamfs.topics import changelog_specs, create_topics, load_catalogue, wait_for_topics
+from streamfs.topics import (changelog_specs, create_topics, load_catalogue, replication_for,
+                             wait_for_topics)
 from streamfs.worker import metrics
-from streamfs.worker.input_guard import InputGuard
-from streamfs.worker.processor import Plan, StreamProcessor
-from streamfs.worker.sender import AsyncSender
+from streamfs.worker.processor import SEP, Plan, StreamProcessor
 
 log = logging.getLogger("streamfs.worker")
 
-
-class TableStore(MutableMapping):
-    """str-keyed, read-only view of a faust table's store (keys and values raw bytes).
-
-    Writes go through ``_apply`` in the agent, which also writes the changelog."""
-
-    def __init__(self, table: faust.Table) -> None:
-        self.table = table
-
-    def __getitem__(self, key: str) -> bytes:
-        value = self.table.data.get(key.encode())
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def get(self, key: str, default=None):
-        value = self.table.data.get(key.encode())
-        return default if value is None else value
-
-    def __setitem__(self, key: str, value: bytes) -> None:
-        raise TypeError("the worker's agent writes the table (with its changelog)")
-
-    def __delitem__(self, key: str) -> None:
-        raise TypeError("the worker's agent writes the table (with its changelog)")
-
-    def __iter__(self) -> Iterator[str]:
-        return (k.decode() for k in self.table.data.keys())
-
-    def __len__(self) -> int:
-        return len(self.table.data)
+#: exit code when the worker cannot go on (sysexits' EX_SOFTWARE)
+EXIT_FATAL = 70
+#: deadline of one transactional call (a broker that does not answer within it: rewind)
+TXN_CALL_SECONDS = 15
 
 
-def _credentials(security: dict[str, str]):
-    protocol = security.get("security.protocol", "PLAINTEXT").upper()
-    context = None
-    if "SSL" in protocol:
-        context = ssl.create_default_context(cafile=security.get("ssl.ca.location"))
-        if security.get("ssl.certificate.location"):
-            context.load_cert_chain(security["ssl.certificate.location"],
-                                    security.get("ssl.key.location"))
-    if protocol.startswith("SASL"):
-        return faust.SASLCredentials(
-            username=security.get("sasl.username"), password=security.get("sasl.password"),
-            mechanism=security.get("sasl.mechanism", "PLAIN"), ssl_context=context)
-    if context is not None:
-        return faust.SSLCredentials(context)
-    return None
+class Hung(Exception):
+    """A transactional call did not return within its deadline."""
 
 
-def create_app(settings: Settings) -> faust.App:
-    specs = load_catalogue(settings.topic_prefix)
-    partitions = specs["features"].partitions
-    if specs["instances"].partitions != partitions:
-        raise ValueError("the features and instances topics must have the same partition count")
-    app = faust.App(
-        settings.app_id,
-        broker=[f"kafka://{h.strip()}" for h in settings.bootstrap_servers.split(",")],
-        broker_credentials=_credentials(settings.security),
-        store="memory://",  # state is rebuilt from the changelog topics on start
-        datadir=os.environ.get("STREAMFS_DATA_DIR", os.path.join(".run", "faust", settings.app_id)),
-        topic_partitions=partitions,
-        topic_replication_factor=specs["features"].replication_factor,
-        key_serializer="raw",
-        value_serializer="raw",
-        producer_max_request_size=settings.max_message_bytes + 65536,
-        consumer_max_fetch_size=settings.max_message_bytes + 65536,
-        producer_acks=-1,
-        broker_session_timeout=settings.session_timeout,
-        table_standby_replicas=settings.standby_replicas,
-        broker_heartbeat_interval=min(3.0, settings.session_timeout / 3),
-        web_port=settings.web_port,
-        web_bind=settings.web_host,
-        web_host=settings.web_host,
-        autodiscover=False,
-    )
-    from faust.sensors.prometheus import setup_prometheus_sensors
-
-    setup_prometheus_sensors(app, name_prefix="streamfs_faust")
-
-    def topic(role: str) -> faust.TopicT:
-        s = specs[role]
-        return app.topic(s.name, partitions=s.partitions, replicas=s.replication_factor,
-                         config=s.config, key_type=bytes, value_type=bytes)
-
-    sender = AsyncSender(settings.kafka_config(), settings.max_message_bytes)
-    topic_names = {role: specs[role].name for role in ("selected", "dead_letter")}
-    guard = InputGuard([specs["features"].name, specs["instances"].name])
-    for role in ("features", "instances"):
-        _add_agent(app, role, topic(role), sender, topic_names, settings, partitions, guard)
-
-    _add_watchdog(app, settings, [specs["features"].name, specs["instances"].name])
-
-    @app.page("/debug/tasks")
-    async def tasks(web, request):  # noqa: ARG001 - faust's view signature
-        """Stacks of every asyncio task: where a stuck worker is waiting."""
-        import io
-
-        out = io.StringIO()
-        for task in asyncio.all_tasks():
-            out.write(f"--- {task.get_name()}\n")
-            coro = task.get_coro()
-            while coro is not None:  # follow the await chain down to the innermost frame
-                frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
-                if frame is not None:
-                    out.write(f"  {frame.f_code.co_filename}:{frame.f_lineno} "
-                              f"{frame.f_code.co_name}\n")
-                coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
-                if coro is not None and not hasattr(coro, "cr_frame") and not hasattr(coro, "ag_frame"):
-                    out.write(f"  awaiting {coro!r}\n")
-                    break
-        return web.text(out.getvalue())
-
-    @app.page("/health")
-    async def health(web, request):  # noqa: ARG001 - faust's view signature
-        assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in app.consumer.assignment())
-        return web.json({"status": "ok", "assigned": assigned})
-
-    return app
+class Rewind(Exception):
+    """The current transaction was aborted: restore state and re-read from committed offsets."""
 
 
-class Progress:
-    """When the agents last finished an event, and whether one is being handled now."""
+class PartitionState:
+    """The state of one input partition: its processor over an in-memory store."""
 
-    last = time.monotonic()
-    busy = 0
+    def __init__(self, role: str, settings: Settings) -> None:
+        self.store: dict[str, bytes] = {}
+        self.processor = StreamProcessor(role, self.store,
+                                         max_message_bytes=settings.max_message_bytes,
+                                         output_format=settings.result_format)
 
 
-def _add_watchdog(app: faust.App, settings: Settings, topics: list[str]) -> None:
-    """Restart the process (same pid, ``os.execv``) when it stalls.
+class Health:
+    """What ``/health`` reports; written by the worker loop, read by the web thread."""
 
-    After restarts in our crash tests, faust sometimes stopped delivering events although
-    committed offsets lagged behind the input. State and offsets live in Kafka, so re-executing
-    the worker is safe: it rejoins, recovers and redelivers.
-    """
-    from confluent_kafka import Consumer, TopicPartition
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.assigned: list[str] = []
+        self.ready = False
+        self.last_batch = time.monotonic()
+        self.lag = 0
 
-    probe = Consumer({**settings.kafka_config(), "group.id": settings.app_id,
-                      "enable.auto.commit": False})
+    def snapshot(self) -> tuple[int, dict]:
+        with self.lock:
+            idle = time.monotonic() - self.last_batch
+            body = {"status": "ok" if self.ready else "starting", "assigned": list(self.assigned),
+                    "lag": self.lag, "idle_seconds": round(idle, 1)}
+            if self.ready and self.lag > 0 and idle > 60:
+                body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
+            return (200 if body["status"] == "ok" else 503), body
 
-    def lagging(assigned: list[tuple[str, int]]) -> bool:
-        tps = [TopicPartition(t, p) for t, p in assigned]
-        if not tps:
-            return False
-        for tp in probe.committed(tps, timeout=10):
-            high = probe.get_watermark_offsets(tp, timeout=10)[1]
-            if high > max(tp.offset, 0):
-                return True
-        return False
 
-    @app.on_partitions_assigned.connect
-    async def _reset(app, assigned, **kwargs):  # noqa: ARG001 - signal signature
-        Progress.last = time.monotonic()
+def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
+    """``/health`` and ``/metrics`` on ``settings.web_host:web_port`` in a daemon thread."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-    @app.timer(interval=2.0)
-    async def watchdog():
-        idle = time.monotonic() - Progress.last
-        if Progress.busy or idle < settings.stall_seconds or app.rebalancing:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.startswith("/metrics"):
+                code, body, ctype = 200, generate_latest(), CONTENT_TYPE_LATEST
+            elif self.path.startswith("/health"):
+                code, payload = health.snapshot()
+                body, ctype = json.dumps(payload).encode(), "application/json"
+            else:
+                code, body, ctype = 404, b"not found\n", "text/plain"
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
+            pass
+
+    server = ThreadingHTTPServer((settings.web_host, settings.web_port), Handler)
+    threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
+    return server
+
+
+class Worker:
+    """Consume both input topics, process in batches, commit each batch in one transaction."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        specs = load_catalogue(settings.topic_prefix)
+        self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
+        self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
+        self.changelog = {key.removesuffix("-changelog"): spec.name for key, spec in
+                          changelog_specs(settings.app_id, specs["features"].partitions, 1,
+                                          settings.max_message_bytes).items()}
+        self.partitions: dict[tuple[str, int], PartitionState] = {}
+        self.health = Health()
+        self.running = True
+        self.consumer = self._consumer()
+        self.producer = self._producer()
+
+    # ------------------------------------------------------------------ clients
+    def _consumer(self) -> Any:
+        from confluent_kafka import Consumer
+
+        s = self.settings
+        return Consumer({
+            **s.kafka_config(),
+            "group.id": s.app_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": int(s.session_timeout * 1000),
+            "heartbeat.interval.ms": int(min(3.0, s.session_timeout / 3) * 1000),
+            "fetch.max.bytes": max(52428800, s.max_message_bytes + 65536),
+            "max.partition.fetch.bytes": s.max_message_bytes + 65536,
+        })
+
+    def _producer(self) -> Any:
+        from confluent_kafka import Producer
+
+        s = self.settings
+        producer = Producer({
+            **s.kafka_config(),
+            # unique per process: fencing comes from the group metadata (KIP-447), not the id
+            "transactional.id": f"{s.app_id}-{socket.gethostname()}-{os.getpid()}-"
+                                f"{uuid.uuid4().hex[:8]}",
+            "transaction.timeout.ms": int(s.transaction_timeout * 1000),
+            # a record the broker cannot take in time fails the transaction (abort, rewind)
+            # instead of being retried for librdkafka's default of five minutes
+            "message.timeout.ms": int(min(TXN_CALL_SECONDS, s.transaction_timeout) * 1000),
+            "linger.ms": 5,
+            "partitioner": "murmur2_random",  # the Java client's, for keyed results
+            "message.max.bytes": s.max_message_bytes + 65536,
+        })
+        producer.init_transactions(60)
+        return producer
+
+    # ------------------------------------------------------------------ rebalances
+    def _on_assign(self, consumer: Any, partitions: list) -> None:
+        """Restore each new partition's state from its changelog, then start it from its
+        committed offset. The committed offsets are read first: for a ``read_committed``
+        consumer the broker answers only once the previous owner's transaction is resolved,
+        so the changelog read afterwards holds exactly the state those offsets belong to."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        t0 = time.perf_counter()
+        with self.health.lock:
+            self.health.ready = False
+        committed = consumer.committed(partitions, timeout=self.settings.transaction_timeout + 60)
+        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
+        for tp in committed:
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING
+        consumer.assign(committed)
+        with self.health.lock:
+            self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
+            self.health.ready = True
+            self.health.last_batch = time.monotonic()
+        log.info("assigned %d partitions, state restored in %.2f s", len(committed),
+                 time.perf_counter() - t0)
+
+    def _on_revoke(self, consumer: Any, partitions: list) -> None:
+        # The loop never polls inside a transaction, so nothing is pending here.
+        for tp in partitions:
+            self.partitions.pop((self.roles[tp.topic], tp.partition), None)
+        with self.health.lock:
+            self.health.assigned = []
+            self.health.ready = False
+        consumer.unassign()
+
+    def _restore(self, keys: list[tuple[str, int]]) -> None:
+        """Fresh state for ``keys`` ((role, partition) pairs) from the committed changelog."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+        for key in keys:
+            self.partitions[key] = PartitionState(key[0], self.settings)
+        if not keys:
             return
-        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment()
-                    if tp.topic in topics]
-        loop = asyncio.get_running_loop()
-        if await loop.run_in_executor(None, lagging, assigned):
-            log.critical("no progress for %.0f s while assigned input is unconsumed: "
-                         "restarting the worker", idle)
-            os.execv(sys.executable, [sys.executable, "-m", "streamfs.cli", "worker"])
-        Progress.last = time.monotonic()  # idle and caught up: check again later
+        reader = Consumer({**self.settings.kafka_config(), "group.id": f"{self.settings.app_id}-restore",
+                           "enable.auto.commit": False, "isolation.level": "read_committed",
+                           "enable.partition.eof": True, "fetch.wait.max.ms": 10,
+                           "max.partition.fetch.bytes": self.settings.max_message_bytes + 65536})
+        try:
+            reader.assign([TopicPartition(self.changelog[role], p, OFFSET_BEGINNING)
+                           for role, p in keys])
+            by_topic = {name: role for role, name in self.changelog.items()}
+            pending = set((self.changelog[role], p) for role, p in keys)
+            records = 0
+            while pending:
+                for msg in reader.consume(10000, timeout=0.05):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            pending.discard((msg.topic(), msg.partition()))
+                            continue
+                        raise RuntimeError(f"restoring {msg.topic()}: {err}")
+                    store = self.partitions[(by_topic[msg.topic()], msg.partition())].store
+                    k = msg.key().decode()
+                    if msg.value() is None:
+                        store.pop(k, None)
+                    else:
+                        store[k] = msg.value()
+                    records += 1
+            metrics.RESTORED_RECORDS.inc(records)
+        finally:
+            reader.close()
 
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        s = self.settings
+        self.consumer.subscribe(list(self.roles), on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        next_sweep = time.monotonic() + 60
+        while self.running:
+            batch = self._fetch()
+            if batch:
+                try:
+                    self._process(batch)
+                except Rewind:
+                    self._rewind()
+            elif time.monotonic() > next_sweep:
+                next_sweep = time.monotonic() + 60
+                try:
+                    self._sweep_closed(s.closed_retention)
+                except Rewind:
+                    self._rewind()
+            self._update_lag()
+        self.consumer.close()
+        self.producer.flush(10)
 
-def _add_agent(app: faust.App, role: str, source: faust.TopicT, sender: AsyncSender,
-               topic_names: dict[str, str], settings: Settings, partitions: int,
-               guard: InputGuard) -> None:
-    table = app.Table(f"{role}-streams", default=None, partitions=partitions,
-                      key_type=bytes, value_type=bytes,
-                      extra_topic_configs={"max.message.bytes": str(settings.max_message_bytes + 65536)})
-    processor = StreamProcessor(role, TableStore(table), max_message_bytes=settings.max_message_bytes,
-                                output_format=settings.result_format)
-    # One thread per agent: steps run off the event loop (heartbeats keep flowing) and
-    # one at a time, so a stream's algorithm object is never touched concurrently.
-    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"streamfs-{role}")
-    topic_name = source.get_topic_name()
+    def _fetch(self) -> list:
+        """Messages already fetched, up to the batch bounds; the rest are sought back."""
+        s = self.settings
+        msgs = self.consumer.consume(num_messages=s.batch_messages, timeout=s.batch_ms / 1000)
+        batch, size, t0 = [], 0, time.monotonic()
+        for i, msg in enumerate(msgs):
+            if msg.error() is not None:
+                log.warning("consumer error: %s", msg.error())
+                continue
+            batch.append(msg)
+            size += len(msg.value() or b"")
+            if size >= s.batch_bytes or time.monotonic() - t0 > s.batch_ms / 1000:
+                self._seek_back(msgs[i + 1:])
+                break
+        return batch
 
-    async def agent(stream):
-        loop = asyncio.get_running_loop()
-        # Manual acknowledgement: faust acks an event in a ``finally`` around its ``yield``, so
-        # an agent cancelled mid-step (a worker stopping during a rebalance) would have the
-        # event's offset committed without its state. Here an event is acknowledged only after
-        # its result and state records are on the broker.
-        manual = stream.noack()
-        guard.install(app.consumer, app.flow_control)  # before any event reaches the stream
-        async for event in manual.events():
-            Progress.busy += 1
-            msg = event.message
-            origin = {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset}
-            t0 = time.perf_counter()
-            plan: Plan = await loop.run_in_executor(executor, partial(
-                processor.handle, event.key, event.value, timestamp=msg.timestamp, origin=origin))
-            t1 = time.perf_counter()
+    def _seek_back(self, rest: list) -> None:
+        from confluent_kafka import TopicPartition
+
+        first: dict[tuple[str, int], int] = {}
+        for msg in rest:
+            if msg.error() is None:
+                first.setdefault((msg.topic(), msg.partition()), msg.offset())
+        for (topic, p), offset in first.items():
+            self.consumer.seek(TopicPartition(topic, p, offset))
+
+    def _process(self, batch: list) -> None:
+        """One transaction: every message's plan, each state key once, the input offsets."""
+        from confluent_kafka import TopicPartition
+
+        t0 = time.perf_counter()
+        self._txn_began = time.monotonic()
+        self._txn(self.producer.begin_transaction)
+        writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
+        next_offsets: dict[tuple[str, int], int] = {}
+        for msg in batch:
+            role, p = self.roles[msg.topic()], msg.partition()
+            state = self.partitions.get((role, p))
+            if state is None:  # revoked meanwhile (cannot happen between polls; be safe)
+                continue
+            origin = {"topic": msg.topic(), "partition": p, "offset": msg.offset()}
+            ts = msg.timestamp()[1] / 1000 if msg.timestamp()[1] > 0 else None
+            step = time.perf_counter()
+            plan = state.processor.handle(msg.key(), msg.value(), timestamp=ts, origin=origin)
+            handled = time.perf_counter() - step
+            pending = writes.setdefault((role, p), {})
+            for key, value in plan.writes:
+                if value is None:
+                    state.store.pop(key, None)
+                else:
+                    state.store[key] = value
+                pending[key] = value
+            self._publish(plan, msg.key())
+            next_offsets[(msg.topic(), p)] = msg.offset() + 1
+            self._count(plan, msg.topic(), role, handled)
+        for (role, p), records in writes.items():
+            for key, value in records.items():
+                self._produce(self.changelog[role], key.encode(), value, partition=p)
+        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
+        self._txn(self.producer.send_offsets_to_transaction, offsets,
+                  self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
+        self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
+        metrics.BATCH_MESSAGES.observe(len(batch))
+        with self.health.lock:
+            self.health.last_batch = time.monotonic()
+
+    def _publish(self, plan: Plan, key: bytes | None) -> None:
+        if plan.result is not None:
+            self._produce(self.out["selected"], plan.stream.encode(), plan.result)
+        if plan.dead_letter is not None:
+            self._produce(self.out["dead_letter"],
+                          plan.stream.encode() if plan.stream else key, plan.dead_letter)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes | None,
+                 partition: int | None = None) -> None:
+        kwargs = {"partition": partition} if partition is not None else {}
+        while True:
             try:
-                await _apply(plan, event.key, sender, topic_names, table, msg.partition)
-            except BaseException:  # noqa: BLE001
-                # The event is not acknowledged yet: dying now means it is redelivered after the
-                # restart. Letting faust restart the agent instead would skip it.
-                log.critical("cannot publish or persist stream %r; exiting so that the input "
-                             "is redelivered", plan.stream, exc_info=True)
-                os._exit(70)
-            await guard.ack(manual, event)
-            Progress.busy -= 1
-            Progress.last = time.monotonic()
-            if plan.result is not None:
-                metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
-            if plan.dead_letter is not None:
-                metrics.DEAD_LETTERS.labels(topic=topic_name).inc()
-            outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
-            metrics.MESSAGES.labels(topic=topic_name, outcome=outcome).inc()
-            if plan.n_items:
-                metrics.ITEMS.labels(kind=role).inc(plan.n_items)
-            if plan.algorithm and not plan.skipped and not plan.dead_letter:
-                metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
-            if plan.rebuild_seconds is not None:
-                metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
-            if plan.selection_size is not None:
-                metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
-            log.debug("stream=%s outcome=%s handle=%.4f persist=%.4f", plan.stream, outcome,
-                      t1 - t0, time.perf_counter() - t1)
+                self.producer.produce(topic, key=key, value=value, **kwargs)
+                return
+            except BufferError:  # local queue full: let deliveries drain
+                self.producer.poll(0.1)
 
-    app.agent(source, name=f"streamfs.{role}")(agent)
+    def _txn(self, call: Any, *args: Any) -> None:
+        """Run one transactional call. Retriable failures are retried a few times; then, and
+        for abortable failures, the transaction is aborted and the worker rewinds. A producer
+        that cannot abort (fatal error, fenced, or a broker that does not answer) is replaced:
+        its open transaction is aborted by the broker after the transaction timeout, and the
+        rewind's committed-offset read waits for that."""
+        from confluent_kafka import KafkaException
+
+        for attempt in range(3):
+            try:
+                self._bounded(call, *args)
+                return
+            except Hung:
+                # librdkafka sometimes blocks past its deadline (seen after a broker restart,
+                # in send_offsets_to_transaction). Abandon that producer; once the transaction
+                # timeout has passed since it began, the broker has aborted its transaction and
+                # bumped its epoch, so nothing it still sends can commit.
+                log.warning("%s did not return within %d s: replacing the producer",
+                            getattr(call, "__name__", call), TXN_CALL_SECONDS)
+                metrics.ABORTS.inc()
+                wait = self._txn_began + self.settings.transaction_timeout + 5 - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                self.producer = self._producer()
+                raise Rewind() from None
+            except KafkaException as exc:
+                err = exc.args[0]
+                retry = err.retriable() and not err.txn_requires_abort() and not err.fatal()
+                if retry and attempt < 2:
+                    log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
+                    continue
+                log.warning("transaction failed (%s): rewinding", err)
+                metrics.ABORTS.inc()
+                replace = err.fatal() or not err.txn_requires_abort()
+                if not replace:
+                    try:
+                        self.producer.abort_transaction(TXN_CALL_SECONDS)
+                    except KafkaException as again:
+                        log.warning("abort failed (%s): new producer", again.args[0])
+                        replace = True
+                if replace:
+                    self.producer = self._producer()
+                raise Rewind() from None
+
+    @staticmethod
+    def _bounded(call: Any, *args: Any) -> None:
+        """``call(*args)`` in a helper thread; :class:`Hung` if it outlives its deadline."""
+        outcome: list[BaseException | None] = []
+
+        def target() -> None:
+            try:
+                call(*args)
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                outcome.append(exc)
+
+        thread = threading.Thread(target=target, name="streamfs-txn", daemon=True)
+        thread.start()
+        thread.join(TXN_CALL_SECONDS + 5)
+        if not outcome:
+            raise Hung()
+        if outcome[0] is not None:
+            raise outcome[0]
+
+    def _rewind(self) -> None:
+        """After an abort: state from the changelog, input from the committed offsets."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        assignment = self.consumer.assignment()
+        if not assignment:
+            return
+        committed = self.consumer.committed(assignment,
+                                            timeout=self.settings.transaction_timeout + 60)
+        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
+        for tp in committed:
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING
+            self.consumer.seek(tp)
+        log.info("rewound %d partitions to their committed offsets", len(committed))
+
+    def _sweep_closed(self, retention: float) -> None:
+        """Delete the small records closed streams keep, ``retention`` seconds after close."""
+        from streamfs.codec import unpackb
+
+        cutoff = time.time() - retention
+        doomed = []
+        for (role, p), state in self.partitions.items():
+            for key, value in list(state.store.items()):
+                if not key.endswith(f"{SEP}h"):
+                    continue
+                header = unpackb(value)
+                closed_at = header.get("closed_at")
+                if header.get("status") == "closed" and closed_at is not None and closed_at < cutoff:
+                    doomed.append((role, p, key))
+        if not doomed:
+            return
+        self._txn_began = time.monotonic()
+        self._txn(self.producer.begin_transaction)
+        for role, p, key in doomed:
+            self.partitions[(role, p)].store.pop(key, None)
+            self._produce(self.changelog[role], key.encode(), None, partition=p)
+        self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        log.info("dropped %d closed streams past the retention of %.0f s", len(doomed), retention)
+
+    def _update_lag(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        lag = 0
+        for tp in self.consumer.assignment():
+            low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            pos = self.consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset
+            if high >= 0 and pos >= 0:
+                lag += max(0, high - pos)
+        with self.health.lock:
+            self.health.lag = lag
+
+    @staticmethod
+    def _count(plan: Plan, topic: str, role: str, handled: float) -> None:
+        outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
+        metrics.MESSAGES.labels(topic=topic, outcome=outcome).inc()
+        if plan.result is not None:
+            metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
+        if plan.dead_letter is not None:
+            metrics.DEAD_LETTERS.labels(topic=topic).inc()
+        if plan.n_items:
+            metrics.ITEMS.labels(kind=role).inc(plan.n_items)
+        if plan.algorithm and not plan.skipped and not plan.dead_letter:
+            metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
+        if plan.rebuild_seconds is not None:
+            metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
+        if plan.selection_size is not None and plan.stream:
+            if plan.final:  # bounded series: a closed stream's gauge goes away
+                try:
+                    metrics.SELECTION_SIZE.remove(plan.stream)
+                except KeyError:
+                    pass
+            else:
+                metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
+        log.debug("stream=%s outcome=%s handle=%.4f", plan.stream, outcome, handled)
 
 
 def prepare_topics(settings: Settings) -> None:
-    """Create the catalogue's topics and the changelogs before faust starts, and wait until the
-    broker's metadata shows them: faust checks changelog partitions on the first table write and
-    crashes the agent if the metadata lags behind the topic creation."""
-    specs = load_catalogue(settings.topic_prefix)
+    """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
+    rf = replication_for(settings.kafka_config(), settings.replication_factor)
+    specs = load_catalogue(settings.topic_prefix, replication_factor=rf)
     partitions = specs["features"].partitions
+    if specs["instances"].partitions != partitions:
+        raise ValueError("the features and instances topics must have the same partition count")
     specs.update(changelog_specs(settings.app_id, partitions,
                                  specs["features"].replication_factor, settings.max_message_bytes))
     create_topics(settings.kafka_config(), specs)
     wait_for_topics(settings.kafka_config(), specs)
-    commit_start_offsets(settings, [specs["features"].name, specs["instances"].name])
-
-
-def commit_start_offsets(settings: Settings, topics: list[str], attempts: int = 20) -> None:
-    """Give every input partition a committed offset (0) if the group has none.
-
-    Without one, a worker that joins after another died before its first commit sometimes
-    started at the end of the partition (faust seeks to "committed offsets" after its fetcher
-    has started from the earliest), silently skipping input. Offset 0 below a partition's log
-    start resets to the earliest offset. Kafka refuses the commit while the group has live
-    members; then a running worker owns the offsets and nothing is needed.
-    """
-    import time
-
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
-    retriable = {KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
-                 KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT,
-                 KafkaError._TRANSPORT}
-    consumer = Consumer({**settings.kafka_config(), "group.id": settings.app_id,
-                         "enable.auto.commit": False})
-    try:
-        tps = [TopicPartition(t, p) for t in topics
-               for p in consumer.list_topics(t, timeout=30).topics[t].partitions]
-        for attempt in range(attempts):
-            try:
-                missing = [TopicPartition(tp.topic, tp.partition, 0)
-                           for tp in consumer.committed(tps, timeout=30) if tp.offset < 0]
-                if missing:
-                    consumer.commit(offsets=missing, asynchronous=False)
-                log.info("start offsets committed for %d partitions", len(missing))
-                return
-            except KafkaException as exc:
-                if exc.args[0].code() not in retriable or attempt == attempts - 1:
-                    log.info("start offsets not committed (%s)", exc)
-                    return
-                time.sleep(0.5)  # the group coordinator is still loading
-    finally:
-        consumer.close()
-
-
-async def _apply(plan: Plan, key: bytes | None, sender: AsyncSender, topics: dict[str, str],
-                 table: faust.Table, partition: int) -> None:
-    """Publish, then persist, awaiting every acknowledgement before the event is acknowledged."""
-    if plan.result is not None:
-        # Acknowledged before the state is written: see processor's docstring.
-        await sender.send(topics["selected"], plan.stream.encode(), plan.result)
-    if plan.dead_letter is not None:
-        await sender.send(topics["dead_letter"], plan.stream.encode() if plan.stream else key,
-                          plan.dead_letter)
-    pending = []
-    changelog = table.changelog_topic.get_topic_name()
-    for record_key, value in plan.writes:
-        k = record_key.encode()
-        if value is None:
-            table.data.pop(k, None)
-        else:
-            table.data[k] = value
-        # the event's partition: the changelog is co-partitioned with the input topic
-        pending.append(sender.send(changelog, k, value, partition=partition))
-    for fut in pending:
-        await fut
 
 
 def warm_up() -> None:
@@ -348,9 +522,28 @@ def warm_up() -> None:
 
 
 def run_worker(settings: Settings) -> None:
-    """Run the worker until interrupted (SIGINT/SIGTERM stop it cleanly)."""
+    """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first."""
+    logging.basicConfig(level=settings.log_level.upper(),
+                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
+    logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     warm_up()
     prepare_topics(settings)
-    app = create_app(settings)
-    worker = faust.Worker(app, loglevel=settings.log_level)
-    worker.execute_from_commandline()
+    worker = Worker(settings)
+
+    def stop(*_: Any) -> None:
+        worker.running = False
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    server = serve_http(settings, worker.health)
+    log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
+             settings.web_host, settings.web_port)
+    try:
+        worker.run()
+    except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
+        log.critical("worker failed", exc_info=True)
+        os._exit(EXIT_FATAL)
+    finally:
+        server.shutdown()
+    log.info("worker stopped")

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the worker (served with faust's own on the web port, at /metrics)."""
+"""Prometheus metrics of the worker (served on the web port, at /metrics)."""
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -15,3 +15,10 @@ DEAD_LETTERS = Counter("streamfs_dead_letters_total", "Messages sent to the dead
 REBUILD_SECONDS = Histogram("streamfs_state_rebuild_seconds",
                             "Time to rebuild a stream's algorithm from its table records",
                             buckets=(0.001, 0.01, 0.1, 0.5, 2, 10))
+RESTORED_RECORDS = Counter("streamfs_restored_records_total",
+                           "Changelog records read to restore partition state")
+BATCH_SECONDS = Histogram("streamfs_batch_seconds", "Time of one batch (one transaction)",
+                          buckets=(0.005, 0.02, 0.1, 0.5, 2, 10, 60))
+BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch",
+                           buckets=(1, 2, 5, 10, 50, 200, 1000, 10000))
+ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -62,9 +63,20 @@ class WorkerProcess:
             self.proc.kill()
             self.proc.wait(30)
 
+    def pause(self) -> None:
+        """SIGSTOP: a worker that stops answering (GC pause, stalled VM) without dying."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         """SIGTERM and wait (a clean shutdown), SIGKILL after a minute."""
         if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused worker cannot handle SIGTERM
             self.proc.terminate()
             try:
                 self.proc.wait(60)

@@ -1,10 +1,10 @@
-"""The stream lifecycle, independent of faust: one raw input message in, one plan out.
+"""The stream lifecycle, independent of Kafka: one raw input message in, one plan out.
 
 ``StreamProcessor.handle`` decodes and validates a message, runs the algorithm step and returns a
 :class:`Plan`: the result to publish (if the selection changed or the stream closed), the table
-records to write in order, and a dead letter for invalid input. The faust agent applies the plan:
-it awaits the result's delivery *before* writing state, so a crash in between redelivers the
-input, recomputes the same result and republishes it byte for byte.
+records to write in order, and a dead letter for invalid input. The worker
+(:mod:`streamfs.worker.app`) commits the plans of a batch, with the input offsets, in one Kafka
+transaction; the same plans applied to a dict give the offline API.
 
 Table layout (one table per input topic; every record of a stream lives in the partition of the
 stream's key, so the changelog keeps their order):
@@ -14,11 +14,14 @@ stream's key, so the changelog keeps their order):
 * ``<stream>␟s␟<name>␟<digest>``  one top-level entry of the algorithm's ``to_state()``,
                             content-addressed: a changed entry is a new record (the class vector
                             is written once), so a header always finds the records it names;
-* ``<stream>␟c␟<feature>``  one kept feature column (``to_state()["columns"]``).
+* ``<stream>␟c␟<feature>``  one kept feature column (``to_state()["columns"]``);
+* ``<stream>␟m␟<start>``, ``<stream>␟n␟<start>``  source column ids and names of a block.
 
-New records are written before the header and stale ones deleted after it. The changelog keeps
-that order, so whatever prefix of a message's writes survives a crash, the last persisted header
-names records that exist with exactly the content it was written with.
+After ``close`` only the header stays (the other records are deleted).
+
+New records are written before the header and stale ones deleted after it, so that even a
+store that kept any prefix of a message's writes would have a header naming records that exist
+(the worker's transactions make that moot, the offline path and the tests rely on it).
 """
 
 from __future__ import annotations
@@ -343,11 +346,15 @@ class StreamProcessor:
             written = {k for k, _ in plan.writes}
             plan.writes.extend((k, None) for k in self._record_keys(stream, previous)
                                if k not in written)
-            self._maps.pop(stream, None)
-            self._names.pop(stream, None)
+            self._forget(stream)
             log.info("stream %r replaced: run %d starts", stream, header["run"])
         self._cache[stream] = (header, algo)
         return plan
+
+    def _forget(self, stream: str) -> None:
+        """Drop what is cached in memory for ``stream``."""
+        for cache in (self._cache, self._maps, self._names):
+            cache.pop(stream, None)
 
     @staticmethod
     def _record_keys(stream: str, header: dict) -> list[str]:
@@ -415,7 +422,16 @@ class StreamProcessor:
             }, self.output_format)
             plan.final = close
         if close:
-            header.update(status="closed", closed_at=timestamp)
+            # Bounded state: a closed stream keeps its small header only (enough to skip
+            # redeliveries and refuse late or re-used messages); columns, algorithm state, block
+            # maps and names are deleted (tombstones on the compacted changelog).
+            old_keys = self._record_keys(stream, header)
+            header.update(status="closed", closed_at=timestamp, states={}, columns=[], maps=[],
+                          name_blocks=[])
+            plan.writes.append((header_key(stream), packb(header)))
+            plan.writes.extend((k, None) for k in old_keys)
+            self._forget(stream)
+            return plan
         state = algo.to_state() if fitted else {}
         plan.writes.extend(self._pending_maps)  # immutable, before the header that names them
         self._persist(stream, header, algo_state=state, extra={}, plan=plan)

@@ -131,10 +131,11 @@ def test_columns_are_stored_one_record_per_feature():
     X, y = _data()
     store: dict = {}
     processor = StreamProcessor("features", store)
-    _run(processor, list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 8)))
+    _run(processor, list(feature_stream_messages("s", X, y, "saola", {},
+                                                 block_bytes=120 * 8 * 8))[:-1])  # not closed
 
     h = unpackb(store[header_key("s")])
-    assert h["status"] == "closed" and len(h["columns"]) >= 1
+    assert h["status"] == "open" and len(h["columns"]) >= 1
     col_keys = [k for k in store if "\x1fc\x1f" in k]
     assert sorted(int(k.rsplit("\x1f", 1)[1]) for k in col_keys) == h["columns"]
     assert max(len(store[k]) for k in col_keys) < 120 * 8 + 200  # one column per record
@@ -331,9 +332,7 @@ def test_replace_starts_a_new_run_whose_versions_continue():
     fresh = run_offline("saola", swapped, y)
     assert [i["feature"] for i in decode(second[-1])["selection"]] == \
         [i["feature"] for i in fresh["selection"]]
-    stale = [k for k in processor.store if "\x1fc\x1f" in k]
-    assert sorted(int(k.rsplit("\x1f", 1)[1]) for k in stale) == \
-        unpackb(processor.store[header_key("s")])["columns"]  # old run's columns deleted
+    assert list(processor.store) == [header_key("s")]  # closed: the old run's records are gone
 
 
 def test_results_and_dead_letters_in_json():
@@ -354,3 +353,19 @@ def test_results_and_dead_letters_in_json():
     assert final["final"] and final["selection"][0]["name"].startswith("x")
     dead = json.loads(processor.handle("s", b"\x00junk").dead_letter)
     assert dead["kind"] == "dead_letter" and isinstance(dead["original"], str)
+
+
+def test_a_closed_stream_keeps_only_its_header():
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 4))
+    store: dict = {}
+    results, _ = _run(StreamProcessor("features", store), msgs)
+    assert list(store) == [header_key("s")] and len(store[header_key("s")]) < 600
+    header = unpackb(store[header_key("s")])
+    assert header["status"] == "closed" and header["columns"] == [] and header["states"] == {}
+    # it still skips redeliveries and refuses re-use
+    again, dead = _run(StreamProcessor("features", store), msgs)
+    assert not again and not dead
+    _, dead = _run(StreamProcessor("features", store),
+                   list(feature_stream_messages("s", X, y, "saola"))[:1])
+    assert "already exists (closed" in dead[0]["reason"]

@@ -1,0 +1,110 @@
+"""Exactly-once delivery against a real broker: a stale owner (SIGSTOP past the session timeout)
+cannot publish behind the new owner's back, and a read_committed reader sees every version of
+every stream once, in order."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from streamfs.client import SelectionReader
+from streamfs.topics import load_catalogue
+
+from .test_worker_acceptance import _strip, publish, reference_versions
+from .workload import interleave, mixed_workload
+
+pytestmark = pytest.mark.kafka
+
+
+def _results(kafka_config, prefix, streams, timeout=400.0) -> dict[str, list[dict]]:
+    pending = set(streams)
+    seen: dict[str, list[dict]] = {s: [] for s in streams}
+    with SelectionReader(kafka_config, load_catalogue(prefix)["selected"].name) as reader:
+        for r in reader.updates(timeout=timeout):
+            if r["stream"] in seen:
+                seen[r["stream"]].append(r)
+                if r["final"]:
+                    pending.discard(r["stream"])
+                    if not pending:
+                        return seen
+    raise AssertionError("unreachable")
+
+
+def test_zombie_worker_is_fenced_and_every_version_arrives_once(kafka_config, topic_prefix,
+                                                                start_worker):
+    cases = mixed_workload(24, prefix="z")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    messages = interleave(cases)
+    half = len(messages) // 2
+    env = {"STREAMFS_TRANSACTION_TIMEOUT": "10"}
+    zombie = start_worker(**env)
+    publish(kafka_config, topic_prefix, cases, messages[:half])
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
+        for n, _ in enumerate(reader.updates(timeout=180), 1):
+            if n >= 10:  # it owns every partition and is at work
+                break
+    zombie.pause()  # stops answering, keeps believing it owns its partitions
+    publish(kafka_config, topic_prefix, cases, messages[half:])
+    successor = start_worker(**env)
+    try:
+        # the successor takes over once the zombie's session times out, and finishes
+        _results(kafka_config, topic_prefix, list(refs))
+        assigned_before = zombie.log_path.read_text().count("assigned")
+    finally:
+        zombie.resume()  # it wakes up with fetched input and, maybe, an open transaction
+    # synchronise on the zombie's own log: it has rejoined the group once it logs a new
+    # assignment (its stale work refused or aborted before that)
+    deadline = time.monotonic() + 120
+    while zombie.log_path.read_text().count("assigned") == assigned_before:
+        assert time.monotonic() < deadline, zombie.log_tail(40)
+        time.sleep(0.2)  # polling another process's log
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
+        everything = list(reader.updates(to_end=True))
+    for stream, ref in refs.items():
+        results = [r for r in everything if r["stream"] == stream]
+        versions = [r["version"] for r in results]
+        assert versions == list(range(1, len(ref) + 1)), (stream, versions, successor.log_tail(40))
+        assert [_strip(r) for r in results] == ref, stream
+
+
+def test_two_one_three_workers_with_kills_during_rebalances(kafka_config, topic_prefix,
+                                                            start_worker):
+    """2 workers → one killed (1) → three more started, one of them killed while the group
+    rebalances (3): every version once, in order, equal to an uninterrupted run."""
+    cases = mixed_workload(24, prefix="r")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    messages = interleave(cases)
+    third = len(messages) // 3
+    first, second = start_worker(), start_worker()
+    publish(kafka_config, topic_prefix, cases, messages[:third])
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
+        for n, _ in enumerate(reader.updates(timeout=180), 1):
+            if n >= 10:
+                break
+    first.kill()  # 2 -> 1
+    publish(kafka_config, topic_prefix, cases, messages[third:2 * third])
+    newcomers = [start_worker() for _ in range(3)]
+    newcomers[0].kill()  # killed while the group rebalances for the newcomers
+    publish(kafka_config, topic_prefix, cases, messages[2 * third:])
+    got = _results(kafka_config, topic_prefix, list(refs))
+    for stream, ref in refs.items():
+        assert [_strip(r) for r in got[stream]] == ref, (stream, second.log_tail(30))
+
+
+def test_broker_restart_mid_stream(kafka_config, topic_prefix, start_worker, restart_broker):
+    cases = mixed_workload(10, prefix="b")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    messages = interleave(cases)
+    half = len(messages) // 2
+    worker = start_worker()
+    publish(kafka_config, topic_prefix, cases, messages[:half])
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
+        for n, _ in enumerate(reader.updates(timeout=180), 1):
+            if n >= 5:
+                break
+    restart_broker()
+    publish(kafka_config, topic_prefix, cases, messages[half:])
+    got = _results(kafka_config, topic_prefix, list(refs))
+    for stream, ref in refs.items():
+        assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
