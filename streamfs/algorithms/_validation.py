@@ -36,6 +36,7 @@ __all__ = [
     "column_names",
     "shown",
     "writable",
+    "binary_sparse_tags",
 ]
 
 
@@ -278,3 +279,11 @@ def writable(value: Any, _depth: int = 0) -> Any:
         for k, v in vars(value).items():
             setattr(value, k, writable(v, _depth + 1))
     return value
+
+
+def binary_sparse_tags(tags: Any) -> Any:
+    """scikit-learn tags of a binary classifier that takes sparse input and needs labels."""
+    tags.classifier_tags.multi_class = False
+    tags.input_tags.sparse = True
+    tags.target_tags.required = True
+    return tags

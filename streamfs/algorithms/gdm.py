@@ -39,7 +39,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._validation import _listed, check_int, check_number, label_problem
+from ._validation import _listed, binary_sparse_tags, check_int, check_number, label_problem
 from .base import _SPARSE, _check_width, _input_names, _inverse
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
 
@@ -316,11 +316,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         return np.where(y == classes[1], 1.0, -1.0)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags
+        return binary_sparse_tags(super().__sklearn_tags__())
 
     def fit(self, X: Any, y: Any) -> "GDM":
         """Run the cutting-plane algorithm on ``X`` (dense, scipy.sparse or a data frame,

@@ -98,6 +98,7 @@ from sklearn.utils.validation import (
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms.base import _SPARSE
 from streamfs.algorithms._validation import (
+    binary_sparse_tags,
     check_bool,
     check_budget,
     check_int,
@@ -222,11 +223,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         return mode
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags
+        return binary_sparse_tags(super().__sklearn_tags__())
 
     # ------------------------------------------------------------------ allocation
     def _ensure_init(self, d: int | None) -> None:

@@ -49,7 +49,6 @@ from .measures import (
     _nb_col_stats,
     _nb_cross,
     _nb_entropy_counts,
-    _nb_lofs_centre,
     _nb_lofs_dependent,
     _nb_lofs_dot,
     _nb_lofs_r,

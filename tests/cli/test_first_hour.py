@@ -11,7 +11,6 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 

@@ -11,24 +11,10 @@ import pytest
 from streamfs.client import SelectionReader
 from streamfs.topics import load_catalogue
 
-from .test_worker_acceptance import _strip, publish, reference_versions
+from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
 from .workload import interleave, mixed_workload
 
 pytestmark = pytest.mark.kafka
-
-
-def _results(kafka_config, prefix, streams, timeout=400.0) -> dict[str, list[dict]]:
-    pending = set(streams)
-    seen: dict[str, list[dict]] = {s: [] for s in streams}
-    with SelectionReader(kafka_config, load_catalogue(prefix)["selected"].name) as reader:
-        for r in reader.updates(timeout=timeout):
-            if r["stream"] in seen:
-                seen[r["stream"]].append(r)
-                if r["final"]:
-                    pending.discard(r["stream"])
-                    if not pending:
-                        return seen
-    raise AssertionError("unreachable")
 
 
 def test_zombie_worker_is_fenced_and_every_version_arrives_once(kafka_config, topic_prefix,
@@ -49,7 +35,7 @@ def test_zombie_worker_is_fenced_and_every_version_arrives_once(kafka_config, to
     successor = start_worker(**env)
     try:
         # the successor takes over once the zombie's session times out, and finishes
-        _results(kafka_config, topic_prefix, list(refs))
+        wait_finals(kafka_config, topic_prefix, list(refs), timeout=400)
         assigned_before = zombie.log_path.read_text().count("assigned")
     finally:
         zombie.resume()  # it wakes up with fetched input and, maybe, an open transaction
@@ -87,7 +73,7 @@ def test_two_one_three_workers_with_kills_during_rebalances(kafka_config, topic_
     newcomers = [start_worker() for _ in range(3)]
     newcomers[0].kill()  # killed while the group rebalances for the newcomers
     publish(kafka_config, topic_prefix, cases, messages[2 * third:])
-    got = _results(kafka_config, topic_prefix, list(refs))
+    got = wait_finals(kafka_config, topic_prefix, list(refs), timeout=400)
     for stream, ref in refs.items():
         assert [_strip(r) for r in got[stream]] == ref, (stream, second.log_tail(30))
 
@@ -105,6 +91,6 @@ def test_broker_restart_mid_stream(kafka_config, topic_prefix, start_worker, res
                 break
     restart_broker()
     publish(kafka_config, topic_prefix, cases, messages[half:])
-    got = _results(kafka_config, topic_prefix, list(refs))
+    got = wait_finals(kafka_config, topic_prefix, list(refs), timeout=400)
     for stream, ref in refs.items():
         assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
