@@ -572,17 +572,17 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
            as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
-    from streamfs.offline import run_offline
+    from streamfs.offline import offline_params, run_offline
 
     params = _parse_params(param)
     X, y, names, naming = _load_data(source, label)
-    if algorithm != "gdm":
-        try:
-            kind = registry.get(algorithm).kind
-        except ValueError as exc:
-            raise UsageProblem(str(exc)) from None
-        params = _check_open(kind, algorithm, params, n_features=X.shape[1], y=y)
-        params.pop("n_features", None)
+    try:
+        kind = registry.get(algorithm).kind
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
+                         n_features=X.shape[1], y=y)
+    params.pop("n_features", None)
     try:
         result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)
     except ValueError as exc:

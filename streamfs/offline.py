@@ -10,18 +10,33 @@ from streamfs.codec import decode, encode
 from streamfs.worker.processor import StreamProcessor
 
 
+def offline_params(algorithm: str, params: dict | None, n_rows: int) -> dict:
+    """The parameters an offline run uses: for ``gdm``, a window of the whole data set
+    (``max_instances``) and one fit at the end (``refit_every``), unless given, so that the
+    result is batch GDM's on the data.
+
+    >>> offline_params("gdm", {"tau": 0.5}, 200)
+    {'tau': 0.5, 'max_instances': 200, 'refit_every': 200}
+    """
+    params = dict(params or {})
+    if algorithm == "gdm":
+        params.setdefault("max_instances", max(int(n_rows), 1))
+        params.setdefault("refit_every", max(int(n_rows), 1))
+    return params
+
+
 def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
                 stream: str = "offline", block_bytes: int | None = None, groups=None,
                 feature_names: list[str] | None = None, naming: dict | None = None) -> dict:
     """The final result message the worker would publish for this data, computed in-process.
 
     It pushes the very messages a producer would send through :class:`StreamProcessor` over an
-    in-memory store, so offline and worker results agree by construction. ``feature_names``
+    in-memory store, so offline and worker results agree by construction (``gdm`` fits once,
+    at the end, on the whole data: see :func:`offline_params`). ``feature_names``
     and ``naming`` (see :func:`streamfs.producers.blocks.open_fields`) name the features.
     """
-    if algorithm == "gdm":
-        return _gdm(X, y, params or {}, stream, feature_names)
     spec = registry.get(algorithm)
+    params = offline_params(algorithm, params, X.shape[0])
     kwargs: dict = {"feature_names": feature_names, "naming": naming}
     if block_bytes:
         kwargs["block_bytes"] = block_bytes
@@ -43,26 +58,3 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
         if plan.result is not None:
             final = decode(plan.result)
     return final
-
-
-def _gdm(X: Any, y: Any, params: dict, stream: str, names: list[str] | None) -> dict:
-    """GDM is a batch method: fit once, shaped like the worker's final result."""
-    from streamfs.algorithms.gdm import GDM
-
-    try:
-        model = GDM(**params)
-    except TypeError as exc:
-        raise ValueError(f"bad parameters for 'gdm': {exc}") from None
-    model.fit(X, y)
-
-    def name(f: int) -> str:
-        return names[f] if names is not None else f"x{f}"
-
-    selection = [{"feature": item["feature"], "name": name(item["feature"]),
-                  **{k: v for k, v in item.items() if k not in ("feature", "affiliated")},
-                  **({"affiliated": [[a, d, name(a)] for a, d in item["affiliated"]]}
-                     if "affiliated" in item else {})}
-                 for item in model.selection()]
-    return {"kind": "result", "stream": stream, "algorithm": "gdm", "params": params,
-            "version": 1, "seq": None, "final": True, "selection": selection,
-            "counters": {"n_features_seen": int(X.shape[1]), "n_iter": int(model.n_iter_)}}

@@ -20,6 +20,7 @@ _EXPORTS = {
     "KOFSD": "kofsd",
     "GDM": "gdm",
     "redundancy_rate": "gdm",
+    "GDMStream": "gdm_stream",
     "InstanceStreamSelector": "ofs",
     "OFS": "ofs",
     "OFSPartial": "ofs",

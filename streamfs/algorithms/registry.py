@@ -5,9 +5,10 @@ learner, how to build it from the parameters of an ``open`` message (unknown nam
 parameters, and values out of range, raise ``ValueError`` naming them) and whether given labels
 can work for it (:meth:`AlgorithmSpec.check_labels`).
 
-``ALGORITHMS`` (and :func:`get`) hold the streaming algorithms only, the ones the worker runs.
-GDM is a batch method on a whole matrix: its spec (kind ``"batch"``) lives apart in
-``BATCH_ALGORITHMS`` so that nothing that serves streams can pick it up.
+``ALGORITHMS`` (and :func:`get`) hold the algorithms the worker runs. ``gdm`` is GDM on an
+instance stream (:class:`~streamfs.algorithms.gdm_stream.GDMStream`: a sliding window of
+instances, refitted every ``refit_every``); the batch estimator is
+:class:`~streamfs.algorithms.gdm.GDM`.
 
 >>> get("ofs").binary_only, get("saola").binary_only
 (True, False)
@@ -101,16 +102,11 @@ _SPECS = [
     AlgorithmSpec("pe-rand", "instances", "streamfs.algorithms.ofs:PerceptronRandomPartial",
                   summary="baseline PE_rand: perceptron on B random attributes per instance",
                   binary_only=True),
+    AlgorithmSpec("gdm", "instances", "streamfs.algorithms.gdm_stream:GDMStream",
+                  summary="GDM (Zhai et al. 2012): support + affiliated features, refitted on "
+                          "a sliding window of instances", binary_only=True),
 ]
 ALGORITHMS: dict[str, AlgorithmSpec] = {s.name: s for s in _SPECS}
-
-#: batch methods (a whole matrix at once): not served by the worker, not returned by get()
-BATCH_ALGORITHMS: dict[str, AlgorithmSpec] = {
-    "gdm": AlgorithmSpec("gdm", "batch", "streamfs.algorithms.gdm:GDM",
-                         summary="GDM (Zhai et al. 2012): support + affiliated features, batch",
-                         binary_only=True),
-}
-
 
 def get(name: str) -> AlgorithmSpec:
     """The spec of algorithm ``name``; ``ValueError`` naming the known ones otherwise."""

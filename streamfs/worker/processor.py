@@ -562,7 +562,8 @@ class StreamProcessor:
         counters = {"rejected_messages": header["rejected"]}
         if not hasattr(algo, "selected_"):
             return counters
-        for name in ("n_features_seen_", "n_irrelevant_", "n_redundant_", "n_seen_", "mistakes_"):
+        for name in ("n_features_seen_", "n_irrelevant_", "n_redundant_", "n_seen_", "mistakes_",
+                     "n_refits_"):
             value = getattr(algo, name, None)
             if value is not None:
                 counters[name.rstrip("_")] = int(value)

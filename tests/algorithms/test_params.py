@@ -184,8 +184,9 @@ def test_registry_builds_defaults_and_validates(name):
     base = {"n_features": 8} if spec.kind == "instances" else {}
     algo = spec.build(base)
     algo._validate_params()
-    bad = "n_features_to_select" if spec.kind == "instances" else (
-        "k" if name == "kofsd" else "alpha")
+    bad = "n_features_per_step" if name == "gdm" else (
+        "n_features_to_select" if spec.kind == "instances" else (
+            "k" if name == "kofsd" else "alpha"))
     with pytest.raises(ValueError, match=f"^{bad} must be"):
         spec.build(dict(base, **{bad: -3}))
 
@@ -235,19 +236,21 @@ def test_binary_only_flag():
     assert flags == {
         "saola": False, "saola-max": False, "group-saola": False, "kofsd": False,
         "ofs": True, "ofs-partial": True, "pe-trun": True, "rand": True, "ofs-rand": True,
-        "pe-rand": True,
+        "pe-rand": True, "gdm": True,
     }
     assert all(spec.kind in ("features", "instances") for spec in registry.ALGORITHMS.values())
 
 
-def test_gdm_is_a_batch_spec_the_stream_registry_does_not_serve():
-    spec = registry.BATCH_ALGORITHMS["gdm"]
-    assert spec.kind == "batch" and spec.binary_only
-    assert isinstance(spec.build({"tau": 0.5}), GDM)
+def test_gdm_is_served_on_instance_streams():
+    from streamfs.algorithms.gdm_stream import GDMStream
+
+    spec = registry.get("gdm")
+    assert spec.kind == "instances" and spec.binary_only
+    assert isinstance(spec.build({"tau": 0.5, "n_features": 8}), GDMStream)
     with pytest.raises(ValueError, match="^tau must be"):
         spec.build({"tau": 2})
     with pytest.raises(ValueError, match="binary classifier"):
         spec.check_labels([0, 1, 2])
-    assert "gdm" not in registry.ALGORITHMS
-    with pytest.raises(ValueError, match="unknown algorithm 'gdm'"):
-        registry.get("gdm")
+    with pytest.raises(ValueError, match="^gdm window of max_instances=100000 x n_features=2000"):
+        spec.build({"n_features": 2000})
+    assert not hasattr(registry, "BATCH_ALGORITHMS")

@@ -1,0 +1,460 @@
+"""GDM on instance streams: a sliding window of instances, refitted every ``refit_every``.
+
+:class:`GDMStream` keeps the most recent ``max_instances`` instances of an instance stream
+(a sliding window: older instances are forgotten), and fits the batch
+:class:`~streamfs.algorithms.gdm.GDM` on that window
+
+* whenever the number of instances seen reaches a multiple of ``refit_every`` (a block that
+  crosses several multiples is fitted once, at the last of them: the window at that instance
+  count, exactly as if the block had been cut there; earlier fits would never be observed);
+* at ``finish()`` (the stream's ``close``), on the whole window, unless the last fit was
+  already on it.
+
+Between fits the selection is that of the last fit (empty before the first one). A fit is
+skipped when the window holds a single class (GDM needs two); the previous selection stays.
+The selection has GDM's format: support features with their weight magnitude on standardised
+features and their affiliated groups.
+
+Memory. The window is stored dense, float64, ``max_instances × n_features × 8`` bytes (sparse
+blocks are densified a few rows at a time as they are copied in), plus one label code per
+instance. ``_validate_params`` refuses parameters whose window cannot fit in
+``max_buffer_bytes`` (default 1 GiB), so an instance stream that asks for too much is refused
+at ``open``. The buffer is allocated once at the first block; pages are committed by the
+operating system as rows are written. GDM's own working memory during a fit comes on top
+(a few vectors of the window's length and a few columns of it, not a copy of the window).
+
+Labels: any two values; ``GDM`` maps them (sorted, the larger is ``+1``). A third class raises
+``ValueError`` before anything is learned from the block.
+
+State (:meth:`GDMStream.to_state`) is plain data. The window is laid out as one flat float64
+sequence of rows ``[x_1 … x_d, label code]`` numbered from the first instance of the stream;
+``"columns"`` maps chunk ``k`` to the values at flat positions ``[k·C, (k+1)·C)`` with
+``C = 131072`` (1 MiB), for the complete chunks that overlap the window, and ``"tail"`` holds
+the incomplete last chunk. A complete chunk's values inside the window never change, so the
+worker writes each chunk record once and deletes it when the window has moved past it
+(values of instances already forgotten may read as 0). The last fit's support, weights and
+affiliated groups are kept, so a restored learner gives the same ``selection()`` without
+refitting, and the same selections afterwards (bit for bit).
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.standard_normal((300, 12)); y = np.where(X[:, 2] - X[:, 7] > 0, 1, -1)
+>>> model = GDMStream(n_features_per_step=2, refit_every=100, max_instances=250)
+>>> for a in range(0, 290, 40):
+...     _ = model.partial_fit(X[a:min(a + 40, 290)], y[a:min(a + 40, 290)])
+>>> model.n_seen_, model.n_buffered_, model.last_fit_at_, model.n_refits_
+(290, 250, 200, 2)
+>>> _ = model.finish()
+>>> sorted(s["feature"] for s in model.selection()), model.last_fit_at_
+([2, 7], 290)
+>>> GDMStream(n_features=2000)._validate_params()
+Traceback (most recent call last):
+...
+ValueError: gdm window of max_instances=100000 x n_features=2000 x 8 bytes = 1600000000 bytes exceeds max_buffer_bytes=1073741824; use max_instances <= 67108 or a larger max_buffer_bytes
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import _listed, check_int
+from .gdm import GDM
+
+__all__ = ["GDMStream"]
+
+#: float64 values per chunk record of the window (1 MiB)
+CHUNK_VALUES = 131072
+#: rows of a sparse block densified at once, and of a block swapped at a time (in values)
+_WORK_VALUES = 1 << 20
+
+_GDM_PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol")
+
+
+def _py(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _reverse_rows(a: np.ndarray, lo: int, hi: int, block: int) -> None:
+    """Reverse ``a[lo:hi]`` along axis 0 in place, with a temporary of ``block`` rows."""
+    i, j = lo, hi
+    while j - i >= 2:
+        k = min(block, (j - i) // 2)
+        top = a[i:i + k].copy()
+        a[i:i + k] = a[j - k:j][::-1]
+        a[j - k:j] = top[::-1]
+        i += k
+        j -= k
+
+
+class _Chunks(Mapping):
+    """``{chunk index: flat float64 values}`` of the complete chunks overlapping the window,
+    computed when read (the worker reads only the chunks it has not stored yet). Read it
+    before the learner takes more instances."""
+
+    def __init__(self, owner: "GDMStream", keys: range) -> None:
+        self._owner, self._keys, self._seen = owner, keys, owner.n_seen_
+
+    def __getitem__(self, k: Any) -> np.ndarray:
+        k = int(k)
+        if k not in self._keys:
+            raise KeyError(k)
+        if self._owner.n_seen_ != self._seen:
+            raise RuntimeError("GDMStream state read after the learner took more instances")
+        return self._owner._flat(k * CHUNK_VALUES, (k + 1) * CHUNK_VALUES)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class GDMStream(SelectorMixin, BaseEstimator):
+    """GDM refitted on a sliding window of an instance stream (see the module docstring).
+
+    Parameters
+    ----------
+    n_features : int or None
+        ``d``, fixed when the stream opens (``None``: taken from the first block, and the
+        memory rule is checked then).
+    n_features_per_step, tau, C, max_iter, tol, solver_tol :
+        :class:`~streamfs.algorithms.gdm.GDM`'s parameters.
+    refit_every : int
+        Fit GDM on the window whenever the number of instances seen reaches a multiple of it.
+    max_instances : int
+        Size of the sliding window: the most recent ``max_instances`` instances are kept.
+    max_buffer_bytes : int
+        Memory allowed for the window: ``max_instances * n_features * 8`` must not exceed it.
+
+    Attributes
+    ----------
+    n_seen_ : instances seen; ``n_buffered_`` : instances in the window;
+    n_refits_ : GDM fits run; ``last_fit_at_`` : ``n_seen_`` at the last fit (0: none yet);
+    selected_, support_ : support features of the last fit, by decreasing ``|w|``;
+    weights_, affiliated_, affiliated_corr_ : as in :class:`~streamfs.algorithms.gdm.GDM`.
+    """
+
+    def __init__(
+        self,
+        n_features: int | None = None,
+        n_features_per_step: int = 10,
+        tau: float = 0.25,
+        C: float = 1.0,
+        max_iter: int = 10,
+        tol: float = 1e-3,
+        solver_tol: float = 1e-6,
+        refit_every: int = 1000,
+        max_instances: int = 100_000,
+        max_buffer_bytes: int = 1 << 30,
+    ) -> None:
+        self.n_features = n_features
+        self.n_features_per_step = n_features_per_step
+        self.tau = tau
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver_tol = solver_tol
+        self.refit_every = refit_every
+        self.max_instances = max_instances
+        self.max_buffer_bytes = max_buffer_bytes
+
+    _PARAMS = ("n_features", *_GDM_PARAMS, "refit_every", "max_instances", "max_buffer_bytes")
+
+    # ------------------------------------------------------------------ parameters
+    def _gdm(self) -> GDM:
+        return GDM(**{p: getattr(self, p) for p in _GDM_PARAMS})
+
+    def _validate_params(self, d: int | None = None) -> None:
+        """Types and ranges, then the memory rule; ``ValueError`` with one line."""
+        check_int("n_features", self.n_features, 1, allow_none=True)
+        self._gdm()._validate_params()
+        check_int("refit_every", self.refit_every, 1)
+        check_int("max_instances", self.max_instances, 1)
+        check_int("max_buffer_bytes", self.max_buffer_bytes, 1)
+        d = self.n_features if d is None else d
+        if d is None:
+            return
+        need = int(self.max_instances) * int(d) * 8
+        if need > self.max_buffer_bytes:
+            most = int(self.max_buffer_bytes) // (8 * int(d))
+            fix = (f"use max_instances <= {most}" if most >= 1
+                   else f"one instance needs {8 * int(d)} bytes")
+            raise ValueError(
+                f"gdm window of max_instances={int(self.max_instances)} x n_features={int(d)} "
+                f"x 8 bytes = {need} bytes exceeds max_buffer_bytes="
+                f"{int(self.max_buffer_bytes)}; {fix} or a larger max_buffer_bytes")
+
+    # ------------------------------------------------------------------ buffer
+    def _init(self, d: int) -> None:
+        self._validate_params(d)
+        self.n_features_in_ = int(d)
+        self.n_seen_ = 0
+        self.n_refits_ = 0
+        self.last_fit_at_ = 0
+        self.classes_seen_: list = []
+        self._X = np.empty((int(self.max_instances), int(d)), dtype=np.float64)
+        self._codes = np.empty(int(self.max_instances), dtype=np.float64)
+        self._start = 0  # ring position of the oldest instance
+        self.n_buffered_ = 0
+        self._set_fit(np.zeros(0, np.int64), np.zeros(0), {}, {})
+
+    def _set_fit(self, support, weights, affiliated, affiliated_corr) -> None:
+        self.support_ = np.asarray(support, dtype=np.int64)
+        self.weights_ = np.asarray(weights, dtype=np.float64)
+        self.affiliated_ = affiliated
+        self.affiliated_corr_ = affiliated_corr
+        self.selected_ = self.support_
+
+    def _codes_of(self, y: np.ndarray) -> np.ndarray:
+        """Label codes (index into ``classes_seen_``); a third class raises before anything
+        is changed."""
+        values, first = np.unique(y, return_index=True)
+        known = list(self.classes_seen_)
+        new = [_py(values[i]) for i in np.argsort(first, kind="stable")
+               if not any(values[i] == c for c in known)]
+        if len(known) + len(new) > 2:
+            listed = _listed(sorted(known + new, key=repr))
+            raise ValueError(
+                f"Only binary classification is supported: gdm got the labels of "
+                f"{len(known) + len(new)} classes ({listed}); map them to two classes first")
+        self.classes_seen_ = known + new
+        codes = np.empty(y.shape[0], dtype=np.float64)
+        for i, c in enumerate(self.classes_seen_):
+            codes[y == c] = i
+        return codes
+
+    def _append(self, X: Any, codes: np.ndarray, a: int, b: int) -> None:
+        """Copy rows ``a:b`` of ``X`` (dense or CSR) into the window."""
+        cap = self._X.shape[0]
+        self.n_seen_ += b - a
+        if b - a >= cap:  # only the last cap rows stay
+            a = b - cap
+            self._start, self.n_buffered_ = 0, 0
+        step = max(1, _WORK_VALUES // max(self.n_features_in_, 1))
+        for lo in range(a, b, step):
+            hi = min(b, lo + step)
+            rows = X[lo:hi]
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            m = hi - lo
+            end = (self._start + self.n_buffered_) % cap
+            first = min(m, cap - end)
+            self._X[end:end + first] = rows[:first]
+            self._codes[end:end + first] = codes[lo:lo + first]
+            if first < m:
+                self._X[:m - first] = rows[first:]
+                self._codes[:m - first] = codes[lo + first:hi]
+            over = self.n_buffered_ + m - cap
+            if over > 0:
+                self._start = (self._start + over) % cap
+                self.n_buffered_ = cap
+            else:
+                self.n_buffered_ += m
+
+    def _ordered(self) -> None:
+        """Rotate the ring so that the window is ``_X[:n_buffered_]`` in arrival order."""
+        s = self._start
+        if s == 0:
+            return
+        n = self.n_buffered_  # == capacity: the ring only wraps when full
+        block = max(1, _WORK_VALUES // max(self.n_features_in_, 1))
+        _reverse_rows(self._X, 0, s, block)
+        _reverse_rows(self._X, s, n, block)
+        _reverse_rows(self._X, 0, n, block)
+        self._codes[:n] = np.roll(self._codes[:n], -s)
+        self._start = 0
+
+    def _refit(self) -> None:
+        n = self.n_buffered_
+        if n < 2:
+            return
+        self._ordered()
+        codes = self._codes[:n]
+        if codes.min() == codes.max():
+            return  # a single class in the window: GDM cannot fit, keep the last selection
+        y = np.asarray(self.classes_seen_)[codes.astype(np.int64)]
+        model = self._gdm().fit(self._X[:n], y)
+        self._set_fit(model.support_, model.weights_, model.affiliated_, model.affiliated_corr_)
+        self.n_refits_ += 1
+        self.last_fit_at_ = self.n_seen_
+
+    # ------------------------------------------------------------------ learning
+    def partial_fit(self, X: Any, y: Any) -> "GDMStream":
+        """Append the instances of ``X`` (dense or sparse, n × d) with their labels; fit GDM
+        when the count of instances seen reaches a multiple of ``refit_every``."""
+        self._validate_params()
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+        else:
+            X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (instances x features), got {X.ndim}-D")
+        values = X.data if sp.issparse(X) else X
+        if not np.isfinite(values).all():
+            raise ValueError("X contains NaN or infinite values")
+        y = np.asarray(y).ravel()
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")
+        if not hasattr(self, "n_seen_"):
+            d = self.n_features if self.n_features is not None else X.shape[1]
+            if X.shape[1] != d:
+                raise ValueError(f"X has {X.shape[1]} features, n_features is {d}")
+            self._init(d)
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, the stream has d = {self.n_features_in_}")
+        n = X.shape[0]
+        if n == 0:
+            return self
+        check_classification_targets(y)  # as GDM.fit will, before anything is changed
+        codes = self._codes_of(y)
+        r = int(self.refit_every)
+        last = ((self.n_seen_ + n) // r) * r  # the last refit point this block reaches
+        cut = last - self.n_seen_ if last > self.n_seen_ else 0
+        for a, b, fit in ((0, cut, True), (cut, n, False)):
+            if b > a:
+                self._append(X, codes, a, b)
+            if fit and cut:
+                self._refit()
+        return self
+
+    def finish(self) -> "GDMStream":
+        """Fit GDM on the window (the stream is closing), unless the last fit was on it."""
+        if hasattr(self, "n_seen_") and self.last_fit_at_ != self.n_seen_:
+            self._refit()
+        return self
+
+    def fit(self, X: Any, y: Any) -> "GDMStream":
+        """Forget everything, stream ``X`` in one block, then :meth:`finish`."""
+        for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
+            delattr(self, name)
+        return self.partial_fit(X, y).finish()
+
+    # ------------------------------------------------------------------ results
+    def _get_support_mask(self) -> np.ndarray:
+        check_is_fitted(self, "selected_")
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.selected_] = True
+        return mask
+
+    def selection(self) -> list[dict]:
+        """GDM's selection of the last fit (empty before it), same items as
+        :meth:`GDM.selection <streamfs.algorithms.gdm.GDM.selection>`."""
+        if not hasattr(self, "support_"):
+            return []
+        return [
+            {
+                "feature": int(z),
+                "score": float(abs(wz)),
+                "affiliated": [
+                    [int(h), float(abs(r))]
+                    for h, r in zip(self.affiliated_[int(z)], self.affiliated_corr_[int(z)])
+                ],
+            }
+            for z, wz in zip(self.support_, self.weights_)
+        ]
+
+    # ------------------------------------------------------------------ state
+    def _flat(self, p: int, q: int) -> np.ndarray:
+        """Values at flat positions ``[p, q)`` of the window's row sequence (0 outside it)."""
+        w = self.n_features_in_ + 1
+        row0 = self.n_seen_ - self.n_buffered_
+        out = np.zeros(q - p, dtype=np.float64)
+        first, last = max(p // w, row0), min((q - 1) // w, self.n_seen_ - 1)
+        if last < first:
+            return out
+        cap = self._X.shape[0]
+        ring = (self._start + np.arange(first - row0, last - row0 + 1)) % cap
+        rows = np.empty((ring.size, w))
+        rows[:, :-1] = self._X[ring]
+        rows[:, -1] = self._codes[ring]
+        flat = rows.ravel()
+        lo = max(p, first * w)
+        hi = min(q, (last + 1) * w)
+        out[lo - p:hi - p] = flat[lo - first * w:hi - first * w]
+        return out
+
+    def _unflat(self, values: np.ndarray, p: int) -> None:
+        """Write values at flat positions ``p, p + 1, …`` into the (ordered) window."""
+        w = self.n_features_in_ + 1
+        d = w - 1
+        row0 = self.n_seen_ - self.n_buffered_
+        q = p + values.size
+        lo, hi = max(p, row0 * w), min(q, self.n_seen_ * w)
+        if hi <= lo:
+            return
+        first, last = lo // w, (hi - 1) // w
+        rows = np.empty((last - first + 1) * w)
+        rows[lo - first * w:hi - first * w] = values[lo - p:hi - p]
+        rows = rows.reshape(-1, w)
+        # a partial row at either end keeps what is in the buffer already
+        a, b = lo - first * w, hi - first * w
+        r0, r1 = first - row0, last - row0 + 1
+        full = self._X[r0:r1], self._codes[r0:r1]
+        mask = np.zeros(rows.size, dtype=bool)
+        mask[a:b] = True
+        mask = mask.reshape(-1, w)
+        full[0][...] = np.where(mask[:, :d], rows[:, :d], full[0])
+        full[1][...] = np.where(mask[:, d], rows[:, d], full[1])
+
+    def to_state(self) -> dict:
+        """Plain-data snapshot; see the module docstring for the layout of the window."""
+        state: dict = {"params": {p: _py(getattr(self, p)) for p in self._PARAMS}}
+        if not hasattr(self, "n_seen_"):
+            return state
+        w = self.n_features_in_ + 1
+        a, b = (self.n_seen_ - self.n_buffered_) * w, self.n_seen_ * w
+        tail_start = (b // CHUNK_VALUES) * CHUNK_VALUES
+        state["counters"] = {
+            "d": int(self.n_features_in_), "n_seen": int(self.n_seen_),
+            "n_buffered": int(self.n_buffered_), "n_refits": int(self.n_refits_),
+            "last_fit_at": int(self.last_fit_at_),
+        }
+        state["classes"] = [_py(c) for c in self.classes_seen_]
+        state["fit"] = {
+            "support": self.support_.copy(),
+            "weights": self.weights_.copy(),
+            "affiliated": {int(z): np.asarray(v, np.int64).copy()
+                           for z, v in self.affiliated_.items()},
+            "affiliated_corr": {int(z): np.asarray(v, np.float64).copy()
+                                for z, v in self.affiliated_corr_.items()},
+        }
+        state["tail"] = self._flat(tail_start, b)
+        state["columns"] = _Chunks(self, range(a // CHUNK_VALUES, b // CHUNK_VALUES))
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict) -> "GDMStream":
+        """Rebuild a learner from :meth:`to_state` output."""
+        p = state["params"]
+        model = cls(**{k: p[k] for k in cls._PARAMS})
+        model._validate_params()
+        c = state.get("counters")
+        if c is None:
+            return model
+        model._init(int(c["d"]))
+        model.n_seen_ = int(c["n_seen"])
+        model.n_buffered_ = int(c["n_buffered"])
+        model.n_refits_ = int(c["n_refits"])
+        model.last_fit_at_ = int(c["last_fit_at"])
+        model.classes_seen_ = list(state["classes"])
+        f = state["fit"]
+        model._set_fit(
+            f["support"], f["weights"],
+            {int(z): np.asarray(v, np.int64) for z, v in f["affiliated"].items()},
+            {int(z): np.asarray(v, np.float64) for z, v in f["affiliated_corr"].items()},
+        )
+        w = model.n_features_in_ + 1
+        b = model.n_seen_ * w
+        for k, values in state.get("columns", {}).items():
+            model._unflat(np.asarray(values, dtype=np.float64), int(k) * CHUNK_VALUES)
+        model._unflat(np.asarray(state["tail"], dtype=np.float64),
+                      (b // CHUNK_VALUES) * CHUNK_VALUES)
+        return model

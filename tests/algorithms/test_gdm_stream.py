@@ -1,0 +1,227 @@
+"""GDM on instance streams: sliding window, refits at multiples of refit_every, state."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamfs.algorithms import gdm_stream
+from streamfs.algorithms.gdm import GDM
+from streamfs.algorithms.gdm_stream import GDMStream
+from streamfs.codec import decode, packb, unpackb
+
+PARAMS = {"n_features_per_step": 3, "tau": 0.25}
+
+
+def _data(n=400, d=20, seed=0, labels=(1, -1)):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 6] = X[:, 2] + 0.05 * rng.normal(size=n)  # an affiliate of feature 2
+    y = np.where(X[:, 2] - X[:, 9] + 0.3 * rng.normal(size=n) > 0, labels[0], labels[1])
+    return X, y
+
+
+def _blocks(n, seed=1, top=60):
+    rng = np.random.default_rng(seed)
+    cuts, a = [], 0
+    while a < n:
+        b = min(n, a + int(rng.integers(1, top)))
+        cuts.append((a, b))
+        a = b
+    return cuts
+
+
+def _batch(X, y):
+    return GDM(**PARAMS).fit(X, y).selection()
+
+
+def test_final_selection_is_batch_gdm_on_the_window():
+    X, y = _data(labels=("yes", "no"))
+    model = GDMStream(n_features=20, refit_every=10_000, max_instances=150, **PARAMS)
+    for a, b in _blocks(len(y)):
+        model.partial_fit(X[a:b], y[a:b])
+    assert model.selection() == [] and model.n_refits_ == 0  # no refit point reached
+    model.finish()
+    assert model.n_seen_ == 400 and model.n_buffered_ == 150 and model.n_refits_ == 1
+    expected = _batch(X[-150:], y[-150:])
+    assert expected and model.selection() == expected
+    assert model.get_support(indices=True).tolist() == sorted(s["feature"] for s in expected)
+    model.finish()  # already fitted on this window: nothing to do
+    assert model.n_refits_ == 1
+
+
+def test_sparse_blocks_give_the_dense_result():
+    X, y = _data(seed=4)
+    X[np.abs(X) < 0.8] = 0.0
+    dense = GDMStream(refit_every=100, max_instances=170, **PARAMS)
+    sparse = GDMStream(refit_every=100, max_instances=170, **PARAMS)
+    for a, b in _blocks(len(y), seed=5):
+        dense.partial_fit(X[a:b], y[a:b])
+        sparse.partial_fit(sp.csr_matrix(X[a:b]), y[a:b])
+        assert sparse.selection() == dense.selection()
+    assert sparse.finish().selection() == dense.finish().selection() == _batch(X[-170:], y[-170:])
+
+
+def test_refits_exactly_at_multiples_of_refit_every():
+    X, y = _data(n=500, seed=2)
+    r, cap = 70, 120
+    model = GDMStream(refit_every=r, max_instances=cap, **PARAMS)
+    previous = []
+    for a, b in _blocks(len(y), seed=3, top=160):  # some blocks cross several multiples
+        model.partial_fit(X[a:b], y[a:b])
+        at = (b // r) * r
+        assert model.n_seen_ == b and model.n_buffered_ == min(b, cap)
+        assert model.last_fit_at_ == at
+        if at == 0:
+            assert model.selection() == [] and model.n_refits_ == 0
+        else:
+            expected = _batch(X[max(0, at - cap):at], y[max(0, at - cap):at])
+            assert model.selection() == expected
+            if (a // r) * r == at:  # no new refit point in this block
+                assert model.selection() == previous
+        previous = model.selection()
+    assert model.n_refits_ == len({(b // r) for _, b in _blocks(len(y), seed=3, top=160)} - {0})
+
+
+def test_window_keeps_the_last_max_instances():
+    X, y = _data(n=300, seed=6)
+    model = GDMStream(refit_every=10**6, max_instances=64, **PARAMS)
+    model.partial_fit(X[:50], y[:50])
+    model.partial_fit(X[50:250], y[50:250])  # larger than the window
+    model.partial_fit(X[250:290], y[250:290])  # the ring wraps
+    model._ordered()
+    assert np.array_equal(model._X[:64], X[290 - 64:290])
+    assert model.finish().selection() == _batch(X[290 - 64:290], y[290 - 64:290])
+
+
+def test_single_class_window_keeps_the_last_selection():
+    X, y = _data(n=200, seed=7)
+    y[100:] = y[0]
+    model = GDMStream(refit_every=100, max_instances=80, **PARAMS)
+    model.partial_fit(X[:100], y[:100])
+    first = model.selection()
+    assert first == _batch(X[20:100], y[20:100])
+    model.partial_fit(X[100:200], y[100:200])  # window of one class at 200: no fit
+    assert model.selection() == first and model.n_refits_ == 1 and model.last_fit_at_ == 100
+    assert model.finish().selection() == first
+
+
+def test_memory_rule_refuses_with_the_numbers():
+    with pytest.raises(ValueError) as info:
+        GDMStream(n_features=5000, max_instances=100_000)._validate_params()
+    assert str(info.value) == (
+        "gdm window of max_instances=100000 x n_features=5000 x 8 bytes = 4000000000 bytes "
+        "exceeds max_buffer_bytes=1073741824; use max_instances <= 26843 or a larger "
+        "max_buffer_bytes")
+    with pytest.raises(ValueError, match="one instance needs 80 bytes"):
+        GDMStream(n_features=10, max_buffer_bytes=64)._validate_params()
+    GDMStream(n_features=10, max_instances=8, max_buffer_bytes=640)._validate_params()  # fits
+    model = GDMStream(max_instances=10, max_buffer_bytes=400)  # d from the first block
+    with pytest.raises(ValueError, match="n_features=6 x 8 bytes = 480 bytes"):
+        model.partial_fit(np.zeros((2, 6)), [0, 1])
+    for bad in ({"refit_every": 0}, {"max_instances": 1.5}, {"max_buffer_bytes": True}):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must be an integer"):
+            GDMStream(**bad)._validate_params()
+
+
+def test_third_class_is_refused_before_anything_is_learned():
+    X, y = _data(n=60)
+    model = GDMStream(refit_every=10).partial_fit(X[:30], y[:30])
+    before = model.to_state()
+    with pytest.raises(ValueError, match=r"^Only binary classification is supported: gdm got "
+                                         r"the labels of 3 classes \(-1, 1, 7\)"):
+        model.partial_fit(X[30:40], np.r_[y[30:39], 7])
+    after = model.to_state()
+    assert model.n_seen_ == 30 and after["counters"] == before["counters"]
+    assert after["classes"] == before["classes"]
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        model.partial_fit(X[30:32], [0.5, 1.0])
+    assert model.n_seen_ == 30
+
+
+def _roundtrip(model, stored):
+    """to_state through the codec, writing each chunk once as the worker does."""
+    state = model.to_state()
+    columns = state.pop("columns", {})
+    for k in columns:
+        if k not in stored:
+            stored[k] = packb(np.asarray(columns[k]))
+    for k in [k for k in stored if k not in columns]:
+        del stored[k]
+    state = {name: unpackb(packb(value)) for name, value in state.items()}
+    state["columns"] = {k: unpackb(v) for k, v in stored.items()}
+    return GDMStream.from_state(state)
+
+
+@pytest.mark.parametrize("chunk", [gdm_stream.CHUNK_VALUES, 50, 7])
+def test_state_round_trip_after_every_block_is_bit_identical(monkeypatch, chunk):
+    monkeypatch.setattr(gdm_stream, "CHUNK_VALUES", chunk)
+    X, y = _data(n=420, d=12, seed=8, labels=(3, -2))
+    X[np.abs(X) < 0.5] = 0.0
+    params = dict(PARAMS, refit_every=45, max_instances=100)
+    straight, interrupted = GDMStream(**params), GDMStream(**params)
+    interrupted = GDMStream.from_state(interrupted.to_state())
+    stored: dict = {}
+    for a, b in _blocks(len(y), seed=9, top=70):
+        block = sp.csr_matrix(X[a:b]) if a % 2 else X[a:b]
+        straight.partial_fit(block, y[a:b])
+        interrupted = _roundtrip(interrupted.partial_fit(block, y[a:b]), stored)
+        assert interrupted.selection() == straight.selection()
+        assert interrupted.to_state()["counters"] == straight.to_state()["counters"]
+        assert chunk == gdm_stream.CHUNK_VALUES and len(stored) <= 100 * 13 // chunk + 1
+    assert straight.n_refits_ == len({b // 45 for _, b in _blocks(len(y), seed=9, top=70)} - {0})
+    assert interrupted.finish().selection() == straight.finish().selection()
+    assert straight.selection() == _batch(X[-100:], y[-100:])
+
+
+def test_chunks_are_bounded_and_read_before_more_instances():
+    X, y = _data(n=300, d=600, seed=10)
+    model = GDMStream(refit_every=1000, max_instances=250).partial_fit(X, y)
+    state = model.to_state()
+    sizes = [len(packb(state["columns"][k])) for k in state["columns"]]
+    assert sizes and max(sizes) < 1.1 * 2**20 and len(packb(state["tail"])) < 1.1 * 2**20
+    model.partial_fit(X[:1], y[:1])
+    with pytest.raises(RuntimeError, match="read after the learner took more instances"):
+        state["columns"][next(iter(state["columns"]))]
+
+
+def test_processor_runs_gdm_on_an_instance_stream():
+    from streamfs.producers import instance_stream_messages
+    from streamfs.worker.processor import StreamProcessor
+    from tests.worker.test_processor import _run
+
+    X, y = _data(n=360, d=16, seed=11, labels=("pos", "neg"))
+    params = dict(PARAMS, refit_every=100, max_instances=300)
+    msgs = list(instance_stream_messages("s", X, y, "gdm", params, block_bytes=40 * 16 * 8))
+    assert len(msgs) > 6
+    results, dead = _run(StreamProcessor("instances", {}), msgs)
+    restarted, dead2 = _run(StreamProcessor("instances", {}), msgs, fresh_every=2)
+    assert not dead and not dead2 and restarted == results
+    final = decode(results[-1])
+    assert final["final"] and final["counters"]["n_seen"] == 360
+    assert final["counters"]["n_refits"] == 4  # 100, 200, 300 and close
+    expected = GDM(**PARAMS).fit(X[-300:], y[-300:]).selection()
+    got = [{"feature": s["feature"], "score": s["score"],
+            "affiliated": [[a, r] for a, r, _ in s["affiliated"]]} for s in final["selection"]]
+    assert expected and got == expected
+    assert all(s["name"] == f"x{s['feature']}" for s in final["selection"])
+    # every published intermediate selection is GDM's at the last refit point
+    seen = 0
+    for result in map(decode, results[:-1]):
+        at = (result["counters"]["n_seen"] // 100) * 100
+        if at == 0:
+            assert result["selection"] == []
+            continue
+        want = GDM(**PARAMS).fit(X[max(0, at - 300):at], y[max(0, at - 300):at]).selection()
+        assert [s["feature"] for s in result["selection"]] == [s["feature"] for s in want]
+        seen += 1
+    assert seen >= 3
+
+
+def test_whole_data_set_equals_batch_gdm_with_the_defaults_of_select():
+    from streamfs.offline import run_offline
+
+    X, y = _data(n=250, d=25, seed=12)
+    result = run_offline("gdm", X, y, dict(PARAMS))
+    assert result["params"]["max_instances"] == 250
+    assert [[s["feature"], s["score"]] for s in result["selection"]] == \
+        [[s["feature"], s["score"]] for s in _batch(X, y)]
