@@ -8,7 +8,6 @@ bin=.venv/bin
 export STREAMFS_RUN=${STREAMFS_RUN:-$PWD/.run/demo-kafka}
 export STREAMFS_TOPIC_PREFIX="demo-$(date +%s)."
 export STREAMFS_APP_ID="streamfs-demo-$(date +%s)"
-export STREAMFS_DATA_DIR="$PWD/.run/demo-faust"
 export STREAMFS_WEB_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 started_broker=0

@@ -71,7 +71,7 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
 
 def changelog_specs(app_id: str, partitions: int, replication_factor: int,
                     max_message_bytes: int) -> dict[str, TopicSpec]:
-    """The worker's table changelog topics (named as faust names them)."""
+    """The worker's state changelog topics (compacted, co-partitioned with the input)."""
     config = {"cleanup.policy": "compact", "max.message.bytes": str(max_message_bytes + 65536)}
     return {
         f"{role}-changelog": TopicSpec(f"{role}-changelog", f"{app_id}-{role}-streams-changelog",

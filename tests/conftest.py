@@ -99,7 +99,7 @@ def make_worker(kafka_bootstrap, tmp_path):
 
     def make(prefix: str, app_id: str, **env: str) -> WorkerProcess:
         w = WorkerProcess(kafka_bootstrap, prefix, app_id, tmp_path / f"worker{len(workers)}.log",
-                          tmp_path / "faust", STREAMFS_SESSION_TIMEOUT="10",
+                          tmp_path / "data", STREAMFS_SESSION_TIMEOUT="10",
                           **env)
         workers.append(w.start())
         return w

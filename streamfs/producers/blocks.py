@@ -1,6 +1,6 @@
 """Cut a dataset into the messages of a stream (pure: no Kafka).
 
-Blocks are bounded by bytes, not counts: a faust agent handles a few thousand messages a
+Blocks are bounded by bytes, not counts: a stream processor handles a few thousand messages a
 second, so each message should carry as many columns or instances as fit the size limit.
 """
 
