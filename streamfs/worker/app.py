@@ -266,7 +266,11 @@ class Worker:
     def _fetch(self) -> list:
         """Messages already fetched, up to the batch bounds; the rest are sought back."""
         s = self.settings
-        msgs = self.consumer.consume(num_messages=s.batch_messages, timeout=s.batch_ms / 1000)
+        # wait (up to the batch time) for the first message, then take what is already fetched:
+        # consume() with a timeout waits for the full count or the whole timeout
+        msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
+        if msgs:
+            msgs += self.consumer.consume(num_messages=s.batch_messages - 1, timeout=0)
         batch, size, t0 = [], 0, time.monotonic()
         for i, msg in enumerate(msgs):
             if msg.error() is not None:
