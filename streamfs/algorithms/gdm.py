@@ -43,7 +43,24 @@ from ._validation import _listed, binary_sparse_tags, check_int, check_number, l
 from .base import _SPARSE, _check_width, _input_names, _inverse
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
 
-__all__ = ["GDM", "crm", "redundancy_rate", "theorem1_bound"]
+__all__ = ["GDM", "crm", "redundancy_rate", "selection_items", "theorem1_bound"]
+
+
+def selection_items(fitted: Any) -> list[dict]:
+    """The selection of a fitted GDM (or anything with its ``support_``, ``weights_``,
+    ``affiliated_`` and ``affiliated_corr_``): support features by decreasing score, each with
+    its affiliated features and their ``|ρ|``."""
+    return [
+        {
+            "feature": int(z),
+            "score": float(abs(wz)),
+            "affiliated": [
+                [int(h), float(abs(r))]
+                for h, r in zip(fitted.affiliated_[int(z)], fitted.affiliated_corr_[int(z)])
+            ],
+        }
+        for z, wz in zip(fitted.support_, fitted.weights_)
+    ]
 
 
 def theorem1_bound(alpha: np.ndarray, tau: float) -> float:
@@ -491,17 +508,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         ``score`` is ``|w_j|``, the weight magnitude on the *standardised* feature (comparable
         across features, unlike ``coef_`` which depends on units).
         """
-        return [
-            {
-                "feature": int(z),
-                "score": float(abs(wz)),
-                "affiliated": [
-                    [int(h), float(abs(r))]
-                    for h, r in zip(self.affiliated_[int(z)], self.affiliated_corr_[int(z)])
-                ],
-            }
-            for z, wz in zip(self.support_, self.weights_)
-        ]
+        return selection_items(self)
 
     # ------------------------------------------------------------------- state
     _PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol")

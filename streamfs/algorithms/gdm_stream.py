@@ -66,7 +66,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import _listed, check_int
-from .gdm import GDM
+from .gdm import GDM, selection_items
 
 __all__ = ["GDMStream"]
 
@@ -349,17 +349,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
         :meth:`GDM.selection <streamfs.algorithms.gdm.GDM.selection>`."""
         if not hasattr(self, "support_"):
             return []
-        return [
-            {
-                "feature": int(z),
-                "score": float(abs(wz)),
-                "affiliated": [
-                    [int(h), float(abs(r))]
-                    for h, r in zip(self.affiliated_[int(z)], self.affiliated_corr_[int(z)])
-                ],
-            }
-            for z, wz in zip(self.support_, self.weights_)
-        ]
+        return selection_items(self)
 
     # ------------------------------------------------------------------ state
     def _flat(self, p: int, q: int) -> np.ndarray:
