@@ -176,16 +176,11 @@ class Worker:
         committed offset. The committed offsets are read first: for a ``read_committed``
         consumer the broker answers only once the previous owner's transaction is resolved,
         so the changelog read afterwards holds exactly the state those offsets belong to."""
-        from confluent_kafka import OFFSET_BEGINNING
 
         t0 = time.perf_counter()
         with self.health.lock:
             self.health.ready = False
-        committed = consumer.committed(partitions, timeout=self.settings.transaction_timeout + 60)
-        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
-        for tp in committed:
-            if tp.offset < 0:
-                tp.offset = OFFSET_BEGINNING
+        committed = self._restore_committed(partitions)
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
@@ -202,6 +197,19 @@ class Worker:
             self.health.assigned = []
             self.health.ready = False
         consumer.unassign()
+
+    def _restore_committed(self, partitions: list) -> list:
+        """The partitions' committed offsets (stable: a previous owner's transaction resolved
+        first; the beginning where none), with their state restored to match."""
+        from confluent_kafka import OFFSET_BEGINNING
+
+        committed = self.consumer.committed(partitions,
+                                            timeout=self.settings.transaction_timeout + 60)
+        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
+        for tp in committed:
+            if tp.offset < 0:
+                tp.offset = OFFSET_BEGINNING
+        return committed
 
     def _restore(self, keys: list[tuple[str, int]]) -> None:
         """Fresh state for ``keys`` ((role, partition) pairs) from the committed changelog."""
@@ -246,6 +254,7 @@ class Worker:
         self.consumer.subscribe(list(self.roles), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
         next_sweep = time.monotonic() + 60
+        next_lag = 0.0
         while self.running:
             batch = self._fetch()
             if batch:
@@ -259,7 +268,9 @@ class Worker:
                     self._sweep_closed(s.closed_retention)
                 except Rewind:
                     self._rewind()
-            self._update_lag()
+            if time.monotonic() > next_lag:  # for /health only: not on every batch
+                next_lag = time.monotonic() + 2.0
+                self._update_lag()
         self.consumer.close()
         self.producer.flush(10)
 
@@ -417,17 +428,12 @@ class Worker:
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
-        from confluent_kafka import OFFSET_BEGINNING
 
         assignment = self.consumer.assignment()
         if not assignment:
             return
-        committed = self.consumer.committed(assignment,
-                                            timeout=self.settings.transaction_timeout + 60)
-        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
+        committed = self._restore_committed(assignment)
         for tp in committed:
-            if tp.offset < 0:
-                tp.offset = OFFSET_BEGINNING
             self.consumer.seek(tp)
         log.info("rewound %d partitions to their committed offsets", len(committed))
 
