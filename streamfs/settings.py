@@ -37,6 +37,9 @@ class Settings:
     transaction_timeout: float = 20.0
     # A closed stream keeps a small header (to refuse late or re-used messages) this long.
     closed_retention: float = 7 * 24 * 3600.0
+    # Local copies of the partitions' state (restarts then read only the changelog's tail);
+    # "": <temporary directory>/streamfs-state, as Kafka Streams' state.dir.
+    data_dir: str = ""
     # Replication factor of every topic; 0: min(3, number of brokers).
     replication_factor: int = 0
     security: dict[str, str] = field(default_factory=dict)

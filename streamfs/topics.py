@@ -69,10 +69,16 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     return outcome
 
 
+#: how long compaction keeps a changelog tombstone; a worker's local copy of a partition's state
+#: older than this is not used (a deletion it missed may be gone from the changelog)
+CHANGELOG_DELETE_RETENTION_MS = 24 * 3600 * 1000
+
+
 def changelog_specs(app_id: str, partitions: int, replication_factor: int,
                     max_message_bytes: int) -> dict[str, TopicSpec]:
     """The worker's state changelog topics (compacted, co-partitioned with the input)."""
-    config = {"cleanup.policy": "compact", "max.message.bytes": str(max_message_bytes + 65536)}
+    config = {"cleanup.policy": "compact", "max.message.bytes": str(max_message_bytes + 65536),
+              "delete.retention.ms": str(CHANGELOG_DELETE_RETENTION_MS)}
     return {
         f"{role}-changelog": TopicSpec(f"{role}-changelog", f"{app_id}-{role}-streams-changelog",
                                        partitions, replication_factor, config,

@@ -10,9 +10,13 @@ measures, on one broker:
   input topic (the ceiling for any consumer of those bytes);
 * ``pipeline``: time from the first produced message to the final result on the
   selected-features topic, with a worker already running and assigned; ``publish`` is the
-  part until the producer has every message acknowledged.
+  part until the producer has every message acknowledged;
+* ``backlog``: every message already on (fresh) topics, a worker started cold (new group, empty
+  changelog): time from its assignment (``ready_at`` of its ``/health``) until a
+  ``read_committed`` reader, subscribed before, sees the final result.
 
-The ratios pipeline/raw_consume and pipeline/in_process are the numbers to push up.
+The ratios pipeline/raw_consume, backlog/raw_consume and pipeline/in_process are the numbers to
+push up. A streaming pipeline cannot beat its producer: the publish time bounds it.
 """
 
 from __future__ import annotations
@@ -134,13 +138,14 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
     proc = StreamProcessor(sc.unit, {})
     final = None
     t0 = time.perf_counter()
-    for raw in encoded:
-        plan = proc.handle(stream, raw)
+    for i, raw in enumerate(encoded):
+        # as the worker: state checkpointed once per batch (here every 8 messages)
+        plan = proc.handle(stream, raw, defer=True)
         if plan.dead_letter:
             raise RuntimeError(f"scenario {sc.name}: message rejected")
         if plan.final:
             final = plan.result
-        for k, v in plan.writes:
+        for k, v in plan.writes + (proc.flush() if i % 8 == 7 else []):
             if v is None:
                 proc.store.pop(k, None)
             else:
@@ -243,15 +248,71 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
     out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
     out["pipeline_seconds"] = pipeline
     out["publish_seconds"] = publish
-    for key in ("pipeline", "raw_consume", "processor", "algorithm"):
+    out.update(_backlog(sc, kafka_config, stream, encoded, workdir))
+    for key in ("pipeline", "backlog", "raw_consume", "processor", "algorithm"):
         out[f"{key}_{sc.unit}_per_s"] = round(units / out[f"{key}_seconds"], 1)
     out["ratio_pipeline_to_raw"] = round(out["raw_consume_seconds"] / pipeline, 4)
+    out["ratio_backlog_to_raw"] = round(out["backlog_raw_consume_seconds"]
+                                        / out["backlog_seconds"], 4)
     out["ratio_pipeline_to_in_process"] = round(out["processor_seconds"] / pipeline, 4)
     out["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["final_selection_size"] = len(r["selection"])
     # the worker runs the same code path: its final selection must be the in-process one
-    out["selection_matches_in_process"] = r["selection"] == out.pop("in_process_selection")
+    expected = out.pop("in_process_selection")
+    out["selection_matches_in_process"] = (r["selection"] == expected
+                                           and out.pop("backlog_selection") == expected)
     return out
+
+
+def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes],
+             workdir: Path) -> dict:
+    """The scenario's messages already on fresh topics; a worker started cold on them."""
+    import threading
+
+    from streamfs.client import SelectionReader
+    from streamfs.producers import StreamPublisher
+    from streamfs.topics import create_topics, load_catalogue
+    from streamfs.worker.process import WorkerProcess
+
+    prefix = f"backlog-{uuid.uuid4().hex[:6]}."
+    topics = load_catalogue(prefix)
+    create_topics(kafka_config, topics)
+    with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
+        for raw in encoded:
+            pub.send_raw(stream.encode(), raw)
+    seen: dict[str, Any] = {}
+    subscribed = threading.Event()
+
+    def read() -> None:  # a subscriber already waiting when the worker starts
+        try:
+            with SelectionReader(kafka_config, topics["selected"].name) as reader:
+                updates = reader.updates(stream, until_final=True, timeout=3600)
+                subscribed.set()
+                for r in updates:
+                    seen["final"] = r
+                seen["at"] = time.time()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the bench's thread
+            seen["error"] = exc
+            subscribed.set()
+
+    reader = threading.Thread(target=read, name="bench-backlog-reader", daemon=True)
+    reader.start()
+    subscribed.wait(60)
+    worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix,
+                           f"backlog-{uuid.uuid4().hex[:6]}",
+                           workdir / f"{sc.name}-backlog-worker.log", workdir / "data").start()
+    try:
+        ready_at = _wait_ready(worker)["ready_at"]
+        reader.join(3600)
+        rss = worker.peak_rss_bytes()
+    finally:
+        worker.stop()
+    if "error" in seen:
+        raise seen["error"]
+    raw = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
+    return {"backlog_seconds": seen["at"] - ready_at, "backlog_raw_consume_seconds": raw,
+            "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
+            "backlog_selection": seen["final"]["selection"]}
 
 
 def _scaled(sc: Scenario, seed: int, scale: float):
@@ -266,8 +327,8 @@ def _scaled(sc: Scenario, seed: int, scale: float):
     return sc.make(seed, **kwargs)
 
 
-def _wait_ready(worker, timeout: float = 120.0) -> None:
-    """Poll the worker's /health until it has its partitions assigned."""
+def _wait_ready(worker, timeout: float = 120.0) -> dict:
+    """Poll the worker's /health until it has its partitions assigned; returns the health."""
     import json
     import urllib.request
 
@@ -278,8 +339,9 @@ def _wait_ready(worker, timeout: float = 120.0) -> None:
             raise RuntimeError(f"worker exited:\n{worker.log_tail()}")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
-                if any(".features:" in t for t in json.load(resp)["assigned"]):
-                    return
+                health = json.load(resp)
+                if any(".features:" in t for t in health["assigned"]):
+                    return health
         except OSError:
             pass
         time.sleep(0.3)  # polling an external process's health endpoint
@@ -370,14 +432,37 @@ def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, open_st
         t_final = time.perf_counter()
     finally:
         w2.stop()
+    # the same restore without a local copy (a new machine): the whole changelog
+    w3 = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-c.log",
+                       workdir / "data-empty", **env).start()
+    try:
+        _wait_ready(w3)
+    finally:
+        w3.stop()
     return {"n": n, "open_streams": open_streams, "closed_streams": closed_streams,
             "kept_columns": sum(kept.values()), "changelog_records": records,
             "changelog_mb": round(size / 2**20, 1),
+            "local_store_mb": round(_dir_bytes(workdir / "data") / 2**20, 1),
             "restart_to_ready_s": round(t_ready - t_start, 2),
+            "restore_from_local_copy_s": _restore_seconds(workdir / "rec-b.log"),
+            "restore_from_changelog_s": _restore_seconds(workdir / "rec-c.log"),
             "close_to_final_after_restart_s": round(t_final - t_sent, 2),
             "kill_to_final_s": round(t_final - t_kill, 2),
             "note": "restart_to_ready includes process start, group join (the dead member's "
-                    "session timeout of 10 s) and the changelog restore"}
+                    "session timeout of 10 s) and the restore; restore_from_changelog is the "
+                    "same restore by a worker without the local copy"}
+
+
+def _restore_seconds(log_path: Path) -> float:
+    """The last 'state restored in X s' of a worker log."""
+    import re
+
+    found = re.findall(r"state restored in ([0-9.]+) s", log_path.read_text())
+    return float(found[-1])
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def _topic_bytes(kafka_config: dict, topic: str) -> tuple[int, int]:

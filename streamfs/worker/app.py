@@ -4,18 +4,22 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 
 * One consumer in the group ``STREAMFS_APP_ID`` reads both input topics with
   ``isolation.level=read_committed``; offsets are never auto-committed.
-* Messages already fetched are processed in **batches** bounded by time and bytes
-  (``STREAMFS_BATCH_MS``, ``STREAMFS_BATCH_BYTES``). A batch's results, dead letters, state
-  (changelog) records and input offsets are committed in **one Kafka transaction**
-  (``send_offsets_to_transaction`` with the consumer's group metadata, KIP-447). Each state key
-  is written once per batch, with its last value.
+* Messages already fetched are processed in **batches** bounded by processing time, bytes and
+  count (``STREAMFS_BATCH_MS``, ``STREAMFS_BATCH_BYTES``, ``STREAMFS_BATCH_MESSAGES``); what is
+  fetched beyond a batch waits in memory for the next one (never sought back and re-fetched).
+  A batch's results, dead letters, state (changelog) records and input offsets are committed in
+  **one Kafka transaction** (``send_offsets_to_transaction`` with the consumer's group
+  metadata, KIP-447). A stream's algorithm state is serialised once per batch (the processor's
+  deferred checkpoint), and each state key is written once per batch, with its last value.
 * **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
   worker paused past its session timeout whose partitions moved) cannot commit: its
   transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
 * **State** per input partition is an in-memory map restored, when the partition is assigned,
   from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
   group's committed offsets are stable (a pending transaction of the previous owner is resolved
-  first), so the restored state and the start offset always match.
+  first), so the restored state and the start offset always match. A local copy of each
+  partition's state (:mod:`streamfs.worker.localstore`, under ``STREAMFS_DATA_DIR``) is
+  updated after every commit, so a restart reads the changelog's tail, not its history.
 * A failed transaction is aborted and the worker rewinds: state restored from the changelog,
   input re-read from the committed offsets. Nothing is skipped and nothing is applied twice.
 
@@ -30,17 +34,20 @@ import logging
 import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 import uuid
+from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from streamfs.settings import Settings
-from streamfs.topics import (changelog_specs, create_topics, load_catalogue, replication_for,
-                             wait_for_topics)
+from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, changelog_specs, create_topics,
+                             load_catalogue, replication_for, wait_for_topics)
 from streamfs.worker import metrics
-from streamfs.worker.processor import SEP, Plan, StreamProcessor
+from streamfs.worker.localstore import LocalStore
+from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
 
 log = logging.getLogger("streamfs.worker")
 
@@ -75,6 +82,7 @@ class Health:
         self.lock = threading.Lock()
         self.assigned: list[str] = []
         self.ready = False
+        self.ready_at: float | None = None  # wall clock of the last completed assignment
         self.last_batch = time.monotonic()
         self.lag = 0
 
@@ -82,7 +90,7 @@ class Health:
         with self.lock:
             idle = time.monotonic() - self.last_batch
             body = {"status": "ok" if self.ready else "starting", "assigned": list(self.assigned),
-                    "lag": self.lag, "idle_seconds": round(idle, 1)}
+                    "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.ready and self.lag > 0 and idle > 60:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
             return (200 if body["status"] == "ok" else 503), body
@@ -127,6 +135,16 @@ class Worker:
                           changelog_specs(settings.app_id, specs["features"].partitions, 1,
                                           settings.max_message_bytes).items()}
         self.partitions: dict[tuple[str, int], PartitionState] = {}
+        self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
+        self.fetched_bytes = 0
+        # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
+        # every message (see StreamProcessor.handle)
+        self.eager_until: dict[tuple[str, int], int] = {}
+        # (role, partition) -> its local copy (None: held by another process, not used)
+        self.local: dict[tuple[str, int], LocalStore | None] = {}
+        self.state_dir = os.path.join(settings.data_dir or os.path.join(
+            tempfile.gettempdir(), "streamfs-state"), settings.app_id)
+        self.changelog_end: dict[tuple[str, int], int] = {}  # next offset, from delivery reports
         self.health = Health()
         self.running = True
         self.consumer = self._consumer()
@@ -147,6 +165,10 @@ class Worker:
             "session.timeout.ms": int(s.session_timeout * 1000),
             "heartbeat.interval.ms": int(min(3.0, s.session_timeout / 3) * 1000),
             "fetch.max.bytes": max(52428800, s.max_message_bytes + 65536),
+            # a fetch for partitions with no data waits on the broker this long; at the 500 ms
+            # default, a partition whose start offset resolves just after a fetch went out
+            # (every assignment) waits half a second for its first message
+            "fetch.wait.max.ms": 50,
             "max.partition.fetch.bytes": s.max_message_bytes + 65536,
         })
 
@@ -185,14 +207,20 @@ class Worker:
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
             self.health.ready = True
+            self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         # The loop never polls inside a transaction, so nothing is pending here.
-        for tp in partitions:
-            self.partitions.pop((self.roles[tp.topic], tp.partition), None)
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        for topic, p in gone:
+            self.partitions.pop((self.roles[topic], p), None)
+            local = self.local.pop((self.roles[topic], p), None)
+            if local is not None:
+                local.close()  # its next owner may be another worker on this host
+        self._drop_fetched(gone)
         with self.health.lock:
             self.health.assigned = []
             self.health.ready = False
@@ -212,41 +240,93 @@ class Worker:
         return committed
 
     def _restore(self, keys: list[tuple[str, int]]) -> None:
-        """Fresh state for ``keys`` ((role, partition) pairs) from the committed changelog."""
+        """Fresh state for ``keys`` ((role, partition) pairs): the local copy where it can be
+        trusted, then the committed changelog from where that copy ends."""
+        from confluent_kafka import TopicPartition
+
+        starts: dict[tuple[str, int], int] = {}
+        local_records = 0
+        for key in keys:
+            state = self.partitions[key] = PartitionState(key[0], self.settings)
+            topic = self.changelog[key[0]]
+            low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, key[1]),
+                                                            timeout=30)
+            start = self._load_local(key, state, low, high)
+            local_records += len(state.store)
+            if start < high:
+                starts[key] = start
+            elif self.local.get(key) is not None:
+                self.local[key].save({}, high)  # up to date (the end moves on with markers)
+        metrics.RESTORED_RECORDS.labels(source="local").inc(local_records)
+        tail_records = self._read_tails(starts) if starts else 0
+        if keys:
+            log.info("restored %d records from local copies and %d from the changelog",
+                     local_records, tail_records)
+
+    def _read_tails(self, starts: dict[tuple[str, int], int]) -> int:
+        """Apply the committed changelog from ``starts`` to each partition's end; returns the
+        number of records read."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-        for key in keys:
-            self.partitions[key] = PartitionState(key[0], self.settings)
-        if not keys:
-            return
         reader = Consumer({**self.settings.kafka_config(), "group.id": f"{self.settings.app_id}-restore",
                            "enable.auto.commit": False, "isolation.level": "read_committed",
                            "enable.partition.eof": True, "fetch.wait.max.ms": 10,
                            "max.partition.fetch.bytes": self.settings.max_message_bytes + 65536})
+        by_topic = {name: role for role, name in self.changelog.items()}
+        tails: dict[tuple[str, int], dict[str, bytes | None]] = {key: {} for key in starts}
         try:
-            reader.assign([TopicPartition(self.changelog[role], p, OFFSET_BEGINNING)
-                           for role, p in keys])
-            by_topic = {name: role for role, name in self.changelog.items()}
-            pending = set((self.changelog[role], p) for role, p in keys)
+            reader.assign([TopicPartition(self.changelog[role], p, start if start > 0
+                                          else OFFSET_BEGINNING)
+                           for (role, p), start in starts.items()])
+            pending = set(starts)
             records = 0
             while pending:
                 for msg in reader.consume(10000, timeout=0.05):
+                    key = (by_topic[msg.topic()], msg.partition())
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            pending.discard((msg.topic(), msg.partition()))
+                            if key in pending and self.local.get(key) is not None:
+                                self.local[key].save(tails[key], msg.offset())
+                            pending.discard(key)
                             continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
-                    store = self.partitions[(by_topic[msg.topic()], msg.partition())].store
-                    k = msg.key().decode()
-                    if msg.value() is None:
-                        store.pop(k, None)
+                    k, value = msg.key().decode(), msg.value()
+                    if value is None:
+                        self.partitions[key].store.pop(k, None)
                     else:
-                        store[k] = msg.value()
+                        self.partitions[key].store[k] = value
+                    tails[key][k] = value
                     records += 1
-            metrics.RESTORED_RECORDS.inc(records)
+            metrics.RESTORED_RECORDS.labels(source="changelog").inc(records)
+            return records
         finally:
             reader.close()
+
+    def _load_local(self, key: tuple[str, int], state: PartitionState, low: int,
+                    high: int) -> int:
+        """Fill ``state`` from the partition's local copy if it can be trusted; the changelog
+        offset to restore on from (0 without a usable copy)."""
+        if key not in self.local:
+            self.local[key] = LocalStore.open(self.state_dir, self.changelog[key[0]], key[1])
+            if self.local[key] is None:
+                log.warning("local state of %s:%d is held by another process: restoring it from "
+                            "the changelog alone", self.changelog[key[0]], key[1])
+        local = self.local[key]
+        if local is None:
+            return 0
+        records, offset, saved_at = local.load()
+        if offset is None:
+            return 0
+        max_age = CHANGELOG_DELETE_RETENTION_MS / 1000 - 3600
+        if not low <= offset <= high or time.time() - saved_at > max_age:
+            log.info("local state of %s:%d not usable (offset %d, changelog %d..%d, %.0f s old): "
+                     "restoring from the changelog", self.changelog[key[0]], key[1], offset, low,
+                     high, time.time() - saved_at)
+            local.reset()
+            return 0
+        state.store.update(records)
+        return offset
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -256,10 +336,9 @@ class Worker:
         next_sweep = time.monotonic() + 60
         next_lag = 0.0
         while self.running:
-            batch = self._fetch()
-            if batch:
+            if self._fetch():
                 try:
-                    self._process(batch)
+                    self._process()
                 except Rewind:
                     self._rewind()
             elif time.monotonic() > next_sweep:
@@ -273,77 +352,156 @@ class Worker:
                 self._update_lag()
         self.consumer.close()
         self.producer.flush(10)
+        for local in self.local.values():
+            if local is not None:
+                local.close()
 
-    def _fetch(self) -> list:
-        """Messages already fetched, up to the batch bounds; the rest are sought back."""
+    def _fetch(self) -> bool:
+        """Top up the fetched messages; True if there is something to process. Waits (up to
+        the batch time) only when nothing is waiting: consume() with a timeout waits for the
+        full count or the whole timeout, so wait for one message, then take what is there."""
         s = self.settings
-        # wait (up to the batch time) for the first message, then take what is already fetched:
-        # consume() with a timeout waits for the full count or the whole timeout
-        msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
-        if msgs:
-            msgs += self.consumer.consume(num_messages=s.batch_messages - 1, timeout=0)
-        batch, size, t0 = [], 0, time.monotonic()
-        for i, msg in enumerate(msgs):
+        if self.fetched_bytes >= s.batch_bytes and len(self.fetched) >= 1:
+            return True  # a full batch is waiting: do not pull more into memory
+        msgs = []
+        if not self.fetched:
+            msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
+        if msgs or self.fetched:
+            msgs += self.consumer.consume(num_messages=s.batch_messages, timeout=0)
+        for msg in msgs:
             if msg.error() is not None:
                 log.warning("consumer error: %s", msg.error())
                 continue
-            batch.append(msg)
-            size += len(msg.value() or b"")
-            if size >= s.batch_bytes or time.monotonic() - t0 > s.batch_ms / 1000:
-                self._seek_back(msgs[i + 1:])
-                break
-        return batch
+            self.fetched.append(msg)
+            self.fetched_bytes += len(msg.value() or b"")
+        return bool(self.fetched)
 
-    def _seek_back(self, rest: list) -> None:
+    def _drop_fetched(self, partitions: set[tuple[str, int]] | None = None) -> None:
+        """Forget fetched messages of ``partitions`` (all if None): they are re-read from the
+        committed offsets by whoever owns the partition next."""
+        keep = deque() if partitions is None else deque(
+            m for m in self.fetched if (m.topic(), m.partition()) not in partitions)
+        self.fetched = keep
+        self.fetched_bytes = sum(len(m.value() or b"") for m in keep)
+
+    def _process(self) -> None:
+        """One transaction over the fetched messages, up to the batch bounds: every message's
+        plan, the checkpoints of the streams it stepped, each state key once, the offsets."""
         from confluent_kafka import TopicPartition
 
-        first: dict[tuple[str, int], int] = {}
-        for msg in rest:
-            if msg.error() is None:
-                first.setdefault((msg.topic(), msg.partition()), msg.offset())
-        for (topic, p), offset in first.items():
-            self.consumer.seek(TopicPartition(topic, p, offset))
-
-    def _process(self, batch: list) -> None:
-        """One transaction: every message's plan, each state key once, the input offsets."""
-        from confluent_kafka import TopicPartition
-
+        s = self.settings
         t0 = time.perf_counter()
         self._txn_began = time.monotonic()
         self._txn(self.producer.begin_transaction)
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         next_offsets: dict[tuple[str, int], int] = {}
-        for msg in batch:
+        size = count = 0
+        while self.fetched and size < s.batch_bytes and count < s.batch_messages and (
+                time.perf_counter() - t0) * 1000 < s.batch_ms:
+            msg = self.fetched.popleft()
+            n = len(msg.value() or b"")
+            self.fetched_bytes -= n
+            size, count = size + n, count + 1
             role, p = self.roles[msg.topic()], msg.partition()
             state = self.partitions.get((role, p))
             if state is None:  # revoked meanwhile (cannot happen between polls; be safe)
                 continue
             origin = {"topic": msg.topic(), "partition": p, "offset": msg.offset()}
             ts = msg.timestamp()[1] / 1000 if msg.timestamp()[1] > 0 else None
+            defer = msg.offset() > self.eager_until.get((msg.topic(), p), -1)
             step = time.perf_counter()
-            plan = state.processor.handle(msg.key(), msg.value(), timestamp=ts, origin=origin)
+            try:
+                plan = state.processor.handle(msg.key(), msg.value(), timestamp=ts,
+                                              origin=origin, defer=defer)
+            except StateLost as lost:
+                log.warning("stream %r failed inside its algorithm with unflushed steps: "
+                            "replaying from the last commit, one checkpoint per message",
+                            lost.args[0])
+                self.eager_until[(msg.topic(), p)] = msg.offset()
+                self._abort()
             handled = time.perf_counter() - step
-            pending = writes.setdefault((role, p), {})
-            for key, value in plan.writes:
-                if value is None:
-                    state.store.pop(key, None)
-                else:
-                    state.store[key] = value
-                pending[key] = value
+            self._apply(writes.setdefault((role, p), {}), state, plan.writes)
             self._publish(plan, msg.key())
             next_offsets[(msg.topic(), p)] = msg.offset() + 1
             self._count(plan, msg.topic(), role, handled)
         for (role, p), records in writes.items():
+            self._apply(records, self.partitions[(role, p)],
+                        self.partitions[(role, p)].processor.flush())
+        self.changelog_end.clear()
+        for (role, p), records in writes.items():
             for key, value in records.items():
-                self._produce(self.changelog[role], key.encode(), value, partition=p)
+                self._produce(self.changelog[role], key.encode(), value, partition=p,
+                              on_delivery=self._delivered)
         offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
         self._txn(self.producer.send_offsets_to_transaction, offsets,
                   self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
+        committing = time.perf_counter()
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        log.debug("batch: %d messages, %d bytes, %.3f s processing, %.3f s commit", count, size,
+                  committing - t0, time.perf_counter() - committing)
+        self._save_local(writes)
+        for tp in list(self.eager_until):
+            if next_offsets.get(tp, -1) > self.eager_until[tp]:
+                del self.eager_until[tp]  # replayed past the failure: defer again
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
-        metrics.BATCH_MESSAGES.observe(len(batch))
+        metrics.BATCH_MESSAGES.observe(count)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is None:
+            key = (msg.topic(), msg.partition())
+            self.changelog_end[key] = max(self.changelog_end.get(key, 0), msg.offset() + 1)
+
+    def _save_local(self, writes: dict[tuple[str, int], dict[str, bytes | None]]) -> None:
+        """After a commit: the committed records into each partition's local copy, with the
+        changelog offset they end at (delivery reports arrive before the commit returns)."""
+        for (role, p), records in writes.items():
+            local = self.local.get((role, p))
+            if local is None or not records:
+                continue
+            end = self.changelog_end.get((self.changelog[role], p))
+            if end is None:  # cannot say where the copy ends: stop trusting it
+                log.warning("no changelog offset for %s:%d: dropping its local copy",
+                            self.changelog[role], p)
+                local.reset()
+                continue
+            local.save(records, end)
+
+    @staticmethod
+    def _apply(pending: dict[str, bytes | None], state: PartitionState,
+               records: list[tuple[str, bytes | None]]) -> None:
+        """Apply ``records`` to the partition's store; remember each key's last value for
+        the changelog."""
+        for key, value in records:
+            if value is None:
+                state.store.pop(key, None)
+            else:
+                state.store[key] = value
+            pending[key] = value
+
+    def _abort(self) -> None:
+        """Abort the open transaction (a new producer if that fails) and rewind."""
+        from confluent_kafka import KafkaException
+
+        metrics.ABORTS.inc()
+        try:
+            self._bounded(self.producer.abort_transaction, TXN_CALL_SECONDS)
+        except Hung:
+            self._abandon_producer()
+        except KafkaException as exc:
+            log.warning("abort failed (%s): new producer", exc.args[0])
+            self.producer = self._producer()
+        raise Rewind()
+
+    def _abandon_producer(self) -> None:
+        """Replace a producer whose call hung. Once the transaction timeout has passed since
+        its transaction began, the broker has aborted that transaction and bumped its epoch,
+        so nothing the old producer still sends can commit."""
+        wait = self._txn_began + self.settings.transaction_timeout + 5 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self.producer = self._producer()
 
     def _publish(self, plan: Plan, key: bytes | None) -> None:
         if plan.result is not None:
@@ -353,8 +511,10 @@ class Worker:
                           plan.stream.encode() if plan.stream else key, plan.dead_letter)
 
     def _produce(self, topic: str, key: bytes | None, value: bytes | None,
-                 partition: int | None = None) -> None:
-        kwargs = {"partition": partition} if partition is not None else {}
+                 partition: int | None = None, on_delivery: Any = None) -> None:
+        kwargs: dict[str, Any] = {"partition": partition} if partition is not None else {}
+        if on_delivery is not None:
+            kwargs["on_delivery"] = on_delivery
         while True:
             try:
                 self.producer.produce(topic, key=key, value=value, **kwargs)
@@ -382,10 +542,7 @@ class Worker:
                 log.warning("%s did not return within %d s: replacing the producer",
                             getattr(call, "__name__", call), TXN_CALL_SECONDS)
                 metrics.ABORTS.inc()
-                wait = self._txn_began + self.settings.transaction_timeout + 5 - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                self.producer = self._producer()
+                self._abandon_producer()
                 raise Rewind() from None
             except KafkaException as exc:
                 err = exc.args[0]
@@ -429,6 +586,7 @@ class Worker:
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
 
+        self._drop_fetched()
         assignment = self.consumer.assignment()
         if not assignment:
             return
@@ -455,10 +613,15 @@ class Worker:
             return
         self._txn_began = time.monotonic()
         self._txn(self.producer.begin_transaction)
+        self.changelog_end.clear()
+        writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         for role, p, key in doomed:
             self.partitions[(role, p)].store.pop(key, None)
-            self._produce(self.changelog[role], key.encode(), None, partition=p)
+            writes.setdefault((role, p), {})[key] = None
+            self._produce(self.changelog[role], key.encode(), None, partition=p,
+                          on_delivery=self._delivered)
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        self._save_local(writes)
         log.info("dropped %d closed streams past the retention of %.0f s", len(doomed), retention)
 
     def _update_lag(self) -> None:

@@ -16,7 +16,8 @@ REBUILD_SECONDS = Histogram("streamfs_state_rebuild_seconds",
                             "Time to rebuild a stream's algorithm from its table records",
                             buckets=(0.001, 0.01, 0.1, 0.5, 2, 10))
 RESTORED_RECORDS = Counter("streamfs_restored_records_total",
-                           "Changelog records read to restore partition state")
+                           "Records restored into partition state",
+                           ["source"])  # local (the local copy) | changelog (its tail)
 BATCH_SECONDS = Histogram("streamfs_batch_seconds", "Time of one batch (one transaction)",
                           buckets=(0.005, 0.02, 0.1, 0.5, 2, 10, 60))
 BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch",

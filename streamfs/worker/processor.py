@@ -50,11 +50,21 @@ class InvalidInput(ValueError):
 
 
 class _ConsumedInvalid(InvalidInput):
-    """Invalid data of an open stream: rejected, but its sequence number is consumed."""
+    """Invalid data of an open stream: rejected, but its sequence number is consumed. The
+    bumped header is to be written unless the stream's checkpoint is deferred (then it is in
+    memory and goes out with the checkpoint)."""
 
-    def __init__(self, reason: str, header: dict) -> None:
+    def __init__(self, reason: str, header: dict | None) -> None:
         super().__init__(reason)
         self.header = header
+
+
+class StateLost(Exception):
+    """A step failed part-way through the algorithm of a stream whose state is newer in memory
+    than in the store (checkpoint deferred): its state cannot be trusted and the unpersisted
+    steps cannot be redone here. The caller must discard everything since the last checkpoint
+    and replay it with ``defer=False``, which makes the failing message an ordinary dead
+    letter."""
 
 
 @dataclass
@@ -161,11 +171,22 @@ class StreamProcessor:
         self._cache: dict[str, tuple[dict, Any]] = {}
         self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
         self._names: dict[str, dict] = {}  # stream -> naming rule and block start -> names
+        # stream -> its header, for streams stepped since their last checkpoint: the algorithm
+        # object in the cache is then newer than the state records in the store
+        self._dirty: dict[str, dict] = {}
+        self._mutating = False  # the current step has entered the algorithm
 
     # ----------------------------------------------------------------- entry point
     def handle(self, key: bytes | str | None, raw: bytes, *, timestamp: float | None = None,
-               origin: dict | None = None) -> Plan:
-        """Process one raw message; never raises for bad input (it becomes a dead letter)."""
+               origin: dict | None = None, defer: bool = False) -> Plan:
+        """Process one raw message; never raises for bad input (it becomes a dead letter).
+
+        With ``defer=False`` the plan's writes bring the store up to date with this message.
+        With ``defer=True`` a step's algorithm state stays in memory: :meth:`flush` returns
+        the records of every stream stepped since (the worker calls it once per batch, so a
+        stream's state is serialised once per transaction, not once per message). Raises
+        :class:`StateLost` only with ``defer=True``.
+        """
         origin = origin or {}
         stream = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
         self._run_of_message = None
@@ -185,17 +206,43 @@ class StreamProcessor:
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
             stream = self._check_stream_id(key_stream, message)
-            return self._apply(stream, message, timestamp)
+            plan = self._apply(stream, message, timestamp)
+            if not defer and stream in self._dirty:
+                plan.writes.extend(self._checkpoint(stream))
+            return plan
         except _ConsumedInvalid as exc:
             plan = self._reject(stream, raw, str(exc), origin)
-            plan.writes.append((header_key(stream), packb(exc.header)))
+            if exc.header is not None:
+                plan.writes.append((header_key(stream), packb(exc.header)))
+            elif not defer:
+                plan.writes.extend(self._checkpoint(stream))
             return plan
         except InvalidInput as exc:
             return self._reject(stream, raw, str(exc), origin)
+        except StateLost:
+            raise
         except Exception as exc:  # noqa: BLE001 - a bug must not stop every other stream
+            if stream in self._dirty:
+                raise StateLost(stream) from exc
             log.exception("internal error on stream %r", stream)
             self._cache.pop(stream, None)  # state in the store is untouched
             return self._reject(stream, raw, f"internal error: {type(exc).__name__}: {exc}", origin)
+
+    def flush(self) -> list[tuple[str, bytes | None]]:
+        """The records that checkpoint every stream stepped with ``defer=True`` since the last
+        flush (state entries, kept columns, header; stale records deleted)."""
+        writes: list[tuple[str, bytes | None]] = []
+        for stream in list(self._dirty):
+            writes.extend(self._checkpoint(stream))
+        return writes
+
+    def _checkpoint(self, stream: str) -> list[tuple[str, bytes | None]]:
+        header, algo = self._cache[stream]
+        del self._dirty[stream]
+        state = algo.to_state() if hasattr(algo, "selected_") else {}
+        writes: list[tuple[str, bytes | None]] = []
+        self._persist(stream, header, algo_state=state, extra={}, writes=writes)
+        return writes
 
     # ----------------------------------------------------------------- lifecycle
     def _check_stream_id(self, key: str | None, message: dict) -> str:
@@ -217,8 +264,10 @@ class StreamProcessor:
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
-        raw_header = self.store.get(header_key(stream))
-        header = unpackb(raw_header) if raw_header is not None else None
+        header = self._dirty.get(stream)  # newer than the store's until its checkpoint
+        if header is None:
+            raw_header = self.store.get(header_key(stream))
+            header = unpackb(raw_header) if raw_header is not None else None
         # the run a dead letter belongs to (or would have started), for `streamfs watch`
         self._run_of_message = header.get("run", 1) if header is not None else 1
 
@@ -249,6 +298,7 @@ class StreamProcessor:
         rebuilt = self._cache.get(stream, ({"last_seq": None},))[0]["last_seq"] != header["last_seq"]
         algo = self._algorithm(stream, header)
         rebuild_seconds = time.perf_counter() - t0 if rebuilt else None
+        self._mutating = False
         try:
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
@@ -256,10 +306,19 @@ class StreamProcessor:
             plan.rebuild_seconds = rebuild_seconds
             return plan
         except InvalidInput as exc:
-            # The step may have half-mutated the cached object: rebuild it from the store next
-            # time, and consume the sequence number so the stream can go on.
-            self._cache.pop(stream, None)
+            # Consume the sequence number so that the stream can go on.
             header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
+            if self._mutating:
+                # The algorithm may be half-mutated: rebuild it from the store next time,
+                # which is only right if the store holds every earlier step.
+                if stream in self._dirty:
+                    raise StateLost(stream) from None
+                self._cache.pop(stream, None)
+            else:  # refused before the algorithm was touched: the cached object still holds
+                self._cache[stream] = (header, algo)
+            if stream in self._dirty:
+                self._dirty[stream] = header
+                raise _ConsumedInvalid(str(exc), None) from None
             raise _ConsumedInvalid(str(exc), header) from None
 
     def _match_run(self, stream: str, header: dict, kind: str, seq: int, run: str | None,
@@ -341,7 +400,7 @@ class StreamProcessor:
         if previous is not None:  # replace: a new run under the same id, versions go on
             header.update(run=previous.get("run", 1) + 1, version=previous["version"],
                           past_runs=previous.get("past_runs", []) + [previous.get("run_token")])
-        self._persist(stream, header, algo_state={}, extra=entries, plan=plan)
+        self._persist(stream, header, algo_state={}, extra=entries, writes=plan.writes)
         if previous is not None:
             written = {k for k, _ in plan.writes}
             plan.writes.extend((k, None) for k in self._record_keys(stream, previous)
@@ -353,7 +412,7 @@ class StreamProcessor:
 
     def _forget(self, stream: str) -> None:
         """Drop what is cached in memory for ``stream``."""
-        for cache in (self._cache, self._maps, self._names):
+        for cache in (self._cache, self._maps, self._names, self._dirty):
             cache.pop(stream, None)
 
     @staticmethod
@@ -395,6 +454,7 @@ class StreamProcessor:
         fitted = hasattr(algo, "selected_")  # False until the first data block
         if close:
             if fitted and hasattr(algo, "finish"):
+                self._mutating = True
                 algo.finish()
         elif self.kind == "features":
             n_items = self._feature_block(stream, header, algo, message)
@@ -432,10 +492,9 @@ class StreamProcessor:
             plan.writes.extend((k, None) for k in old_keys)
             self._forget(stream)
             return plan
-        state = algo.to_state() if fitted else {}
         plan.writes.extend(self._pending_maps)  # immutable, before the header that names them
-        self._persist(stream, header, algo_state=state, extra={}, plan=plan)
         self._cache[stream] = (header, algo)
+        self._dirty[stream] = header  # state, columns and header: at the checkpoint
         return plan
 
     def _feature_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
@@ -468,6 +527,7 @@ class StreamProcessor:
         names = message.get("names")
         if names is not None:
             names = _names(names, X.shape[1], "'names' of a feature block")
+        self._mutating = True
         try:
             algo.partial_fit(sp.csc_matrix(X) if sp.issparse(X) else X, y, **kwargs)
         except ValueError as exc:
@@ -496,6 +556,7 @@ class StreamProcessor:
         if y.shape[0] != X.shape[0]:
             raise InvalidInput(f"{X.shape[0]} instances but {y.shape[0]} labels")
         _finite(X, "instance block 'X'")
+        self._mutating = True
         try:
             algo.partial_fit(sp.csr_matrix(X) if sp.issparse(X) else X, y)
         except ValueError as exc:
@@ -571,7 +632,7 @@ class StreamProcessor:
 
     # ----------------------------------------------------------------- persistence
     def _persist(self, stream: str, header: dict, *, algo_state: dict, extra: dict,
-                 plan: Plan) -> None:
+                 writes: list[tuple[str, bytes | None]]) -> None:
         columns = algo_state.pop("columns", {}) or {}
         old_states = header["states"]
         states = {k: v for k, v in old_states.items() if k.startswith("__")}  # written at open
@@ -582,7 +643,7 @@ class StreamProcessor:
             digest = _digest(data)
             states[name] = digest
             if old_states.get(name) != digest:
-                plan.writes.append((_state_key(stream, name, digest), data))
+                writes.append((_state_key(stream, name, digest), data))
         for name, digest in old_states.items():
             if states.get(name) != digest:
                 stale.append(_state_key(stream, name, digest))
@@ -590,13 +651,13 @@ class StreamProcessor:
         new_cols = sorted(int(f) for f in columns)
         for f in new_cols:
             if f not in old_cols:
-                plan.writes.append((_column_key(stream, f), packb(np.asarray(columns[f]))))
+                writes.append((_column_key(stream, f), packb(np.asarray(columns[f]))))
         header["states"] = states
         header["columns"] = new_cols
-        plan.writes.append((header_key(stream), packb(header)))
+        writes.append((header_key(stream), packb(header)))
         for f in sorted(old_cols - set(new_cols)):
-            plan.writes.append((_column_key(stream, f), None))
-        plan.writes.extend((key, None) for key in stale)
+            writes.append((_column_key(stream, f), None))
+        writes.extend((key, None) for key in stale)
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
         plan = Plan(stream=stream)

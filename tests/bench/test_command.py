@@ -28,3 +28,7 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     assert 0 < run["publish_seconds"] < run["pipeline_seconds"]
     assert run["ratio_pipeline_to_raw"] == pytest.approx(
         run["raw_consume_seconds"] / run["pipeline_seconds"], rel=1e-3)
+    # backlog mode: the same messages already on fresh topics, a cold worker
+    assert run["backlog_seconds"] > 0 and run["backlog_raw_consume_seconds"] > 0
+    assert run["ratio_backlog_to_raw"] == pytest.approx(
+        run["backlog_raw_consume_seconds"] / run["backlog_seconds"], rel=1e-3)

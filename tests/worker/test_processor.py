@@ -369,3 +369,93 @@ def test_a_closed_stream_keeps_only_its_header():
     _, dead = _run(StreamProcessor("features", store),
                    list(feature_stream_messages("s", X, y, "saola"))[:1])
     assert "already exists (closed" in dead[0]["reason"]
+
+
+def _run_deferred(processor, messages, flush_every):
+    """As the worker does: steps with ``defer=True``, a checkpoint every ``flush_every``
+    messages (the batch), and after the last one."""
+    results, dead = [], []
+    for i, message in enumerate(messages):
+        raw = message if isinstance(message, bytes) else encode(message)
+        plan = processor.handle("s", raw, defer=True)
+        _apply(processor, plan)
+        results += [plan.result] if plan.result else []
+        dead += [decode(plan.dead_letter)] if plan.dead_letter else []
+        if (i + 1) % flush_every == 0 or i == len(messages) - 1:
+            for key, value in processor.flush():
+                if value is None:
+                    processor.store.pop(key, None)
+                else:
+                    processor.store[key] = value
+    return results, dead
+
+
+@pytest.mark.parametrize("flush_every", [1, 3, 1000])
+def test_deferred_checkpoints_give_the_same_results_and_store(flush_every):
+    X, y = _data(seed=5)
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 3))
+    msgs = msgs[:-1]  # no close: the open stream's state must be checkpointed
+    eager = StreamProcessor("features", {})
+    straight, _ = _run(eager, msgs)
+    deferred = StreamProcessor("features", {})
+    results, dead = _run_deferred(deferred, msgs, flush_every)
+    assert results == straight and not dead
+    assert deferred.store == eager.store  # same records: a restart restores the same state
+    assert deferred.flush() == []
+
+
+def test_deferred_state_is_not_in_the_store_until_flushed():
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    processor = StreamProcessor("features", {})
+    for m in msgs[:2]:  # open, one block
+        _apply(processor, processor.handle("s", encode(m), defer=True))
+    assert unpackb(processor.store[header_key("s")])["last_seq"] == 0
+    _apply(processor, type("P", (), {"writes": processor.flush()}))
+    assert unpackb(processor.store[header_key("s")])["last_seq"] == 1
+    # a new owner of the store resumes where the checkpoint is
+    results, dead = _run(StreamProcessor("features", processor.store), msgs[2:])
+    assert not dead and decode(results[-1])["final"]
+
+
+def test_deferred_refusal_before_the_algorithm_keeps_the_unflushed_steps():
+    X, y = _data()
+    ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    bad = dict(ok[2], X=X[:-1])  # wrong N: refused before the algorithm runs
+    shifted = [dict(m, seq=m["seq"] + 1) for m in ok[2:]]
+    results, dead = _run_deferred(StreamProcessor("features", {}), ok[:2] + [bad] + shifted,
+                                  flush_every=1000)
+    straight, _ = _run(StreamProcessor("features", {}), ok)
+    assert len(dead) == 1 and "length" in dead[0]["reason"]
+    assert decode(results[-1])["selection"] == decode(straight[-1])["selection"]
+    assert decode(results[-1])["counters"]["rejected_messages"] == 1
+
+
+def test_a_failure_inside_the_algorithm_of_an_unflushed_stream_asks_for_a_replay(monkeypatch):
+    from streamfs.algorithms.saola import SAOLA
+    from streamfs.worker.processor import StateLost
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    real = SAOLA.partial_fit
+    calls = {"n": 0}
+
+    def fails_on_second_block(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            self.n_features_seen_ += 1  # half-done: the object is no longer trustworthy
+            raise ValueError("boom")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SAOLA, "partial_fit", fails_on_second_block)
+    processor = StreamProcessor("features", {})
+    for m in msgs[:2]:
+        _apply(processor, processor.handle("s", encode(m), defer=True))
+    with pytest.raises(StateLost):
+        processor.handle("s", encode(msgs[2]), defer=True)
+    # the worker's replay: a fresh processor on the last checkpoint, one message at a time
+    calls["n"] = 0
+    replay = StreamProcessor("features", {})
+    results, dead = _run(replay, msgs[:3])
+    assert [d["reason"] for d in dead] == ["rejected by saola: boom"]
+    assert unpackb(replay.store[header_key("s")])["last_seq"] == 2  # consumed; stream goes on

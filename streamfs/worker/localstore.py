@@ -1,0 +1,101 @@
+"""A partition's state mirrored on local disk, so that a restart reads the changelog's tail only.
+
+The changelog topic stays the source of truth. After each committed transaction the worker
+writes the records it committed for a partition, and the changelog offset they end at, into
+one SQLite file per changelog partition (one SQLite transaction: the file is always the
+changelog's state up to its recorded offset). On assignment the worker loads the file and reads
+the changelog from that offset on: records other owners committed meanwhile, or the last
+batch if the worker died between the Kafka commit and the local write.
+
+A file is used only while it can be trusted:
+
+* an exclusive ``flock`` while the partition is owned: a paused worker that still holds the
+  file (a zombie) cannot interleave its writes with the new owner's, which then restores from
+  the changelog alone;
+* its offset must lie within the changelog partition's current offsets (a recreated topic
+  starts again at 0);
+* it must be younger than the changelog's ``delete.retention.ms``: older, the tombstones it
+  relies on may have been compacted away, and keys deleted since would come back.
+
+Anything else: the file is emptied and the state restored from the whole changelog.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+
+class LocalStore:
+    """One changelog partition's records and the offset up to which they hold."""
+
+    def __init__(self, path: Path, lock_fd: int) -> None:
+        self.path = path
+        self._lock_fd = lock_fd
+        self.db = sqlite3.connect(path, isolation_level=None)  # explicit BEGIN/COMMIT
+        # WAL: a crash keeps the last committed SQLite transaction; synchronous=NORMAL may lose
+        # the latest ones on power loss, which only means a longer changelog tail.
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value)")
+
+    @classmethod
+    def open(cls, directory: str | Path, topic: str, partition: int) -> "LocalStore | None":
+        """The file of ``topic``/``partition`` under ``directory``, locked for this process;
+        None if another process holds it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{topic}-{partition}.sqlite"
+        fd = os.open(f"{path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return cls(path, fd)
+
+    def load(self) -> tuple[dict[str, bytes], int | None, float | None]:
+        """The records, the changelog offset to read on from (None: nothing saved) and the
+        wall-clock time of the last save."""
+        meta = dict(self.db.execute("SELECT name, value FROM meta"))
+        if "next_offset" not in meta:
+            return {}, None, None
+        records = dict(self.db.execute("SELECT key, value FROM kv"))
+        return records, int(meta["next_offset"]), float(meta["saved_at"])
+
+    def save(self, writes: dict[str, bytes | None], next_offset: int) -> None:
+        """Apply ``writes`` (None deletes) and record that the file now holds the changelog up
+        to ``next_offset`` (exclusive), atomically."""
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            db.executemany("DELETE FROM kv WHERE key = ?",
+                           [(k,) for k, v in writes.items() if v is None])
+            db.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)",
+                           [(k, v) for k, v in writes.items() if v is not None])
+            db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
+                           [("next_offset", next_offset), ("saved_at", time.time())])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def reset(self) -> None:
+        """Forget everything (the file cannot be trusted)."""
+        self.db.execute("BEGIN")
+        self.db.execute("DELETE FROM kv")
+        self.db.execute("DELETE FROM meta")
+        self.db.execute("COMMIT")
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.path.parent.glob(f"{self.path.name}*")
+                   if p.exists() and not p.name.endswith(".lock"))
+
+    def close(self) -> None:
+        self.db.close()
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)

@@ -1,0 +1,85 @@
+"""Restarts read the changelog's tail: the worker's local copies of partition state."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+import urllib.request
+
+import pytest
+
+from streamfs.client import SelectionReader
+from streamfs.topics import load_catalogue
+
+from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
+from .workload import mixed_workload
+
+pytestmark = pytest.mark.kafka
+
+
+def _ready_metrics(worker, timeout: float = 120.0) -> dict[str, float]:
+    """Wait for the worker's /health to say ready; then its restore counters by source."""
+    base = f"http://127.0.0.1:{worker.env['STREAMFS_WEB_PORT']}"
+    deadline = time.monotonic() + timeout
+    while True:
+        assert worker.proc.poll() is None, worker.log_tail()
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+                if json.load(resp)["status"] == "ok":
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, worker.log_tail()
+        time.sleep(0.2)  # polling another process's health endpoint
+    text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
+    found = re.findall(r'streamfs_restored_records_total\{source="(\w+)"\} ([0-9.e+]+)', text)
+    return {source: float(v) for source, v in found}
+
+
+def _applied_up_to(kafka_config, prefix, last_seq: dict[str, int]) -> None:
+    """Block until every stream has a result at (or past) its given sequence number."""
+    pending = dict(last_seq)
+    with SelectionReader(kafka_config, load_catalogue(prefix)["selected"].name) as reader:
+        for r in reader.updates(timeout=180):
+            if r["stream"] in pending and r["seq"] >= pending[r["stream"]]:
+                del pending[r["stream"]]
+                if not pending:
+                    return
+
+
+def test_restart_reads_only_the_tail_and_a_bad_copy_falls_back(kafka_config, topic_prefix,
+                                                                start_worker, tmp_path):
+    cases = mixed_workload(6, prefix="loc")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    # every stream but its last block and close: state of open streams to restore
+    head = {c.stream: c.messages[:-2] for c in cases}
+    first = start_worker()
+    publish(kafka_config, topic_prefix, cases, [m for c in cases for m in head[c.stream]])
+    # a result is published only when the selection changes: wait for the final results of
+    # an uninterrupted run at those sequence numbers instead
+    _applied_up_to(kafka_config, topic_prefix, {
+        s: max(r["seq"] for r in refs[s] if r["seq"] <= head[s][-1]["seq"]) for s in refs})
+    first.stop()  # a clean stop: the local copies hold every committed batch
+
+    second = start_worker()
+    restored = _ready_metrics(second)
+    assert restored["local"] > 0 and restored["changelog"] == 0, restored
+    second.stop()
+
+    # a copy that claims more than the changelog holds (a recreated topic) is not used
+    for path in (tmp_path / "data").rglob("*.sqlite"):
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE meta SET value = 1000000000 WHERE name = 'next_offset'")
+    third = start_worker()
+    restored = _ready_metrics(third)
+    assert restored["local"] == 0 and restored["changelog"] > 0, restored
+    publish(kafka_config, topic_prefix, cases, [m for c in cases for m in c.messages[-2:]])
+    finals = wait_finals(kafka_config, topic_prefix, list(refs))
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
+        everything = list(reader.updates(to_end=True))
+    for stream, ref in refs.items():
+        results = [r for r in everything if r["stream"] == stream]
+        assert [_strip(r) for r in results] == ref, stream  # every version once, exact
+        assert finals[stream][-1]["final"]
