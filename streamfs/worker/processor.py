@@ -171,6 +171,7 @@ class StreamProcessor:
         self._cache: dict[str, tuple[dict, Any]] = {}
         self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
         self._names: dict[str, dict] = {}  # stream -> naming rule and block start -> names
+        self._resolved: dict[str, dict[int, tuple[int, str]]] = {}  # position -> (source, name)
         # stream -> its header, for streams stepped since their last checkpoint: the algorithm
         # object in the cache is then newer than the state records in the store
         self._dirty: dict[str, dict] = {}
@@ -412,7 +413,7 @@ class StreamProcessor:
 
     def _forget(self, stream: str) -> None:
         """Drop what is cached in memory for ``stream``."""
-        for cache in (self._cache, self._maps, self._names, self._dirty):
+        for cache in (self._cache, self._maps, self._names, self._resolved, self._dirty):
             cache.pop(stream, None)
 
     @staticmethod
@@ -584,12 +585,25 @@ class StreamProcessor:
         naming = self._naming(stream, header)
         rule = naming["rule"]
         map_starts, name_starts = header.get("maps", []), header.get("name_blocks", [])
+        # a position's source id and name never change once its block arrived
+        resolved = self._resolved.setdefault(stream, {})
 
         def block(starts: list[int], f: int) -> int | None:
             i = bisect.bisect_right(starts, f) - 1
             return starts[i] if i >= 0 else None
 
         def resolve(f: int) -> tuple[int, str]:
+            found = resolved.get(f)
+            if found is None:
+                found = resolved[f] = lookup(f)
+            return found
+
+        def by_rule(source: int) -> tuple[int, str]:
+            if rule["names"] is not None and source < len(rule["names"]):
+                return source, rule["names"][source]
+            return source, f"{rule['prefix']}{source + rule['base']}"
+
+        def lookup(f: int) -> tuple[int, str]:
             source = f
             start = block(map_starts, f)
             if start is not None:
@@ -603,18 +617,20 @@ class StreamProcessor:
                     naming[start] = unpackb(self.store[_names_key(stream, start)])
                 if f - start < len(naming[start]):
                     return source, naming[start][f - start]
-            if rule["names"] is not None and source < len(rule["names"]):
-                return source, rule["names"][source]
-            return source, f"{rule['prefix']}{source + rule['base']}"
+            return by_rule(source)
+
+        if not map_starts and not name_starts:
+            lookup = by_rule  # noqa: F811 - positions are source ids, named by the rule
 
         named = []
         for item in selection:
             source, name = resolve(item["feature"])
             out = {"feature": source, "name": name}
-            out.update((k, v) for k, v in item.items() if k != "feature")
-            if "affiliated" in item:
-                out["affiliated"] = [[*resolve(a)[:1], d, resolve(a)[1]]
-                                     for a, d in item["affiliated"]]
+            out.update(item)  # the algorithm's fields after these two, in its order
+            out["feature"] = source
+            if item.get("affiliated"):
+                out["affiliated"] = [[source_a, d, name_a] for (source_a, name_a), d in
+                                     ((resolve(a), d) for a, d in item["affiliated"])]
             named.append(out)
         return named
 
