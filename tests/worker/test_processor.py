@@ -459,3 +459,19 @@ def test_a_failure_inside_the_algorithm_of_an_unflushed_stream_asks_for_a_replay
     results, dead = _run(replay, msgs[:3])
     assert [d["reason"] for d in dead] == ["rejected by saola: boom"]
     assert unpackb(replay.store[header_key("s")])["last_seq"] == 2  # consumed; stream goes on
+
+
+def test_deferred_replace_of_an_unflushed_run_leaves_only_the_new_run():
+    X, y = _data()
+    first = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 10))
+    swapped = X[:, ::-1].copy()
+    second = list(feature_stream_messages("s", swapped, y, "saola", replace=True,
+                                          block_bytes=120 * 8 * 10))
+    # run 1 stops half-way, its steps not checkpointed, when run 2 replaces it (one batch)
+    processor = StreamProcessor("features", {})
+    results, dead = _run_deferred(processor, first[:3] + second, flush_every=1000)
+    assert not dead and decode(results[-1])["run"] == 2
+    fresh = run_offline("saola", swapped, y)
+    assert [i["feature"] for i in decode(results[-1])["selection"]] == \
+        [i["feature"] for i in fresh["selection"]]
+    assert list(processor.store) == [header_key("s")]  # nothing of run 1 is left
