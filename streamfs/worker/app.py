@@ -40,7 +40,7 @@ import time
 import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NoReturn
 
 from streamfs.settings import Settings
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, changelog_specs, create_topics,
@@ -481,17 +481,22 @@ class Worker:
                 state.store[key] = value
             pending[key] = value
 
-    def _abort(self) -> None:
-        """Abort the open transaction (a new producer if that fails) and rewind."""
+    def _abort(self, err: Any = None) -> NoReturn:
+        """Abort the open transaction and rewind. A producer that cannot abort (``err`` is
+        fatal or does not ask for an abort, e.g. fenced; or the abort fails) is replaced."""
         from confluent_kafka import KafkaException
 
         metrics.ABORTS.inc()
-        try:
-            self._bounded(self.producer.abort_transaction, TXN_CALL_SECONDS)
-        except Hung:
-            self._abandon_producer()
-        except KafkaException as exc:
-            log.warning("abort failed (%s): new producer", exc.args[0])
+        replace = err is not None and (err.fatal() or not err.txn_requires_abort())
+        if not replace:
+            try:
+                self._bounded(self.producer.abort_transaction, TXN_CALL_SECONDS)
+            except Hung:
+                self._abandon_producer()
+            except KafkaException as again:
+                log.warning("abort failed (%s): new producer", again.args[0])
+                replace = True
+        if replace:
             self.producer = self._producer()
         raise Rewind()
 
@@ -516,12 +521,19 @@ class Worker:
         kwargs: dict[str, Any] = {"partition": partition} if partition is not None else {}
         if on_delivery is not None:
             kwargs["on_delivery"] = on_delivery
+        from confluent_kafka import KafkaException
+
         while True:
             try:
                 self.producer.produce(topic, key=key, value=value, **kwargs)
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.producer.poll(0.1)
+            except KafkaException as exc:
+                # the transaction is no longer usable, e.g. a paused worker whose transaction
+                # the broker aborted meanwhile ("Erroneous state"): abort, rewind
+                log.warning("cannot produce in this transaction (%s): rewinding", exc.args[0])
+                self._abort(exc.args[0])
 
     def _txn(self, call: Any, *args: Any) -> None:
         """Run one transactional call. Retriable failures are retried a few times; then, and
@@ -552,17 +564,7 @@ class Worker:
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
                     continue
                 log.warning("transaction failed (%s): rewinding", err)
-                metrics.ABORTS.inc()
-                replace = err.fatal() or not err.txn_requires_abort()
-                if not replace:
-                    try:
-                        self.producer.abort_transaction(TXN_CALL_SECONDS)
-                    except KafkaException as again:
-                        log.warning("abort failed (%s): new producer", again.args[0])
-                        replace = True
-                if replace:
-                    self.producer = self._producer()
-                raise Rewind() from None
+                self._abort(err)
 
     @staticmethod
     def _bounded(call: Any, *args: Any) -> None:
