@@ -1,9 +1,10 @@
-"""The worker's event loop stays responsive while a long SAOLA step runs (no Kafka).
+"""Other threads keep running while a long SAOLA step computes (no Kafka).
 
-The worker runs each step with ``loop.run_in_executor``; the step's time is spent in numba
-kernels compiled with ``nogil=True``, so the loop thread keeps running (heartbeats, Kafka
-client callbacks, HTTP probes) while the step computes. If a kernel held the GIL, the loop
-would stall for the whole step and this test would fail.
+The worker computes on its main thread while other threads must go on: its HTTP server
+(``/health`` probes, ``/metrics``) and the confluent-kafka callbacks. The step's time is spent in
+numba kernels compiled with ``nogil=True``; here an asyncio heartbeat ticks while the step runs in
+an executor thread. If a kernel held the GIL, the heartbeat would stall for the whole step and
+this test would fail.
 """
 
 from __future__ import annotations
