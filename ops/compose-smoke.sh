@@ -21,7 +21,8 @@
 # (ops/standins/build.sh: a debootstrap Debian rootfs, the Maven Central Kafka jars of
 # ops/kafka/broker.sh) and tagged with the official names. Images already present are reused.
 #
-# Settings: STREAMFS_COMPOSE_PROJECT (default streamfs-smoke), STREAMFS_CACHE (Kafka jar cache,
+# Settings: STREAMFS_COMPOSE_PROJECT (default streamfs-smoke), STREAMFS_COMPOSE (the compose
+# command, e.g. "docker-compose" to run v1 where v2 is installed), STREAMFS_CACHE (Kafka jar cache,
 # as for broker.sh), STREAMFS_BUILD_CA_BUNDLE (CA bundle pip trusts while building the image,
 # default the host's /etc/ssl/certs/ca-certificates.crt if present; "" for none).
 set -euo pipefail
@@ -47,7 +48,9 @@ timed() {
 
 docker info >/dev/null 2>&1 \
   || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); see README, Docker"
-if docker compose version >/dev/null 2>&1; then
+if [ -n "${STREAMFS_COMPOSE:-}" ]; then
+  read -r -a compose <<<"$STREAMFS_COMPOSE"
+elif docker compose version >/dev/null 2>&1; then
   compose=(docker compose)
 elif command -v docker-compose >/dev/null; then
   compose=(docker-compose)
@@ -188,7 +191,7 @@ run_scale() {
   victim=$(cid worker)
   [ "$final" -lt "$total" ] || die "all $total streams were final before the kill: not mid-stream"
   docker kill "$victim" >/dev/null  # SIGKILL
-  log "killed worker ${victim:0:12} (SIGKILL) with $with/$total streams started, $final final"
+  log "killed worker ${victim:0:12} (SIGKILL): $with/$total streams had results, $final final"
   sleep 5
   docker start "$victim" >/dev/null
   log "started worker ${victim:0:12} again"
