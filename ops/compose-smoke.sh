@@ -190,6 +190,7 @@ run_scale() {
   done
   victim=$(cid worker)
   [ "$final" -lt "$total" ] || die "all $total streams were final before the kill: not mid-stream"
+  log "worker ${victim:0:12} before the kill: $(docker logs "$victim" 2>&1 | grep -o 'assigned [0-9]* partitions' | tail -n 1)"
   docker kill "$victim" >/dev/null  # SIGKILL
   log "killed worker ${victim:0:12} (SIGKILL): $with/$total streams had results, $final final"
   sleep 5
