@@ -36,6 +36,9 @@ started=$SECONDS
 
 log() { printf '[compose-smoke %4ds] %s\n' $((SECONDS - started)) "$*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
+# any other failing command (set -e) says where it was
+set -E
+trap 'log "FAILED (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
 # run a phase and log how long it took
 timed() {
   local what=$1 t=$SECONDS; shift
@@ -65,7 +68,8 @@ dc() { "${compose[@]}" -p "$project" -f docker-compose.yml "$@"; }
 dcs() { dc --profile scale "$@"; }
 # a one-off container of the streamfs image on the project's network
 streams() { dc run --rm --no-deps -T --entrypoint python watch ops/compose/streams.py "$@"; }
-cid() { dcs ps -q "$1" | head -n 1; }
+# -a: Compose v2 lists only running containers without it
+cid() { dcs ps -a -q "$1" | head -n 1; }
 
 teardown() {
   local rc=$?
