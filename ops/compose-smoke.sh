@@ -61,15 +61,16 @@ else
   die "neither \`docker compose\` (v2) nor \`docker-compose\` (v1.29) is installed"
 fi
 log "engine $(docker version --format '{{.Server.Version}}'), compose" \
-    "$("${compose[@]}" version --short 2>/dev/null || "${compose[@]}" version | head -n 1)" \
+    "$("${compose[@]}" version --short 2>/dev/null || "${compose[@]}" version | sed -n 1p)" \
     "(${compose[*]}), project $project"
 dc() { "${compose[@]}" -p "$project" -f docker-compose.yml "$@"; }
 # the scale profile's services exist for this one only (`up` without it starts the demo)
 dcs() { dc --profile scale "$@"; }
 # a one-off container of the streamfs image on the project's network
 streams() { dc run --rm --no-deps -T --entrypoint python watch ops/compose/streams.py "$@"; }
-# -a: Compose v2 lists only running containers without it
-cid() { dcs ps -a -q "$1" | head -n 1; }
+# -a: Compose v2 lists only running containers without it; sed, not head, reads the whole
+# list (head would close the pipe early: SIGPIPE, a failure under pipefail)
+cid() { dcs ps -a -q "$1" | sed -n 1p; }
 
 teardown() {
   local rc=$?
@@ -157,9 +158,9 @@ run_demo() {
   dcs down -v --remove-orphans >/dev/null 2>&1 || true
   timed "demo: up -d (kafka, topics, worker, producers, watch, downstream)" \
     dc up -d --no-build >/dev/null
-  local rc summary instances trained port
+  local rc summary instances trained port health
   rc=$(wait_exit downstream 600)
-  summary=$(docker logs "$(cid downstream)" 2>&1 | grep '^summary:' | tail -n 1)
+  summary=$(docker logs "$(cid downstream)" 2>&1 | grep '^summary:' | tail -n 1 || true)
   log "downstream exited $rc: ${summary:-no summary}"
   [ "$rc" = 0 ] || die "the downstream example exited $rc"
   instances=$(sed -n 's/^summary: \([0-9]*\) instances.*/\1/p' <<<"$summary")
@@ -171,7 +172,8 @@ run_demo() {
     [ "$rc" = 0 ] || die "$service exited $rc"
   done
   port=$(dc port worker 6066)
-  log "worker /health on the host at $port: $(curl -fsS "http://$port/health" | head -c 200)"
+  health=$(curl -fsS "http://$port/health")
+  log "worker /health on the host at $port: ${health:0:120}..."
   check_health_checks topics producer instance-producer watch downstream
   timed "demo: final selections vs streamfs select" \
     streams check ops/compose/demo.streams --timeout 300
@@ -194,7 +196,7 @@ run_scale() {
   done
   victim=$(cid worker)
   [ "$final" -lt "$total" ] || die "all $total streams were final before the kill: not mid-stream"
-  log "worker ${victim:0:12} before the kill: $(docker logs "$victim" 2>&1 | grep -o 'assigned [0-9]* partitions' | tail -n 1)"
+  log "worker ${victim:0:12} before the kill: $(docker logs "$victim" 2>&1 | grep -o 'assigned [0-9]* partitions' | tail -n 1 || true)"
   docker kill "$victim" >/dev/null  # SIGKILL
   log "killed worker ${victim:0:12} (SIGKILL): $with/$total streams had results, $final final"
   sleep 5
@@ -202,7 +204,7 @@ run_scale() {
   log "started worker ${victim:0:12} again"
   local rc; rc=$(wait_exit scale-producer 600)
   [ "$rc" = 0 ] || die "scale-producer exited $rc"
-  log "scale-producer: $(docker logs "$(cid scale-producer)" 2>&1 | grep '^published' | tail -n 1)"
+  log "scale-producer: $(docker logs "$(cid scale-producer)" 2>&1 | grep '^published' | tail -n 1 || true)"
   timed "scale: 30 final selections vs streamfs select" \
     streams check ops/compose/scale.streams --timeout 600
   log "worker restarts: $(for id in $(dc ps -q worker); do docker inspect -f '{{.Name}} {{.RestartCount}} {{.State.Status}}' "$id"; done | tr '\n' ';')"
