@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: venv test demo bench broker-start broker-stop clean
+.PHONY: venv test demo bench compose-smoke broker-start broker-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: venv
 
 bench: venv
 	$(BIN)/streamfs bench
+
+# needs a running Docker engine (README, Docker); installs nothing
+compose-smoke:
+	bash ops/compose-smoke.sh all
 
 broker-start:
 	bash ops/kafka/broker.sh start

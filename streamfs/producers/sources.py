@@ -83,8 +83,12 @@ def open_instances(source: str, *, label: str | int | None = None, header: bool 
             return _npy_source(path, label, chunk_bytes)
         if suffix == ".parquet":
             return _parquet_source(path, label, chunk_bytes)
+    from streamfs.producers.names import source_feature_names
+
     X, y = load_file(source, label=label, header=header, n_features=n_features)
-    return InstanceSource.from_arrays(X, y)
+    # the names a feature stream of the same source carries (sklearn: bundles, .npz, .mat)
+    return InstanceSource.from_arrays(X, y, source_feature_names(source, label=label,
+                                                                 header=header))
 
 
 def _npy_source(path: Path, label: str | int | None, chunk_bytes: int) -> InstanceSource:

