@@ -166,11 +166,16 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
 
 
 def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
-    """Seconds for a plain consumer (assigned, no group join) to fetch every message."""
+    """Seconds for a plain consumer (assigned, no group join, the worker's fetch settings) to
+    fetch every message."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from streamfs.settings import Settings
+    from streamfs.worker.app import fetch_config
+
     consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 64 * 1024 * 1024})
+                         "enable.auto.commit": False,
+                         **fetch_config(Settings().max_message_bytes)})  # as the worker
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
     # from explicit first offsets: a logical OFFSET_BEGINNING would cost this fresh consumer a
     # 500 ms retry of its offset query (librdkafka), a quarter of some scenarios' total
