@@ -34,6 +34,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import tempfile
 import threading
 import time
@@ -267,7 +268,7 @@ class Worker:
             if start < high:
                 starts[key] = start
             elif self.local.get(key) is not None:
-                self.local[key].save({}, high)  # up to date (the end moves on with markers)
+                self._save(*key, {}, high)  # up to date (the end moves on with markers)
         metrics.RESTORED_RECORDS.labels(source="local").inc(local_records)
         tail_records = self._read_tails(starts) if starts else 0
         if keys:
@@ -299,7 +300,7 @@ class Worker:
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             if key in pending and self.local.get(key) is not None:
-                                self.local[key].save(tails[key], msg.offset())
+                                self._save(*key, tails[key], msg.offset())
                             pending.discard(key)
                             continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
@@ -320,14 +321,24 @@ class Worker:
         """Fill ``state`` from the partition's local copy if it can be trusted; the changelog
         offset to restore on from (0 without a usable copy: from the beginning)."""
         if key not in self.local:
-            self.local[key] = LocalStore.open(self.state_dir, self.changelog[key[0]], key[1])
-            if self.local[key] is None:
-                log.warning("local state of %s:%d is held by another process: restoring it from "
-                            "the changelog alone", self.changelog[key[0]], key[1])
+            try:
+                self.local[key] = LocalStore.open(self.state_dir, self.changelog[key[0]], key[1])
+            except (OSError, sqlite3.Error) as exc:  # unwritable or damaged: go without
+                log.warning("local state of %s:%d unavailable (%s): restoring it from the "
+                            "changelog alone", self.changelog[key[0]], key[1], exc)
+                self.local[key] = None
+            else:
+                if self.local[key] is None:
+                    log.warning("local state of %s:%d is held by another process: restoring it "
+                                "from the changelog alone", self.changelog[key[0]], key[1])
         local = self.local[key]
         if local is None:
             return 0
-        records, offset, saved_at = local.load()
+        try:
+            records, offset, saved_at = local.load()
+        except sqlite3.Error as exc:
+            self._drop_local(key, exc)
+            return 0
         if offset is None:
             return 0
         max_age = CHANGELOG_DELETE_RETENTION_MS / 1000 - 3600
@@ -335,7 +346,7 @@ class Worker:
             log.info("local state of %s:%d not usable (offset %d, changelog %d..%d, %.0f s old): "
                      "restoring from the changelog", self.changelog[key[0]], key[1], offset, low,
                      high, time.time() - saved_at)
-            local.reset()
+            self._reset_local(key)
             return 0
         state.store.update(records)
         return offset
@@ -476,10 +487,36 @@ class Worker:
             if end is None:  # cannot say where the copy ends: stop trusting it
                 log.warning("no changelog offset for %s:%d: dropping its local copy",
                             self.changelog[role], p)
-                local.reset()
+                self._reset_local((role, p))
+                self._drop_local((role, p), RuntimeError("no delivery report"))
                 continue
-            local.save(records, end)
+            self._save(role, p, records, end)
 
+    def _save(self, role: str, p: int, records: dict[str, bytes | None], end: int) -> None:
+        try:
+            self.local[(role, p)].save(records, end)
+        except (OSError, sqlite3.Error) as exc:
+            self._drop_local((role, p), exc)
+
+    def _reset_local(self, key: tuple[str, int]) -> None:
+        try:
+            self.local[key].reset()
+        except sqlite3.Error as exc:
+            self._drop_local(key, exc)
+
+    def _drop_local(self, key: tuple[str, int], exc: Exception) -> None:
+        """Stop using a local copy that failed (disk full, damaged file). What it holds is
+        still the changelog up to its offset, but a later save on top of a failed one would
+        skip records: no more saves until the partition is assigned again."""
+        log.warning("local state of %s:%d failed (%s): not used until the next assignment",
+                    self.changelog[key[0]], key[1], exc)
+        local = self.local.get(key)
+        self.local[key] = None
+        if local is not None:
+            try:
+                local.close()
+            except sqlite3.Error:
+                pass
     @staticmethod
     def _apply(pending: dict[str, bytes | None], state: PartitionState,
                records: list[tuple[str, bytes | None]]) -> None:

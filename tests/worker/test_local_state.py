@@ -83,3 +83,34 @@ def test_restart_reads_only_the_tail_and_a_bad_copy_falls_back(kafka_config, top
         results = [r for r in everything if r["stream"] == stream]
         assert [_strip(r) for r in results] == ref, stream  # every version once, exact
         assert finals[stream][-1]["final"]
+
+
+def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_prefix, tmp_path,
+                                                          monkeypatch):
+    """A save that fails (disk full) stops the copy's use until the next assignment: a later
+    save on top of a failed one would skip records while claiming a later offset."""
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+    from streamfs.worker.localstore import LocalStore
+
+    settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                        topic_prefix=topic_prefix, app_id="app-localfail",
+                        data_dir=str(tmp_path / "data"))
+    app.prepare_topics(settings)
+    worker = app.Worker(settings)
+    key = ("features", 0)
+    worker._restore([key])  # an empty changelog: the copy records offset 0
+    assert worker.local[key].load()[1] == 0
+
+    def disk_full(self, writes, next_offset):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(LocalStore, "save", disk_full)
+    worker.changelog_end[(worker.changelog["features"], 0)] = 7
+    worker._save_local({key: {"s\x1fh": b"header"}})
+    assert worker.local[key] is None  # not used any more in this assignment
+    monkeypatch.undo()
+    again = LocalStore.open(tmp_path / "data" / "app-localfail", worker.changelog["features"], 0)
+    assert again is not None and again.load()[:2] == ({}, 0)  # still the changelog up to 0
+    again.close()
+    worker.consumer.close()
