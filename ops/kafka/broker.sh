@@ -76,19 +76,7 @@ auto.create.topics.enable=true
 log.cleaner.enable=true
 message.max.bytes=16777216
 PROPS
-  cat > "$run/log4j2.properties" <<'L4J'
-status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.kafka.name = kafka
-logger.kafka.level = info
-logger.apache.name = org.apache
-logger.apache.level = warn
-L4J
+  cp "$here/log4j2.properties" "$run/log4j2.properties"
   cat > "$run/log4j.properties" <<'L4J'
 log4j.rootLogger=INFO, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender

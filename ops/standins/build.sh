@@ -54,7 +54,7 @@ case "${1:-}" in
     # the build context: the stand-in's files plus a hard-linked (or copied) set of jars
     ctx=$(mktemp -d)
     trap 'rm -rf "$ctx"' EXIT
-    cp "$here"/kafka/* "$ctx"/
+    cp "$here"/kafka/* "$here"/../kafka/log4j2.properties "$ctx"/
     mkdir "$ctx/libs" && { cp -l "$libs"/*.jar "$ctx/libs"/ 2>/dev/null || cp "$libs"/*.jar "$ctx/libs"/; }
     docker build -q -t "$tag" --build-arg BASE="$base" "$ctx" >/dev/null
     log "built $tag (stand-in: Debian bookworm, OpenJDK 17, $(ls "$ctx"/libs/kafka_2.13-*.jar | xargs -n1 basename))"

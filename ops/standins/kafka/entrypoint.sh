@@ -17,18 +17,6 @@ while IFS='=' read -r name value; do
   echo "$key=$value" >> "$props"
 done < <(env)
 
-cat > /opt/kafka/config/log4j2.properties <<'L4J'
-status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.apache.name = org.apache
-logger.apache.level = warn
-L4J
-
 java_cmd=(java ${KAFKA_HEAP_OPTS:--Xmx768m -Xms256m} -XX:+UseG1GC
   -Dlog4j2.configurationFile=/opt/kafka/config/log4j2.properties -cp '/opt/kafka/libs/*')
 if [ ! -f "$data/meta.properties" ]; then
