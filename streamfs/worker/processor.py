@@ -587,6 +587,8 @@ class StreamProcessor:
         map_starts, name_starts = header.get("maps", []), header.get("name_blocks", [])
         # a position's source id and name never change once its block arrived
         resolved = self._resolved.setdefault(stream, {})
+        if len(resolved) > 100_000:  # bounded: a churning selection over millions of features
+            resolved.clear()
 
         def block(starts: list[int], f: int) -> int | None:
             i = bisect.bisect_right(starts, f) - 1
