@@ -184,19 +184,8 @@ def _nb_block_fisher(indptr, indices, data, n, dense, target, tsum):
             _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross)
     for j in range(start, b):
         _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const)
-        lo = indptr[j]
-        hi = indptr[j + 1]
-        m = mean[j]
-        a1 = 0.0
-        a2 = 0.0
-        for k in range(lo, hi):
-            v = data[k]
-            if v != 0.0:
-                i = k - lo if dense else indices[k]
-                c = target[i]
-                a1 += (v - m) * c
-                a2 += c
-        cross[j] = a1 - m * (tsum - a2)
+        cross[j] = _nb_centred_cross(data, indices, indptr[j], indptr[j + 1], dense, mean[j],
+                                     target, tsum)
     return seqsum, mean, ss, const, cross
 
 
@@ -264,13 +253,35 @@ def _nb_all_finite(x):
 
 
 @njit(cache=True, nogil=True)
+def _nb_seq_sum(data, lo, hi):
+    """The sum of ``data[lo:hi]`` in storage order (the order the exact modes rely on)."""
+    s = 0.0
+    for k in range(lo, hi):
+        s += data[k]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _nb_centred_cross(data, indices, lo, hi, dense, m, target, tsum):
+    """``sum_i (x_i - m) * target_i`` of the column stored in ``data[lo:hi]`` (sparse: rows in
+    ``indices``), from its non-zeros only; ``tsum`` is ``sum_i target_i``."""
+    a1 = 0.0
+    a2 = 0.0
+    for k in range(lo, hi):
+        v = data[k]
+        if v != 0.0:
+            c = target[k - lo if dense else indices[k]]
+            a1 += (v - m) * c
+            a2 += c
+    return a1 - m * (tsum - a2)
+
+
+@njit(cache=True, nogil=True)
 def _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const):
     """Statistics of column ``j`` (see :func:`_nb_col_stats`), written into the arrays."""
     lo = indptr[j]
     hi = indptr[j + 1]
-    s = 0.0
-    for k in range(lo, hi):
-        s += data[k]
+    s = _nb_seq_sum(data, lo, hi)
     m = s / n
     acc = 0.0
     nzc = 0
@@ -315,15 +326,7 @@ def _nb_cross(rows, vals, m, T, t_idx, t_sum):
     out = np.empty(len(t_idx))
     for q in range(len(t_idx)):
         t = t_idx[q]
-        a1 = 0.0
-        a2 = 0.0
-        for k in range(len(rows)):
-            v = vals[k]
-            if v != 0.0:
-                c = T[t, rows[k]]
-                a1 += (v - m) * c
-                a2 += c
-        out[q] = a1 - m * (t_sum[t] - a2)
+        out[q] = _nb_centred_cross(vals, rows, 0, len(rows), False, m, T[t], t_sum[t])
     return out
 
 
@@ -483,9 +486,7 @@ def _nb_lofs_centre(indptr, indices, data, n, dense, j, out):
     """Write column ``j`` minus ``sum / N`` (sequential sum) into ``out``; return the sum."""
     lo = indptr[j]
     hi = indptr[j + 1]
-    s = 0.0
-    for k in range(lo, hi):
-        s += data[k]
+    s = _nb_seq_sum(data, lo, hi)
     m = s / n
     if dense:
         for i in range(n):

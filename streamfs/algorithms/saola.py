@@ -42,6 +42,7 @@ from ._validation import check_choice, check_int, check_number
 from .base import FeatureStreamSelector
 from .measures import (
     ColumnBlock,
+    _nb_centred_cross,
     _nb_block_fisher,
     _nb_block_fisher_lofs,
     _nb_block_su,
@@ -254,16 +255,7 @@ def _nb_saola_fisher(
                     continue
                 d = abs(r)
             else:
-                a1 = 0.0
-                a2 = 0.0
-                for k in range(lo, hi):
-                    v = data[k]
-                    if v != 0.0:
-                        i = k - lo if dense else indices[k]
-                        c = T[t, i]
-                        a1 += (v - m) * c
-                        a2 += c
-                cross = a1 - m * (tsum[t] - a2)
+                cross = _nb_centred_cross(data, indices, lo, hi, dense, m, T[t], tsum[t])
                 den = math.sqrt(ss[j] * tss[t])
                 d = abs(cross) / den if den > 0 else 0.0
                 if d > 1.0:
