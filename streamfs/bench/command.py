@@ -71,7 +71,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
         return _write(json_out, results)
     table = Table(title=f"streamfs bench ({_machine()['cpus']} cpus)")
     for col in ("scenario", "shape", "MB", "in-process/s", "pipeline/s", "raw consume/s",
-                "pipeline/raw", "backlog/raw", "backlog/bound", "pipeline/in-process",
+                "pipeline/raw", "pipeline/raw pipeline", "backlog/raw", "backlog/bound", "pipeline/in-process",
                 "worker RSS MB", "same selection"):
         table.add_column(col)
     for r in results:
@@ -81,7 +81,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
         table.add_row(r["scenario"], "x".join(map(str, r["shape"])), str(r["megabytes"]),
                       str(r[f"processor_{u}_per_s"]), str(r[f"pipeline_{u}_per_s"]),
                       str(r[f"raw_consume_{u}_per_s"]), str(r["ratio_pipeline_to_raw"]),
-                      str(r["ratio_backlog_to_raw"]), str(r["ratio_backlog_to_bound"]),
+                      str(r["ratio_pipeline_to_raw_pipeline"]), str(r["ratio_backlog_to_raw"]), str(r["ratio_backlog_to_bound"]),
                       str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")),
                       str(r["selection_matches_in_process"]))
     console.print(table)

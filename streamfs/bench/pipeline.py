@@ -11,12 +11,16 @@ measures, on one broker:
 * ``pipeline``: time from the first produced message to the final result on the
   selected-features topic, with a worker already running and assigned; ``publish`` is the
   part until the producer has every message acknowledged;
+* ``raw_pipeline``: the same publish, to a fresh topic, with a plain consumer (in its own
+  process, as the worker) in the worker's place: time until it holds every message. It waits for
+  the same producer, so ``pipeline / raw pipeline`` is the streaming run's like-for-like ratio;
 * ``backlog``: every message already on (fresh) topics, a worker started cold (new group, empty
   changelog): time from its assignment (``ready_at`` of its ``/health``) until a
   ``read_committed`` reader, subscribed before, sees the final result.
 
 The ratios pipeline/raw_consume, backlog/raw_consume and pipeline/in_process are the numbers to
-push up. A streaming pipeline cannot beat its producer: the publish time bounds it; and where the
+push up. A streaming pipeline cannot beat its producer: the publish time bounds it (and the raw
+pipeline shows by how much); and where the
 steps themselves take longer than reading the bytes (K-OFSD, OFS over 1,000 kept features), the
 in-process time bounds everything, which ``backlog / max(raw consume, in-process)`` shows.
 """
@@ -218,7 +222,6 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
                  workdir: Path | None = None) -> dict:
     """Measure one scenario on the broker of ``kafka_config``; returns a dict of figures."""
     from streamfs.client import SelectionReader
-    from streamfs.producers import StreamPublisher
     from streamfs.topics import create_topics, load_catalogue
     from streamfs.worker.process import WorkerProcess
 
@@ -242,26 +245,23 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
                            workdir / f"{name}-worker.log", workdir / "data").start()
     try:
         _wait_ready(worker)
-        with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
-            pub.connect()  # as the raw consumer below: connection and metadata off the clock
-            t0 = time.perf_counter()
-            for m, raw in zip(messages, encoded):
-                pub.send_raw(stream.encode(), raw)
-        publish = time.perf_counter() - t0  # acknowledged by the broker (the publisher flushes)
+        t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
         with SelectionReader(kafka_config, topics["selected"].name) as reader:
             for r in reader.updates(stream, until_final=True, timeout=3600):
                 pass
-        pipeline = time.perf_counter() - t0
+        pipeline = time.time() - t0
         out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
     finally:
         worker.stop()
     out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
     out["pipeline_seconds"] = pipeline
     out["publish_seconds"] = publish
+    out.update(_raw_pipeline(sc, kafka_config, stream, encoded))
     out.update(_backlog(sc, kafka_config, stream, encoded, workdir))
-    for key in ("pipeline", "backlog", "raw_consume", "processor", "algorithm"):
+    for key in ("pipeline", "raw_pipeline", "backlog", "raw_consume", "processor", "algorithm"):
         out[f"{key}_{sc.unit}_per_s"] = round(units / out[f"{key}_seconds"], 1)
     out["ratio_pipeline_to_raw"] = round(out["raw_consume_seconds"] / pipeline, 4)
+    out["ratio_pipeline_to_raw_pipeline"] = round(out["raw_pipeline_seconds"] / pipeline, 4)
     out["ratio_backlog_to_raw"] = round(out["backlog_raw_consume_seconds"]
                                         / out["backlog_seconds"], 4)
     # no worker can beat reading the bytes nor running the steps: 1.0 means no other overhead
@@ -277,22 +277,48 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
     return out
 
 
+def _publish(kafka_config: dict, topic: str, stream: str, encoded: list[bytes]
+             ) -> tuple[float, float]:
+    """Publish ``encoded`` as the producer CLI does; returns the wall-clock start and the
+    seconds until the broker acknowledged every message (connection and metadata off the
+    clock, as for the raw consumer)."""
+    from streamfs.producers import StreamPublisher
+
+    with StreamPublisher(kafka_config, topic) as pub:
+        pub.connect()
+        t0 = time.time()
+        for raw in encoded:
+            pub.send_raw(stream.encode(), raw)
+    return t0, time.time() - t0  # the publisher flushes on exit
+
+
+def _raw_pipeline(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]) -> dict:
+    """The streaming run with a plain consumer (own process) in the worker's place: the same
+    publish to a fresh topic, timed until that consumer holds every message."""
+    from streamfs.bench.rawreader import LiveReader
+    from streamfs.topics import create_topics, load_catalogue
+
+    topics = load_catalogue(f"rawlive-{uuid.uuid4().hex[:6]}.")
+    create_topics(kafka_config, {sc.unit: topics[sc.unit]})
+    reader = LiveReader(kafka_config, topics[sc.unit].name, len(encoded))
+    t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
+    return {"raw_pipeline_seconds": reader.finished_at() - t0,
+            "raw_pipeline_publish_seconds": publish}
+
+
 def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes],
              workdir: Path) -> dict:
     """The scenario's messages already on fresh topics; a worker started cold on them."""
     import threading
 
     from streamfs.client import SelectionReader
-    from streamfs.producers import StreamPublisher
     from streamfs.topics import create_topics, load_catalogue
     from streamfs.worker.process import WorkerProcess
 
     prefix = f"backlog-{uuid.uuid4().hex[:6]}."
     topics = load_catalogue(prefix)
     create_topics(kafka_config, topics)
-    with StreamPublisher(kafka_config, topics[sc.unit].name) as pub:
-        for raw in encoded:
-            pub.send_raw(stream.encode(), raw)
+    _publish(kafka_config, topics[sc.unit].name, stream, encoded)
     seen: dict[str, Any] = {}
     subscribed = threading.Event()
 

@@ -419,6 +419,7 @@ class Worker:
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         next_offsets: dict[tuple[str, int], int] = {}
         size = count = 0
+        stepping = 0.0
         while self.fetched and size < s.batch_bytes and count < s.batch_messages and (
                 time.perf_counter() - t0) * 1000 < s.batch_ms:
             msg = self.fetched.popleft()
@@ -443,13 +444,16 @@ class Worker:
                 self.eager_until[(msg.topic(), p)] = msg.offset()
                 self._abort()
             handled = time.perf_counter() - step
+            stepping += handled
             self._apply(writes.setdefault((role, p), {}), state, plan.writes)
             self._publish(plan, msg.key())
             next_offsets[(msg.topic(), p)] = msg.offset() + 1
             self._count(plan, msg.topic(), role, handled)
+        flushing = time.perf_counter()
         for (role, p), records in writes.items():
             self._apply(records, self.partitions[(role, p)],
                         self.partitions[(role, p)].processor.flush())
+        flushed = time.perf_counter()
         self.changelog_end.clear()
         for (role, p), records in writes.items():
             for key, value in records.items():
@@ -460,8 +464,10 @@ class Worker:
                   self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
         committing = time.perf_counter()
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
-        log.debug("batch: %d messages, %d bytes, %.3f s processing, %.3f s commit", count, size,
-                  committing - t0, time.perf_counter() - committing)
+        log.debug("batch: %d messages, %d bytes, %.3f s processing (%.3f steps, %.3f checkpoint, "
+                  "%.3f state records and offsets), %.3f s commit", count, size, committing - t0,
+                  stepping, flushed - flushing, committing - flushed,
+                  time.perf_counter() - committing)
         self._save_local(writes)
         for tp in list(self.eager_until):
             if next_offsets.get(tp, -1) > self.eager_until[tp]:

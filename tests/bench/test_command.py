@@ -28,6 +28,10 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     assert 0 < run["publish_seconds"] < run["pipeline_seconds"]
     assert run["ratio_pipeline_to_raw"] == pytest.approx(
         run["raw_consume_seconds"] / run["pipeline_seconds"], rel=1e-3)
+    # the raw pipeline: the same publish with a plain consumer in the worker's place
+    assert run["raw_pipeline_seconds"] > 0 and run["raw_pipeline_publish_seconds"] > 0
+    assert run["ratio_pipeline_to_raw_pipeline"] == pytest.approx(
+        run["raw_pipeline_seconds"] / run["pipeline_seconds"], rel=1e-3)
     # backlog mode: the same messages already on fresh topics, a cold worker
     assert run["backlog_seconds"] > 0 and run["backlog_raw_consume_seconds"] > 0
     assert run["ratio_backlog_to_raw"] == pytest.approx(

@@ -1,0 +1,72 @@
+"""A plain confluent-kafka consumer in its own process, for the bench's live baseline: it reads
+a topic while the bench publishes to it, as the worker does in the streaming run, so that
+``pipeline / raw pipeline`` compares like with like (both wait for the same producer).
+
+Run as ``python -m streamfs.bench.rawreader TOPIC N`` with the client settings as JSON in
+``STREAMFS_RAWREADER_CONFIG`` (not on the command line: they may hold credentials): prints ``ready`` once its
+partitions are assigned, then the wall-clock time (``time.time()``) at which it held all ``N``
+messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+
+def read(kafka_config: dict, topic: str, n_messages: int) -> float:
+    """Wall-clock time at which a consumer assigned to every partition of ``topic`` (from its
+    first offsets, with the worker's fetch settings) has fetched ``n_messages``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from streamfs.settings import Settings
+    from streamfs.worker.app import fetch_config
+
+    consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False,
+                         **fetch_config(Settings().max_message_bytes)})
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
+            TopicPartition(topic, p), timeout=10)[0]) for p in parts])
+        print("ready", flush=True)
+        got = 0
+        while got < n_messages:
+            got += sum(1 for m in consumer.consume(100000, timeout=0.05) if not m.error())
+        return time.time()
+    finally:
+        consumer.close()
+
+
+class LiveReader:
+    """The reader as a child process: start it, publish, then :meth:`finished_at`."""
+
+    def __init__(self, kafka_config: dict, topic: str, n_messages: int) -> None:
+        # the child's own client settings: everything but Python objects (the ``logger``)
+        settings = {k: v for k, v in kafka_config.items() if isinstance(v, (str, int, float))}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, topic, str(n_messages)],
+            env={**os.environ, "STREAMFS_RAWREADER_CONFIG": json.dumps(settings)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        if line != "ready":
+            self.proc.kill()
+            raise RuntimeError(f"raw reader did not start: {line} {self.proc.stderr.read()}")
+
+    def finished_at(self, timeout: float = 600.0) -> float:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        if self.proc.returncode != 0:
+            raise RuntimeError(f"raw reader failed: {err[-2000:]}")
+        return float(out.strip())
+
+
+if __name__ == "__main__":
+    print(read(json.loads(os.environ["STREAMFS_RAWREADER_CONFIG"]), sys.argv[1], int(sys.argv[2])),
+          flush=True)
