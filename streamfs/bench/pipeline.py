@@ -194,26 +194,58 @@ def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
     return elapsed
 
 
+class Scratch:
+    """Unique names for a bench run's topics and worker groups; at exit, every topic and
+    consumer group under those names is deleted, so that a run leaves nothing (gigabytes of
+    input, changelogs) on the broker it measured."""
+
+    def __init__(self, kafka_config: dict) -> None:
+        self.kafka_config = kafka_config
+        self.names: list[str] = []
+
+    def name(self, kind: str) -> str:
+        """A new name: ``<name>.`` prefixes topics, ``<name>`` is a worker's app id (its
+        changelogs are ``<name>-...``)."""
+        name = f"{kind}-{uuid.uuid4().hex[:6]}"
+        self.names.append(name)
+        return name
+
+    def __enter__(self) -> "Scratch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(self.kafka_config)
+        ours = tuple(f"{n}{sep}" for n in self.names for sep in ".-")
+        topics = [t for t in admin.list_topics(timeout=30).topics
+                  if t in self.names or t.startswith(ours)]
+        groups = [g for n in self.names for g in (n, f"{n}-restore")]
+        for future in [*(admin.delete_topics(topics).values() if topics else []),
+                       *admin.delete_consumer_groups(groups).values()]:
+            try:
+                future.result(timeout=30)
+            except KafkaException:
+                pass  # e.g. a group that never existed (a worker that was not started)
+
+
 def warm_up_broker(kafka_config: dict, megabytes: int = 100, seed: int = 0) -> dict:
     """Push ``megabytes`` of ~1 MB messages through a scratch topic and read them back, so that
     the broker's produce and fetch paths are JIT-compiled before anything is timed (a fresh
     JVM otherwise makes whichever scenario runs first look slow). The topic is deleted after."""
-    from confluent_kafka.admin import AdminClient
-
     from streamfs.producers import StreamPublisher
     from streamfs.topics import TopicSpec, create_topics
 
-    topic = f"streamfs-bench-warm-up-{uuid.uuid4().hex[:8]}"
-    create_topics(kafka_config, {"warm-up": TopicSpec("warm-up", topic, 1, 1)})
-    payload = np.random.default_rng(seed).bytes(900_000)  # under the 1 MB default limit
-    t0 = time.perf_counter()
-    try:
+    with Scratch(kafka_config) as scratch:
+        topic = scratch.name("streamfs-bench-warm-up")
+        create_topics(kafka_config, {"warm-up": TopicSpec("warm-up", topic, 1, 1)})
+        payload = np.random.default_rng(seed).bytes(900_000)  # under the 1 MB default limit
+        t0 = time.perf_counter()
         with StreamPublisher(kafka_config, topic) as pub:
             for _ in range(megabytes):
                 pub.send_raw(None, payload)
         consume = _raw_consume(kafka_config, topic, megabytes)
-    finally:
-        AdminClient(kafka_config).delete_topics([topic])
     return {"warm_up_megabytes": megabytes, "warm_up_seconds": round(time.perf_counter() - t0, 2),
             "warm_up_consume_seconds": round(consume, 3)}
 
@@ -237,27 +269,29 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
                            "megabytes": round(total_bytes / 1e6, 2), "unit": sc.unit}
     out.update(_in_process(sc, X, y, encoded, stream))
 
-    prefix = f"bench-{uuid.uuid4().hex[:6]}."
-    topics = load_catalogue(prefix)
-    create_topics(kafka_config, topics)
-    workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
-    worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix, f"bench-{uuid.uuid4().hex[:6]}",
-                           workdir / f"{name}-worker.log", workdir / "data").start()
-    try:
-        _wait_ready(worker)
-        t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
-        with SelectionReader(kafka_config, topics["selected"].name) as reader:
-            for r in reader.updates(stream, until_final=True, timeout=3600):
-                pass
-        pipeline = time.time() - t0
-        out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
-    finally:
-        worker.stop()
-    out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
-    out["pipeline_seconds"] = pipeline
-    out["publish_seconds"] = publish
-    out.update(_raw_pipeline(sc, kafka_config, stream, encoded))
-    out.update(_backlog(sc, kafka_config, stream, encoded, workdir))
+    with Scratch(kafka_config) as scratch:
+        prefix = f"{scratch.name('bench')}."
+        topics = load_catalogue(prefix)
+        create_topics(kafka_config, topics)
+        workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
+        worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix, scratch.name("bench"),
+                               workdir / f"{name}-worker.log", workdir / "data").start()
+        try:
+            _wait_ready(worker)
+            t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
+            with SelectionReader(kafka_config, topics["selected"].name) as reader:
+                for r in reader.updates(stream, until_final=True, timeout=3600):
+                    pass
+            pipeline = time.time() - t0
+            out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
+        finally:
+            worker.stop()
+        out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name,
+                                                  len(encoded))
+        out["pipeline_seconds"] = pipeline
+        out["publish_seconds"] = publish
+        out.update(_raw_pipeline(sc, kafka_config, stream, encoded, scratch))
+        out.update(_backlog(sc, kafka_config, stream, encoded, workdir, scratch))
     for key in ("pipeline", "raw_pipeline", "backlog", "raw_consume", "processor", "algorithm"):
         out[f"{key}_{sc.unit}_per_s"] = round(units / out[f"{key}_seconds"], 1)
     out["ratio_pipeline_to_raw"] = round(out["raw_consume_seconds"] / pipeline, 4)
@@ -292,13 +326,14 @@ def _publish(kafka_config: dict, topic: str, stream: str, encoded: list[bytes]
     return t0, time.time() - t0  # the publisher flushes on exit
 
 
-def _raw_pipeline(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]) -> dict:
+def _raw_pipeline(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes],
+                  scratch: Scratch) -> dict:
     """The streaming run with a plain consumer (own process) in the worker's place: the same
     publish to a fresh topic, timed until that consumer holds every message."""
     from streamfs.bench.rawreader import LiveReader
     from streamfs.topics import create_topics, load_catalogue
 
-    topics = load_catalogue(f"rawlive-{uuid.uuid4().hex[:6]}.")
+    topics = load_catalogue(f"{scratch.name('rawlive')}.")
     create_topics(kafka_config, {sc.unit: topics[sc.unit]})
     reader = LiveReader(kafka_config, topics[sc.unit].name, len(encoded))
     t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
@@ -307,7 +342,7 @@ def _raw_pipeline(sc: Scenario, kafka_config: dict, stream: str, encoded: list[b
 
 
 def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes],
-             workdir: Path) -> dict:
+             workdir: Path, scratch: Scratch) -> dict:
     """The scenario's messages already on fresh topics; a worker started cold on them."""
     import threading
 
@@ -315,7 +350,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
     from streamfs.topics import create_topics, load_catalogue
     from streamfs.worker.process import WorkerProcess
 
-    prefix = f"backlog-{uuid.uuid4().hex[:6]}."
+    prefix = f"{scratch.name('backlog')}."
     topics = load_catalogue(prefix)
     create_topics(kafka_config, topics)
     _publish(kafka_config, topics[sc.unit].name, stream, encoded)
@@ -338,7 +373,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
     reader.start()
     subscribed.wait(60)
     worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix,
-                           f"backlog-{uuid.uuid4().hex[:6]}",
+                           scratch.name("backlog"),
                            workdir / f"{sc.name}-backlog-worker.log", workdir / "data").start()
     try:
         ready_at = _wait_ready(worker)["ready_at"]
@@ -406,8 +441,15 @@ def _wait_committed(kafka_config: dict, group: str, topic: str, timeout: float =
         probe.close()
 
 
-def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, open_streams: int = 10,
-             closed_streams: int = 1000, seed: int = 0, workdir: Path | None = None) -> dict:
+def recovery(kafka_config: dict, **kwargs: Any) -> dict:
+    """:func:`_recovery` on scratch topics, deleted after."""
+    with Scratch(kafka_config) as scratch:
+        return _recovery(kafka_config, scratch, **kwargs)
+
+
+def _recovery(kafka_config: dict, scratch: Scratch, *, n: int = 10000, selected: int = 500,
+              open_streams: int = 10, closed_streams: int = 1000, seed: int = 0,
+              workdir: Path | None = None) -> dict:
     """Kill a worker holding ``open_streams`` streams with ``selected`` kept columns of length
     ``n`` each, after ``closed_streams`` small streams were closed, and time how long the
     restarted worker takes to be ready and to apply the next message of those streams. Reports
@@ -428,11 +470,11 @@ def recovery(kafka_config: dict, *, n: int = 10000, selected: int = 500, open_st
     Xc = rng.normal(size=(50, 20)) + yc[:, None]
     closed = [m for i in range(closed_streams)
               for m in feature_stream_messages(f"closed-{i}", Xc, yc, "saola", {})]
-    prefix = f"rec-{uuid.uuid4().hex[:6]}."
+    prefix = f"{scratch.name('rec')}."
     topics = load_catalogue(prefix)
     create_topics(kafka_config, topics)
     workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
-    app = f"rec-{uuid.uuid4().hex[:6]}"
+    app = scratch.name("rec")
     env = {"STREAMFS_SESSION_TIMEOUT": "10"}
     w = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-a.log",
                       workdir / "data", **env).start()

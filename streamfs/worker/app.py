@@ -47,7 +47,7 @@ from streamfs.settings import Settings
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, changelog_specs, create_topics,
                              load_catalogue, replication_for, wait_for_topics)
 from streamfs.worker import metrics
-from streamfs.worker.localstore import LocalStore
+from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
 
 log = logging.getLogger("streamfs.worker")
@@ -158,6 +158,7 @@ class Worker:
         self.eager_until: dict[tuple[str, int], int] = {}
         # (role, partition) -> its local copy (None: held by another process, not used)
         self.local: dict[tuple[str, int], LocalStore | None] = {}
+        self.saves = SaveQueue()  # the local copies' saves, off the batch loop
         self.state_dir = os.path.join(settings.data_dir or os.path.join(
             tempfile.gettempdir(), "streamfs-state"), settings.app_id)
         self.changelog_end: dict[tuple[str, int], int] = {}  # next offset, from delivery reports
@@ -226,6 +227,7 @@ class Worker:
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         # The loop never polls inside a transaction, so nothing is pending here.
         gone = {(tp.topic, tp.partition) for tp in partitions}
+        self._settle_saves()
         for topic, p in gone:
             self.partitions.pop((self.roles[topic], p), None)
             local = self.local.pop((self.roles[topic], p), None)
@@ -256,6 +258,7 @@ class Worker:
         trusted, then the committed changelog from where that copy ends."""
         from confluent_kafka import TopicPartition
 
+        self._settle_saves()  # the files are read (and may be reset) below
         starts: dict[tuple[str, int], int] = {}
         local_records = 0
         for key in keys:
@@ -375,6 +378,7 @@ class Worker:
                 self._update_lag()
         self.consumer.close()
         self.producer.flush(10)
+        self._settle_saves()
         for local in self.local.values():
             if local is not None:
                 local.close()
@@ -464,11 +468,12 @@ class Worker:
                   self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
         committing = time.perf_counter()
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
-        log.debug("batch: %d messages, %d bytes, %.3f s processing (%.3f steps, %.3f checkpoint, "
-                  "%.3f state records and offsets), %.3f s commit", count, size, committing - t0,
-                  stepping, flushed - flushing, committing - flushed,
-                  time.perf_counter() - committing)
+        saving = time.perf_counter()
         self._save_local(writes)
+        log.debug("batch: %d messages, %d bytes, %.3f s processing (%.3f steps, %.3f checkpoint, "
+                  "%.3f state records and offsets), %.3f s commit, %.3f s local copy", count, size,
+                  committing - t0, stepping, flushed - flushing, committing - flushed,
+                  saving - committing, time.perf_counter() - saving)
         for tp in list(self.eager_until):
             if next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
@@ -493,12 +498,22 @@ class Worker:
             if end is None:  # cannot say where the copy ends: stop trusting it
                 log.warning("no changelog offset for %s:%d: dropping its local copy",
                             self.changelog[role], p)
-                self._reset_local((role, p))
-                self._drop_local((role, p), RuntimeError("no delivery report"))
+                self._settle_saves()
+                if self.local.get((role, p)) is not None:
+                    self._reset_local((role, p))
+                    self._drop_local((role, p), RuntimeError("no delivery report"))
                 continue
-            self._save(role, p, records, end)
+            self.saves.submit((role, p), local, records, end)
+        if self.saves.failed:
+            self._settle_saves()
+
+    def _settle_saves(self) -> None:
+        """Wait for the pending saves of local copies; drop the copies whose save failed."""
+        for key, exc in self.saves.wait().items():
+            self._drop_local(key, exc)
 
     def _save(self, role: str, p: int, records: dict[str, bytes | None], end: int) -> None:
+        """Save now, on this thread (restores: no saves pending)."""
         try:
             self.local[(role, p)].save(records, end)
         except (OSError, sqlite3.Error) as exc:

@@ -18,15 +18,21 @@ A file is used only while it can be trusted:
   relies on may have been compacted away, and keys deleted since would come back.
 
 Anything else: the file is emptied and the state restored from the whole changelog.
+
+Saves run on one background thread (:class:`SaveQueue`), in order, so the next batch does not
+wait for the disk; the worker waits for them before it reads, resets or closes a file.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import sqlite3
+import threading
 import time
 from pathlib import Path
+from typing import Hashable
 
 
 class LocalStore:
@@ -35,7 +41,8 @@ class LocalStore:
     def __init__(self, path: Path, lock_fd: int) -> None:
         self.path = path
         self._lock_fd = lock_fd
-        self.db = sqlite3.connect(path, isolation_level=None)  # explicit BEGIN/COMMIT
+        # explicit BEGIN/COMMIT; saved from the SaveQueue's thread, never two threads at once
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         # WAL: a crash keeps the last committed SQLite transaction; synchronous=NORMAL may lose
         # the latest ones on power loss, which only means a longer changelog tail.
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -99,3 +106,48 @@ class LocalStore:
         self.db.close()
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         os.close(self._lock_fd)
+
+
+class SaveQueue:
+    """Runs :meth:`LocalStore.save` calls on one background thread, in submission order.
+
+    Once a save of a key has failed, later saves of that key are skipped: a save on top of a
+    failed one would claim a later offset while missing records. :meth:`wait` returns the
+    failures; until then nobody else may touch the stores that have saves pending.
+    """
+
+    def __init__(self, max_pending: int = 8) -> None:
+        self._queue: queue.Queue = queue.Queue(max_pending)  # full: the worker waits (disk-bound)
+        self._lock = threading.Lock()
+        self._failures: dict[Hashable, BaseException] = {}
+        threading.Thread(target=self._run, name="streamfs-local-save", daemon=True).start()
+
+    def submit(self, key: Hashable, store: LocalStore, writes: dict[str, bytes | None],
+               next_offset: int) -> None:
+        self._queue.put((key, store, writes, next_offset))
+
+    @property
+    def failed(self) -> bool:
+        with self._lock:
+            return bool(self._failures)
+
+    def wait(self) -> dict[Hashable, BaseException]:
+        """Block until every submitted save has run; return (and forget) the failed keys."""
+        self._queue.join()
+        with self._lock:
+            failures, self._failures = self._failures, {}
+        return failures
+
+    def _run(self) -> None:
+        while True:
+            key, store, writes, next_offset = self._queue.get()
+            try:
+                with self._lock:
+                    skip = key in self._failures
+                if not skip:
+                    store.save(writes, next_offset)
+            except (OSError, sqlite3.Error) as exc:
+                with self._lock:
+                    self._failures[key] = exc
+            finally:
+                self._queue.task_done()

@@ -6,20 +6,33 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 pytestmark = pytest.mark.kafka
 
 
+def _topics(bootstrap: str) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).topics)
+
+
 def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    before = _topics(kafka_bootstrap)
     proc = subprocess.run(
         [sys.executable, "-m", "streamfs.cli", "bench", "sparse-features", "--scale", "0.01",
          "--warm-up", "3", "--json", str(out)],
         env=env, text=True, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the run deleted every topic it made (inputs, results, changelogs): nothing left behind
+    deadline = time.monotonic() + 60
+    while (left := _topics(kafka_bootstrap) - before) and time.monotonic() < deadline:
+        time.sleep(0.5)  # polling the broker's metadata: deletion completes asynchronously
+    assert not left
     warm, run = json.loads(out.read_text())["results"]
     assert warm["warm_up_megabytes"] == 3 and warm["warm_up_seconds"] > 0
     assert run["scenario"] == "sparse-features" and run["messages"] >= 3

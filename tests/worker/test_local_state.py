@@ -102,12 +102,21 @@ def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_pr
     worker._restore([key])  # an empty changelog: the copy records offset 0
     assert worker.local[key].load()[1] == 0
 
-    def disk_full(self, writes, next_offset):
-        raise sqlite3.OperationalError("database or disk is full")
+    real_save, calls = LocalStore.save, []
 
-    monkeypatch.setattr(LocalStore, "save", disk_full)
+    def disk_full_once(self, writes, next_offset):
+        calls.append(next_offset)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database or disk is full")
+        real_save(self, writes, next_offset)
+
+    monkeypatch.setattr(LocalStore, "save", disk_full_once)
     worker.changelog_end[(worker.changelog["features"], 0)] = 7
-    worker._save_local({key: {"s\x1fh": b"header"}})
+    worker._save_local({key: {"s\x1fh": b"header"}})  # fails (in the background)
+    worker.changelog_end[(worker.changelog["features"], 0)] = 9
+    worker._save_local({key: {"s\x1fc": b"columns"}})  # would be written past the failure
+    worker._settle_saves()  # as before any read of the copies
+    assert calls == [7]  # the save after the failed one was skipped
     assert worker.local[key] is None  # not used any more in this assignment
     monkeypatch.undo()
     again = LocalStore.open(tmp_path / "data" / "app-localfail", worker.changelog["features"], 0)

@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from streamfs.worker.localstore import LocalStore
+from streamfs.worker.localstore import LocalStore, SaveQueue
 
 
 def test_saved_records_and_offset_load_back(tmp_path):
@@ -39,3 +39,27 @@ def test_a_failed_save_leaves_the_previous_state(tmp_path):
         raise AssertionError("the bad value was accepted")
     assert store.load()[:2] == ({"a": b"1"}, 5)
     store.close()
+
+
+def test_save_queue_keeps_order_and_skips_saves_after_a_failure(tmp_path):
+    class DiskFullOnce:
+        calls: list[int] = []
+
+        def save(self, writes, next_offset):
+            self.calls.append(next_offset)
+            if len(self.calls) == 1:
+                raise sqlite3.OperationalError("database or disk is full")
+
+    good, bad = LocalStore.open(tmp_path, "t", 0), DiskFullOnce()
+    saves = SaveQueue(max_pending=2)  # fewer slots than saves: submit waits, nothing is lost
+    saves.submit("bad", bad, {"k": b"1"}, 1)
+    for offset in range(1, 6):
+        saves.submit("good", good, {"k": str(offset).encode()}, offset)
+    saves.submit("bad", bad, {"k": b"2"}, 2)  # would be written past the failed save
+    failures = saves.wait()
+    assert list(failures) == ["bad"] and isinstance(failures["bad"], sqlite3.Error)
+    assert bad.calls == [1]
+    assert saves.wait() == {}  # reported once
+    records, offset, _ = good.load()
+    assert records == {"k": b"5"} and offset == 5  # the last of the saves, in order
+    good.close()
