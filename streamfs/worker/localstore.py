@@ -146,7 +146,7 @@ class SaveQueue:
                     skip = key in self._failures
                 if not skip:
                     store.save(writes, next_offset)
-            except (OSError, sqlite3.Error) as exc:
+            except Exception as exc:  # noqa: BLE001 - any failure drops the copy; the thread lives on
                 with self._lock:
                     self._failures[key] = exc
             finally:
