@@ -196,12 +196,19 @@ def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
 
 class Scratch:
     """Unique names for a bench run's topics and worker groups; at exit, every topic and
-    consumer group under those names is deleted, so that a run leaves nothing (gigabytes of
-    input, changelogs) on the broker it measured."""
+    consumer group under those names is deleted, and the workers' local state directories,
+    so that a run leaves nothing (gigabytes of input, changelogs, local copies) behind. The
+    workers' logs stay."""
 
     def __init__(self, kafka_config: dict) -> None:
         self.kafka_config = kafka_config
         self.names: list[str] = []
+        self.dirs: list[Path] = []
+
+    def data_dir(self, path: Path) -> Path:
+        """``path``, a workers' ``STREAMFS_DATA_DIR``, removed at exit."""
+        self.dirs.append(path)
+        return path
 
     def name(self, kind: str) -> str:
         """A new name: ``<name>.`` prefixes topics, ``<name>`` is a worker's app id (its
@@ -213,7 +220,18 @@ class Scratch:
     def __enter__(self) -> "Scratch":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        import shutil
+
+        for path in self.dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        try:
+            self._delete()
+        except Exception:  # noqa: BLE001 - never hide the error that ended the run
+            if exc_type is None:
+                raise
+
+    def _delete(self) -> None:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
@@ -275,7 +293,8 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
         create_topics(kafka_config, topics)
         workdir = Path(workdir or tempfile.mkdtemp(prefix="streamfs-bench-"))
         worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix, scratch.name("bench"),
-                               workdir / f"{name}-worker.log", workdir / "data").start()
+                               workdir / f"{name}-worker.log",
+                               scratch.data_dir(workdir / "data")).start()
         try:
             _wait_ready(worker)
             t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
@@ -374,7 +393,8 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
     subscribed.wait(60)
     worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix,
                            scratch.name("backlog"),
-                           workdir / f"{sc.name}-backlog-worker.log", workdir / "data").start()
+                           workdir / f"{sc.name}-backlog-worker.log",
+                           scratch.data_dir(workdir / "data")).start()
     try:
         ready_at = _wait_ready(worker)["ready_at"]
         reader.join(3600)
@@ -477,7 +497,7 @@ def _recovery(kafka_config: dict, scratch: Scratch, *, n: int = 10000, selected:
     app = scratch.name("rec")
     env = {"STREAMFS_SESSION_TIMEOUT": "10"}
     w = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-a.log",
-                      workdir / "data", **env).start()
+                      scratch.data_dir(workdir / "data"), **env).start()
     _wait_ready(w)
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(closed)
@@ -515,7 +535,7 @@ def _recovery(kafka_config: dict, scratch: Scratch, *, n: int = 10000, selected:
         w2.stop()
     # the same restore without a local copy (a new machine): the whole changelog
     w3 = WorkerProcess(kafka_config["bootstrap.servers"], prefix, app, workdir / "rec-c.log",
-                       workdir / "data-empty", **env).start()
+                       scratch.data_dir(workdir / "data-empty"), **env).start()
     try:
         _wait_ready(w3)
     finally:

@@ -24,7 +24,7 @@ def _topics(bootstrap: str) -> set[str]:
 
 def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     out = tmp_path / "bench.json"
-    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap, "TMPDIR": str(tmp_path)}
     before = _topics(kafka_bootstrap)
     proc = subprocess.run(
         [sys.executable, "-m", "streamfs.cli", "bench", "sparse-features", "--scale", "0.01",
@@ -36,6 +36,10 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     while (left := _topics(kafka_bootstrap) - before) and time.monotonic() < deadline:
         time.sleep(0.5)  # polling the broker's metadata: deletion completes asynchronously
     assert not left
+    # and the workers' local state copies: only their logs stay
+    (workdir,) = tmp_path.glob("streamfs-bench-*")
+    assert sorted(p.name for p in workdir.iterdir()) == [
+        "sparse-features-backlog-worker.log", "sparse-features-worker.log"]
     warm, run = json.loads(out.read_text())["results"]
     assert warm["warm_up_megabytes"] == 3 and warm["warm_up_seconds"] > 0
     assert run["scenario"] == "sparse-features" and run["messages"] >= 3
