@@ -64,8 +64,11 @@ def fetch_config(max_message_bytes: int) -> dict:
     return {
         "fetch.max.bytes": max(52428800, max_message_bytes + 65536),
         "max.partition.fetch.bytes": max_message_bytes + 65536,
-        # a fetch for partitions with no data waits on the broker this long (default 500 ms)
-        "fetch.wait.max.ms": 50,
+        # a fetch for partitions with no data waits on the broker this long (default 500 ms),
+        # and a partition that gets data meanwhile (just assigned, or resumed after a full
+        # queue) waits for it: measured, the first message 58 ms after an assignment with 50,
+        # 16 ms with 20; an idle worker then costs the broker 5.3 % of a core instead of 3.1 %
+        "fetch.wait.max.ms": 20,
         # once its queue is full, librdkafka waits this long before fetching that partition
         # again (default 1 s). The worker drains a full queue in a fraction of that, then sat
         # idle: measured on a 320 MB backlog, 2.5 s with the default, 0.84 s with 20 ms
