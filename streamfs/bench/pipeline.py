@@ -172,26 +172,15 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
 def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
     """Seconds for a plain consumer (assigned, no group join, the worker's fetch settings) to
     fetch every message."""
-    from confluent_kafka import Consumer, TopicPartition
+    from streamfs.bench.rawreader import assigned_consumer, consume_all
 
-    from streamfs.settings import Settings
-    from streamfs.worker.app import fetch_config
-
-    consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False,
-                         **fetch_config(Settings().max_message_bytes)})  # as the worker
-    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    # from explicit first offsets: a logical OFFSET_BEGINNING would cost this fresh consumer a
-    # 500 ms retry of its offset query (librdkafka), a quarter of some scenarios' total
-    consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
-        TopicPartition(topic, p), timeout=10)[0]) for p in parts])
-    got = 0
-    t0 = time.perf_counter()
-    while got < n_messages:
-        got += sum(1 for m in consumer.consume(100000, timeout=0.05) if not m.error())
-    elapsed = time.perf_counter() - t0
-    consumer.close()
-    return elapsed
+    consumer = assigned_consumer(kafka_config, topic)
+    try:
+        t0 = time.perf_counter()
+        consume_all(consumer, n_messages)
+        return time.perf_counter() - t0
+    finally:
+        consumer.close()
 
 
 class Scratch:

@@ -3,9 +3,10 @@ a topic while the bench publishes to it, as the worker does in the streaming run
 ``pipeline / raw pipeline`` compares like with like (both wait for the same producer).
 
 Run as ``python -m streamfs.bench.rawreader TOPIC N`` with the client settings as JSON in
-``STREAMFS_RAWREADER_CONFIG`` (not on the command line: they may hold credentials): prints ``ready`` once its
-partitions are assigned, then the wall-clock time (``time.time()``) at which it held all ``N``
-messages.
+``STREAMFS_RAWREADER_CONFIG`` (not on the command line: they may hold credentials): prints
+``ready`` once its partitions are assigned, then the wall-clock time (``time.time()``) at
+which it held all ``N`` messages. :func:`assigned_consumer` and :func:`consume_all` are also
+the bench's raw consume of a stored topic.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import subprocess
 import sys
 import time
 import uuid
+from typing import Any
 
 
-def read(kafka_config: dict, topic: str, n_messages: int) -> float:
-    """Wall-clock time at which a consumer assigned to every partition of ``topic`` (from its
-    first offsets, with the worker's fetch settings) has fetched ``n_messages``."""
+def assigned_consumer(kafka_config: dict, topic: str) -> Any:
+    """A plain consumer (no group join, the worker's fetch settings) assigned to every
+    partition of ``topic`` from its first offset."""
     from confluent_kafka import Consumer, TopicPartition
 
     from streamfs.settings import Settings
@@ -28,15 +30,29 @@ def read(kafka_config: dict, topic: str, n_messages: int) -> float:
 
     consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
                          "enable.auto.commit": False,
-                         **fetch_config(Settings().max_message_bytes)})
+                         **fetch_config(Settings().max_message_bytes)})  # as the worker
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    # from explicit first offsets: a logical OFFSET_BEGINNING would cost this fresh consumer a
+    # 500 ms retry of its offset query (librdkafka), a quarter of some scenarios' total
+    consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
+        TopicPartition(topic, p), timeout=10)[0]) for p in parts])
+    return consumer
+
+
+def consume_all(consumer: Any, n_messages: int) -> None:
+    """Fetch until ``n_messages`` have arrived."""
+    got = 0
+    while got < n_messages:
+        got += sum(1 for m in consumer.consume(100000, timeout=0.05) if not m.error())
+
+
+def read(kafka_config: dict, topic: str, n_messages: int) -> float:
+    """Wall-clock time at which an :func:`assigned_consumer` of ``topic`` has fetched
+    ``n_messages``; prints ``ready`` once assigned."""
+    consumer = assigned_consumer(kafka_config, topic)
     try:
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
-            TopicPartition(topic, p), timeout=10)[0]) for p in parts])
         print("ready", flush=True)
-        got = 0
-        while got < n_messages:
-            got += sum(1 for m in consumer.consume(100000, timeout=0.05) if not m.error())
+        consume_all(consumer, n_messages)
         return time.time()
     finally:
         consumer.close()
@@ -50,7 +66,8 @@ class LiveReader:
         settings = {k: v for k, v in kafka_config.items() if isinstance(v, (str, int, float))}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", __name__, topic, str(n_messages)],
-            env={**os.environ, "STREAMFS_RAWREADER_CONFIG": json.dumps(settings)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            env={**os.environ, "STREAMFS_RAWREADER_CONFIG": json.dumps(settings)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip()
         if line != "ready":
             self.proc.kill()

@@ -541,6 +541,7 @@ class Worker:
                 local.close()
             except sqlite3.Error:
                 pass
+
     @staticmethod
     def _apply(pending: dict[str, bytes | None], state: PartitionState,
                records: list[tuple[str, bytes | None]]) -> None:
