@@ -8,9 +8,9 @@ measures, on one broker:
   encoded messages, and the bare algorithm (``partial_fit`` per block);
 * ``raw_consume``: a plain confluent-kafka consumer reading the scenario's messages from the
   input topic (the ceiling for any consumer of those bytes);
-* ``pipeline``: time from the first produced message to the final result on the
-  selected-features topic, with a worker already running and assigned; ``publish`` is the
-  part until the producer has every message acknowledged;
+* ``pipeline``: time from the first produced message until a ``read_committed`` subscriber,
+  assigned before, holds the final result, with a worker already running and assigned;
+  ``publish`` is the part until the producer has every message acknowledged;
 * ``raw_pipeline``: the same publish, to a fresh topic, with a plain consumer (in its own
   process, as the worker) in the worker's place: time until it holds every message. It waits for
   the same producer, so ``pipeline / raw pipeline`` is the streaming run's like-for-like ratio;
@@ -237,6 +237,44 @@ class Scratch:
                 pass  # e.g. a group that never existed (a worker that was not started)
 
 
+class FinalWatcher:
+    """A ``read_committed`` subscriber of the selected-features topic, assigned before the timed
+    part starts (as a downstream model would be), that notes the wall-clock time at which the
+    final result of ``stream`` arrives. Reads in a thread; :meth:`result` joins it."""
+
+    def __init__(self, kafka_config: dict, topic: str, stream: str) -> None:
+        import threading
+
+        from streamfs.client import SelectionReader
+
+        self._reader = SelectionReader(kafka_config, topic)
+        self._reader.assign()
+        self._stream = stream
+        self._seen: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._read, name="bench-final-watcher",
+                                        daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for r in self._reader.updates(self._stream, until_final=True, timeout=3600):
+                self._seen["final"] = r
+            self._seen["at"] = time.time()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by result()
+            self._seen["error"] = exc
+        finally:
+            self._reader.close()
+
+    def result(self, timeout: float = 3600) -> tuple[dict, float]:
+        """The final result and the wall-clock time it arrived."""
+        self._thread.join(timeout)
+        if "error" in self._seen:
+            raise self._seen["error"]
+        if "at" not in self._seen:
+            raise TimeoutError(f"no final result of {self._stream} within {timeout} s")
+        return self._seen["final"], self._seen["at"]
+
+
 def warm_up_broker(kafka_config: dict, megabytes: int = 100, seed: int = 0) -> dict:
     """Push ``megabytes`` of ~1 MB messages through a scratch topic and read them back, so that
     the broker's produce and fetch paths are JIT-compiled before anything is timed (a fresh
@@ -260,7 +298,6 @@ def warm_up_broker(kafka_config: dict, megabytes: int = 100, seed: int = 0) -> d
 def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float = 1.0,
                  workdir: Path | None = None) -> dict:
     """Measure one scenario on the broker of ``kafka_config``; returns a dict of figures."""
-    from streamfs.client import SelectionReader
     from streamfs.topics import create_topics, load_catalogue
     from streamfs.worker.process import WorkerProcess
 
@@ -286,11 +323,10 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
                                scratch.data_dir(workdir / "data")).start()
         try:
             _wait_ready(worker)
+            watcher = FinalWatcher(kafka_config, topics["selected"].name, stream)
             t0, publish = _publish(kafka_config, topics[sc.unit].name, stream, encoded)
-            with SelectionReader(kafka_config, topics["selected"].name) as reader:
-                for r in reader.updates(stream, until_final=True, timeout=3600):
-                    pass
-            pipeline = time.time() - t0
+            r, at = watcher.result()
+            pipeline = at - t0
             out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
         finally:
             worker.stop()
@@ -352,9 +388,6 @@ def _raw_pipeline(sc: Scenario, kafka_config: dict, stream: str, encoded: list[b
 def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes],
              workdir: Path, scratch: Scratch) -> dict:
     """The scenario's messages already on fresh topics; a worker started cold on them."""
-    import threading
-
-    from streamfs.client import SelectionReader
     from streamfs.topics import create_topics, load_catalogue
     from streamfs.worker.process import WorkerProcess
 
@@ -362,40 +395,21 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
     topics = load_catalogue(prefix)
     create_topics(kafka_config, topics)
     _publish(kafka_config, topics[sc.unit].name, stream, encoded)
-    seen: dict[str, Any] = {}
-    subscribed = threading.Event()
-
-    def read() -> None:  # a subscriber already waiting when the worker starts
-        try:
-            with SelectionReader(kafka_config, topics["selected"].name) as reader:
-                updates = reader.updates(stream, until_final=True, timeout=3600)
-                subscribed.set()
-                for r in updates:
-                    seen["final"] = r
-                seen["at"] = time.time()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the bench's thread
-            seen["error"] = exc
-            subscribed.set()
-
-    reader = threading.Thread(target=read, name="bench-backlog-reader", daemon=True)
-    reader.start()
-    subscribed.wait(60)
+    watcher = FinalWatcher(kafka_config, topics["selected"].name, stream)
     worker = WorkerProcess(kafka_config["bootstrap.servers"], prefix,
                            scratch.name("backlog"),
                            workdir / f"{sc.name}-backlog-worker.log",
                            scratch.data_dir(workdir / "data")).start()
     try:
         ready_at = _wait_ready(worker)["ready_at"]
-        reader.join(3600)
+        final, at = watcher.result()
         rss = worker.peak_rss_bytes()
     finally:
         worker.stop()
-    if "error" in seen:
-        raise seen["error"]
     raw = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
-    return {"backlog_seconds": seen["at"] - ready_at, "backlog_raw_consume_seconds": raw,
+    return {"backlog_seconds": at - ready_at, "backlog_raw_consume_seconds": raw,
             "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
-            "backlog_selection": seen["final"]["selection"]}
+            "backlog_selection": final["selection"]}
 
 
 def _scaled(sc: Scenario, seed: int, scale: float):
