@@ -358,12 +358,25 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
 def _publish(kafka_config: dict, topic: str, stream: str, encoded: list[bytes]
              ) -> tuple[float, float]:
     """Publish ``encoded`` as the producer CLI does; returns the wall-clock start and the
-    seconds until the broker acknowledged every message (connection and metadata off the
-    clock, as for the raw consumer)."""
+    seconds until the broker acknowledged every message (connection, metadata and producer id
+    off the clock, as the raw consumer's set-up is)."""
+    import json
+
     from streamfs.producers import StreamPublisher
 
-    with StreamPublisher(kafka_config, topic) as pub:
+    producer_id: list[int] = []
+    # librdkafka gets the idempotent producer's id asynchronously; when no broker connection
+    # is up at its first try, it retries 500 ms later (seen in its debug log), which delayed
+    # the first message of some runs by half a second. Its statistics report the id.
+    conf = {**kafka_config, "statistics.interval.ms": 100,
+            "stats_cb": lambda stats: producer_id.append(json.loads(stats)["eos"]["producer_id"])}
+    with StreamPublisher(conf, topic) as pub:
         pub.connect()
+        deadline = time.monotonic() + 30
+        while not (producer_id and producer_id[-1] >= 0):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the producer for {topic} got no producer id in 30 s")
+            pub.poll(0.05)
         t0 = time.time()
         for raw in encoded:
             pub.send_raw(stream.encode(), raw)

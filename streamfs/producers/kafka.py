@@ -66,6 +66,11 @@ class StreamPublisher:
         self.flush()
         return count
 
+    def poll(self, timeout: float = 0.0) -> None:
+        """Serve delivery reports and any other callbacks in the client settings (such as
+        ``stats_cb``), waiting up to ``timeout`` seconds for one."""
+        self._producer.poll(timeout)
+
     def flush(self, timeout: float = 120.0) -> None:
         remaining = self._producer.flush(timeout)
         if remaining:
