@@ -18,8 +18,10 @@ How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
 * The step over a block of columns is one compiled kernel
   (:func:`~streamfs.algorithms.neighbourhood.stream_step`, no Python iteration per feature);
   every kernel releases the GIL, so the worker's event loop keeps running during a long step.
-* ``Dep_K({f})`` of a whole block of columns comes from a numba kernel that sorts each column
-  and walks outwards from every instance (``O(N log N + N K)`` per column, no pairwise matrix).
+* ``Dep_K({f})`` of a whole block of columns: numpy sorts the columns, then a numba kernel
+  slides a window of ``K + 1`` sorted positions along each column, walking outwards from an
+  instance only where a tie at the window's edge (or the ``"distance"`` card's sums) needs it
+  (``O(N log N + N K)`` per column, no pairwise matrix).
 * The squared distances ``D`` on ``S`` are kept and updated in place when a feature joins
   (one ``O(N^2)`` pass), together with the 64 nearest instances of every row on ``S``. For
   ``Dep_K(S + {f})`` each row is scanned in that order and stops as soon as ``D`` alone exceeds
@@ -111,7 +113,8 @@ class KOFSD(FeatureStreamSelector):
     Notes
     -----
     Constant columns have no variance to standardise by; they carry no information and are
-    counted as irrelevant (``Dep_K({f}) = 0``) in both modes. The authors' code would divide by
+    counted as irrelevant (``Dep_K({f}) = 0``) in both modes, and so are columns whose sample
+    variance underflows to 0 (values like ``1e-200`` apart). The authors' code would divide by
     zero there. Features displaced by a replacement are not recorded as affiliated
     (``selection()`` always has ``"affiliated": []``). Memory is ``O(N^2)`` in the number of
     instances (the distance matrix on ``S``: 32 MB at ``N = 2000``) and ``O(N |S|)`` for the kept
@@ -374,7 +377,12 @@ class KOFSD(FeatureStreamSelector):
         ssum = np.empty((n, b))
         dsum = np.empty((n, b))
         Xf = np.asfortranarray(X)  # the kernels read whole columns
-        single_feature_stats(Xf, self._y, self.k, include_self, var, same, ssum, dsum)
+        # only the distance card reads the distance sums; without them most instances are
+        # settled by a sliding window instead of a walk
+        sums = self.card == "distance"
+        order = np.argsort(Xf, axis=0)  # numpy's vectorised sort; the kernel settles ties
+        single_feature_stats(Xf, order, self._y, self.k, include_self, sums, var, same, ssum,
+                             dsum)  # fmt: skip
         dep1 = np.empty(b)
         dependencies(same, ssum, dsum, is_large, int(self.k), card_code, *gammas, zhou, dep1)
         dep1[var == 0.0] = 0.0  # constant columns: irrelevant

@@ -268,16 +268,128 @@ def _key1(x, v, var):
 
 
 @njit(cache=True, nogil=True)
-def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsum_out):
+def _walk(p, order, sv, run_start, run_end, y, var, need, include_self, buf):
+    """Neighbour statistics ``(same, ssum, dsum)`` of the instance at sorted position ``p`` of
+    one column, by walking outwards from ``p``: each step takes the group of candidates at the
+    next smallest distance (on both sides). A group that does not fit entirely gives its places
+    to the smallest instance indices: within a run of equal values the stable sort already
+    orders indices, so two runs are merged in ``O(K)``; only groups spanning several runs
+    (distinct values at a distance equal after rounding) are sorted."""
+    n = sv.shape[0]
+    i = order[p]
+    x = sv[p]
+    yi = y[i]
+    left = p if include_self else p - 1
+    right = p + 1
+    kl = _key1(x, sv[left], var) if left >= 0 else np.inf
+    kr = _key1(x, sv[right], var) if right < n else np.inf
+    taken = 0
+    first = True
+    same = 0
+    ssum = 0.0
+    dsum = 0.0
+    while taken < need:
+        d = min(kl, kr)
+        rem = need - taken
+        # the group at distance d: one run of equal values per side, unless rounding
+        # makes a neighbouring run tie too (then: generic gather and sort)
+        nl = 0
+        nr = 0
+        multi = False
+        kln = np.inf  # the key beyond the group on each side (the next kl / kr)
+        krn = np.inf
+        if left >= 0 and kl == d:
+            ls = run_start[left]
+            nl = left - ls + 1
+            if ls > 0:
+                kln = _key1(x, sv[ls - 1], var)
+                multi = kln == d
+        if right < n and kr == d:
+            re = run_end[right]
+            nr = re - right + 1
+            if re + 1 < n:
+                krn = _key1(x, sv[re + 1], var)
+                multi = multi or krn == d
+        if multi:
+            g = 0
+            while left >= 0 and kl == d:
+                buf[g] = order[left]
+                g += 1
+                left -= 1
+                kl = _key1(x, sv[left], var) if left >= 0 else np.inf
+            while right < n and kr == d:
+                buf[g] = order[right]
+                g += 1
+                right += 1
+                kr = _key1(x, sv[right], var) if right < n else np.inf
+            take = min(g, rem)
+            if g > rem:
+                sub = np.sort(buf[:g])
+                for q in range(take):
+                    buf[q] = sub[q]
+        elif nl + nr <= rem:
+            take = nl + nr
+            for q in range(nl):
+                buf[q] = order[left - q]
+            for q in range(nr):
+                buf[nl + q] = order[right + q]
+            if nl > 0:  # only the sides that moved get a new key (computed above)
+                left -= nl
+                kl = kln
+            if nr > 0:
+                right += nr
+                kr = krn
+        else:
+            # merge the two ascending index runs, keep the rem smallest
+            take = rem
+            a = left - nl + 1  # positions a..left ascend in index
+            bpos = right
+            for q in range(take):
+                if bpos >= right + nr or (a <= left and order[a] < order[bpos]):
+                    buf[q] = order[a]
+                    a += 1
+                else:
+                    buf[q] = order[bpos]
+                    bpos += 1
+        skip = -1
+        if first and include_self:
+            # zhou: the first element of the stable sort (smallest index at distance 0)
+            skip = 0
+            for q in range(1, take):
+                if buf[q] < buf[skip]:
+                    skip = q
+        for q in range(take):
+            if q == skip:
+                continue
+            if y[buf[q]] == yi:
+                same += 1
+                ssum += d
+            else:
+                dsum += d
+        taken += take
+        first = False
+    return same, ssum, dsum
+
+
+@njit(cache=True, nogil=True)
+def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_out, ssum_out,
+                         dsum_out):  # fmt: skip
     """Neighbour statistics of every instance on each single column of ``X`` ``(N, B)``.
 
-    In one dimension the nearest neighbours of the instance at sorted position ``p`` are found
-    by walking outwards from ``p``; each step takes the group of candidates at the next smallest
-    distance (on both sides). A group that does not fit entirely gives its places to the smallest
-    instance indices: within a run of equal values the stable sort already orders indices, so two
-    runs are merged in ``O(K)``; only groups spanning several runs (distinct values at a distance
-    equal after rounding) are sorted. Cost ``O(N log N + N K)`` per column. Constant columns get
-    ``var_out = 0`` and zero statistics (the caller treats them as irrelevant).
+    In one dimension the ``K`` nearest neighbours of the instance at sorted position ``p`` lie
+    in a window of ``K + 1`` consecutive sorted positions holding ``p`` (distances grow, also
+    after rounding, with the distance from ``p`` in the sorted order on either side). The
+    window slides along with ``p``. Where every distance inside it is strictly smaller than
+    both just outside, it holds exactly the neighbours whatever the tie rule, and ``same`` is
+    counted in it. Otherwise (a tie at its edge; in ``zhou`` mode also another instance at
+    distance 0) and whenever ``sums`` is set, :func:`_walk` settles the instance: ``ssum`` and
+    ``dsum``, which only the ``"distance"`` card reads, are floating-point sums in the walk's
+    order. Without ``sums`` both are 0. Cost ``O(N K)`` per column after the sort. Constant
+    columns get ``var_out = 0`` and zero statistics (the caller treats them as irrelevant).
+
+    ``order_in``: an ascending argsort of each column, any order among equal values (numpy's
+    unstable sort is several times faster than a stable one); runs of equal values are put in
+    instance order here, which makes it the stable sort the neighbour rule is defined on.
     """
     n, b = X.shape
     need = k + include_self
@@ -285,117 +397,63 @@ def single_feature_stats(X, y, k, include_self, var_out, same_out, ssum_out, dsu
     run_start = np.empty(n, dtype=np.int64)
     run_end = np.empty(n, dtype=np.int64)
     for c in range(b):
-        col = X[:, c].copy()
-        order = np.argsort(col, kind="mergesort")
-        sv = col[order]
-        if sv[0] == sv[n - 1]:
-            var_out[c] = 0.0
+        order = order_in[:, c].copy()
+        sv = X[:, c][order]
+        for q in range(1, n):
+            # equal values in ascending instance index (the stable order): an insertion sort,
+            # as runs of equal values are short; -0.0 and 0.0 are equal, so sv moves along
+            j = q
+            while j > 0 and sv[j] == sv[j - 1] and order[j] < order[j - 1]:
+                order[j], order[j - 1] = order[j - 1], order[j]
+                sv[j], sv[j - 1] = sv[j - 1], sv[j]
+                j -= 1
+        # constant, or so nearly that the variance underflows to 0 (no distance is defined)
+        var = 0.0 if sv[0] == sv[n - 1] else _sorted_variance(sv)
+        var_out[c] = var
+        if var == 0.0:
             for i in range(n):
                 same_out[i, c] = 0
                 ssum_out[i, c] = 0.0
                 dsum_out[i, c] = 0.0
             continue
-        var = _sorted_variance(sv)
-        var_out[c] = var
         run_start[0] = 0
         for q in range(1, n):
             run_start[q] = run_start[q - 1] if sv[q] == sv[q - 1] else q
         run_end[n - 1] = n - 1
         for q in range(n - 2, -1, -1):
             run_end[q] = run_end[q + 1] if sv[q] == sv[q + 1] else q
+        s = 0  # first sorted position of the window s .. s + k
         for p in range(n):
             i = order[p]
-            x = sv[p]
-            yi = y[i]
-            left = p if include_self else p - 1
-            right = p + 1
-            kl = _key1(x, sv[left], var) if left >= 0 else np.inf
-            kr = _key1(x, sv[right], var) if right < n else np.inf
-            taken = 0
-            first = True
-            same = 0
-            ssum = 0.0
-            dsum = 0.0
-            while taken < need:
-                d = min(kl, kr)
-                rem = need - taken
-                # the group at distance d: one run of equal values per side, unless rounding
-                # makes a neighbouring run tie too (then: generic gather and sort)
-                nl = 0
-                nr = 0
-                multi = False
-                kln = np.inf  # the key beyond the group on each side (the next kl / kr)
-                krn = np.inf
-                if left >= 0 and kl == d:
-                    ls = run_start[left]
-                    nl = left - ls + 1
-                    if ls > 0:
-                        kln = _key1(x, sv[ls - 1], var)
-                        multi = kln == d
-                if right < n and kr == d:
-                    re = run_end[right]
-                    nr = re - right + 1
-                    if re + 1 < n:
-                        krn = _key1(x, sv[re + 1], var)
-                        multi = multi or krn == d
-                if multi:
-                    g = 0
-                    while left >= 0 and kl == d:
-                        buf[g] = order[left]
-                        g += 1
-                        left -= 1
-                        kl = _key1(x, sv[left], var) if left >= 0 else np.inf
-                    while right < n and kr == d:
-                        buf[g] = order[right]
-                        g += 1
-                        right += 1
-                        kr = _key1(x, sv[right], var) if right < n else np.inf
-                    take = min(g, rem)
-                    if g > rem:
-                        sub = np.sort(buf[:g])
-                        for q in range(take):
-                            buf[q] = sub[q]
-                elif nl + nr <= rem:
-                    take = nl + nr
-                    for q in range(nl):
-                        buf[q] = order[left - q]
-                    for q in range(nr):
-                        buf[nl + q] = order[right + q]
-                    if nl > 0:  # only the sides that moved get a new key (computed above)
-                        left -= nl
-                        kl = kln
-                    if nr > 0:
-                        right += nr
-                        kr = krn
-                else:
-                    # merge the two ascending index runs, keep the rem smallest
-                    take = rem
-                    a = left - nl + 1  # positions a..left ascend in index
-                    bpos = right
-                    for q in range(take):
-                        if bpos >= right + nr or (a <= left and order[a] < order[bpos]):
-                            buf[q] = order[a]
-                            a += 1
-                        else:
-                            buf[q] = order[bpos]
-                            bpos += 1
-                skip = -1
-                if first and include_self:
-                    # zhou: the first element of the stable sort (smallest index at distance 0)
-                    skip = 0
-                    for q in range(1, take):
-                        if buf[q] < buf[skip]:
-                            skip = q
-                for q in range(take):
-                    if q == skip:
-                        continue
-                    if y[buf[q]] == yi:
-                        same += 1
-                        ssum += d
-                    else:
-                        dsum += d
-                taken += take
-                first = False
+            if not sums:
+                x = sv[p]
+                s = min(max(s, p - k), p, n - 1 - k)
+                while s < p and s + k + 1 < n and (
+                        _key1(x, sv[s + k + 1], var) < _key1(x, sv[s], var)):
+                    s += 1
+                while s > 0 and s + k > p and (
+                        _key1(x, sv[s - 1], var) < _key1(x, sv[s + k], var)):
+                    s -= 1
+                inside = max(_key1(x, sv[s], var), _key1(x, sv[s + k], var))
+                outside = min(_key1(x, sv[s - 1], var) if s > 0 else np.inf,
+                              _key1(x, sv[s + k + 1], var) if s + k + 1 < n else np.inf)
+                exact = inside < outside
+                if exact and include_self:
+                    # zhou drops the first instance at distance 0: x itself only if alone there
+                    exact = (p == s or _key1(x, sv[p - 1], var) > 0.0) and (
+                        p == s + k or _key1(x, sv[p + 1], var) > 0.0)
+                if exact:
+                    yi = y[i]
+                    same = 0
+                    for q in range(s, s + k + 1):
+                        if q != p and y[order[q]] == yi:
+                            same += 1
+                    same_out[i, c] = same
+                    ssum_out[i, c] = 0.0
+                    dsum_out[i, c] = 0.0
+                    continue
+            same, ssum, dsum = _walk(p, order, sv, run_start, run_end, y, var, need,
+                                     include_self, buf)
             same_out[i, c] = same
             ssum_out[i, c] = ssum
             dsum_out[i, c] = dsum

@@ -306,9 +306,17 @@ def test_kernels_match_brute_force(data):
     var = np.empty(p)
     same, ssum, dsum = np.empty((n, p), np.int64), np.empty((n, p)), np.empty((n, p))
     y64 = y_enc.astype(np.int64)
-    single_feature_stats(np.asfortranarray(X), y64, k, inc, var, same, ssum, dsum)
+    Xf = np.asfortranarray(X)
+    # ascending, equal values in reverse instance order: the kernel must restore theirs
+    order = n - 1 - np.argsort(Xf[::-1], axis=0, kind="stable")
+    single_feature_stats(Xf, order, y64, k, inc, True, var, same, ssum, dsum)
     g = (0.5, 0.75, 0.25)
     dep1 = dependency_from_stats(same, ssum, dsum, y_enc == large, k, card, *g, compat)
+    # without the sums (every card but "distance"), the sliding window finds the same counts
+    same_w = np.empty((n, p), np.int64)
+    single_feature_stats(Xf, np.argsort(Xf, axis=0), y64, k, inc, False, np.empty(p), same_w,
+                         np.empty((n, p)), np.empty((n, p)))
+    assert np.array_equal(same_w, same)
     assert np.array_equal(var, sample_variances(X))
     for c in range(p):
         if var[c] > 0:
@@ -545,9 +553,12 @@ def test_zhou_fallback_ties_in_stream_order():
 
 def test_constant_columns_are_irrelevant():
     y = Y1
-    X = np.column_stack([np.zeros(6), np.full(6, 0.1), X1[:, 0]])
-    sel = KOFSD(k=2, alpha=0.0).fit(X, y)
-    assert sel.selected_.tolist() == [2] and sel.n_irrelevant_ == 2
+    # the second: not constant, but its sample variance underflows to 0 (no distance defined)
+    tiny = np.array([0.0, 1e-200, 0.0, 2e-200, 0.0, 0.0])
+    X = np.column_stack([np.zeros(6), tiny, np.full(6, 0.1), X1[:, 0]])
+    for compat in (None, "zhou"):
+        sel = KOFSD(k=2, alpha=0.0, compat=compat).fit(X, y)
+        assert sel.selected_.tolist() == [3] and sel.n_irrelevant_ == 3
 
 
 def test_string_labels_and_sparse_blocks():
@@ -685,3 +696,31 @@ def test_refit_starts_from_scratch():
     assert_same_state(sel.to_state(), KOFSD(k=3).fit(X[part], y[part]).to_state())
     with pytest.raises(ValueError, match="before any partial_fit"):
         KOFSD().finish()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 2**32 - 1), st.sampled_from([0, 1]),
+       st.sampled_from(["grid", "tiny", "mixed"]))
+def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind):
+    """Values on a 0.1 grid (differences that tie or not only after rounding), tiny offsets
+    (distances that round to 0) and duplicates, every K from 1 to N - 1: the sliding window's
+    neighbour counts equal the exact walk's, in both neighbour rules."""
+    rng = np.random.default_rng(seed)
+    if kind == "grid":
+        x = rng.integers(0, 6, n) * 0.1
+    elif kind == "tiny":
+        # distinct values 1e-200 apart: their squared difference underflows to distance 0
+        x = np.where(rng.random(n) < 0.5, rng.integers(0, 3, n) * 1e-200,
+                     1.0 + rng.integers(0, 2, n))
+    else:
+        x = np.where(rng.random(n) < 0.5, rng.integers(0, 4, n) * 0.1, rng.normal(size=n))
+    X = np.asfortranarray(np.c_[x, x[::-1]])
+    y = rng.integers(0, 2, n).astype(np.int64)
+    for k in range(1, n):
+        counts = []
+        for sums in (True, False):
+            same = np.empty((n, 2), np.int64)
+            single_feature_stats(X, np.argsort(X, axis=0), y, k, include_self, sums,
+                                 np.empty(2), same, np.empty((n, 2)), np.empty((n, 2)))
+            counts.append(same)
+        assert np.array_equal(counts[0], counts[1]), (k, x.tolist())
