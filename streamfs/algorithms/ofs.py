@@ -713,8 +713,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if not hasattr(self, "d_"):
             return []
         idx, w = self._support()
-        return [
-            {"feature": int(i), "score": float(s), "affiliated": []} for i, s in zip(idx, w)
+        return [  # via lists: Python ints and floats without a conversion per item
+            {"feature": i, "score": s, "affiliated": []} for i, s in zip(idx.tolist(), w.tolist())
         ]
 
     # ------------------------------------------------------------------ state

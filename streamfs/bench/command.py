@@ -85,6 +85,16 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")),
                       str(r["selection_matches_in_process"]))
     console.print(table)
+    phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics)")
+    names = ("fetch_wait", "steps", "checkpoint", "state_and_offsets", "commit", "other")
+    for col in ("scenario", "backlog", "in-process", "raw consume", *names):
+        phases.add_column(col)
+    for r in results:
+        if "backlog_phase_seconds" in r:
+            phases.add_row(r["scenario"], *(f"{r[k]:.3f}" for k in (
+                "backlog_seconds", "processor_seconds", "backlog_raw_consume_seconds")),
+                *(f"{r['backlog_phase_seconds'][k]:.3f}" for k in names))
+    console.print(phases)
     _write(json_out, results)
 
 

@@ -395,7 +395,10 @@ class Worker:
             return True  # a full batch is waiting: do not pull more into memory
         msgs = []
         if not self.fetched:
+            waited = time.perf_counter()
             msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
+            if msgs:
+                metrics.FETCH_WAIT_SECONDS.inc(time.perf_counter() - waited)
         if msgs or self.fetched:
             msgs += self.consumer.consume(num_messages=s.batch_messages, timeout=0)
         for msg in msgs:
@@ -480,6 +483,10 @@ class Worker:
         for tp in list(self.eager_until):
             if next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
+        for phase, seconds in (("steps", stepping), ("checkpoint", flushed - flushing),
+                               ("state_and_offsets", committing - flushed),
+                               ("commit", saving - committing)):
+            metrics.BATCH_PHASE_SECONDS.labels(phase=phase).inc(seconds)
         metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
         metrics.BATCH_MESSAGES.observe(count)
         with self.health.lock:

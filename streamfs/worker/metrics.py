@@ -22,4 +22,10 @@ BATCH_SECONDS = Histogram("streamfs_batch_seconds", "Time of one batch (one tran
                           buckets=(0.005, 0.02, 0.1, 0.5, 2, 10, 60))
 BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch",
                            buckets=(1, 2, 5, 10, 50, 200, 1000, 10000))
+BATCH_PHASE_SECONDS = Counter(
+    "streamfs_batch_phase_seconds", "Time spent in each phase of the batches",
+    ["phase"])  # steps | checkpoint | state_and_offsets | commit
+FETCH_WAIT_SECONDS = Counter(
+    "streamfs_fetch_wait_seconds",
+    "Time waiting for input that then arrived (idle waits that time out are not counted)")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")

@@ -600,10 +600,13 @@ class StreamProcessor:
                 found = resolved[f] = lookup(f)
             return found
 
+        rule_names, prefix, base = rule["names"], rule["prefix"], rule["base"]
+        n_rule_names = 0 if rule_names is None else len(rule_names)
+
         def by_rule(source: int) -> tuple[int, str]:
-            if rule["names"] is not None and source < len(rule["names"]):
-                return source, rule["names"][source]
-            return source, f"{rule['prefix']}{source + rule['base']}"
+            if source < n_rule_names:
+                return source, rule_names[source]
+            return source, f"{prefix}{source + base}"
 
         def lookup(f: int) -> tuple[int, str]:
             source = f
@@ -622,13 +625,15 @@ class StreamProcessor:
             return by_rule(source)
 
         if not map_starts and not name_starts:
-            lookup = by_rule  # noqa: F811 - positions are source ids, named by the rule
+            # positions are source ids, named by the rule: cheaper to name than to cache (a
+            # churning selection, as OFS's over a million features, would miss every time)
+            resolve = by_rule  # noqa: F811
 
         named = []
         for item in selection:
             source, name = resolve(item["feature"])
-            out = {"feature": source, "name": name}
-            out.update(item)  # the algorithm's fields after these two, in its order
+            # the algorithm's fields after these two, in its order
+            out = {"feature": source, "name": name, **item}
             out["feature"] = source
             if item.get("affiliated"):
                 out["affiliated"] = [[source_a, d, name_a] for (source_a, name_a), d in

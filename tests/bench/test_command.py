@@ -56,3 +56,10 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     assert run["backlog_seconds"] > 0 and run["backlog_raw_consume_seconds"] > 0
     assert run["ratio_backlog_to_raw"] == pytest.approx(
         run["backlog_raw_consume_seconds"] / run["backlog_seconds"], rel=1e-3)
+    # where its time went, from the worker's counters: the steps ran, the batches committed,
+    # and the phases add up to the backlog time (the remainder is "other")
+    phases = run["backlog_phase_seconds"]
+    assert set(phases) == {"fetch_wait", "steps", "checkpoint", "state_and_offsets", "commit",
+                           "other"}
+    assert phases["steps"] > 0 and phases["commit"] > 0 and phases["fetch_wait"] >= 0
+    assert sum(phases.values()) == pytest.approx(run["backlog_seconds"], abs=1e-3)
