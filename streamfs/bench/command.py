@@ -86,7 +86,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r["selection_matches_in_process"]))
     console.print(table)
     phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics)")
-    names = ("fetch_wait", "steps", "checkpoint", "state_and_offsets", "commit", "other")
+    names = ("fetch", "steps", "checkpoint", "state_and_offsets", "commit", "other")
     for col in ("scenario", "backlog", "in-process", "raw consume", *names):
         phases.add_column(col)
     for r in results:

@@ -427,7 +427,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
         worker.stop()
     raw = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
     # where the backlog time went, from the worker's own counters; "other" is the rest
-    # (between batches besides fetching, the subscriber's read of the final result)
+    # (the loop between calls, the first fetch's start, the subscriber's read of the result)
     phases["other"] = at - ready_at - sum(phases.values())
     return {"backlog_seconds": at - ready_at, "backlog_raw_consume_seconds": raw,
             "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
@@ -436,7 +436,8 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
 
 
 def _phase_seconds(worker) -> dict[str, float]:
-    """The worker's time waiting for input and in each batch phase so far (its /metrics)."""
+    """The worker's time in fetch calls that returned input and in each batch phase so far
+    (its /metrics)."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -444,11 +445,11 @@ def _phase_seconds(worker) -> dict[str, float]:
     url = f"http://127.0.0.1:{worker.env['STREAMFS_WEB_PORT']}/metrics"
     with urllib.request.urlopen(url, timeout=10) as resp:
         text = resp.read().decode()
-    out = {"fetch_wait": 0.0}
+    out = {"fetch": 0.0}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == "streamfs_fetch_wait_seconds_total":
-                out["fetch_wait"] = sample.value
+            if sample.name == "streamfs_fetch_seconds_total":
+                out["fetch"] = sample.value
             elif sample.name == "streamfs_batch_phase_seconds_total":
                 out[sample.labels["phase"]] = sample.value
     return out

@@ -156,6 +156,7 @@ class Worker:
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
+        self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
         self.eager_until: dict[tuple[str, int], int] = {}
@@ -224,6 +225,7 @@ class Worker:
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
+        self.assigned_at = time.perf_counter()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
 
@@ -394,13 +396,13 @@ class Worker:
         if self.fetched_bytes >= s.batch_bytes and len(self.fetched) >= 1:
             return True  # a full batch is waiting: do not pull more into memory
         msgs = []
+        started = time.perf_counter()
         if not self.fetched:
-            waited = time.perf_counter()
             msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
-            if msgs:
-                metrics.FETCH_WAIT_SECONDS.inc(time.perf_counter() - waited)
         if msgs or self.fetched:
             msgs += self.consumer.consume(num_messages=s.batch_messages, timeout=0)
+        if msgs:  # an idle wait that timed out is not fetching, nor is a restore it ran
+            metrics.FETCH_SECONDS.inc(time.perf_counter() - max(started, self.assigned_at))
         for msg in msgs:
             if msg.error() is not None:
                 log.warning("consumer error: %s", msg.error())

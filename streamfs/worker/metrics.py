@@ -25,7 +25,8 @@ BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch"
 BATCH_PHASE_SECONDS = Counter(
     "streamfs_batch_phase_seconds", "Time spent in each phase of the batches",
     ["phase"])  # steps | checkpoint | state_and_offsets | commit
-FETCH_WAIT_SECONDS = Counter(
-    "streamfs_fetch_wait_seconds",
-    "Time waiting for input that then arrived (idle waits that time out are not counted)")
+FETCH_SECONDS = Counter(
+    "streamfs_fetch_seconds",
+    "Time in fetch calls that returned input: waiting for it, and taking it into Python "
+    "(confluent-kafka copies each payload into a bytes object); idle waits are not counted")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
