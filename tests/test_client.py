@@ -39,3 +39,17 @@ def test_reader_starts_at_the_log_start_and_follows_new_messages(kafka_config, t
         seen.append(next(messages)[1]["n"])
         publisher.join()
     assert seen == [3, 4, 5]
+
+
+def test_an_offset_the_broker_cannot_give_falls_back_to_the_logical_first(kafka_config,
+                                                                           topic_prefix):
+    """A just-created topic's leader may be unknown for a moment (NOT_LEADER_FOR_PARTITION,
+    seen in CI): the reader then starts that partition at OFFSET_BEGINNING instead of failing.
+    A partition that does not exist makes the broker refuse the same way."""
+    from confluent_kafka import OFFSET_BEGINNING
+
+    topic = load_catalogue(topic_prefix)["dead_letter"].name
+    _publish(kafka_config, topic, 1)  # acknowledged: the broker leads partition 0 by now
+    with OutputReader(kafka_config, topic) as reader:
+        assert reader._first_offset(topic, 0) == 0
+        assert reader._first_offset(topic, 99) == OFFSET_BEGINNING
