@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from streamfs.client import OutputReader
+from streamfs.client import OutputReader, first_offset
 from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
 
@@ -46,10 +46,13 @@ def test_an_offset_the_broker_cannot_give_falls_back_to_the_logical_first(kafka_
     """A just-created topic's leader may be unknown for a moment (NOT_LEADER_FOR_PARTITION,
     seen in CI): the reader then starts that partition at OFFSET_BEGINNING instead of failing.
     A partition that does not exist makes the broker refuse the same way."""
-    from confluent_kafka import OFFSET_BEGINNING
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
 
     topic = load_catalogue(topic_prefix)["dead_letter"].name
     _publish(kafka_config, topic, 1)  # acknowledged: the broker leads partition 0 by now
-    with OutputReader(kafka_config, topic) as reader:
-        assert reader._first_offset(topic, 0) == 0
-        assert reader._first_offset(topic, 99) == OFFSET_BEGINNING
+    consumer = Consumer({**kafka_config, "group.id": "probe"})
+    try:
+        assert first_offset(consumer, topic, 0) == 0
+        assert first_offset(consumer, topic, 99) == OFFSET_BEGINNING
+    finally:
+        consumer.close()

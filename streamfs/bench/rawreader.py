@@ -25,6 +25,7 @@ def assigned_consumer(kafka_config: dict, topic: str) -> Any:
     partition of ``topic`` from its first offset."""
     from confluent_kafka import Consumer, TopicPartition
 
+    from streamfs.client import first_offset
     from streamfs.settings import Settings
     from streamfs.worker.app import fetch_config
 
@@ -32,10 +33,7 @@ def assigned_consumer(kafka_config: dict, topic: str) -> Any:
                          "enable.auto.commit": False,
                          **fetch_config(Settings().max_message_bytes)})  # as the worker
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    # from explicit first offsets: a logical OFFSET_BEGINNING would cost this fresh consumer a
-    # 500 ms retry of its offset query (librdkafka), a quarter of some scenarios' total
-    consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
-        TopicPartition(topic, p), timeout=10)[0]) for p in parts])
+    consumer.assign([TopicPartition(topic, p, first_offset(consumer, topic, p)) for p in parts])
     return consumer
 
 
