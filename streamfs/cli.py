@@ -490,7 +490,8 @@ def _follow_stream(settings: Settings, catalogue: dict, stream: str, run: int | 
                    as_json: bool, timeout: float | None) -> int:
     """Results of ``stream`` until its final one (exit 0), a dead letter of its input (4) or
     the timeout (3). Dead letters count for the run being watched: ``run``, else the newest run
-    seen in the results (1 before any)."""
+    seen in the results (1 before any). Dead letters of a run the stream refused (an ``open``
+    re-using the id without ``--replace``, and what followed it) belong to no run: a warning."""
     from streamfs.client import OutputReader
 
     results, dead = catalogue["selected"].name, catalogue["dead_letter"].name
@@ -505,6 +506,12 @@ def _follow_stream(settings: Settings, catalogue: dict, stream: str, run: int | 
                     continue
                 watched = run or newest
                 if topic == dead:
+                    if message.get("run_refused"):
+                        # input of a run the stream never accepted (a re-used id): not this
+                        # run's input, but its producer should hear of it
+                        click.echo(f"warning: input of stream {stream!r} from another run was "
+                                   f"refused: {message['reason']}", err=True)
+                        continue
                     if (message.get("run") or watched) == watched:  # no run: no header read
                         where = (f"{message.get('topic')}[{message.get('partition')}]"
                                  f"@{message.get('offset')}")

@@ -191,6 +191,7 @@ class StreamProcessor:
         origin = origin or {}
         stream = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
         self._run_of_message = None
+        self._refused_run = False
         try:
             if raw is None or len(raw) == 0:
                 raise InvalidInput("empty message (tombstone or zero bytes) on an input topic")
@@ -335,10 +336,13 @@ class StreamProcessor:
         if run != current:
             if run is not None and run in header.get("past_runs", []):
                 return "skip"  # a redelivery from a run that has since been replaced
+            if kind == "open" and message.get("replace") is True:
+                self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
+                return "replace"
+            # A message of a run the stream never accepted: its dead letter belongs to no run
+            # (neither the current one nor a later run that a --replace may start).
+            self._run_of_message, self._refused_run = None, True
             if kind == "open":
-                if message.get("replace") is True:
-                    return "replace"
-                self._run_of_message = header.get("run", 1) + 1
                 status = header["status"]
                 when = header.get("closed_at") if status == "closed" else header.get("opened_at")
                 at = f" at {_iso(when)}" if when is not None else ""
@@ -691,6 +695,7 @@ class StreamProcessor:
             else (bytes(raw[:1024]) if raw is not None else None),
             "original_truncated": raw is not None and len(raw) > self.max_message_bytes,
             "run": self._run_of_message,
+            "run_refused": self._refused_run,
             **{k: v for k, v in origin.items() if v is not None},
         }, self.output_format)
         return plan

@@ -314,8 +314,9 @@ def test_reusing_a_finished_stream_id_is_dead_lettered_and_changes_nothing():
     more, dead = _run(processor, again)
     assert not more and len(dead) == len(again)
     assert "already exists (closed" in dead[0]["reason"] and "replace" in dead[0]["reason"]
-    assert dead[0]["run"] == 2  # the run it tried to start
     assert all("belongs to run" in d["reason"] for d in dead[1:])
+    # no run of the stream: neither run 1 (it went on fine) nor a run 2 a --replace may start
+    assert all(d["run"] is None and d["run_refused"] for d in dead)
 
 
 def test_replace_starts_a_new_run_whose_versions_continue():
