@@ -356,7 +356,7 @@ class KOFSD(FeatureStreamSelector):
             raise ValueError(
                 f"columns have {X.shape[0]} values but y has {self._y.shape[0]} instances"
             )
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = np.asfortranarray(X, dtype=np.float64)  # the kernels read whole columns
         if not np.all(np.isfinite(X)):
             bad = np.flatnonzero(~np.all(np.isfinite(X), axis=0))
             raise ValueError(
@@ -376,7 +376,7 @@ class KOFSD(FeatureStreamSelector):
         same = np.empty((n, b), dtype=np.int64)
         ssum = np.empty((n, b))
         dsum = np.empty((n, b))
-        Xf = np.asfortranarray(X)  # the kernels read whole columns
+        Xf = np.asfortranarray(X)  # already so from _check_block: no copy
         # only the distance card reads the distance sums; without them most instances are
         # settled by a sliding window instead of a walk
         sums = self.card == "distance"

@@ -40,6 +40,11 @@ def _wire_dtype(dtype: np.dtype) -> str:
 
 def _pack_ndarray(arr: np.ndarray) -> bytes:
     key = _wire_dtype(arr.dtype)
+    if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous:
+        # column-major travels as such (a feature block's columns): no transposing copy on
+        # either side
+        little = np.ascontiguousarray(arr.T, dtype=_DTYPES[key])
+        return msgpack.packb([key, list(arr.shape), little.tobytes(), "F"], use_bin_type=True)
     little = np.ascontiguousarray(arr, dtype=_DTYPES[key])
     return msgpack.packb([key, list(arr.shape), little.tobytes()], use_bin_type=True)
 
@@ -67,9 +72,13 @@ def _default(obj: Any) -> Any:
 
 def _unpack_ndarray(data: bytes) -> np.ndarray:
     try:
-        key, shape, raw = msgpack.unpackb(data, raw=False)
+        key, shape, raw, *order = msgpack.unpackb(data, raw=False)
     except Exception as exc:  # noqa: BLE001 - any malformed payload is the same error
         raise CodecError(f"malformed array payload: {exc}") from None
+    if order not in ([], ["F"]):  # absent: row-major
+        raise CodecError(f"malformed array payload: expected [dtype, shape, bytes] or "
+                         f"[dtype, shape, bytes, 'F'], got {len(order)} more item(s) "
+                         f"{', '.join(map(repr, order))}")
     if not isinstance(key, str) or key not in _DTYPES:
         raise CodecError(f"unsupported array dtype {key!r}")
     if (
@@ -85,7 +94,10 @@ def _unpack_ndarray(data: bytes) -> np.ndarray:
             f"array of shape {tuple(shape)} and dtype {key} needs {count * dtype.itemsize} "
             f"bytes, got {len(raw)}"
         )
-    arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
+    if order == ["F"]:
+        arr = np.frombuffer(raw, dtype=dtype).reshape(shape[::-1]).T
+    else:
+        arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
     # Native byte order and writeable, so callers can use the array like any other.
     return arr.astype(dtype.newbyteorder("="), copy=True)
 

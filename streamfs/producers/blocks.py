@@ -162,7 +162,9 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     seq = 0
     for a, b in column_blocks(X, block_bytes, boundaries):
         seq += 1
-        msg = {"kind": "features", "stream": stream, "seq": seq, "start": a, "X": X[:, a:b],
+        # dense blocks column-major: the worker reads them column by column, no transpose
+        block = X[:, a:b] if sp.issparse(X) else np.asfortranarray(X[:, a:b])
+        msg = {"kind": "features", "stream": stream, "seq": seq, "start": a, "X": block,
                "run": head["run"]}
         if gid is not None:
             msg["groups"] = gid[a:b].tolist()

@@ -1,3 +1,4 @@
+import msgpack
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -35,6 +36,32 @@ def test_sparse_round_trip_is_bit_exact(dtype, fmt, data):
     assert out.format == fmt and out.shape == mat.shape
     for name in ("indptr", "indices", "data"):
         assert _same_bits(np.asarray(getattr(mat, name)), np.asarray(getattr(out, name)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+@given(data=st.data())
+@settings(max_examples=20, deadline=None)
+def test_column_major_round_trip_keeps_values_and_layout(dtype, data):
+    arr = np.asfortranarray(data.draw(hnp.arrays(
+        dtype, hnp.array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=6))))
+    out = unpackb(packb(arr))
+    assert np.array_equal(out, arr, equal_nan=dtype == np.float64) and out.shape == arr.shape
+    assert out.flags.f_contiguous and out.flags.writeable
+
+
+def test_column_major_travels_without_a_transpose():
+    arr = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    key, shape, payload, order = msgpack.unpackb(
+        packb(arr), ext_hook=lambda code, data: msgpack.unpackb(data, raw=False), raw=False)
+    assert (key, shape, order) == ("<f8", [3, 4], "F")
+    assert np.frombuffer(payload).tolist() == arr.ravel(order="F").tolist()  # column by column
+
+
+def test_array_payload_with_an_unknown_order_is_rejected():
+    bad = msgpack.packb(msgpack.ExtType(1, msgpack.packb(
+        ["<f8", [2, 2], np.zeros(4).tobytes(), "X"], use_bin_type=True)), use_bin_type=True)
+    with pytest.raises(CodecError, match="'F'"):
+        unpackb(bad)
 
 
 def test_big_endian_input_decodes_to_same_values():
