@@ -427,16 +427,17 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
             i = order[p]
             if not sums:
                 x = sv[p]
+                # Slide on the raw gaps (the key is a non-decreasing function of the gap, and
+                # fl(a - b) = -fl(b - a)): any window holding p will do here, as the test
+                # below is on the keys. Two keys per instance instead of six.
                 s = min(max(s, p - k), p, n - 1 - k)
-                while s < p and s + k + 1 < n and (
-                        _key1(x, sv[s + k + 1], var) < _key1(x, sv[s], var)):
+                while s < p and s + k + 1 < n and sv[s + k + 1] - x < x - sv[s]:
                     s += 1
-                while s > 0 and s + k > p and (
-                        _key1(x, sv[s - 1], var) < _key1(x, sv[s + k], var)):
+                while s > 0 and s + k > p and x - sv[s - 1] < sv[s + k] - x:
                     s -= 1
-                inside = max(_key1(x, sv[s], var), _key1(x, sv[s + k], var))
-                outside = min(_key1(x, sv[s - 1], var) if s > 0 else np.inf,
-                              _key1(x, sv[s + k + 1], var) if s + k + 1 < n else np.inf)
+                inside = _key1(max(x - sv[s], sv[s + k] - x), 0.0, var)
+                outside = _key1(min(x - sv[s - 1] if s > 0 else np.inf,
+                                    sv[s + k + 1] - x if s + k + 1 < n else np.inf), 0.0, var)
                 exact = inside < outside
                 if exact and include_self:
                     # zhou drops the first instance at distance 0: x itself only if alone there
