@@ -17,7 +17,11 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 * **State** per input partition is an in-memory map restored, when the partition is assigned,
   from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
   group's committed offsets are stable (a pending transaction of the previous owner is resolved
-  first), so the restored state and the start offset always match. A local copy of each
+  first), so the restored state and the start offset always match. The committed offset of
+  each input partition carries, in its metadata, where the partition's changelog ended when it
+  was committed: the restore reads at least that far. (A transaction's commit returns before
+  the broker has written its markers to every partition, so for a moment the changelog's
+  stable end can lie before the records of a committed transaction.) A local copy of each
   partition's state (:mod:`streamfs.worker.localstore`, under ``STREAMFS_DATA_DIR``) is
   updated after every commit, so a restart reads the changelog's tail, not its history.
 * A failed transaction is aborted and the worker rewinds: state restored from the changelog,
@@ -56,6 +60,21 @@ log = logging.getLogger("streamfs.worker")
 EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
+
+
+def offset_metadata(changelog_end: int) -> str:
+    """The metadata committed with an input partition's offset: where its changelog ended."""
+    return json.dumps({"changelog_end": changelog_end})
+
+
+def changelog_target(metadata: str | None) -> int | None:
+    """The changelog end recorded by :func:`offset_metadata`; None for other metadata (offsets
+    committed by something else, or by an older worker)."""
+    try:
+        end = json.loads(metadata or "").get("changelog_end")
+    except (ValueError, AttributeError):
+        return None
+    return end if isinstance(end, int) and not isinstance(end, bool) and end >= 0 else None
 
 
 def fetch_config(max_message_bytes: int) -> dict:
@@ -166,6 +185,9 @@ class Worker:
         self.state_dir = os.path.join(settings.data_dir or os.path.join(
             tempfile.gettempdir(), "streamfs-state"), settings.app_id)
         self.changelog_end: dict[tuple[str, int], int] = {}  # next offset, from delivery reports
+        # (role, partition) -> the changelog offset that every record written for it (restored,
+        # or committed by this worker) lies before; committed with the partition's offsets
+        self.changelog_high: dict[tuple[str, int], int] = {}
         self.health = Health()
         self.running = True
         self.consumer = self._consumer()
@@ -235,6 +257,7 @@ class Worker:
         self._settle_saves()
         for topic, p in gone:
             self.partitions.pop((self.roles[topic], p), None)
+            self.changelog_high.pop((self.roles[topic], p), None)
             local = self.local.pop((self.roles[topic], p), None)
             if local is not None:
                 local.close()  # its next owner may be another worker on this host
@@ -249,7 +272,8 @@ class Worker:
         first; the beginning where none), with their state restored to match."""
         committed = self.consumer.committed(partitions,
                                             timeout=self.settings.transaction_timeout + 60)
-        self._restore([(self.roles[tp.topic], tp.partition) for tp in committed])
+        self._restore({(self.roles[tp.topic], tp.partition): changelog_target(tp.metadata)
+                       for tp in committed})
         for tp in committed:
             if tp.offset < 0:
                 # the first offset itself rather than OFFSET_BEGINNING: librdkafka resolves a
@@ -258,34 +282,44 @@ class Worker:
                 tp.offset = self.consumer.get_watermark_offsets(tp, timeout=30)[0]
         return committed
 
-    def _restore(self, keys: list[tuple[str, int]]) -> None:
-        """Fresh state for ``keys`` ((role, partition) pairs): the local copy where it can be
-        trusted, then the committed changelog from where that copy ends."""
+    def _restore(self, targets: dict[tuple[str, int], int | None]) -> None:
+        """Fresh state for the (role, partition) keys of ``targets``: the local copy where it
+        can be trusted, then the committed changelog from where that copy ends, to its stable
+        end and at least to the key's target (the end committed with its offsets, if known)."""
         from confluent_kafka import TopicPartition
 
         self._settle_saves()  # the files are read (and may be reset) below
         starts: dict[tuple[str, int], int] = {}
         local_records = 0
-        for key in keys:
+        for key, target in targets.items():
             state = self.partitions[key] = PartitionState(key[0], self.settings)
             topic = self.changelog[key[0]]
+            # read_committed: the stable end, which may still lie before a committed target
             low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, key[1]),
                                                             timeout=30)
-            start = self._load_local(key, state, low, high) or low
+            end = max(high, target or 0)
+            if end > high:
+                log.info("changelog %s:%d: stable end %d, committed with the offsets up to %d: "
+                         "reading on as the commit markers arrive", topic, key[1], high, end)
+            start = self._load_local(key, state, low, end) or low
             local_records += len(state.store)
-            if start < high:
+            self.changelog_high[key] = max(start, end)
+            if start < end:
                 starts[key] = start
             elif self.local.get(key) is not None:
-                self._save(*key, {}, high)  # up to date (the end moves on with markers)
+                self._save(*key, {}, end)  # up to date (the end moves on with markers)
         metrics.RESTORED_RECORDS.labels(source="local").inc(local_records)
-        tail_records = self._read_tails(starts) if starts else 0
-        if keys:
+        tail_records = self._read_tails(starts, targets) if starts else 0
+        if targets:
             log.info("restored %d records from local copies and %d from the changelog",
                      local_records, tail_records)
 
-    def _read_tails(self, starts: dict[tuple[str, int], int]) -> int:
-        """Apply the committed changelog from ``starts`` to each partition's end; returns the
-        number of records read."""
+    def _read_tails(self, starts: dict[tuple[str, int], int],
+                    targets: dict[tuple[str, int], int | None]) -> int:
+        """Apply the committed changelog from ``starts`` to each partition's stable end, and
+        on to its target where that lies further (the commit markers of the last transaction
+        not written yet: the stable end moves there shortly); returns the number of records
+        read."""
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         reader = Consumer({**self.settings.kafka_config(), "group.id": f"{self.settings.app_id}-restore",
@@ -301,14 +335,28 @@ class Worker:
                            for (role, p), start in starts.items()])
             pending = set(starts)
             records = 0
+            # a target is reached within moments of the commit; one that is not after the
+            # transaction timeout never will be (say, the changelog topic was re-created)
+            deadline = time.monotonic() + self.settings.transaction_timeout + 10
             while pending:
+                if time.monotonic() > deadline:
+                    for key in pending:
+                        log.error("changelog %s:%d ends before offset %d, where it ended when "
+                                  "the input offsets were committed: restored what is there",
+                                  self.changelog[key[0]], key[1], targets.get(key))
+                    break
                 for msg in reader.consume(10000, timeout=0.05):
                     key = (by_topic[msg.topic()], msg.partition())
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
+                            if msg.offset() < (targets.get(key) or 0):
+                                continue  # committed records beyond: their markers come next
                             if key in pending and self.local.get(key) is not None:
                                 self._save(*key, tails[key], msg.offset())
+                            if key in pending:
+                                self.changelog_high[key] = max(self.changelog_high[key],
+                                                               msg.offset())
                             pending.discard(key)
                             continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
@@ -471,7 +519,16 @@ class Worker:
             for key, value in records.items():
                 self._produce(self.changelog[role], key.encode(), value, partition=p,
                               on_delivery=self._delivered)
-        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
+        # where each changelog now ends goes with the offsets (see the module docstring), so
+        # the records must be acknowledged first; a failed one fails the commit below
+        if writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
+            log.warning("changelog records not acknowledged within %d s: rewinding",
+                        TXN_CALL_SECONDS)
+            self._abort()
+        self._note_changelog_ends()
+        offsets = [TopicPartition(t, p, o, metadata=offset_metadata(
+                       self.changelog_high.get((self.roles[t], p), 0)))
+                   for (t, p), o in next_offsets.items()]
         self._txn(self.producer.send_offsets_to_transaction, offsets,
                   self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
         committing = time.perf_counter()
@@ -498,6 +555,13 @@ class Worker:
         if err is None:
             key = (msg.topic(), msg.partition())
             self.changelog_end[key] = max(self.changelog_end.get(key, 0), msg.offset() + 1)
+
+    def _note_changelog_ends(self) -> None:
+        """Move each owned partition's changelog high mark past this transaction's records."""
+        for (role, p), high in self.changelog_high.items():
+            end = self.changelog_end.get((self.changelog[role], p))
+            if end is not None and end > high:
+                self.changelog_high[(role, p)] = end
 
     def _save_local(self, writes: dict[tuple[str, int], dict[str, bytes | None]]) -> None:
         """After a commit: the committed records into each partition's local copy, with the
@@ -706,6 +770,7 @@ class Worker:
             self._produce(self.changelog[role], key.encode(), None, partition=p,
                           on_delivery=self._delivered)
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        self._note_changelog_ends()
         self._save_local(writes)
         log.info("dropped %d closed streams past the retention of %.0f s", len(doomed), retention)
 

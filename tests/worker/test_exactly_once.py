@@ -5,10 +5,13 @@ every stream once, in order."""
 from __future__ import annotations
 
 import time
+import uuid
 
+import numpy as np
 import pytest
 
 from streamfs.client import SelectionReader
+from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
 
 from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
@@ -94,3 +97,78 @@ def test_broker_restart_mid_stream(kafka_config, topic_prefix, start_worker, res
     got = wait_finals(kafka_config, topic_prefix, list(refs), timeout=400)
     for stream, ref in refs.items():
         assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
+
+
+def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
+        kafka_config, topic_prefix, make_worker):
+    """A transaction's commit returns before its markers are on every partition, so a worker
+    taking over at that moment sees a changelog whose stable end lies before the records of a
+    committed transaction (seen in CI: a scale-out restored nothing for four partitions and
+    dead-lettered their streams). Here the moment is held open: a changelog record in an open
+    transaction, and the input offset committed with metadata saying the changelog reaches
+    past it. The new owner must wait for that record and apply it."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from streamfs.client import OutputReader
+    from streamfs.producers import feature_stream_messages
+    from streamfs.settings import Settings
+    from streamfs.topics import changelog_specs
+    from streamfs.worker.app import offset_metadata
+    from streamfs.worker.processor import header_key
+
+    app_id = f"app-{uuid.uuid4().hex[:8]}"
+    catalogue = load_catalogue(topic_prefix)
+    features = catalogue["features"]
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(60, 40)), np.arange(60) % 2
+    msgs = list(feature_stream_messages("held", X, y, "saola", block_bytes=60 * 8 * 10))
+    assert len(msgs) == 6  # open, four blocks, close
+
+    def send(batch):
+        with StreamPublisher(kafka_config, features.name) as pub:
+            pub.send_all(batch)
+
+    first = make_worker(topic_prefix, app_id)
+    send(msgs[:3])  # open and two blocks: version 1 (the second block keeps the selection)
+    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
+        next(reader.updates("held", timeout=120))  # committed, with its state and offsets
+    first.stop()
+
+    group = Consumer({**kafka_config, "group.id": app_id})
+    committed = group.committed([TopicPartition(features.name, p)
+                                 for p in range(features.partitions)], timeout=30)
+    (tp,) = [c for c in committed if c.offset > 0]
+    changelog = changelog_specs(app_id, features.partitions, 1,
+                                Settings.from_env().max_message_bytes)["features-changelog"].name
+    ends = []
+    held = Producer({**kafka_config, "transactional.id": f"held-{uuid.uuid4().hex}"})
+    held.init_transactions(30)
+    held.begin_transaction()  # the stream's header deleted, in a transaction left open
+    held.produce(changelog, key=header_key("held").encode(), value=None, partition=tp.partition,
+                 on_delivery=lambda err, msg: ends.append(msg.offset() + 1))
+    assert held.flush(30) == 0 and ends
+    offsets = Producer({**kafka_config, "transactional.id": f"offsets-{uuid.uuid4().hex}"})
+    offsets.init_transactions(30)
+    offsets.begin_transaction()  # the same offset, now claiming the changelog up to the record
+    offsets.send_offsets_to_transaction(
+        [TopicPartition(features.name, tp.partition, tp.offset, metadata=offset_metadata(ends[0]))],
+        group.consumer_group_metadata(), 30)
+    offsets.commit_transaction(30)
+    group.close()
+
+    second = make_worker(topic_prefix, app_id)
+    deadline = time.monotonic() + 120
+    while "reading on as the commit markers arrive" not in second.log_path.read_text():
+        assert time.monotonic() < deadline, second.log_tail(40)
+        time.sleep(0.2)  # polling another process's log
+    held.commit_transaction(30)  # the markers arrive
+
+    send(msgs[3:])  # the new owner restored the deletion: the stream is unknown to it now
+    with OutputReader(kafka_config, catalogue["dead_letter"].name) as reader:
+        for item in reader.messages(timeout=120):
+            if item is not None and item[1].get("stream") == "held":
+                assert "for unknown stream 'held'" in item[1]["reason"], item[1]
+                break
+    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
+        versions = [r["version"] for r in reader.updates("held", to_end=True)]
+    assert versions == [1], second.log_tail(40)

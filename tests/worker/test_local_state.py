@@ -99,7 +99,7 @@ def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_pr
     app.prepare_topics(settings)
     worker = app.Worker(settings)
     key = ("features", 0)
-    worker._restore([key])  # an empty changelog: the copy records offset 0
+    worker._restore({key: None})  # an empty changelog: the copy records offset 0
     assert worker.local[key].load()[1] == 0
 
     real_save, calls = LocalStore.save, []
