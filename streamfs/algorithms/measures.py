@@ -189,59 +189,90 @@ def _nb_block_fisher(indptr, indices, data, n, dense, target, tsum):
     return seqsum, mean, ss, const, cross
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _nb_centred_step(v, m, c, acc, a1, a2, nz, mn, mx):
+    """One value of :func:`_nb_fisher_dense4`'s second pass (zeros are skipped, as in
+    :func:`_nb_stats_one`); the accumulators travel as scalars so that they stay in
+    registers."""
+    if v != 0.0:
+        dv = v - m
+        acc += dv * dv
+        a1 += dv * c
+        a2 += c
+        nz += 1
+        if v < mn:
+            mn = v
+        if v > mx:
+            mx = v
+    return acc, a1, a2, nz, mn, mx
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nb_fisher_finish(n, s, m, acc, a1, a2, nz, mn, mx, tsum, k, seqsum, mean, ss, const,
+                      cross):
+    """Write column ``k``'s statistics from :func:`_nb_fisher_dense4`'s accumulators."""
+    nzero = n - nz
+    lo = mn
+    hi = mx
+    if nzero > 0:
+        acc += (nzero * m) * m
+        if nz == 0:
+            lo = 0.0
+            hi = 0.0
+        else:
+            if lo > 0.0:
+                lo = 0.0
+            if hi < 0.0:
+                hi = 0.0
+    seqsum[k] = s
+    mean[k] = m
+    ss[k] = acc
+    const[k] = lo == hi
+    cross[k] = a1 - m * (tsum - a2)
+
+
 @njit(cache=True, nogil=True)
 def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
     """Same arithmetic as :func:`_nb_stats_one` plus the cross-product, for the four dense
     columns ``j..j+3`` interleaved: each column keeps its own sequential order (so the
-    results are bit-identical), but four independent add chains run at once."""
-    o = j * n
-    s = np.zeros(4)
+    results are bit-identical), but four independent add chains run at once. Scalar
+    accumulators rather than small arrays: an array element is updated through memory, and
+    the store-to-load round trip was most of the kernel's time."""
+    o0 = j * n
+    o1 = o0 + n
+    o2 = o1 + n
+    o3 = o2 + n
+    s0 = s1 = s2 = s3 = 0.0
     for i in range(n):
-        for q in range(4):
-            s[q] += data[o + q * n + i]
-    m = np.empty(4)
-    for q in range(4):
-        m[q] = s[q] / n
-    acc = np.zeros(4)
-    a1 = np.zeros(4)
-    a2 = np.zeros(4)
-    nzc = np.zeros(4, dtype=np.int64)
-    mn = np.full(4, np.inf)
-    mx = np.full(4, -np.inf)
+        s0 += data[o0 + i]
+        s1 += data[o1 + i]
+        s2 += data[o2 + i]
+        s3 += data[o3 + i]
+    m0, m1, m2, m3 = s0 / n, s1 / n, s2 / n, s3 / n
+    acc0 = acc1 = acc2 = acc3 = 0.0
+    a10 = a11 = a12 = a13 = 0.0
+    a20 = a21 = a22 = a23 = 0.0
+    nz0 = nz1 = nz2 = nz3 = 0
+    mn0 = mn1 = mn2 = mn3 = np.inf
+    mx0 = mx1 = mx2 = mx3 = -np.inf
     for i in range(n):
         c = target[i]
-        for q in range(4):
-            v = data[o + q * n + i]
-            if v != 0.0:
-                dv = v - m[q]
-                acc[q] += dv * dv
-                a1[q] += dv * c
-                a2[q] += c
-                nzc[q] += 1
-                if v < mn[q]:
-                    mn[q] = v
-                if v > mx[q]:
-                    mx[q] = v
-    for q in range(4):
-        nzero = n - nzc[q]
-        lo = mn[q]
-        hi = mx[q]
-        a = acc[q]
-        if nzero > 0:
-            a += (nzero * m[q]) * m[q]
-            if nzc[q] == 0:
-                lo = 0.0
-                hi = 0.0
-            else:
-                if lo > 0.0:
-                    lo = 0.0
-                if hi < 0.0:
-                    hi = 0.0
-        seqsum[j + q] = s[q]
-        mean[j + q] = m[q]
-        ss[j + q] = a
-        const[j + q] = lo == hi
-        cross[j + q] = a1[q] - m[q] * (tsum - a2[q])
+        acc0, a10, a20, nz0, mn0, mx0 = _nb_centred_step(data[o0 + i], m0, c, acc0, a10, a20,
+                                                         nz0, mn0, mx0)
+        acc1, a11, a21, nz1, mn1, mx1 = _nb_centred_step(data[o1 + i], m1, c, acc1, a11, a21,
+                                                         nz1, mn1, mx1)
+        acc2, a12, a22, nz2, mn2, mx2 = _nb_centred_step(data[o2 + i], m2, c, acc2, a12, a22,
+                                                         nz2, mn2, mx2)
+        acc3, a13, a23, nz3, mn3, mx3 = _nb_centred_step(data[o3 + i], m3, c, acc3, a13, a23,
+                                                         nz3, mn3, mx3)
+    _nb_fisher_finish(n, s0, m0, acc0, a10, a20, nz0, mn0, mx0, tsum, j, seqsum, mean, ss,
+                      const, cross)
+    _nb_fisher_finish(n, s1, m1, acc1, a11, a21, nz1, mn1, mx1, tsum, j + 1, seqsum, mean, ss,
+                      const, cross)
+    _nb_fisher_finish(n, s2, m2, acc2, a12, a22, nz2, mn2, mx2, tsum, j + 2, seqsum, mean, ss,
+                      const, cross)
+    _nb_fisher_finish(n, s3, m3, acc3, a13, a23, nz3, mn3, mx3, tsum, j + 3, seqsum, mean, ss,
+                      const, cross)
 
 
 @njit(cache=True, nogil=True)
