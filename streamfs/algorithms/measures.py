@@ -208,26 +208,24 @@ def _nb_centred_step(v, m, c, acc, a1, a2, nz, mn, mx):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _nb_with_zeros(n, nz, m, acc, mn, mx):
+    """The centred sum of squares ``acc`` over a column's ``nz`` non-zeros completed with its
+    ``n - nz`` zeros (which the passes skip), and whether the column is constant (``mn`` and
+    ``mx``: the smallest and largest non-zero)."""
+    nzero = n - nz
+    if nzero > 0:
+        acc += (nzero * m) * m
+        return acc, nz == 0 or min(mn, 0.0) == max(mx, 0.0)
+    return acc, mn == mx
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _nb_fisher_finish(n, s, m, acc, a1, a2, nz, mn, mx, tsum, k, seqsum, mean, ss, const,
                       cross):
     """Write column ``k``'s statistics from :func:`_nb_fisher_dense4`'s accumulators."""
-    nzero = n - nz
-    lo = mn
-    hi = mx
-    if nzero > 0:
-        acc += (nzero * m) * m
-        if nz == 0:
-            lo = 0.0
-            hi = 0.0
-        else:
-            if lo > 0.0:
-                lo = 0.0
-            if hi < 0.0:
-                hi = 0.0
     seqsum[k] = s
     mean[k] = m
-    ss[k] = acc
-    const[k] = lo == hi
+    ss[k], const[k] = _nb_with_zeros(n, nz, m, acc, mn, mx)
     cross[k] = a1 - m * (tsum - a2)
 
 
@@ -334,21 +332,9 @@ def _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const):
                     mn = v
                 if v > mx:
                     mx = v
-    nzero = n - nzc
-    if nzero > 0:
-        acc += (nzero * m) * m
-        if first:
-            mn = 0.0
-            mx = 0.0
-        else:
-            if mn > 0.0:
-                mn = 0.0
-            if mx < 0.0:
-                mx = 0.0
     seqsum[j] = s
     mean[j] = m
-    ss[j] = acc
-    const[j] = mn == mx
+    ss[j], const[j] = _nb_with_zeros(n, nzc, m, acc, mn, mx)
 
 
 @njit(cache=True, nogil=True)
