@@ -366,6 +366,8 @@ class KOFSD(FeatureStreamSelector):
         return X
 
     def _process(self, X: np.ndarray) -> None:
+        """One chunk of columns of a block from :meth:`_check_block` (column-major, as the
+        kernels read whole columns)."""
         n, b = X.shape
         zhou = self.compat == "zhou"
         include_self = 1 if zhou else 0
@@ -376,12 +378,11 @@ class KOFSD(FeatureStreamSelector):
         same = np.empty((n, b), dtype=np.int64)
         ssum = np.empty((n, b))
         dsum = np.empty((n, b))
-        Xf = np.asfortranarray(X)  # already so from _check_block: no copy
         # only the distance card reads the distance sums; without them most instances are
         # settled by a sliding window instead of a walk
         sums = self.card == "distance"
-        order = np.argsort(Xf, axis=0)  # numpy's vectorised sort; the kernel settles ties
-        single_feature_stats(Xf, order, self._y, self.k, include_self, sums, var, same, ssum,
+        order = np.argsort(X, axis=0)  # numpy's vectorised sort; the kernel settles ties
+        single_feature_stats(X, order, self._y, self.k, include_self, sums, var, same, ssum,
                              dsum)  # fmt: skip
         dep1 = np.empty(b)
         dependencies(same, ssum, dsum, is_large, int(self.k), card_code, *gammas, zhou, dep1)
@@ -399,7 +400,7 @@ class KOFSD(FeatureStreamSelector):
             if self._rows is None:
                 self._rows = np.arange(n, dtype=np.int64)  # any order gives the same result
             dep, self._order_ok = stream_step(
-                Xf, var, dep1, same, ssum, dsum, alpha, self._y, is_large, int(self.k),
+                X, var, dep1, same, ssum, dsum, alpha, self._y, is_large, int(self.k),
                 include_self, card_code, *gammas, zhou, self._D, self._order, self._order_ok,
                 float(self._dep), self._rows, decision, dep_out,
             )  # fmt: skip
@@ -415,7 +416,7 @@ class KOFSD(FeatureStreamSelector):
         self.n_irrelevant_ += int(np.count_nonzero(decision == 0))
         self.n_redundant_ += int(np.count_nonzero(decision == 3))
         for c in np.flatnonzero((decision == 1) | (decision == 2)).tolist():
-            col = Xf[:, c].copy()
+            col = X[:, c].copy()
             v, d1 = float(var[c]), float(dep1[c])
             if decision[c] == 1:
                 self.n_redundant_ += len(self._sel)  # the replaced selection

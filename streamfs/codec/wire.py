@@ -40,13 +40,12 @@ def _wire_dtype(dtype: np.dtype) -> str:
 
 def _pack_ndarray(arr: np.ndarray) -> bytes:
     key = _wire_dtype(arr.dtype)
-    if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous:
-        # column-major travels as such (a feature block's columns): no transposing copy on
-        # either side
-        little = np.ascontiguousarray(arr.T, dtype=_DTYPES[key])
-        return msgpack.packb([key, list(arr.shape), little.tobytes(), "F"], use_bin_type=True)
-    little = np.ascontiguousarray(arr, dtype=_DTYPES[key])
-    return msgpack.packb([key, list(arr.shape), little.tobytes()], use_bin_type=True)
+    # column-major travels as such (a feature block's columns): no transposing copy on
+    # either side
+    fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous
+    little = np.ascontiguousarray(arr.T if fortran else arr, dtype=_DTYPES[key])
+    payload = [key, list(arr.shape), little.tobytes()] + (["F"] if fortran else [])
+    return msgpack.packb(payload, use_bin_type=True)
 
 
 def _default(obj: Any) -> Any:

@@ -352,12 +352,12 @@ class Worker:
                         if err.code() == KafkaError._PARTITION_EOF:
                             if msg.offset() < (targets.get(key) or 0):
                                 continue  # committed records beyond: their markers come next
-                            if key in pending and self.local.get(key) is not None:
-                                self._save(*key, tails[key], msg.offset())
                             if key in pending:
+                                if self.local.get(key) is not None:
+                                    self._save(*key, tails[key], msg.offset())
                                 self.changelog_high[key] = max(self.changelog_high[key],
                                                                msg.offset())
-                            pending.discard(key)
+                                pending.discard(key)
                             continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
                     k, value = msg.key().decode(), msg.value()
