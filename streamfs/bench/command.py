@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from streamfs.bench.pipeline import COMMITTER_PHASES, LOOP_PHASES, SCENARIOS
+from streamfs.bench.pipeline import SCENARIOS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,9 +85,8 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")),
                       str(r["selection_matches_in_process"]))
     console.print(table)
-    phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics; "
-                         "the committer's state_and_offsets and commit overlap the steps)")
-    names = (*LOOP_PHASES, "other", *COMMITTER_PHASES)
+    phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics)")
+    names = ("fetch", "steps", "checkpoint", "state_and_offsets", "commit", "other")
     for col in ("scenario", "backlog", "in-process", "raw consume", *names):
         phases.add_column(col)
     for r in results:

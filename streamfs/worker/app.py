@@ -11,12 +11,6 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   **one Kafka transaction** (``send_offsets_to_transaction`` with the consumer's group
   metadata, KIP-447). A stream's algorithm state is serialised once per batch (the processor's
   deferred checkpoint), and each state key is written once per batch, with its last value.
-* A batch **steps before it sends**: its output is held until the previous batch's transaction
-  has ended, then sent in its own. The end of a transaction (waiting for the state records'
-  acknowledgements, the offsets, the commit: round trips to the broker) runs on a committer
-  thread while the loop steps the next batch. The loop polls only once that transaction has
-  ended, so a rebalance never meets an open transaction; a revocation drops the stepped
-  output of the partitions it takes away (their next owner reads them again).
 * **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
   worker paused past its session timeout whose partitions moved) cannot commit: its
   transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
@@ -50,7 +44,6 @@ import threading
 import time
 import uuid
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
@@ -108,27 +101,6 @@ class Hung(Exception):
 
 class Rewind(Exception):
     """The current transaction was aborted: restore state and re-read from committed offsets."""
-
-
-class Batch:
-    """One batch: its steps' output, state records (each key once, its last value) and the
-    input offsets after it, waiting for its transaction."""
-
-    def __init__(self) -> None:
-        self.started = time.perf_counter()
-        self.outputs: list[tuple[tuple[str, int], Plan, bytes | None]] = []  # (topic, p), ...
-        self.writes: dict[tuple[str, int], dict[str, bytes | None]] = {}  # (role, p) -> records
-        self.next_offsets: dict[tuple[str, int], int] = {}  # (topic, p) -> offset
-        self.size = self.count = 0
-        self.stepping = self.checkpoint = 0.0
-
-    def forget(self, gone: set[tuple[str, int]], roles: dict[str, str]) -> None:
-        """Drop what belongs to the input partitions ``gone`` ((topic, p)): revoked, they are
-        read again from their committed offsets by their next owner."""
-        self.outputs = [out for out in self.outputs if out[0] not in gone]
-        self.next_offsets = {tp: o for tp, o in self.next_offsets.items() if tp not in gone}
-        gone_roles = {(roles[t], p) for t, p in gone}
-        self.writes = {key: w for key, w in self.writes.items() if key not in gone_roles}
 
 
 class PartitionState:
@@ -218,11 +190,6 @@ class Worker:
         self.changelog_high: dict[tuple[str, int], int] = {}
         self.health = Health()
         self.running = True
-        # a batch's transaction ends (acknowledgements, offsets, commit) on this thread while
-        # the next batch steps; the loop waits for it before it sends or polls again
-        self.committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamfs-commit")
-        self.committing: tuple[Batch, Future] | None = None
-        self.stepped: Batch | None = None  # stepped, not yet sent (during the fetch after it)
         self.consumer = self._consumer()
         self.producer = self._producer()
 
@@ -295,8 +262,6 @@ class Worker:
             if local is not None:
                 local.close()  # its next owner may be another worker on this host
         self._drop_fetched(gone)
-        if self.stepped is not None:
-            self.stepped.forget(gone, self.roles)
         with self.health.lock:
             self.health.assigned = []
             self.health.ready = False
@@ -450,30 +415,20 @@ class Worker:
         next_sweep = time.monotonic() + 60
         next_lag = 0.0
         while self.running:
-            try:
-                # the steps of this batch run while the previous batch's transaction ends
-                batch = self._step() if self.fetched else None
-                self._settle()
-                self.stepped = batch  # what a revocation in the fetch below must drop
+            if self._fetch():
                 try:
-                    fetched = self._fetch(wait=batch is None)
-                finally:
-                    self.stepped = None
-                if batch is not None and batch.next_offsets:
-                    self._commit(batch)
-                elif not fetched and time.monotonic() > next_sweep:
-                    next_sweep = time.monotonic() + 60
+                    self._process()
+                except Rewind:
+                    self._rewind()
+            elif time.monotonic() > next_sweep:
+                next_sweep = time.monotonic() + 60
+                try:
                     self._sweep_closed(s.closed_retention)
-            except Rewind:
-                self._rewind()
+                except Rewind:
+                    self._rewind()
             if time.monotonic() > next_lag:  # for /health only: not on every batch
                 next_lag = time.monotonic() + 2.0
                 self._update_lag()
-        try:
-            self._settle()  # the last batch's transaction
-        except Rewind:
-            pass  # aborted: its input is read again by the partitions' next owner
-        self.committer.shutdown()
         self.consumer.close()
         self.producer.flush(10)
         self._settle_saves()
@@ -481,19 +436,18 @@ class Worker:
             if local is not None:
                 local.close()
 
-    def _fetch(self, wait: bool) -> bool:
+    def _fetch(self) -> bool:
         """Top up the fetched messages; True if there is something to process. Waits (up to
-        the batch time) only when nothing is waiting and ``wait``: consume() with a timeout
-        waits for the full count or the whole timeout, so wait for one message, then take
-        what is there."""
+        the batch time) only when nothing is waiting: consume() with a timeout waits for the
+        full count or the whole timeout, so wait for one message, then take what is there."""
         s = self.settings
         if self.fetched_bytes >= s.batch_bytes and len(self.fetched) >= 1:
             return True  # a full batch is waiting: do not pull more into memory
         msgs = []
         started = time.perf_counter()
-        if not self.fetched and wait:
+        if not self.fetched:
             msgs = self.consumer.consume(num_messages=1, timeout=s.batch_ms / 1000)
-        if msgs or self.fetched or not wait:
+        if msgs or self.fetched:
             msgs += self.consumer.consume(num_messages=s.batch_messages, timeout=0)
         if msgs:  # an idle wait that timed out is not fetching, nor is a restore it ran
             metrics.FETCH_SECONDS.inc(time.perf_counter() - max(started, self.assigned_at))
@@ -513,19 +467,25 @@ class Worker:
         self.fetched = keep
         self.fetched_bytes = sum(len(m.value() or b"") for m in keep)
 
-    def _step(self) -> Batch:
-        """The steps of the fetched messages, up to the batch bounds, and the checkpoints of
-        the streams they stepped. Nothing is sent: the previous batch's transaction may still
-        be ending, and this batch's output waits for it (:meth:`_commit`)."""
+    def _process(self) -> None:
+        """One transaction over the fetched messages, up to the batch bounds: every message's
+        plan, the checkpoints of the streams it stepped, each state key once, the offsets."""
+        from confluent_kafka import TopicPartition
+
         s = self.settings
-        batch = Batch()
-        t0 = batch.started
-        while self.fetched and batch.size < s.batch_bytes and batch.count < s.batch_messages \
-                and (time.perf_counter() - t0) * 1000 < s.batch_ms:
+        t0 = time.perf_counter()
+        self._txn_began = time.monotonic()
+        self._txn(self.producer.begin_transaction)
+        writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
+        next_offsets: dict[tuple[str, int], int] = {}
+        size = count = 0
+        stepping = 0.0
+        while self.fetched and size < s.batch_bytes and count < s.batch_messages and (
+                time.perf_counter() - t0) * 1000 < s.batch_ms:
             msg = self.fetched.popleft()
             n = len(msg.value() or b"")
             self.fetched_bytes -= n
-            batch.size, batch.count = batch.size + n, batch.count + 1
+            size, count = size + n, count + 1
             role, p = self.roles[msg.topic()], msg.partition()
             state = self.partitions.get((role, p))
             if state is None:  # revoked meanwhile (cannot happen between polls; be safe)
@@ -542,85 +502,52 @@ class Worker:
                             "replaying from the last commit, one checkpoint per message",
                             lost.args[0])
                 self.eager_until[(msg.topic(), p)] = msg.offset()
-                self._settle()  # the previous batch's transaction ends either way first
-                raise Rewind() from None
+                self._abort()
             handled = time.perf_counter() - step
-            batch.stepping += handled
-            self._apply(batch.writes.setdefault((role, p), {}), state, plan.writes)
-            batch.outputs.append(((msg.topic(), p), plan, msg.key()))
-            batch.next_offsets[(msg.topic(), p)] = msg.offset() + 1
+            stepping += handled
+            self._apply(writes.setdefault((role, p), {}), state, plan.writes)
+            self._publish(plan, msg.key())
+            next_offsets[(msg.topic(), p)] = msg.offset() + 1
             self._count(plan, msg.topic(), role, handled)
         flushing = time.perf_counter()
-        for (role, p), records in batch.writes.items():
+        for (role, p), records in writes.items():
             self._apply(records, self.partitions[(role, p)],
                         self.partitions[(role, p)].processor.flush())
-        batch.checkpoint = time.perf_counter() - flushing
-        metrics.BATCH_PHASE_SECONDS.labels(phase="steps").inc(batch.stepping)
-        metrics.BATCH_PHASE_SECONDS.labels(phase="checkpoint").inc(batch.checkpoint)
-        return batch
-
-    def _commit(self, batch: Batch) -> None:
-        """Open the batch's transaction, send its results, dead letters and state records
-        (each key once, its last value), and leave the rest (acknowledgements, offsets,
-        commit) to the committer thread while the next batch steps; :meth:`_settle` waits
-        for it. Nothing else uses the producer meanwhile."""
-        t0 = time.perf_counter()
-        self._txn_began = time.monotonic()
-        self._txn(self.producer.begin_transaction)
-        for _, plan, key in batch.outputs:
-            self._publish(plan, key)
+        flushed = time.perf_counter()
         self.changelog_end.clear()
-        for (role, p), records in batch.writes.items():
+        for (role, p), records in writes.items():
             for key, value in records.items():
                 self._produce(self.changelog[role], key.encode(), value, partition=p,
                               on_delivery=self._delivered)
-        group = self.consumer.consumer_group_metadata()
-        metrics.BATCH_PHASE_SECONDS.labels(phase="produce").inc(time.perf_counter() - t0)
-        self.committing = (batch, self.committer.submit(self._end_transaction, batch, group))
-
-    def _end_transaction(self, batch: Batch, group: Any) -> None:
-        """On the committer thread: the offsets, with where each changelog now ends (see the
-        module docstring; so the state records must be acknowledged first, and a failed one
-        fails the commit), then the commit."""
-        from confluent_kafka import TopicPartition
-
-        t0 = time.perf_counter()
-        if batch.writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
+        # where each changelog now ends goes with the offsets (see the module docstring), so
+        # the records must be acknowledged first; a failed one fails the commit below
+        if writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
             log.warning("changelog records not acknowledged within %d s: rewinding",
                         TXN_CALL_SECONDS)
             self._abort()
         self._note_changelog_ends()
         offsets = [TopicPartition(t, p, o, metadata=offset_metadata(
                        self.changelog_high.get((self.roles[t], p), 0)))
-                   for (t, p), o in batch.next_offsets.items()]
-        self._txn(self.producer.send_offsets_to_transaction, offsets, group, TXN_CALL_SECONDS)
+                   for (t, p), o in next_offsets.items()]
+        self._txn(self.producer.send_offsets_to_transaction, offsets,
+                  self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
         committing = time.perf_counter()
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
-        metrics.COMMIT_PHASE_SECONDS.labels(phase="state_and_offsets").inc(committing - t0)
-        metrics.COMMIT_PHASE_SECONDS.labels(phase="commit").inc(time.perf_counter() - committing)
-
-    def _settle(self) -> None:
-        """Wait for the transaction the committer is ending, if any: :class:`Rewind` if it
-        did not commit; else the local copies get its state records."""
-        if self.committing is None:
-            return
-        batch, ending = self.committing
-        self.committing = None
-        t0 = time.perf_counter()
-        try:
-            ending.result()
-        finally:
-            waited = time.perf_counter() - t0
-            metrics.BATCH_PHASE_SECONDS.labels(phase="commit_wait").inc(waited)
-        self._save_local(batch.writes)
-        log.debug("batch: %d messages, %d bytes, %.3f s steps, %.3f s checkpoint, %.3f s "
-                  "waiting for its commit", batch.count, batch.size, batch.stepping,
-                  batch.checkpoint, waited)
+        saving = time.perf_counter()
+        self._save_local(writes)
+        log.debug("batch: %d messages, %d bytes, %.3f s processing (%.3f steps, %.3f checkpoint, "
+                  "%.3f state records and offsets), %.3f s commit, %.3f s local copy", count, size,
+                  committing - t0, stepping, flushed - flushing, committing - flushed,
+                  saving - committing, time.perf_counter() - saving)
         for tp in list(self.eager_until):
-            if batch.next_offsets.get(tp, -1) > self.eager_until[tp]:
+            if next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
-        metrics.BATCH_SECONDS.observe(time.perf_counter() - batch.started)
-        metrics.BATCH_MESSAGES.observe(batch.count)
+        for phase, seconds in (("steps", stepping), ("checkpoint", flushed - flushing),
+                               ("state_and_offsets", committing - flushed),
+                               ("commit", saving - committing)):
+            metrics.BATCH_PHASE_SECONDS.labels(phase=phase).inc(seconds)
+        metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
+        metrics.BATCH_MESSAGES.observe(count)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
 
@@ -807,7 +734,7 @@ class Worker:
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
-        metrics.REWINDS.inc()
+
         self._drop_fetched()
         assignment = self.consumer.assignment()
         if not assignment:

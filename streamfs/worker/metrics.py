@@ -24,16 +24,9 @@ BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch"
                            buckets=(1, 2, 5, 10, 50, 200, 1000, 10000))
 BATCH_PHASE_SECONDS = Counter(
     "streamfs_batch_phase_seconds", "Time spent in each phase of the batches",
-    ["phase"])  # steps | checkpoint | produce | commit_wait (on the loop: they add up)
-COMMIT_PHASE_SECONDS = Counter(
-    "streamfs_commit_phase_seconds",
-    "Time the committer thread spends ending the batches' transactions, while the loop steps "
-    "the next batch", ["phase"])  # state_and_offsets | commit
+    ["phase"])  # steps | checkpoint | state_and_offsets | commit
 FETCH_SECONDS = Counter(
     "streamfs_fetch_seconds",
     "Time in fetch calls that returned input: waiting for it, and taking it into Python "
     "(confluent-kafka copies each payload into a bytes object); idle waits are not counted")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
-REWINDS = Counter("streamfs_rewinds_total",
-                  "Rewinds: state restored from the changelog, input read again from the "
-                  "committed offsets (after an abort, or a step that failed half-way)")

@@ -1,5 +1,5 @@
 """A step that fails half-way inside the algorithm while earlier steps of its stream are not yet
-checkpointed (same batch): the worker drops the batch and replays it with a checkpoint after
+checkpointed (same batch): the worker aborts the batch and replays it with a checkpoint after
 every message, and the failing message becomes an ordinary dead letter. Real broker; the worker
 runs in this process so that the algorithm can be made to fail."""
 
@@ -71,7 +71,7 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(msgs)  # all on the topic before the worker starts
     worker = app.Worker(settings)
-    rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
+    aborts = REGISTRY.get_sample_value("streamfs_transaction_aborts_total")
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
@@ -83,8 +83,8 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     finally:
         worker.running = False
         thread.join(60)
-    # the batch was dropped and replayed from the committed state
-    assert REGISTRY.get_sample_value("streamfs_rewinds_total") > rewinds
+    # the batch was aborted and replayed
+    assert REGISTRY.get_sample_value("streamfs_transaction_aborts_total") > aborts
     assert [d["reason"] for d in dead] == ["rejected by saola: boom"]
     assert dead[0]["offset"] == 3  # the third block (open is offset 0)
     strip = lambda r: {k: v for k, v in r.items() if k != "input_timestamp"}  # noqa: E731
