@@ -6,6 +6,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "topics" / "catalogue.toml"
 
@@ -66,7 +67,31 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
             outcome[name] = "exists"
+    created = {s.name: s for s in specs.values() if outcome.get(s.name) == "created"}
+    if created:
+        wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))
     return outcome
+
+
+def unserved_partitions(admin: Any, partitions: dict[str, int], timeout: float = 10.0) -> list[str]:
+    """The partitions (``{topic: count}``) whose leader does not answer a ListOffsets request
+    yet. Right after a topic is created, metadata can name a partition's leader before that
+    broker hosts the partition. Records produced then fail and are retried, and an idempotent
+    producer has been seen to report two such records delivered while the log held neither.
+    The broker had accepted the next sequence number as the producer's first. So nothing is
+    published to a partition until its leader serves it."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    query = {TopicPartition(t, p): OffsetSpec.latest()
+             for t, n in partitions.items() for p in range(n)}
+    missing = []
+    for tp, fut in admin.list_offsets(query, request_timeout=timeout).items():
+        try:
+            fut.result()
+        except KafkaException:
+            missing.append(f"{tp.topic}:{tp.partition}")
+    return missing
 
 
 #: how long compaction keeps a changelog tombstone; a worker's local copy of a partition's state
@@ -88,19 +113,22 @@ def changelog_specs(app_id: str, partitions: int, replication_factor: int,
 
 
 def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 60.0) -> None:
-    """Block until the broker's metadata shows every topic with its partitions."""
+    """Block until the broker's metadata shows every topic with its partitions, and every
+    partition's leader serves it (:func:`unserved_partitions`)."""
     import time
 
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(admin_config)
     deadline = time.monotonic() + timeout
-    missing = list(specs.values())
+    missing: list[str] = [s.name for s in specs.values()]
     while missing:
         meta = admin.list_topics(timeout=10)
-        missing = [s for s in specs.values()
+        missing = [s.name for s in specs.values()
                    if s.name not in meta.topics or len(meta.topics[s.name].partitions) != s.partitions]
+        if not missing:
+            missing = unserved_partitions(admin, {s.name: s.partitions for s in specs.values()})
         if missing and time.monotonic() > deadline:
-            raise TimeoutError(f"topics not ready after {timeout} s: {[s.name for s in missing]}")
+            raise TimeoutError(f"topics not ready after {timeout} s: {missing}")
         if missing:
-            time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
+            time.sleep(0.2)  # polling the broker, not waiting for our own work

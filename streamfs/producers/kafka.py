@@ -7,6 +7,12 @@ from typing import Any, Iterable
 from streamfs.codec import encode
 
 
+#: settings of the publisher's configuration that an admin client does not take
+_PRODUCER_ONLY = ("stats_cb", "statistics.interval.ms", "on_delivery", "delivery.report.only.error",
+                  "linger.ms", "acks", "enable.idempotence", "compression.type",
+                  "message.max.bytes")
+
+
 class DeliveryError(RuntimeError):
     """A message could not be delivered to the broker."""
 
@@ -25,6 +31,7 @@ class StreamPublisher:
                 "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
                 **kafka_config}
         self._producer = Producer(conf)
+        self._config = kafka_config
         self.topic = topic
         self._errors: list[str] = []
 
@@ -41,6 +48,24 @@ class StreamPublisher:
         if meta is None or meta.error is not None:
             reason = meta.error.str() if meta is not None else "no metadata"
             raise DeliveryError(f"topic {self.topic!r} is not available: {reason}")
+        self._wait_served(len(meta.partitions), timeout)
+
+    def _wait_served(self, partitions: int, timeout: float) -> None:
+        """Wait until every partition's leader serves it (a topic created moments ago): see
+        :func:`streamfs.topics.unserved_partitions`."""
+        import time
+
+        from confluent_kafka.admin import AdminClient
+
+        from streamfs.topics import unserved_partitions
+
+        admin = AdminClient({k: v for k, v in self._config.items() if k not in _PRODUCER_ONLY})
+        deadline = time.monotonic() + timeout
+        while missing := unserved_partitions(admin, {self.topic: partitions}):
+            if time.monotonic() > deadline:
+                raise DeliveryError(f"topic {self.topic!r}: partitions {', '.join(missing)} have "
+                                    f"no serving leader after {timeout} s")
+            time.sleep(0.2)  # polling the broker, not waiting for our own work
 
     def _on_delivery(self, err, msg) -> None:
         if err is not None:

@@ -1,0 +1,42 @@
+"""A topic created by the project is served by its partitions' leaders before anyone publishes
+to it (real broker)."""
+
+import uuid
+
+import pytest
+
+from streamfs.producers import StreamPublisher
+from streamfs.topics import TopicSpec, create_topics, unserved_partitions
+
+pytestmark = pytest.mark.kafka
+
+
+def test_created_topics_are_served_before_create_topics_returns(kafka_config):
+    from confluent_kafka.admin import AdminClient
+
+    specs = {f"t{i}": TopicSpec(f"t{i}", f"ready-{uuid.uuid4().hex[:8]}", 8, 1) for i in range(3)}
+    assert set(create_topics(kafka_config, specs).values()) == {"created"}
+    # every partition's leader answers at once: nothing published now can meet a leader that
+    # does not host its partition yet
+    admin = AdminClient(kafka_config)
+    assert unserved_partitions(admin, {s.name: s.partitions for s in specs.values()},
+                               timeout=2) == []
+
+
+def test_unserved_partitions_names_partitions_no_leader_serves(kafka_config):
+    from confluent_kafka.admin import AdminClient
+
+    name = f"ready-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_config, {"t": TopicSpec("t", name, 2, 1)})
+    admin = AdminClient(kafka_config)
+    # partitions 2 and 3 do not exist: nobody serves them
+    assert unserved_partitions(admin, {name: 4}, timeout=2) == [f"{name}:2", f"{name}:3"]
+
+
+def test_publisher_connect_waits_for_served_partitions(kafka_config):
+    name = f"ready-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_config, {"t": TopicSpec("t", name, 4, 1)})
+    with StreamPublisher({**kafka_config, "statistics.interval.ms": 100,
+                          "stats_cb": lambda s: None}, name) as pub:
+        pub.connect()
+        pub.send({"stream": "s", "kind": "open", "seq": 0})
