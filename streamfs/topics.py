@@ -126,9 +126,22 @@ def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: fl
         meta = admin.list_topics(timeout=10)
         missing = [s.name for s in specs.values()
                    if s.name not in meta.topics or len(meta.topics[s.name].partitions) != s.partitions]
-        if not missing:
-            missing = unserved_partitions(admin, {s.name: s.partitions for s in specs.values()})
         if missing and time.monotonic() > deadline:
             raise TimeoutError(f"topics not ready after {timeout} s: {missing}")
         if missing:
-            time.sleep(0.2)  # polling the broker, not waiting for our own work
+            time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
+    wait_until_served(admin, {s.name: s.partitions for s in specs.values()},
+                      max(0.0, deadline - time.monotonic()))
+
+
+def wait_until_served(admin: Any, partitions: dict[str, int], timeout: float) -> None:
+    """Block until every partition (``{topic: count}``) is served by its leader; TimeoutError
+    naming those that are not after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while missing := unserved_partitions(admin, partitions):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"partitions {', '.join(missing)} have no serving leader after "
+                               f"{timeout:.0f} s")
+        time.sleep(0.2)  # polling the broker, not waiting for our own work

@@ -7,12 +7,6 @@ from typing import Any, Iterable
 from streamfs.codec import encode
 
 
-#: settings of the publisher's configuration that an admin client does not take
-_PRODUCER_ONLY = ("stats_cb", "statistics.interval.ms", "on_delivery", "delivery.report.only.error",
-                  "linger.ms", "acks", "enable.idempotence", "compression.type",
-                  "message.max.bytes")
-
-
 class DeliveryError(RuntimeError):
     """A message could not be delivered to the broker."""
 
@@ -53,19 +47,17 @@ class StreamPublisher:
     def _wait_served(self, partitions: int, timeout: float) -> None:
         """Wait until every partition's leader serves it (a topic created moments ago): see
         :func:`streamfs.topics.unserved_partitions`."""
-        import time
-
         from confluent_kafka.admin import AdminClient
 
-        from streamfs.topics import unserved_partitions
+        from streamfs.topics import wait_until_served
 
-        admin = AdminClient({k: v for k, v in self._config.items() if k not in _PRODUCER_ONLY})
-        deadline = time.monotonic() + timeout
-        while missing := unserved_partitions(admin, {self.topic: partitions}):
-            if time.monotonic() > deadline:
-                raise DeliveryError(f"topic {self.topic!r}: partitions {', '.join(missing)} have "
-                                    f"no serving leader after {timeout} s")
-            time.sleep(0.2)  # polling the broker, not waiting for our own work
+        # the connection settings without callbacks and statistics (they are the producer's)
+        admin = AdminClient({k: v for k, v in self._config.items()
+                             if not callable(v) and k != "statistics.interval.ms"})
+        try:
+            wait_until_served(admin, {self.topic: partitions}, timeout)
+        except TimeoutError as exc:
+            raise DeliveryError(f"topic {self.topic!r}: {exc}") from None
 
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
