@@ -32,9 +32,12 @@ def _machine() -> dict:
 @click.option("--warm-up", "warm_up_mb", type=int, default=100, show_default=True,
               help="MB pushed through a scratch topic before timing anything, so that the "
                    "broker's JVM is warm (0: none).")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run each scenario this many times and report the median of every figure "
+                   "(a ratio: the median of the runs' ratios) with each ratio's range.")
 @click.pass_context
 def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_broker: bool,
-          json_out: str | None, warm_up_mb: int) -> None:
+          json_out: str | None, warm_up_mb: int, repeat: int) -> None:
     """Measure end-to-end throughput (produce -> worker -> selected-features) against the
     in-process algorithm and a plain consumer of the same messages; `recovery` times a restart
     of 10 open streams with 500 kept columns of N = 10,000 each after 1,000 closed streams.
@@ -43,6 +46,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
     from rich.table import Table
 
     from streamfs.bench.pipeline import recovery, run_scenario, warm_up_broker
+    from streamfs.bench.summary import median_of_runs
 
     settings = ctx.obj["settings"]
     names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
@@ -61,7 +65,11 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
             console.print_json(json.dumps(results[-1]))
         for name in names:
             console.print(f"[bold]bench {name}[/bold] ...")
-            r = recovery(kafka) if name == "recovery" else run_scenario(name, kafka, scale=scale)
+            if name == "recovery":
+                r = recovery(kafka)
+            else:
+                runs = [run_scenario(name, kafka, scale=scale) for _ in range(repeat)]
+                r = runs[0] if repeat == 1 else {**median_of_runs(runs), "runs": runs}
             results.append(r)
             console.print_json(json.dumps(r, default=str))
     finally:

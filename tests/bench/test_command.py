@@ -28,7 +28,7 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     before = _topics(kafka_bootstrap)
     proc = subprocess.run(
         [sys.executable, "-m", "streamfs.cli", "bench", "sparse-features", "--scale", "0.01",
-         "--warm-up", "3", "--json", str(out)],
+         "--warm-up", "3", "--repeat", "2", "--json", str(out)],
         env=env, text=True, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the run deleted every topic it made (inputs, results, changelogs): nothing left behind
@@ -36,12 +36,27 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
     while (left := _topics(kafka_bootstrap) - before) and time.monotonic() < deadline:
         time.sleep(0.5)  # polling the broker's metadata: deletion completes asynchronously
     assert not left
-    # and the workers' local state copies: only their logs stay
-    (workdir,) = tmp_path.glob("streamfs-bench-*")
-    assert sorted(p.name for p in workdir.iterdir()) == [
-        "sparse-features-backlog-worker.log", "sparse-features-worker.log"]
-    warm, run = json.loads(out.read_text())["results"]
+    # and the workers' local state copies: only their logs stay, one directory per run
+    workdirs = list(tmp_path.glob("streamfs-bench-*"))
+    assert len(workdirs) == 2
+    for workdir in workdirs:
+        assert {p.name for p in workdir.iterdir()} == {
+            "sparse-features-backlog-worker.log", "sparse-features-worker.log"}
+    warm, summary = json.loads(out.read_text())["results"]
     assert warm["warm_up_megabytes"] == 3 and warm["warm_up_seconds"] > 0
+    # --repeat 2: both runs kept, and the summary's figures are their medians
+    assert summary["repeats"] == 2 and len(summary["runs"]) == 2
+    for key, (low, high) in summary["ratio_ranges"].items():
+        assert low <= summary[key] <= high
+        assert [low, high] == sorted(r[key] for r in summary["runs"])
+    assert summary["backlog_seconds"] == pytest.approx(
+        sum(r["backlog_seconds"] for r in summary["runs"]) / 2)
+    assert summary["selection_matches_in_process"] is True
+    for run in summary["runs"]:
+        _check_run(run)
+
+
+def _check_run(run: dict) -> None:
     assert run["scenario"] == "sparse-features" and run["messages"] >= 3
     # the selection read back from the broker is the in-process one
     assert run["final_selection_size"] > 0 and run["selection_matches_in_process"] is True
