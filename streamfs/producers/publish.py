@@ -20,13 +20,17 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
                   on_message: Callable[[dict], None] | None = None) -> int:
     """Send ``messages`` in order, optionally paced at ``rate`` items/s; returns the count.
 
-    Raises ``DeliveryError`` if the broker did not acknowledge every message.
+    Raises ``DeliveryError`` if the broker cannot be reached, the topic is not available or
+    the broker did not acknowledge every message. Nothing is sent before every partition of
+    ``topic`` is served (see :meth:`StreamPublisher.connect`): a topic created moments ago by
+    any tool would otherwise lose its first records.
     """
     if rate is not None:
         messages = throttle(messages, TokenBucket(rate))
     conf = {"queue.buffering.max.kbytes": PRODUCER_QUEUE_KBYTES, **kafka_config}
     count = 0
     with StreamPublisher(conf, topic) as pub:
+        pub.connect()
         for message in messages:
             pub.send(message)
             count += 1
