@@ -456,9 +456,9 @@ class StreamProcessor:
         n_items = 0
         header = dict(header)
         self._pending_maps: list[tuple[str, bytes]] = []
-        fitted = hasattr(algo, "selected_")  # False until the first data block
         if close:
-            if fitted and hasattr(algo, "finish"):
+            # hasattr: False until the first data block (a property for some: computed once)
+            if hasattr(algo, "finish") and hasattr(algo, "selected_"):
                 self._mutating = True
                 algo.finish()
         elif self.kind == "features":
@@ -482,7 +482,7 @@ class StreamProcessor:
                 "params": header["params"], "run": header.get("run", 1),
                 "version": header["version"],
                 "seq": message["seq"], "final": close, "selection": selection,
-                "counters": self._counters(algo, header),
+                "counters": self._counters(algo, header, fitted),
                 "input_timestamp": timestamp,
             }, self.output_format)
             plan.final = close
@@ -589,6 +589,23 @@ class StreamProcessor:
         naming = self._naming(stream, header)
         rule = naming["rule"]
         map_starts, name_starts = header.get("maps", []), header.get("name_blocks", [])
+        rule_names, prefix, base = rule["names"], rule["prefix"], rule["base"]
+        n_rule_names = 0 if rule_names is None else len(rule_names)
+
+        def rule_name(source: int) -> str:
+            return rule_names[source] if source < n_rule_names else f"{prefix}{source + base}"
+
+        if not map_starts and not name_starts:
+            # positions are source ids, named by the rule: cheaper to name than to cache (a
+            # churning selection, as OFS's over a million features, would miss every time).
+            # One comprehension: this runs for every item of every result.
+            named = [{"feature": item["feature"], "name": rule_name(item["feature"]), **item}
+                     for item in selection]
+            for out in named:
+                if out.get("affiliated"):
+                    out["affiliated"] = [[a, d, rule_name(a)] for a, d in out["affiliated"]]
+            return named
+
         # a position's source id and name never change once its block arrived
         resolved = self._resolved.setdefault(stream, {})
         if len(resolved) > 100_000:  # bounded: a churning selection over millions of features
@@ -604,14 +621,6 @@ class StreamProcessor:
                 found = resolved[f] = lookup(f)
             return found
 
-        rule_names, prefix, base = rule["names"], rule["prefix"], rule["base"]
-        n_rule_names = 0 if rule_names is None else len(rule_names)
-
-        def by_rule(source: int) -> tuple[int, str]:
-            if source < n_rule_names:
-                return source, rule_names[source]
-            return source, f"{prefix}{source + base}"
-
         def lookup(f: int) -> tuple[int, str]:
             source = f
             start = block(map_starts, f)
@@ -626,12 +635,7 @@ class StreamProcessor:
                     naming[start] = unpackb(self.store[_names_key(stream, start)])
                 if f - start < len(naming[start]):
                     return source, naming[start][f - start]
-            return by_rule(source)
-
-        if not map_starts and not name_starts:
-            # positions are source ids, named by the rule: cheaper to name than to cache (a
-            # churning selection, as OFS's over a million features, would miss every time)
-            resolve = by_rule  # noqa: F811
+            return source, rule_name(source)
 
         named = []
         for item in selection:
@@ -646,9 +650,9 @@ class StreamProcessor:
         return named
 
     @staticmethod
-    def _counters(algo: Any, header: dict) -> dict:
+    def _counters(algo: Any, header: dict, fitted: bool) -> dict:
         counters = {"rejected_messages": header["rejected"]}
-        if not hasattr(algo, "selected_"):
+        if not fitted:
             return counters
         for name in ("n_features_seen_", "n_irrelevant_", "n_redundant_", "n_seen_", "mistakes_",
                      "n_refits_"):

@@ -251,6 +251,9 @@ def test_unnamed_features_follow_the_naming_rule():
     plain = decode(_run(StreamProcessor("features", {}),
                         list(feature_stream_messages("s", X, y, "saola")))[0][-1])
     assert all(i["name"] == f"x{i['feature']}" for i in plain["selection"])
+    # affiliated features too, as [source id, strength, name]
+    affiliated = [a for i in plain["selection"] for a in i["affiliated"]]
+    assert affiliated and all(len(a) == 3 and a[2] == f"x{a[0]}" for a in affiliated)
     libsvm = decode(_run(StreamProcessor("features", {}), list(feature_stream_messages(
         "s", X, y, "saola", naming={"name_prefix": "", "name_base": 1})))[0][-1])
     assert all(i["name"] == str(i["feature"] + 1) for i in libsvm["selection"])
