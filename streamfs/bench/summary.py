@@ -18,13 +18,14 @@ def median_of_runs(runs: list[dict]) -> dict:
     """The median of every numeric figure of ``runs`` (the same scenario each), with the
     range of each ratio over the runs.
 
-    A ratio is the median of the runs' own ratios (each run's two sides are measured
-    minutes apart, not the medians of different runs); per-phase seconds are medians per
-    phase, so they need not add up to the median backlog. ``selection_matches_in_process``
+    A ratio is the median of the runs' own ratios: both sides of a run's ratio were measured
+    in that run, whereas the median of each side could come from different runs. Per-phase
+    seconds are medians per phase, so they need not add up to the median backlog. ``selection_matches_in_process``
     holds only if it held in every run.
 
     >>> runs = [{"scenario": "s", "backlog_seconds": t, "ratio_backlog_to_raw": r,
-    ...          "selection_matches_in_process": True} for t, r in ((1.0, .5), (3.0, .9), (2.0, .7))]
+    ...          "selection_matches_in_process": True}
+    ...         for t, r in ((1.0, .5), (3.0, .9), (2.0, .7))]
     >>> s = median_of_runs(runs)
     >>> s["backlog_seconds"], s["ratio_backlog_to_raw"], s["ratio_ranges"], s["repeats"]
     (2.0, 0.7, {'ratio_backlog_to_raw': [0.5, 0.9]}, 3)
