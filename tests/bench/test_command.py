@@ -44,7 +44,8 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
             "sparse-features-backlog-worker.log", "sparse-features-worker.log"}
     warm, summary = json.loads(out.read_text())["results"]
     assert warm["warm_up_megabytes"] == 3 and warm["warm_up_seconds"] > 0
-    # --repeat 2: both runs kept, and the summary's figures are their medians
+    # --repeat 2: both runs (each in a bench process of its own) kept, and the summary's
+    # figures are their medians
     assert summary["repeats"] == 2 and len(summary["runs"]) == 2
     for key, (low, high) in summary["ratio_ranges"].items():
         assert low <= summary[key] <= high
