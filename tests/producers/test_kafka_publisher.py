@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from streamfs.producers.kafka import DeliveryError, StreamPublisher
+from streamfs.worker.process import free_port
+
+#: a local port nobody listens on
+DEAD_BROKER = {"bootstrap.servers": f"127.0.0.1:{free_port()}"}
 
 
 def test_connect_to_unreachable_broker_names_the_topic():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    pub = StreamPublisher({"bootstrap.servers": f"127.0.0.1:{port}"}, "streamfs.features")
+    pub = StreamPublisher(DEAD_BROKER, "streamfs.features")
     with pytest.raises(DeliveryError, match="streamfs.features"):
         pub.connect(timeout=1.0)
 
@@ -21,15 +20,12 @@ def test_connect_to_unreachable_broker_names_the_topic():
 def test_send_to_unreachable_broker_fails_before_taking_a_message():
     from streamfs.producers.publish import send_messages
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     sent = []
     messages = iter([{"stream": "s", "kind": "open", "seq": 0}])
     # it connects first (as produce_features, produce_instances and `streamfs produce` do
     # through it): a clear error within the connect timeout rather than "undelivered" after
     # the flush's two minutes, and no message taken from the source
     with pytest.raises(DeliveryError, match="cannot reach the broker for topic 'streamfs.f'"):
-        send_messages(messages, {"bootstrap.servers": f"127.0.0.1:{port}"}, "streamfs.f",
+        send_messages(messages, DEAD_BROKER, "streamfs.f",
                       on_message=sent.append)
     assert sent == [] and next(messages)["kind"] == "open"
