@@ -140,7 +140,10 @@ def wait_until_served(admin: Any, partitions: dict[str, int], timeout: float) ->
     import time
 
     deadline = time.monotonic() + timeout
-    while missing := unserved_partitions(admin, partitions):
+    # each request is bounded by what is left of the deadline (at least 1 s: a request needs
+    # a round trip), so a broker that stops answering cannot stretch the wait by 10 s
+    while missing := unserved_partitions(admin, partitions,
+                                         max(1.0, deadline - time.monotonic())):
         if time.monotonic() > deadline:
             raise TimeoutError(f"partitions {', '.join(missing)} have no serving leader after "
                                f"{timeout:.0f} s")

@@ -40,3 +40,20 @@ def test_publisher_connect_waits_for_served_partitions(kafka_config):
                           "stats_cb": lambda s: None}, name) as pub:
         pub.connect()
         pub.send({"stream": "s", "kind": "open", "seq": 0})
+
+
+def test_wait_until_served_keeps_its_deadline_when_the_broker_does_not_answer():
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.topics import wait_until_served
+    from streamfs.worker.process import free_port
+
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="t:0, t:1"):
+        wait_until_served(admin, {"t": 2}, timeout=2)
+    # each ListOffsets request is bounded by what is left of the 2 s (one request used to
+    # wait its own 10 s); the margin is for a loaded machine, not a speed target
+    assert time.monotonic() - started < 6
