@@ -60,6 +60,13 @@ def kafka_bootstrap(tmp_path_factory):
 
 
 @pytest.fixture
+def broker_run_dir(kafka_bootstrap) -> Path | None:
+    """The run directory (pid, bootstrap) of the broker this session started with
+    ops/kafka/broker.sh; None for a broker given by address or a container."""
+    return _BROKER_RUN[0] if _BROKER_RUN else None
+
+
+@pytest.fixture
 def restart_broker(kafka_bootstrap):
     """``restart_broker()`` stops the session's broker and starts it again on the same data and
     port. Only for a broker this session started (not one given by address or a container)."""

@@ -108,6 +108,20 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                 "backlog_seconds", "processor_seconds", "backlog_raw_consume_seconds")),
                 *(f"{r['backlog_phase_seconds'][k]:.3f}" for k in names))
     console.print(phases)
+    cpu = Table(title=f"CPU seconds against wall seconds ({_machine()['cpus']} cores; the broker "
+                      "where it is the local one)")
+    for col in ("scenario", "in-process wall", "in-process cpu", "raw consume wall",
+                "raw consumer cpu", "raw broker cpu", "backlog wall", "backlog worker cpu",
+                "backlog broker cpu"):
+        cpu.add_column(col)
+    for r in results:
+        if "backlog_cpu_seconds" in r:
+            raw, back = r["backlog_raw_consume_cpu_seconds"], r["backlog_cpu_seconds"]
+            cpu.add_row(r["scenario"], *(f"{v:.3f}" if v is not None else "-" for v in (
+                r["processor_seconds"], r["processor_cpu_seconds"],
+                r["backlog_raw_consume_seconds"], raw.get("consumer"), raw.get("broker"),
+                r["backlog_seconds"], back.get("worker"), back.get("broker"))))
+    console.print(cpu)
     _write(json_out, results)
 
 

@@ -27,6 +27,7 @@ in-process time bounds everything, which ``backlog / max(raw consume, in-process
 
 from __future__ import annotations
 
+import os
 import resource
 import tempfile
 import time
@@ -39,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
+from streamfs.bench.cpu import CpuMeter, local_broker_pid
 from streamfs.codec import decode, encode
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 
@@ -144,6 +146,7 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
     warm_up()  # as the worker before it takes partitions: imports and numba kernels loaded
     proc = StreamProcessor(sc.unit, {})
     final = None
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     for i, raw in enumerate(encoded):
         # as the worker: state checkpointed once per batch (here every 8 messages)
@@ -158,6 +161,7 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
             else:
                 proc.store[k] = v
     worker_path = time.perf_counter() - t0
+    worker_path_cpu = time.process_time() - cpu0
     def bare_run(X, y) -> float:
         algo = registry.get(sc.algorithm).build(
             {**sc.params, **({"n_features": X.shape[1]} if sc.unit == "instances" else {})})
@@ -170,20 +174,24 @@ def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
 
     bare_run(*((X[:, :50], y) if sc.unit == "features" else (X[:50], y[:50])))  # its kernels
     bare = bare_run(X, y)
-    return {"processor_seconds": worker_path, "algorithm_seconds": bare,
+    return {"processor_seconds": worker_path, "processor_cpu_seconds": round(worker_path_cpu, 3),
+            "algorithm_seconds": bare,
             "in_process_selection": decode(final)["selection"]}
 
 
-def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> float:
+def _raw_consume(kafka_config: dict, topic: str, n_messages: int) -> tuple[float, dict]:
     """Seconds for a plain consumer (assigned, no group join, the worker's fetch settings) to
-    fetch every message."""
+    fetch every message, and the CPU seconds meanwhile of this process (the consumer; nothing
+    else runs in it then) and of the local broker (where the bench can see it)."""
     from streamfs.bench.rawreader import assigned_consumer, consume_all
 
     consumer = assigned_consumer(kafka_config, topic)
     try:
+        meter = CpuMeter({"consumer": os.getpid(),
+                          "broker": local_broker_pid(kafka_config["bootstrap.servers"])}).start()
         t0 = time.perf_counter()
         consume_all(consumer, n_messages)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, meter.stop()
     finally:
         consumer.close()
 
@@ -295,7 +303,7 @@ def warm_up_broker(kafka_config: dict, megabytes: int = 100, seed: int = 0) -> d
         with StreamPublisher(kafka_config, topic) as pub:
             for _ in range(megabytes):
                 pub.send_raw(None, payload)
-        consume = _raw_consume(kafka_config, topic, megabytes)
+        consume, _ = _raw_consume(kafka_config, topic, megabytes)
     return {"warm_up_megabytes": megabytes, "warm_up_seconds": round(time.perf_counter() - t0, 2),
             "warm_up_consume_seconds": round(consume, 3)}
 
@@ -335,8 +343,8 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
             out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
         finally:
             worker.stop()
-        out["raw_consume_seconds"] = _raw_consume(kafka_config, topics[sc.unit].name,
-                                                  len(encoded))
+        out["raw_consume_seconds"], out["raw_consume_cpu_seconds"] = _raw_consume(
+            kafka_config, topics[sc.unit].name, len(encoded))
         out["pipeline_seconds"] = pipeline
         out["publish_seconds"] = publish
         out.update(_raw_pipeline(sc, kafka_config, stream, encoded, scratch))
@@ -419,17 +427,23 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
                            workdir / f"{sc.name}-backlog-worker.log",
                            scratch.data_dir(workdir / "data")).start()
     try:
-        ready_at = _wait_ready(worker)["ready_at"]
+        # polled often: the worker starts on the backlog the moment it is ready, and its CPU
+        # seconds are counted from the first poll that sees it ready
+        ready_at = _wait_ready(worker, poll=0.01)["ready_at"]
+        meter = CpuMeter({"worker": worker.pid,
+                          "broker": local_broker_pid(kafka_config["bootstrap.servers"])}).start()
         final, at = watcher.result()
+        cpu = meter.stop()
         rss = worker.peak_rss_bytes()
         phases = _phase_seconds(worker)
     finally:
         worker.stop()
-    raw = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
+    raw, raw_cpu = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
     # where the backlog time went, from the worker's own counters; "other" is the rest
     # (the loop between calls, the first fetch's start, the subscriber's read of the result)
     phases["other"] = at - ready_at - sum(phases.values())
     return {"backlog_seconds": at - ready_at, "backlog_raw_consume_seconds": raw,
+            "backlog_cpu_seconds": cpu, "backlog_raw_consume_cpu_seconds": raw_cpu,
             "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
             "backlog_phase_seconds": {k: round(v, 4) for k, v in phases.items()},
             "backlog_selection": final["selection"]}
@@ -467,8 +481,9 @@ def _scaled(sc: Scenario, seed: int, scale: float):
     return sc.make(seed, **kwargs)
 
 
-def _wait_ready(worker, timeout: float = 120.0) -> dict:
-    """Poll the worker's /health until it has its partitions assigned; returns the health."""
+def _wait_ready(worker, timeout: float = 120.0, poll: float = 0.3) -> dict:
+    """Poll the worker's /health (every ``poll`` seconds) until it has its partitions
+    assigned; returns the health."""
     import json
     import urllib.request
 
@@ -484,7 +499,7 @@ def _wait_ready(worker, timeout: float = 120.0) -> dict:
                     return health
         except OSError:
             pass
-        time.sleep(0.3)  # polling an external process's health endpoint
+        time.sleep(poll)  # polling an external process's health endpoint
     raise TimeoutError(f"worker not ready after {timeout} s:\n{worker.log_tail()}")
 
 

@@ -22,9 +22,11 @@ def _topics(bootstrap: str) -> set[str]:
             if not t.startswith("__")}
 
 
-def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
+def test_bench_sparse_features_smoke(kafka_bootstrap, broker_run_dir, tmp_path):
     out = tmp_path / "bench.json"
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap, "TMPDIR": str(tmp_path)}
+    if broker_run_dir is not None:  # the bench can then read the broker's CPU time
+        env["STREAMFS_RUN"] = str(broker_run_dir)
     before = _topics(kafka_bootstrap)
     proc = subprocess.run(
         [sys.executable, "-m", "streamfs.cli", "bench", "sparse-features", "--scale", "0.01",
@@ -54,10 +56,10 @@ def test_bench_sparse_features_smoke(kafka_bootstrap, tmp_path):
         sum(r["backlog_seconds"] for r in summary["runs"]) / 2)
     assert summary["selection_matches_in_process"] is True
     for run in summary["runs"]:
-        _check_run(run)
+        _check_run(run, broker_cpu=broker_run_dir is not None)
 
 
-def _check_run(run: dict) -> None:
+def _check_run(run: dict, broker_cpu: bool) -> None:
     assert run["scenario"] == "sparse-features" and run["messages"] >= 3
     # the selection read back from the broker is the in-process one
     assert run["final_selection_size"] > 0 and run["selection_matches_in_process"] is True
@@ -79,3 +81,10 @@ def _check_run(run: dict) -> None:
                            "other"}
     assert phases["steps"] > 0 and phases["commit"] > 0 and phases["fetch"] > 0
     assert sum(phases.values()) == pytest.approx(run["backlog_seconds"], abs=1e-3)
+    # CPU seconds beside the wall times: the in-process path's, the raw consumer's and the
+    # backlog worker's always; the broker's where the bench can see its process
+    assert 0 < run["processor_cpu_seconds"]
+    raw, backlog = run["backlog_raw_consume_cpu_seconds"], run["backlog_cpu_seconds"]
+    assert set(raw) == {"consumer"} | ({"broker"} if broker_cpu else set())
+    assert set(backlog) == {"worker"} | ({"broker"} if broker_cpu else set())
+    assert all(v >= 0 for v in (*raw.values(), *backlog.values()))
