@@ -114,6 +114,12 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
     if settings.result_format not in FORMATS:
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
+    from streamfs.algorithms.parallel import kernel_threads
+
+    try:  # read by the algorithms at every step: refuse a bad value before taking partitions
+        kernel_threads()
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     _reachable(settings)
     run_worker(settings)
 

@@ -21,7 +21,9 @@ How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
 * ``Dep_K({f})`` of a whole block of columns: numpy sorts the columns, then a numba kernel
   slides a window of ``K + 1`` sorted positions along each column, walking outwards from an
   instance only where a tie at the window's edge (or the ``"distance"`` card's sums) needs it
-  (``O(N log N + N K)`` per column, no pairwise matrix).
+  (``O(N log N + N K)`` per column, no pairwise matrix). The columns are independent, so a
+  block's are split over ``STREAMFS_KERNEL_THREADS`` threads
+  (:mod:`~streamfs.algorithms.parallel`; the same bits whatever the split).
 * The squared distances ``D`` on ``S`` are kept and updated in place when a feature joins
   (one ``O(N^2)`` pass), together with the 64 nearest instances of every row on ``S``. For
   ``Dep_K(S + {f})`` each row is scanned in that order and stops as soon as ``D`` alone exceeds
@@ -58,9 +60,11 @@ from streamfs.algorithms.neighbourhood import (
     single_feature_stats,
     stream_step,
 )
+from streamfs.algorithms.parallel import map_column_ranges
 
-# columns per call of the one-feature kernel: bounds the (N, chunk) statistics arrays
-_CHUNK = 256
+# values (N x columns) per call of the one-feature kernels: bounds the (N, chunk) statistics
+# arrays (1 MiB each, cache-sized) while giving the column-parallel threads long runs
+_CHUNK_VALUES = 1 << 17
 # candidates listed per instance (nearest on S) for the incremental neighbour search; rows they
 # do not settle continue in the order of the new feature (exact either way: only speed differs)
 _NEAR = 64
@@ -169,8 +173,9 @@ class KOFSD(FeatureStreamSelector):
             self._check_same_y(y)
         X = self._check_block(X)
         self._fallback = None  # more features arrived: an earlier fallback no longer holds
-        for start in range(0, X.shape[1], _CHUNK):
-            self._process(X[:, start : start + _CHUNK])
+        chunk = max(64, _CHUNK_VALUES // max(1, X.shape[0]))
+        for start in range(0, X.shape[1], chunk):
+            self._process(X[:, start : start + chunk])
         self._publish()
 
     def finish(self) -> "KOFSD":
@@ -381,11 +386,18 @@ class KOFSD(FeatureStreamSelector):
         # only the distance card reads the distance sums; without them most instances are
         # settled by a sliding window instead of a walk
         sums = self.card == "distance"
-        order = np.argsort(X, axis=0)  # numpy's vectorised sort; the kernel settles ties
-        single_feature_stats(X, order, self._y, self.k, include_self, sums, var, same, ssum,
-                             dsum)  # fmt: skip
         dep1 = np.empty(b)
-        dependencies(same, ssum, dsum, is_large, int(self.k), card_code, *gammas, zhou, dep1)
+
+        def relevance(lo: int, hi: int) -> None:
+            # columns lo..hi-1 on one thread (independent columns: any split, same bits)
+            cols = slice(lo, hi)
+            order = np.argsort(X[:, cols], axis=0)  # numpy's sort; the kernel settles ties
+            single_feature_stats(X[:, cols], order, self._y, self.k, include_self, sums,
+                                 var[cols], same[:, cols], ssum[:, cols], dsum[:, cols])
+            dependencies(same[:, cols], ssum[:, cols], dsum[:, cols], is_large, int(self.k),
+                         card_code, *gammas, zhou, dep1[cols])  # fmt: skip
+
+        map_column_ranges(relevance, b)
         dep1[var == 0.0] = 0.0  # constant columns: irrelevant
         alpha = float(self.alpha)
         decision = np.zeros(b, dtype=np.int8)  # 0 irrelevant, 1 replaces S, 2 joins, 3 redundant

@@ -88,6 +88,17 @@ class ColumnBlock:
             return np.arange(self.n_rows, dtype=np.int64), self.data[lo:hi]
         return self.indices[lo:hi], self.data[lo:hi]
 
+    def columns(self, lo: int, hi: int) -> "ColumnBlock":
+        """Columns ``lo .. hi - 1`` as a block of their own (views of this block's arrays).
+
+        >>> b = as_column_block(np.array([[1.0, 0.0, 5.0], [2.0, 3.0, 6.0]]))
+        >>> b.columns(1, 3).dense_column(1).tolist()
+        [5.0, 6.0]
+        """
+        a, z = int(self.indptr[lo]), int(self.indptr[hi])
+        return ColumnBlock(self.indptr[lo:hi + 1] - a, self.indices[a:z] if not self.dense
+                           else self.indices, self.data[a:z], self.n_rows, self.dense)
+
     def dense_column(self, j: int) -> np.ndarray:
         """Column ``j`` as a dense float64 array (a copy)."""
         rows, vals = self.column(j)

@@ -62,6 +62,7 @@ from .measures import (
     lofs_centred,
     lofs_fisher_critical,
 )
+from .parallel import map_column_ranges
 
 __all__ = ["SAOLA", "GroupSAOLA"]
 
@@ -471,30 +472,40 @@ class _SAOLABase(FeatureStreamSelector):
 
     # -- per-block relevance ----------------------------------------------------------------
 
+    def _fisher_stats(self, block: ColumnBlock) -> dict[str, np.ndarray]:
+        """The per-column statistics of the Fisher-z test (compiled kernels, GIL released)."""
+        n = self._st_n
+        seqsum, mean, ss, const, cross = _nb_block_fisher(
+            block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
+        )
+        out = dict(seqsum=seqsum, mean=mean, ss=ss, const=const, cross=cross)
+        if self._st_lofs_z:
+            # the authors' arithmetic: cov, r = C12 / sqrt(C11 C22), NaN r is skipped
+            _, out["cxx"], out["r"] = _nb_block_fisher_lofs(
+                block.indptr, block.indices, block.data, n, block.dense,
+                self._st_tlc, self._st_tlvar,
+            )
+        return out
+
     def _relevance(self, block: ColumnBlock) -> dict[str, np.ndarray]:
         """dep (strength with the class), relevant mask and per-column statistics."""
         n = self._st_n
         out: dict[str, np.ndarray] = {}
         if self.test == "fisher_z":
-            seqsum, mean, ss, const, cross = _nb_block_fisher(
-                block.indptr, block.indices, block.data, n, block.dense,
-                self._st_tc, self._st_tsum,
-            )
-            out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
+            # independent columns: split over the kernel threads (the same bits any split)
+            parts = map_column_ranges(lambda lo, hi: self._fisher_stats(block.columns(lo, hi)),
+                                      block.n_cols) or [self._fisher_stats(block)]
+            out = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+            cross = out.pop("cross")
         elif self.compat == "lofs":
             seqsum, mean, ss, const = _nb_col_stats(
                 block.indptr, block.indices, block.data, n, block.dense
             )
             out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
         if self._st_lofs_z:
-            # the authors' arithmetic: cov, r = C12 / sqrt(C11 C22), NaN r is skipped
-            _, cxx, r = _nb_block_fisher_lofs(
-                block.indptr, block.indices, block.data, n, block.dense,
-                self._st_tlc, self._st_tlvar,
-            )
+            r = out.pop("r")  # its cxx stays in out
             dep = np.abs(r)
             rel = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
-            out["cxx"] = cxx
         elif self.test == "fisher_z":
             dep = _r_from(cross, out["ss"], self._st_tss)
             dep[out["const"]] = 0.0

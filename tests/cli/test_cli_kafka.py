@@ -86,3 +86,12 @@ def test_select_on_a_missing_file_is_a_clean_error(tmp_path):
     out = streamfs("select", str(tmp_path / "missing.csv"), "--algorithm", "saola",
                    env=dict(os.environ))
     assert out.returncode == 2 and "no such file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_worker_refuses_a_bad_kernel_thread_count_before_starting(tmp_path):
+    # checked before the broker is even tried: the address below is never reached
+    env = {**os.environ, "STREAMFS_KERNEL_THREADS": "zero",
+           "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    out = streamfs("worker", env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'" in out.stderr

@@ -1,0 +1,94 @@
+"""Column-parallel runs of the compiled per-column kernels.
+
+The relevance statistics of a block's columns (K-OFSD's single-feature dependency, SAOLA's
+correlation with the class) do not depend on each other, and the kernels release the GIL, so
+the columns of a block are split into contiguous ranges computed on a few threads at once.
+Every column is computed by the same kernel with the same arithmetic whatever the split, so
+the results are bit-identical to a single thread's.
+
+The number of threads is ``STREAMFS_KERNEL_THREADS`` (default: the CPUs this process may run
+on, as numpy's BLAS and numba do); ``1`` runs everything on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+#: fewer columns than this per thread are not split further: handing a range to another
+#: thread costs some tens of microseconds
+MIN_COLUMNS_PER_THREAD = 32
+
+_lock = threading.Lock()
+_pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, threads, pool)
+
+
+def kernel_threads() -> int:
+    """Threads for the column-parallel kernels: ``STREAMFS_KERNEL_THREADS`` or the CPUs
+    available to this process.
+
+    >>> kernel_threads() >= 1
+    True
+    """
+    value = os.environ.get("STREAMFS_KERNEL_THREADS", "").strip()
+    if not value:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"STREAMFS_KERNEL_THREADS must be a whole number >= 1, got {value!r}")
+    return threads
+
+
+def column_ranges(n_columns: int, threads: int) -> list[tuple[int, int]]:
+    """Contiguous ``(start, stop)`` ranges covering ``n_columns``, at most one per thread and
+    none shorter than :data:`MIN_COLUMNS_PER_THREAD` columns (unless there are fewer).
+
+    >>> column_ranges(100, 2)
+    [(0, 50), (50, 100)]
+    >>> column_ranges(40, 4)
+    [(0, 40)]
+    >>> column_ranges(0, 4)
+    []
+    """
+    parts = max(1, min(threads, n_columns // MIN_COLUMNS_PER_THREAD))
+    bounds = [n_columns * i // parts for i in range(parts + 1)]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """The shared pool of ``threads - 1`` helpers (the caller computes one range itself);
+    made again in a forked child, whose copy of the parent's pool has no threads."""
+    global _pool
+    with _lock:
+        if _pool is None or _pool[0] != os.getpid() or _pool[1] != threads:
+            _pool = (os.getpid(), threads,
+                     ThreadPoolExecutor(threads - 1, thread_name_prefix="streamfs-kernel"))
+        return _pool[2]
+
+
+def map_column_ranges(fn: Callable[[int, int], T], n_columns: int) -> list[T]:
+    """``fn(start, stop)`` for each range of :func:`column_ranges` over
+    :func:`kernel_threads` threads, the first on the calling thread; the results in range
+    order. ``fn`` must only write the outputs of its own columns.
+
+    >>> map_column_ranges(lambda a, b: list(range(a, b)), 3)
+    [[0, 1, 2]]
+    """
+    threads = kernel_threads()
+    ranges = column_ranges(n_columns, threads)
+    if len(ranges) <= 1:
+        return [fn(a, b) for a, b in ranges]
+    pool = _executor(threads)  # threads - 1 helpers: one per range after the first
+    futures = [pool.submit(fn, a, b) for a, b in ranges[1:]]
+    first = fn(*ranges[0])
+    return [first, *(f.result() for f in futures)]

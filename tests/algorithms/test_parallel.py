@@ -1,0 +1,106 @@
+"""Column-parallel kernels: the split covers every column once, the thread count is validated,
+and results are bit-identical whatever the number of threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+import pytest
+
+from streamfs.algorithms import KOFSD, SAOLA
+from streamfs.algorithms.parallel import (MIN_COLUMNS_PER_THREAD, column_ranges, kernel_threads,
+                                          map_column_ranges)
+
+
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 64, 65, 100, 1000, 12345])
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_column_ranges_cover_every_column_once(n, threads):
+    ranges = column_ranges(n, threads)
+    assert [c for a, b in ranges for c in range(a, b)] == list(range(n))
+    assert len(ranges) <= threads
+    if len(ranges) > 1:
+        assert min(b - a for a, b in ranges) >= MIN_COLUMNS_PER_THREAD
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+def test_bad_thread_count_is_refused_by_name(monkeypatch, value):
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", value)
+    with pytest.raises(ValueError, match=f"STREAMFS_KERNEL_THREADS .* got '{value}'"):
+        kernel_threads()
+
+
+def test_thread_count_from_environment(monkeypatch):
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "3")
+    assert kernel_threads() == 3
+    monkeypatch.delenv("STREAMFS_KERNEL_THREADS")
+    assert kernel_threads() >= 1
+
+
+def test_ranges_run_on_several_threads_in_order(monkeypatch):
+    import threading
+
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "4")
+    barrier = threading.Barrier(4, timeout=30)
+
+    def fn(a, b):
+        barrier.wait()  # passes only if four ranges run at the same time
+        return (a, b, threading.current_thread().name)
+
+    out = map_column_ranges(fn, 4 * MIN_COLUMNS_PER_THREAD)
+    assert [(a, b) for a, b, _ in out] == column_ranges(4 * MIN_COLUMNS_PER_THREAD, 4)
+    assert len({name for *_, name in out}) == 4
+
+
+def _child(queue):
+    queue.put(map_column_ranges(lambda a, b: b - a, 200))
+
+
+def test_a_forked_child_gets_its_own_threads(monkeypatch):
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "2")
+    assert map_column_ranges(lambda a, b: b - a, 200) == [100, 100]  # the parent's pool exists
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(queue,))
+    child.start()
+    child.join(60)
+    # with the parent's pool (no threads in the child) the child would wait forever
+    assert child.exitcode == 0 and queue.get(timeout=5) == [100, 100]
+
+
+def _imbalanced(seed, n=90, p=700):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.2).astype(int)
+    X = rng.normal(size=(n, p))
+    X[:, ::37] += 1.5 * y[:, None]
+    X[:, 5::50] = np.round(X[:, 5::50])  # ties: the kernels' walks
+    return X, y
+
+
+@pytest.mark.parametrize("params", [{}, {"compat": "zhou"}, {"card": "distance"}])
+def test_kofsd_same_bits_with_any_thread_count(monkeypatch, params):
+    X, y = _imbalanced(0)
+    results = []
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("STREAMFS_KERNEL_THREADS", threads)
+        sel = KOFSD(**params).fit(X, y)
+        results.append((sel.selected_.tolist(), sel.scores_.tobytes(), sel.dependency_))
+    assert results[0][0]  # something was selected
+    assert results[1] == results[0] and results[2] == results[0]
+
+
+@pytest.mark.parametrize("params", [{}, {"compat": "lofs"}, {"test": "mi"}])
+def test_saola_same_bits_with_any_thread_count(monkeypatch, params):
+    import scipy.sparse as sp
+
+    X, y = _imbalanced(1, n=120, p=900)
+    if params.get("test") == "mi":
+        X = np.round(X)
+    results = []
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("STREAMFS_KERNEL_THREADS", threads)
+        for block in (X, sp.csc_matrix(np.where(np.abs(X) > 1, X, 0.0))):
+            sel = SAOLA(**params).fit(block, y)
+            results.append((sel.selected_.tolist(), sel.scores_.tobytes()))
+    assert results[0][0]
+    assert results[2:4] == results[0:2] and results[4:6] == results[0:2]
