@@ -79,6 +79,12 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     ctx.obj = {"settings": Settings.from_env(bootstrap_servers=bootstrap_servers,
                                              topic_prefix=topic_prefix), "verbose": verbose}
+    from streamfs.algorithms.parallel import kernel_threads
+
+    try:  # the algorithms read it at every step: a bad value is a setup mistake, said once
+        kernel_threads()
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 def _reachable(settings: Settings) -> None:
@@ -114,12 +120,6 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
     if settings.result_format not in FORMATS:
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
-    from streamfs.algorithms.parallel import kernel_threads
-
-    try:  # read by the algorithms at every step: refuse a bad value before taking partitions
-        kernel_threads()
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
     _reachable(settings)
     run_worker(settings)
 

@@ -88,10 +88,16 @@ def test_select_on_a_missing_file_is_a_clean_error(tmp_path):
     assert out.returncode == 2 and "no such file" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_worker_refuses_a_bad_kernel_thread_count_before_starting(tmp_path):
+@pytest.mark.parametrize("command", [["worker"], ["select", "{data}", "-a", "kofsd"]])
+def test_a_bad_kernel_thread_count_is_refused_before_anything_runs(tmp_path, command):
+    data = tmp_path / "d.npz"
+    rng = np.random.default_rng(0)
+    np.savez(data, X=rng.normal(size=(40, 100)), y=np.arange(40) % 2)
     # checked before the broker is even tried: the address below is never reached
     env = {**os.environ, "STREAMFS_KERNEL_THREADS": "zero",
            "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
-    out = streamfs("worker", env=env, timeout=60)
+    out = streamfs(*(a.format(data=data) for a in command), env=env, timeout=60)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'" in out.stderr
+    # one line naming the setting, not a rejected stream
+    assert out.stderr.strip() == (
+        "Error: STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'")
