@@ -18,8 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _machine() -> dict:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()}
+    from streamfs.algorithms.parallel import kernel_threads
+
+    return {"cpus": os.cpu_count(), "kernel_threads": kernel_threads(),
+            "python": platform.python_version(), "platform": platform.platform()}
 
 
 @click.command()
