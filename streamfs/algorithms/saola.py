@@ -13,7 +13,8 @@ For each arriving feature ``F`` (a column of length N, the class vector ``C`` be
 3. if ``F`` survived, append it to ``S``.
 
 Block processing. The relevance test of a whole block runs in one compiled pass (it does not
-depend on the selection). With Fisher's z the redundancy step of the whole block (every
+depend on the selection; with Fisher's z the block's columns are split over
+``STREAMFS_KERNEL_THREADS`` threads, :mod:`streamfs.algorithms.parallel`). With Fisher's z the redundancy step of the whole block (every
 survivor against the current selection, removals, the top-k rule, storing kept columns) is one
 compiled call (``_nb_saola_fisher``, GIL released) that writes removals and discards as
 events; the affiliation lists are rebuilt from those events when they are read. With the MI
