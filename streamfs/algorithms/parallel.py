@@ -7,14 +7,16 @@ Every column is computed by the same kernel with the same arithmetic whatever th
 the results are bit-identical to a single thread's.
 
 The number of threads is ``STREAMFS_KERNEL_THREADS`` (default: the CPUs this process may run
-on, as numpy's BLAS and numba do); ``1`` runs everything on the calling thread.
+on, capped by a container's CPU quota); ``1`` runs everything on the calling thread.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -27,9 +29,27 @@ _lock = threading.Lock()
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, threads, pool)
 
 
+def cpu_quota(cgroup: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs' worth of time the cgroup may use (a container's ``--cpus`` or Kubernetes CPU
+    limit), from cgroup v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us``; None without a limit.
+    A container sees every CPU of its host in its affinity mask, and more busy threads than
+    its quota only get it throttled."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota <= 0 or period <= 0 else quota / period
+
+
 def kernel_threads() -> int:
-    """Threads for the column-parallel kernels: ``STREAMFS_KERNEL_THREADS`` or the CPUs
-    available to this process.
+    """Threads for the column-parallel kernels: ``STREAMFS_KERNEL_THREADS``, or the CPUs
+    available to this process capped by its CPU quota (rounded up).
 
     >>> kernel_threads() >= 1
     True
@@ -37,9 +57,11 @@ def kernel_threads() -> int:
     value = os.environ.get("STREAMFS_KERNEL_THREADS", "").strip()
     if not value:
         try:
-            return max(1, len(os.sched_getaffinity(0)))
+            cpus = len(os.sched_getaffinity(0))
         except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
+            cpus = os.cpu_count() or 1
+        quota = cpu_quota()
+        return max(1, min(cpus, math.ceil(quota)) if quota else cpus)
     try:
         threads = int(value)
     except ValueError:

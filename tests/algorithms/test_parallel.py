@@ -4,13 +4,14 @@ and results are bit-identical whatever the number of threads."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 
 import numpy as np
 import pytest
 
 from streamfs.algorithms import KOFSD, SAOLA
-from streamfs.algorithms.parallel import (MIN_COLUMNS_PER_THREAD, column_ranges, kernel_threads,
-                                          map_column_ranges)
+from streamfs.algorithms.parallel import (MIN_COLUMNS_PER_THREAD, column_ranges, cpu_quota,
+                                          kernel_threads, map_column_ranges)
 
 
 @pytest.mark.parametrize("n", [0, 1, 31, 32, 64, 65, 100, 1000, 12345])
@@ -35,6 +36,32 @@ def test_thread_count_from_environment(monkeypatch):
     assert kernel_threads() == 3
     monkeypatch.delenv("STREAMFS_KERNEL_THREADS")
     assert kernel_threads() >= 1
+
+
+@pytest.mark.parametrize("files, quota", [
+    ({"cpu.max": "max 100000\n"}, None),                       # cgroup v2, no limit
+    ({"cpu.max": "150000 100000\n"}, 1.5),                     # v2, docker --cpus=1.5
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1
+    ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 0.5),
+    ({}, None),                                                 # no cgroup files at all
+    ({"cpu.max": "garbage\n"}, None),
+])
+def test_cpu_quota_of_a_container(tmp_path, files, quota):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cpu_quota(tmp_path) == quota
+
+
+def test_default_thread_count_is_capped_by_the_quota(monkeypatch):
+    import streamfs.algorithms.parallel as parallel
+
+    monkeypatch.delenv("STREAMFS_KERNEL_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(parallel, "cpu_quota", lambda: 1.5)
+    assert kernel_threads() == 2  # a quota of 1.5 CPUs: 2 threads, not the host's 8
+    monkeypatch.setattr(parallel, "cpu_quota", lambda: None)
+    assert kernel_threads() == 8
 
 
 def test_ranges_run_on_several_threads_in_order(monkeypatch):
