@@ -93,6 +93,8 @@ def _executor(threads: int) -> ThreadPoolExecutor:
     global _pool
     with _lock:
         if _pool is None or _pool[0] != os.getpid() or _pool[1] != threads:
+            if _pool is not None and _pool[0] == os.getpid():
+                _pool[2].shutdown(wait=False)  # another thread count: its idle helpers go
             _pool = (os.getpid(), threads,
                      ThreadPoolExecutor(threads - 1, thread_name_prefix="streamfs-kernel"))
         return _pool[2]

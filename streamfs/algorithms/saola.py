@@ -496,7 +496,8 @@ class _SAOLABase(FeatureStreamSelector):
             # independent columns: split over the kernel threads (the same bits any split)
             parts = map_column_ranges(lambda lo, hi: self._fisher_stats(block.columns(lo, hi)),
                                       block.n_cols) or [self._fisher_stats(block)]
-            out = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+            out = parts[0] if len(parts) == 1 else {
+                key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
             cross = out.pop("cross")
         elif self.compat == "lofs":
             seqsum, mean, ss, const = _nb_col_stats(

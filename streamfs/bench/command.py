@@ -13,8 +13,7 @@ from pathlib import Path
 import click
 
 from streamfs.bench.pipeline import SCENARIOS
-
-REPO = Path(__file__).resolve().parents[2]
+from streamfs.worker.process import REPO
 
 
 def _machine() -> dict:

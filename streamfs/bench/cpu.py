@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from streamfs.worker.process import REPO
 
 
 def cpu_seconds(pid: int) -> float | None:
