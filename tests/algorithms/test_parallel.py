@@ -59,9 +59,15 @@ def test_default_thread_count_is_capped_by_the_quota(monkeypatch):
     monkeypatch.delenv("STREAMFS_KERNEL_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
     monkeypatch.setattr(parallel, "cpu_quota", lambda: 1.5)
-    assert kernel_threads() == 2  # a quota of 1.5 CPUs: 2 threads, not the host's 8
-    monkeypatch.setattr(parallel, "cpu_quota", lambda: None)
-    assert kernel_threads() == 8
+    parallel.available_cpus.cache_clear()
+    try:
+        assert kernel_threads() == 2  # a quota of 1.5 CPUs: 2 threads, not the host's 8
+        monkeypatch.setattr(parallel, "cpu_quota", lambda: None)
+        assert kernel_threads() == 2  # read once per process, not for every block
+        parallel.available_cpus.cache_clear()
+        assert kernel_threads() == 8
+    finally:
+        parallel.available_cpus.cache_clear()  # the real machine's count for later tests
 
 
 def test_ranges_run_on_several_threads_in_order(monkeypatch):
