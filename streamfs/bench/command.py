@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from streamfs.bench.pipeline import SCENARIOS
+from streamfs.bench.pipeline import PHASES, SCENARIOS
 from streamfs.worker.process import REPO
 
 
@@ -100,14 +100,16 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r["selection_matches_in_process"]))
     console.print(table)
     phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics)")
-    names = ("fetch", "steps", "checkpoint", "state_and_offsets", "commit", "other")
-    for col in ("scenario", "backlog", "in-process", "raw consume", *names):
+    names = PHASES + ("other",)
+    for col in ("scenario", "backlog", "in-process", "raw consume", *names,
+                "commits (helper thread)"):
         phases.add_column(col)
     for r in results:
         if "backlog_phase_seconds" in r:
             phases.add_row(r["scenario"], *(f"{r[k]:.3f}" for k in (
                 "backlog_seconds", "processor_seconds", "backlog_raw_consume_seconds")),
-                *(f"{r['backlog_phase_seconds'][k]:.3f}" for k in names))
+                *(f"{r['backlog_phase_seconds'][k]:.3f}" for k in names),
+                f"{r['backlog_commit_seconds']:.3f}")
     console.print(phases)
     cpu = Table(title=f"CPU seconds against wall seconds ({_machine()['cpus']} cores; the broker "
                       "where it is the local one)")

@@ -435,7 +435,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
         final, at = watcher.result()
         cpu = meter.stop()
         rss = worker.peak_rss_bytes()
-        phases = _phase_seconds(worker)
+        phases, commits = _phase_seconds(worker)
     finally:
         worker.stop()
     raw, raw_cpu = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
@@ -446,12 +446,17 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
             "backlog_cpu_seconds": cpu, "backlog_raw_consume_cpu_seconds": raw_cpu,
             "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
             "backlog_phase_seconds": {k: round(v, 4) for k, v in phases.items()},
+            "backlog_commit_seconds": round(commits, 4),
             "backlog_selection": final["selection"]}
 
 
-def _phase_seconds(worker) -> dict[str, float]:
-    """The worker's time in fetch calls that returned input and in each batch phase so far
-    (its /metrics)."""
+#: the worker loop's phases (its /metrics); transactions complete on a helper thread meanwhile
+PHASES = ("fetch", "steps", "checkpoint", "commit_wait", "produce", "local_copy")
+
+
+def _phase_seconds(worker) -> tuple[dict[str, float], float]:
+    """The worker loop's time in fetch calls that returned input and in each batch phase so
+    far, and its helper thread's time completing transactions (its /metrics)."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -459,14 +464,17 @@ def _phase_seconds(worker) -> dict[str, float]:
     url = f"http://127.0.0.1:{worker.env['STREAMFS_WEB_PORT']}/metrics"
     with urllib.request.urlopen(url, timeout=10) as resp:
         text = resp.read().decode()
-    out = {"fetch": 0.0}
+    out = dict.fromkeys(PHASES, 0.0)
+    commits = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "streamfs_fetch_seconds_total":
                 out["fetch"] = sample.value
             elif sample.name == "streamfs_batch_phase_seconds_total":
                 out[sample.labels["phase"]] = sample.value
-    return out
+            elif sample.name == "streamfs_commit_seconds_total":
+                commits = sample.value
+    return out, commits
 
 
 def _scaled(sc: Scenario, seed: int, scale: float):

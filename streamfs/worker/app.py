@@ -24,6 +24,11 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   stable end can lie before the records of a committed transaction.) A local copy of each
   partition's state (:mod:`streamfs.worker.localstore`, under ``STREAMFS_DATA_DIR``) is
   updated after every commit, so a restart reads the changelog's tail, not its history.
+* A batch's transaction is **completed on a helper thread** (the state records acknowledged,
+  the offsets sent, the commit) while the loop steps the next batch's messages; that batch's
+  results and records are produced only once the previous transaction has committed, in a
+  transaction of their own. Rebalance callbacks, the sweep of closed streams and shutdown
+  wait for the transaction in flight first.
 * A failed transaction is aborted and the worker rewinds: state restored from the changelog,
   input re-read from the committed offsets. Nothing is skipped and nothing is applied twice.
 
@@ -101,6 +106,30 @@ class Hung(Exception):
 
 class Rewind(Exception):
     """The current transaction was aborted: restore state and re-read from committed offsets."""
+
+
+class InFlight:
+    """A batch whose transaction a helper thread is completing (acknowledgements, offsets,
+    commit), and what the loop does once it has committed."""
+
+    def __init__(self, writes: dict[tuple[str, int], dict[str, bytes | None]],
+                 next_offsets: dict[tuple[str, int], int], group_metadata: Any,
+                 messages: int, started: float) -> None:
+        self.writes, self.next_offsets = writes, next_offsets
+        self.group_metadata = group_metadata  # the generation the offsets are committed for
+        self.messages, self.started = messages, started
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, complete: Any) -> None:
+        def target() -> None:
+            try:
+                complete(self)
+            except BaseException as exc:  # noqa: BLE001 - raised on the loop's thread
+                self.error = exc
+
+        self.thread = threading.Thread(target=target, name="streamfs-commit", daemon=True)
+        self.thread.start()
 
 
 class PartitionState:
@@ -190,6 +219,8 @@ class Worker:
         self.changelog_high: dict[tuple[str, int], int] = {}
         self.health = Health()
         self.running = True
+        self.in_flight: InFlight | None = None  # the last batch, its transaction completing
+        self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
         self.producer = self._producer()
 
@@ -238,6 +269,7 @@ class Worker:
         so the changelog read afterwards holds exactly the state those offsets belong to."""
 
         t0 = time.perf_counter()
+        self._settle_in_callback()  # nothing can be in flight after a revoke; be safe
         with self.health.lock:
             self.health.ready = False
         committed = self._restore_committed(partitions)
@@ -252,7 +284,8 @@ class Worker:
                  time.perf_counter() - t0)
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
-        # The loop never polls inside a transaction, so nothing is pending here.
+        # the last batch's transaction must end while this worker still owns its partitions
+        self._settle_in_callback()
         gone = {(tp.topic, tp.partition) for tp in partitions}
         self._settle_saves()
         for topic, p in gone:
@@ -415,20 +448,26 @@ class Worker:
         next_sweep = time.monotonic() + 60
         next_lag = 0.0
         while self.running:
-            if self._fetch():
-                try:
+            try:
+                if self._fetch():
                     self._process()
-                except Rewind:
-                    self._rewind()
-            elif time.monotonic() > next_sweep:
-                next_sweep = time.monotonic() + 60
-                try:
-                    self._sweep_closed(s.closed_retention)
-                except Rewind:
-                    self._rewind()
+                else:  # idle: the last batch's bookkeeping now, not with the next batch
+                    self._settle()
+                    if time.monotonic() > next_sweep:
+                        next_sweep = time.monotonic() + 60
+                        self._sweep_closed(s.closed_retention)
+            except Rewind:
+                self._rewind()
+            if self.rewind_due:
+                self._rewind()
             if time.monotonic() > next_lag:  # for /health only: not on every batch
                 next_lag = time.monotonic() + 2.0
                 self._update_lag()
+        try:
+            self._settle()  # the batch in progress is committed before the worker leaves
+        except Rewind:
+            log.info("the last batch's transaction failed: its input is read again by the "
+                     "partition's next owner")
         self.consumer.close()
         self.producer.flush(10)
         self._settle_saves()
@@ -468,16 +507,15 @@ class Worker:
         self.fetched_bytes = sum(len(m.value() or b"") for m in keep)
 
     def _process(self) -> None:
-        """One transaction over the fetched messages, up to the batch bounds: every message's
-        plan, the checkpoints of the streams it stepped, each state key once, the offsets."""
-        from confluent_kafka import TopicPartition
-
+        """Step the fetched messages, up to the batch bounds, while the previous batch's
+        transaction completes; then, once it has committed, open this batch's transaction with
+        every message's results, the checkpoints of the streams it stepped and each state key
+        once, and hand its completion (acknowledgements, offsets, commit) to a helper thread."""
         s = self.settings
         t0 = time.perf_counter()
-        self._txn_began = time.monotonic()
-        self._txn(self.producer.begin_transaction)
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         next_offsets: dict[tuple[str, int], int] = {}
+        plans: list[tuple[Plan, bytes | None]] = []
         size = count = 0
         stepping = 0.0
         while self.fetched and size < s.batch_bytes and count < s.batch_messages and (
@@ -502,11 +540,12 @@ class Worker:
                             "replaying from the last commit, one checkpoint per message",
                             lost.args[0])
                 self.eager_until[(msg.topic(), p)] = msg.offset()
-                self._abort()
+                self._settle()  # the previous batch commits; this one is stepped again
+                raise Rewind() from None
             handled = time.perf_counter() - step
             stepping += handled
             self._apply(writes.setdefault((role, p), {}), state, plan.writes)
-            self._publish(plan, msg.key())
+            plans.append((plan, msg.key()))
             next_offsets[(msg.topic(), p)] = msg.offset() + 1
             self._count(plan, msg.topic(), role, handled)
         flushing = time.perf_counter()
@@ -514,42 +553,75 @@ class Worker:
             self._apply(records, self.partitions[(role, p)],
                         self.partitions[(role, p)].processor.flush())
         flushed = time.perf_counter()
+        self._settle()
+        waited = time.perf_counter()
+        self._txn_began = time.monotonic()
+        self._txn(self.producer.begin_transaction)
+        for plan, key in plans:
+            self._publish(plan, key)
         self.changelog_end.clear()
         for (role, p), records in writes.items():
             for key, value in records.items():
                 self._produce(self.changelog[role], key.encode(), value, partition=p,
                               on_delivery=self._delivered)
-        # where each changelog now ends goes with the offsets (see the module docstring), so
-        # the records must be acknowledged first; a failed one fails the commit below
-        if writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
+        produced = time.perf_counter()
+        self.in_flight = InFlight(writes, next_offsets, self.consumer.consumer_group_metadata(),
+                                  count, t0)
+        self.in_flight.start(self._complete)
+        log.debug("batch: %d messages, %d bytes: %.3f s steps, %.3f s checkpoint, %.3f s waiting "
+                  "for the previous commit, %.3f s producing", count, size, stepping,
+                  flushed - flushing, waited - flushed, produced - waited)
+        for phase, seconds in (("steps", stepping), ("checkpoint", flushed - flushing),
+                               ("commit_wait", waited - flushed), ("produce", produced - waited)):
+            metrics.BATCH_PHASE_SECONDS.labels(phase=phase).inc(seconds)
+
+    def _complete(self, batch: InFlight) -> None:
+        """On the helper thread: complete ``batch``'s transaction. Where each changelog now ends
+        goes with the offsets (see the module docstring), so the records are acknowledged
+        first; a failed one fails the commit."""
+        from confluent_kafka import TopicPartition
+
+        t0 = time.perf_counter()
+        if batch.writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
             log.warning("changelog records not acknowledged within %d s: rewinding",
                         TXN_CALL_SECONDS)
             self._abort()
         self._note_changelog_ends()
         offsets = [TopicPartition(t, p, o, metadata=offset_metadata(
                        self.changelog_high.get((self.roles[t], p), 0)))
-                   for (t, p), o in next_offsets.items()]
-        self._txn(self.producer.send_offsets_to_transaction, offsets,
-                  self.consumer.consumer_group_metadata(), TXN_CALL_SECONDS)
-        committing = time.perf_counter()
+                   for (t, p), o in batch.next_offsets.items()]
+        self._txn(self.producer.send_offsets_to_transaction, offsets, batch.group_metadata,
+                  TXN_CALL_SECONDS)
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
+        metrics.COMMIT_SECONDS.inc(time.perf_counter() - t0)
+
+    def _settle(self) -> None:
+        """Wait for the transaction in flight; :class:`Rewind` if it failed. After its commit:
+        the local copies saved, the batch counted."""
+        batch, self.in_flight = self.in_flight, None
+        if batch is None:
+            return
+        batch.thread.join()
+        if batch.error is not None:
+            raise batch.error
         saving = time.perf_counter()
-        self._save_local(writes)
-        log.debug("batch: %d messages, %d bytes, %.3f s processing (%.3f steps, %.3f checkpoint, "
-                  "%.3f state records and offsets), %.3f s commit, %.3f s local copy", count, size,
-                  committing - t0, stepping, flushed - flushing, committing - flushed,
-                  saving - committing, time.perf_counter() - saving)
+        self._save_local(batch.writes)
+        metrics.BATCH_PHASE_SECONDS.labels(phase="local_copy").inc(time.perf_counter() - saving)
         for tp in list(self.eager_until):
-            if next_offsets.get(tp, -1) > self.eager_until[tp]:
+            if batch.next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
-        for phase, seconds in (("steps", stepping), ("checkpoint", flushed - flushing),
-                               ("state_and_offsets", committing - flushed),
-                               ("commit", saving - committing)):
-            metrics.BATCH_PHASE_SECONDS.labels(phase=phase).inc(seconds)
-        metrics.BATCH_SECONDS.observe(time.perf_counter() - t0)
-        metrics.BATCH_MESSAGES.observe(count)
+        metrics.BATCH_SECONDS.observe(time.perf_counter() - batch.started)
+        metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
+
+    def _settle_in_callback(self) -> None:
+        """:meth:`_settle` inside a rebalance callback (run by ``consume()``), where a
+        :class:`Rewind` cannot be raised: the loop rewinds after the callback instead."""
+        try:
+            self._settle()
+        except Rewind:
+            self.rewind_due = True
 
     def _delivered(self, err: Any, msg: Any) -> None:
         if err is None:
@@ -734,7 +806,10 @@ class Worker:
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
-
+        metrics.REWINDS.inc()
+        self.rewind_due = False
+        self._settle_in_callback()  # nothing is in flight after an abort; be safe
+        self.rewind_due = False
         self._drop_fetched()
         assignment = self.consumer.assignment()
         if not assignment:

@@ -23,10 +23,17 @@ BATCH_SECONDS = Histogram("streamfs_batch_seconds", "Time of one batch (one tran
 BATCH_MESSAGES = Histogram("streamfs_batch_messages", "Input messages per batch",
                            buckets=(1, 2, 5, 10, 50, 200, 1000, 10000))
 BATCH_PHASE_SECONDS = Counter(
-    "streamfs_batch_phase_seconds", "Time spent in each phase of the batches",
-    ["phase"])  # steps | checkpoint | state_and_offsets | commit
+    "streamfs_batch_phase_seconds", "Time the worker loop spent in each phase of the batches",
+    ["phase"])  # steps | checkpoint | commit_wait | produce | local_copy
+COMMIT_SECONDS = Counter(
+    "streamfs_commit_seconds",
+    "Time the helper thread spent completing transactions (state records acknowledged, "
+    "offsets sent, commit) while the loop stepped the next batch")
 FETCH_SECONDS = Counter(
     "streamfs_fetch_seconds",
     "Time in fetch calls that returned input: waiting for it, and taking it into Python "
     "(confluent-kafka copies each payload into a bytes object); idle waits are not counted")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
+REWINDS = Counter("streamfs_rewinds_total",
+                  "Rewinds to the committed offsets and state: after an aborted transaction, or "
+                  "a batch given up before its transaction began")

@@ -71,7 +71,7 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(msgs)  # all on the topic before the worker starts
     worker = app.Worker(settings)
-    aborts = REGISTRY.get_sample_value("streamfs_transaction_aborts_total")
+    rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total")
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
@@ -83,8 +83,8 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     finally:
         worker.running = False
         thread.join(60)
-    # the batch was aborted and replayed
-    assert REGISTRY.get_sample_value("streamfs_transaction_aborts_total") > aborts
+    # the batch was given up and replayed
+    assert REGISTRY.get_sample_value("streamfs_rewinds_total") > rewinds
     assert [d["reason"] for d in dead] == ["rejected by saola: boom"]
     assert dead[0]["offset"] == 3  # the third block (open is offset 0)
     strip = lambda r: {k: v for k, v in r.items() if k != "input_timestamp"}  # noqa: E731
