@@ -6,18 +6,13 @@ in this process so that its commit can be held back or made to fail."""
 from __future__ import annotations
 
 import threading
-import uuid
 
-import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
 from streamfs.client import SelectionReader
-from streamfs.producers import StreamPublisher, feature_stream_messages
-from streamfs.settings import Settings
-from streamfs.topics import load_catalogue
 from streamfs.worker.processor import StreamProcessor
-from tests.worker.test_replay_after_failed_step import _one_at_a_time
+from tests.worker.inprocess import one_at_a_time, saola_stream, without_timestamp, worker_thread
 
 pytestmark = pytest.mark.kafka
 
@@ -26,12 +21,9 @@ def test_next_batch_is_stepped_while_a_commit_is_in_flight_and_a_failed_commit_r
         kafka_config, topic_prefix, tmp_path, monkeypatch):
     from streamfs.worker import app
 
-    rng = np.random.default_rng(7)
-    y = rng.integers(0, 2, 200)
-    X = rng.normal(size=(200, 40)) + 0.8 * y[:, None] * (np.arange(40) % 4 == 0)
-    msgs = list(feature_stream_messages("inflight", X, y, "saola", {}, block_bytes=200 * 8 * 5))
+    msgs = saola_stream("inflight", seed=7, p=40)
     assert len(msgs) == 10  # open, eight blocks of five columns, close
-    expected, _ = _one_at_a_time(msgs)
+    expected, _ = one_at_a_time(msgs)
 
     stepped = threading.Event()  # a message was stepped
     commits: list[str] = []  # what each call of _complete did
@@ -56,29 +48,14 @@ def test_next_batch_is_stepped_while_a_commit_is_in_flight_and_a_failed_commit_r
 
     monkeypatch.setattr(app.Worker, "_complete", complete)
     monkeypatch.setattr(StreamProcessor, "handle", handle)
-    settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
-                        topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
-                        data_dir=str(tmp_path / "data"), session_timeout=10.0,
-                        batch_ms=5_000.0, batch_messages=2)  # five batches of two messages
-    app.warm_up()
-    app.prepare_topics(settings)
-    topics = load_catalogue(topic_prefix)
-    with StreamPublisher(kafka_config, topics["features"].name) as pub:
-        pub.send_all(msgs)  # all on the topic before the worker starts
-    worker = app.Worker(settings)
     rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
+    # five batches of two messages; batch_ms: the wait for input never ends a batch early
+    with worker_thread(kafka_config, topic_prefix, tmp_path / "data", msgs,
+                       batch_ms=5_000.0, batch_messages=2) as topics:
         with SelectionReader(kafka_config, topics["selected"].name) as reader:
             results = list(reader.updates("inflight", until_final=True, timeout=120))
-    finally:
-        worker.running = False
-        thread.join(60)
-    assert not thread.is_alive()
     assert commits[:2] == ["overlapped", "failed"]
     assert REGISTRY.get_sample_value("streamfs_rewinds_total") > rewinds
     # the failed batch's versions were aborted and published again: each once, in order
-    strip = lambda r: {k: v for k, v in r.items() if k != "input_timestamp"}  # noqa: E731
     assert [r["version"] for r in results] == list(range(1, len(expected) + 1))
-    assert [strip(r) for r in results] == [strip(r) for r in expected]
+    assert without_timestamp(results) == without_timestamp(expected)
