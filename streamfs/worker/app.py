@@ -807,9 +807,8 @@ class Worker:
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
         metrics.REWINDS.inc()
-        self.rewind_due = False
         self._settle_in_callback()  # nothing is in flight after an abort; be safe
-        self.rewind_due = False
+        self.rewind_due = False  # this rewind is the one a callback asked for
         self._drop_fetched()
         assignment = self.consumer.assignment()
         if not assignment:
