@@ -14,14 +14,15 @@ For each arriving feature ``F`` (a column of length N, the class vector ``C`` be
 
 Block processing. The relevance test of a whole block runs in one compiled pass (it does not
 depend on the selection; with Fisher's z the block's columns are split over
-``STREAMFS_KERNEL_THREADS`` threads, :mod:`streamfs.algorithms.parallel`). With Fisher's z the redundancy step of the whole block (every
-survivor against the current selection, removals, the top-k rule, storing kept columns) is one
-compiled call (``_nb_saola_fisher``, GIL released) that writes removals and discards as
-events; the affiliation lists are rebuilt from those events when they are read. With the MI
-test the step is replayed survivor by survivor (one compiled call per survivor for its
-strengths). Each strength depends only on the values of the two columns (see
-:mod:`streamfs.algorithms.measures`), so the result is identical to one-feature-at-a-time
-processing, for any block split and for dense or sparse input.
+``STREAMFS_KERNEL_THREADS`` threads, :mod:`streamfs.algorithms.parallel`). With Fisher's z the
+redundancy step of the whole block (every survivor against the current selection, removals,
+the top-k rule, storing kept columns) is one compiled call (``_nb_saola_fisher``, GIL
+released) that writes removals and discards as events; the affiliation lists are rebuilt
+from those events when they are read. With the MI test the step is replayed survivor by
+survivor (one compiled call per survivor for its strengths). Each strength depends only on
+the values of the two columns (see :mod:`streamfs.algorithms.measures`), so the result is
+identical to one-feature-at-a-time processing, for any block split and for dense or sparse
+input.
 
 ``compat="lofs"`` with Fisher's z computes every r in the authors' arithmetic (``cov`` of the
 two columns, entries divided by N - 1, ``r = C12 / sqrt(C11 C22)``, ``W = sqrt(N - 3) * 0.5 *

@@ -20,8 +20,8 @@ def median_of_runs(runs: list[dict]) -> dict:
 
     A ratio is the median of the runs' own ratios: both sides of a run's ratio were measured
     in that run, whereas the median of each side could come from different runs. Per-phase
-    seconds are medians per phase, so they need not add up to the median backlog. ``selection_matches_in_process``
-    holds only if it held in every run.
+    seconds are medians per phase, so they need not add up to the median backlog.
+    ``selection_matches_in_process`` holds only if it held in every run.
 
     >>> runs = [{"scenario": "s", "backlog_seconds": t, "ratio_backlog_to_raw": r,
     ...          "selection_matches_in_process": True}
