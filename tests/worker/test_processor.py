@@ -6,7 +6,7 @@ import pytest
 from streamfs.codec import decode, encode, unpackb
 from streamfs.offline import run_offline
 from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.worker.processor import StreamProcessor, header_key
+from streamfs.worker.processor import StreamProcessor, header_key, pack_column, unpack_column
 
 
 def _data(n=120, p=40, seed=0):
@@ -139,6 +139,45 @@ def test_columns_are_stored_one_record_per_feature():
     col_keys = [k for k in store if "\x1fc\x1f" in k]
     assert sorted(int(k.rsplit("\x1f", 1)[1]) for k in col_keys) == h["columns"]
     assert max(len(store[k]) for k in col_keys) < 120 * 8 + 200  # one column per record
+
+
+@pytest.mark.parametrize("nonzero", [0, 1, 30, 60, 62, 100])
+def test_kept_columns_round_trip_bit_for_bit_and_mostly_zero_ones_pack_small(nonzero):
+    rng = np.random.default_rng(nonzero)
+    column = np.zeros(100)
+    column[rng.choice(100, nonzero, replace=False)] = rng.normal(size=nonzero)
+    if nonzero:
+        column[np.flatnonzero(column)[0]] = -0.0  # a stored negative zero is kept as such
+    data = pack_column(column)
+    back = unpack_column(data)
+    assert back.dtype == np.float64 and back.shape == (100,)
+    assert back.tobytes() == column.tobytes()
+    if nonzero <= 60:  # sparse: 12 bytes a non-zero and a small header, under 800
+        assert len(data) < 12 * nonzero + 100 and len(data) < 100 * 8
+    else:
+        assert len(data) >= 100 * 8  # dense
+
+
+def test_sparse_feature_stream_rebuilt_from_sparse_column_records_is_identical():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    n, p = 300, 400
+    y = rng.integers(0, 2, n)
+    X = sp.random(n, p, density=0.05, random_state=5, format="lil")
+    for j in range(0, 40, 5):  # a few words that mostly occur in class 1
+        X[:, j] = (y * (rng.random(n) < 0.4)).astype(float)[:, None]
+    X = X.tocsc()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {"test": "fisher_z"},
+                                        block_bytes=4000))
+    store: dict = {}
+    straight, dead = _run(StreamProcessor("features", store), msgs[:-1])
+    assert not dead
+    col_keys = [k for k in store if "\x1fc\x1f" in k]
+    assert col_keys and all(len(store[k]) < n * 8 / 2 for k in col_keys)  # packed sparse
+    restarted, _ = _run(StreamProcessor("features", {}), msgs, fresh_every=1)
+    once, _ = _run(StreamProcessor("features", {}), msgs)
+    assert restarted == once and decode(once[-1])["selection"]
 
 
 def test_offline_runner_equals_algorithm_for_instances():
