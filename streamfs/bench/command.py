@@ -99,17 +99,21 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                       str(r["ratio_pipeline_to_in_process"]), str(r.get("worker_peak_rss_mb")),
                       str(r["selection_matches_in_process"]))
     console.print(table)
-    phases = Table(title="where the backlog time goes (seconds, from the worker's /metrics)")
+    phases = Table(title="where the time goes (seconds, from the worker's /metrics)")
     names = PHASES + ("other",)
-    for col in ("scenario", "backlog", "in-process", "raw consume", *names,
-                "commits (helper thread)"):
+    for col in ("scenario", "run", "seconds", "in-process", "raw", *names,
+                "commits (helper thread)", "transactions"):
         phases.add_column(col)
     for r in results:
-        if "backlog_phase_seconds" in r:
-            phases.add_row(r["scenario"], *(f"{r[k]:.3f}" for k in (
-                "backlog_seconds", "processor_seconds", "backlog_raw_consume_seconds")),
-                *(f"{r['backlog_phase_seconds'][k]:.3f}" for k in names),
-                f"{r['backlog_commit_seconds']:.3f}")
+        # backlog: against the raw consume; streaming: against the raw pipeline
+        for run, raw in (("backlog", "backlog_raw_consume"), ("streaming", "raw_pipeline")):
+            if f"{run}_phase_seconds" in r:
+                seconds = r["backlog_seconds" if run == "backlog" else "pipeline_seconds"]
+                phases.add_row(
+                    r["scenario"], run, *(f"{v:.3f}" for v in (
+                        seconds, r["processor_seconds"], r[f"{raw}_seconds"])),
+                    *(f"{r[f'{run}_phase_seconds'].get(k, 0.0):.3f}" for k in names),
+                    f"{r[f'{run}_commit_seconds']:.3f}", f"{r[f'{run}_transactions']:g}")
     console.print(phases)
     cpu = Table(title=f"CPU seconds against wall seconds ({_machine()['cpus']} cores; the broker "
                       "where it is the local one)")

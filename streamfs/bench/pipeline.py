@@ -341,6 +341,10 @@ def run_scenario(name: str, kafka_config: dict, *, seed: int = 0, scale: float =
             r, at = watcher.result()
             pipeline = at - t0
             out["worker_peak_rss_mb"] = round((worker.peak_rss_bytes() or 0) / 2**20, 1)
+            phases, commits, transactions = _phase_seconds(worker)
+            out["streaming_phase_seconds"] = {k: round(v, 4) for k, v in phases.items()}
+            out["streaming_commit_seconds"] = round(commits, 4)
+            out["streaming_transactions"] = transactions
         finally:
             worker.stop()
         out["raw_consume_seconds"], out["raw_consume_cpu_seconds"] = _raw_consume(
@@ -435,7 +439,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
         final, at = watcher.result()
         cpu = meter.stop()
         rss = worker.peak_rss_bytes()
-        phases, commits = _phase_seconds(worker)
+        phases, commits, transactions = _phase_seconds(worker)
     finally:
         worker.stop()
     raw, raw_cpu = _raw_consume(kafka_config, topics[sc.unit].name, len(encoded))
@@ -446,7 +450,7 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
             "backlog_cpu_seconds": cpu, "backlog_raw_consume_cpu_seconds": raw_cpu,
             "backlog_worker_peak_rss_mb": round((rss or 0) / 2**20, 1),
             "backlog_phase_seconds": {k: round(v, 4) for k, v in phases.items()},
-            "backlog_commit_seconds": round(commits, 4),
+            "backlog_commit_seconds": round(commits, 4), "backlog_transactions": transactions,
             "backlog_selection": final["selection"]}
 
 
@@ -454,9 +458,10 @@ def _backlog(sc: Scenario, kafka_config: dict, stream: str, encoded: list[bytes]
 PHASES = ("fetch", "steps", "checkpoint", "commit_wait", "produce", "local_copy")
 
 
-def _phase_seconds(worker) -> tuple[dict[str, float], float]:
+def _phase_seconds(worker) -> tuple[dict[str, float], float, int]:
     """The worker loop's time in fetch calls that returned input and in each batch phase so
-    far, and its helper thread's time completing transactions (its /metrics)."""
+    far, its helper thread's time completing transactions, and the transactions it began
+    (one a batch), from its /metrics."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -466,6 +471,7 @@ def _phase_seconds(worker) -> tuple[dict[str, float], float]:
         text = resp.read().decode()
     out = dict.fromkeys(PHASES, 0.0)
     commits = 0.0
+    transactions = 0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "streamfs_fetch_seconds_total":
@@ -474,7 +480,9 @@ def _phase_seconds(worker) -> tuple[dict[str, float], float]:
                 out[sample.labels["phase"]] = sample.value
             elif sample.name == "streamfs_commit_seconds_total":
                 commits = sample.value
-    return out, commits
+            elif sample.name == "streamfs_transactions_total":
+                transactions = int(sample.value)
+    return out, commits, transactions
 
 
 def _scaled(sc: Scenario, seed: int, scale: float):

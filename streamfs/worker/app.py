@@ -557,6 +557,7 @@ class Worker:
         waited = time.perf_counter()
         self._txn_began = time.monotonic()
         self._txn(self.producer.begin_transaction)
+        metrics.TRANSACTIONS.inc()
         for plan, key in plans:
             self._publish(plan, key)
         self.changelog_end.clear()
@@ -836,6 +837,7 @@ class Worker:
             return
         self._txn_began = time.monotonic()
         self._txn(self.producer.begin_transaction)
+        metrics.TRANSACTIONS.inc()
         self.changelog_end.clear()
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         for role, p, key in doomed:

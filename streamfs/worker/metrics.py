@@ -33,6 +33,10 @@ FETCH_SECONDS = Counter(
     "streamfs_fetch_seconds",
     "Time in fetch calls that returned input: waiting for it, and taking it into Python "
     "(confluent-kafka copies each payload into a bytes object); idle waits are not counted")
+TRANSACTIONS = Counter("streamfs_transactions_total",
+                       "Transactions begun: one a batch, and one a sweep of closed streams past "
+                       "their retention (the aborted ones are counted again in "
+                       "streamfs_transaction_aborts_total)")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
 REWINDS = Counter("streamfs_rewinds_total",
                   "Rewinds to the committed offsets and state: after an aborted transaction, or "

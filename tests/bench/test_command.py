@@ -84,7 +84,12 @@ def _check_run(run: dict, broker_cpu: bool) -> None:
                            "local_copy", "other"}
     assert phases["steps"] > 0 and phases["produce"] > 0 and phases["fetch"] > 0
     assert sum(phases.values()) == pytest.approx(run["backlog_seconds"], abs=1e-3)
-    assert run["backlog_commit_seconds"] > 0
+    assert run["backlog_commit_seconds"] > 0 and run["backlog_transactions"] >= 1
+    # the streaming worker's counters too (it also ran before the publish: no "other")
+    streaming = run["streaming_phase_seconds"]
+    assert set(streaming) == set(phases) - {"other"}
+    assert streaming["steps"] > 0 and streaming["produce"] > 0
+    assert run["streaming_commit_seconds"] > 0 and run["streaming_transactions"] >= 1
     # CPU seconds beside the wall times: the in-process path's, the raw consumer's and the
     # backlog worker's always; the broker's where the bench can see its process
     assert 0 < run["processor_cpu_seconds"]

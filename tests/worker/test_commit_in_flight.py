@@ -49,6 +49,7 @@ def test_next_batch_is_stepped_while_a_commit_is_in_flight_and_a_failed_commit_r
     monkeypatch.setattr(app.Worker, "_complete", complete)
     monkeypatch.setattr(StreamProcessor, "handle", handle)
     rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
+    began = REGISTRY.get_sample_value("streamfs_transactions_total") or 0.0
     # five batches of two messages; batch_ms: the wait for input never ends a batch early
     with worker_thread(kafka_config, topic_prefix, tmp_path / "data", msgs,
                        batch_ms=5_000.0, batch_messages=2) as topics:
@@ -56,6 +57,8 @@ def test_next_batch_is_stepped_while_a_commit_is_in_flight_and_a_failed_commit_r
             results = list(reader.updates("inflight", until_final=True, timeout=120))
     assert commits[:2] == ["overlapped", "failed"]
     assert REGISTRY.get_sample_value("streamfs_rewinds_total") > rewinds
+    # a transaction per batch: the five, and the failed one again
+    assert REGISTRY.get_sample_value("streamfs_transactions_total") >= began + 6
     # the failed batch's versions were aborted and published again: each once, in order
     assert [r["version"] for r in results] == list(range(1, len(expected) + 1))
     assert without_timestamp(results) == without_timestamp(expected)
