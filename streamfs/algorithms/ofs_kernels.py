@@ -58,7 +58,7 @@ _U64 = np.uint64(64)
 _INV53 = 1.0 / 9007199254740992.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mulhi64(a, b):
     """High 64 bits of the 128-bit product of two uint64."""
     a_lo = a & _M32
@@ -73,7 +73,7 @@ def _mulhi64(a, b):
     return p3 + (p1 >> _S32) + (p2 >> _S32) + (mid >> _S32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pcg_next(rng):
     """Advance the PCG64 state and return the next raw uint64 (numpy's stream)."""
     s_hi = rng[0]
@@ -91,13 +91,13 @@ def pcg_next(rng):
     return (x >> r) | (x << ((_U64 - r) & _U63))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pcg_double(rng):
     """Uniform double in [0, 1) with 53 random bits (numpy's ``random()`` recipe)."""
     return np.float64(pcg_next(rng) >> _U11) * _INV53
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pcg_bounded(rng, n):
     """Uniform integer in ``[0, n)`` by Lemire's multiply-and-reject (unbiased)."""
     un = np.uint64(n)
@@ -111,7 +111,7 @@ def pcg_bounded(rng, n):
     return np.int64(_mulhi64(x, un))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pcg_raw(rng, n):
     """``n`` raw draws (used by the tests to check the stream against numpy)."""
     out = np.empty(n, dtype=np.uint64)
@@ -124,13 +124,13 @@ def pcg_raw(rng, n):
 # 4-ary: half the depth of a binary heap, which pays off when B is large and evictions frequent.
 # ``heap[p]`` is a feature, ``hkey[p] = |v[heap[p]]|`` its key stored alongside so that sifting
 # reads contiguous memory instead of gathering from ``v``; ``hpos[i]`` is i's heap position.
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _less(ka, a, kb, b):
     # heap order: smaller |v| first; on ties the larger index is "smaller" (dropped first)
     return ka < kb or (ka == kb and a > b)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift_up(heap, hkey, hpos, p):
     i = heap[p]
     ki = hkey[p]
@@ -149,7 +149,7 @@ def _sift_up(heap, hkey, hpos, p):
     hpos[i] = p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift_down(heap, hkey, hpos, p, n):
     i = heap[p]
     ki = hkey[p]
@@ -175,7 +175,7 @@ def _sift_down(heap, hkey, hpos, p, n):
     hpos[i] = p
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _heap_remove(heap, hkey, hpos, p, n):
     """Remove the entry at heap position ``p``; return the new size."""
     i = heap[p]
@@ -191,7 +191,7 @@ def _heap_remove(heap, hkey, hpos, p, n):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def heapify(heap, hkey, hpos, v, n):
     """Rebuild keys, positions and heap order of ``heap[:n]`` (after a restore or a fold)."""
     for p in range(n):
@@ -202,7 +202,7 @@ def heapify(heap, hkey, hpos, v, n):
 
 
 # --------------------------------------------------------------------------- update rule
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _recompute_sq(heap, v, fst, ist):
     s = 0.0
     for p in range(ist[0]):
@@ -211,7 +211,7 @@ def _recompute_sq(heap, v, fst, ist):
     ist[1] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fold_scale(heap, hkey, hpos, v, fst, ist):
     # keep v = w / scale representable when the decay has shrunk ``scale`` a lot (rare);
     # re-heapify because rounding may turn near-ties into ties
@@ -223,7 +223,7 @@ def _fold_scale(heap, hkey, hpos, v, fst, ist):
     _recompute_sq(heap, v, fst, ist)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fst, ist):
     """One prequential step after the prediction ``score`` on the (scaled, observed) entries
     ``idx[:m], val[:m]`` (distinct indices, non-zero values)."""
@@ -322,7 +322,7 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
 
 
 # --------------------------------------------------------------------------- scaling
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _welford(cnt, mean, m2, j, x):
     cnt[j] += 1.0
     d1 = x - mean[j]
@@ -330,7 +330,7 @@ def _welford(cnt, mean, m2, j, x):
     m2[j] += d1 * (x - mean[j])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _zscore(cnt, mean, m2, j, x):
     if cnt[j] <= 0.0:
         return x
@@ -340,7 +340,7 @@ def _zscore(cnt, mean, m2, j, x):
     return (x - mean[j]) / np.sqrt(var)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _unit_norm(val, m):
     s = 0.0
     for k in range(m):
@@ -351,7 +351,7 @@ def _unit_norm(val, m):
             val[k] *= inv
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compact_nonzero(idx, val, m):
     q = 0
     for k in range(m):
@@ -362,7 +362,7 @@ def _compact_nonzero(idx, val, m):
     return q
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _score(idx, val, m, v, fst):
     s = 0.0
     for k in range(m):
@@ -371,7 +371,7 @@ def _score(idx, val, m, v, fst):
 
 
 # --------------------------------------------------------------------------- full input
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sample(cidx, mark, rng, k, d, ist):
     """Draw ``k`` distinct attributes out of ``d`` into ``cidx[:k]`` (Floyd's sampling, O(k))
     and mark them with the stamp ``ist[5] + 1``; return the stamp."""
@@ -388,7 +388,7 @@ def _sample(cidx, mark, rng, k, d, ist):
     return stamp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist):
     """RAND as in the authors' scripts: after an update keep only the coordinates that fall
     in a fresh uniform draw of ``B`` attributes out of ``d`` (O(B + support))."""
@@ -407,7 +407,7 @@ def _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist):
     _recompute_sq(heap, v, fst, ist)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, widx, wval, xbuf,
              cnt, mean, m2, allowed, mark, rng, fp, ip, fst, ist, out):
     """Full-input learners (OFS, PE_trun, RAND) over a CSR block; ``out`` gets the scores
@@ -480,7 +480,7 @@ def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, wid
 
 
 # --------------------------------------------------------------------------- partial input
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def choose(cidx, heap, mark, rng, fp, ip, ist):
     """Pick the attributes to observe for the next instance into ``cidx``; return their
     number. OFS_P explores ``B`` random attributes with probability epsilon (one uniform
@@ -500,7 +500,7 @@ def choose(cidx, heap, mark, rng, fp, ip, ist):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):
     if ip[2] == 3:
         inv = 1.0 / np.sqrt(ip[1])
@@ -512,7 +512,7 @@ def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):
     return _compact_nonzero(widx, wval, m)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def learn_observed(cidx, vals, m, ysign, v, hpos, heap, hkey, nbuf, widx, wval, cnt, mean, m2,
                    fp, ip, fst, ist):
     """Learn from the values ``vals[:m]`` of the attributes ``cidx[:m]`` chosen by
@@ -527,7 +527,7 @@ def learn_observed(cidx, vals, m, ysign, v, hpos, heap, hkey, nbuf, widx, wval, 
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def run_partial(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, widx, wval, cidx,
                 xbuf, mark, rng, cnt, mean, m2, fp, ip, fst, ist, out):
     """Partial-input learners over a CSR block: for each row choose the attributes, read
@@ -557,7 +557,7 @@ def run_partial(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, 
 
 
 # --------------------------------------------------------------------------- input conversion
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dense_to_csr(A):
     """CSR arrays of a C-contiguous dense block, zeros dropped (scipy's conversion is ~10x
     slower and would dominate the dense throughput)."""
