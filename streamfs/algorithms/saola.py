@@ -480,13 +480,21 @@ class _SAOLABase(FeatureStreamSelector):
         seqsum, mean, ss, const, cross = _nb_block_fisher(
             block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
         )
-        out = dict(seqsum=seqsum, mean=mean, ss=ss, const=const, cross=cross)
+        out = dict(seqsum=seqsum, mean=mean, ss=ss, const=const)
+        # the verdict on the same thread (numpy's ufuncs release the GIL too)
         if self._st_lofs_z:
             # the authors' arithmetic: cov, r = C12 / sqrt(C11 C22), NaN r is skipped
-            _, out["cxx"], out["r"] = _nb_block_fisher_lofs(
+            _, out["cxx"], r = _nb_block_fisher_lofs(
                 block.indptr, block.indices, block.data, n, block.dense,
                 self._st_tlc, self._st_tlvar,
             )
+            out["dep"] = np.abs(r)
+            out["relevant"] = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
+        else:
+            dep = _r_from(cross, ss, self._st_tss)
+            dep[const] = 0.0
+            out["dep"] = dep
+            out["relevant"] = ~const & self._dependent(dep)
         return out
 
     def _relevance(self, block: ColumnBlock) -> dict[str, np.ndarray]:
@@ -499,21 +507,13 @@ class _SAOLABase(FeatureStreamSelector):
                                       block.n_cols) or [self._fisher_stats(block)]
             out = parts[0] if len(parts) == 1 else {
                 key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-            cross = out.pop("cross")
-        elif self.compat == "lofs":
-            seqsum, mean, ss, const = _nb_col_stats(
-                block.indptr, block.indices, block.data, n, block.dense
-            )
-            out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
-        if self._st_lofs_z:
-            r = out.pop("r")  # its cxx stays in out
-            dep = np.abs(r)
-            rel = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
-        elif self.test == "fisher_z":
-            dep = _r_from(cross, out["ss"], self._st_tss)
-            dep[out["const"]] = 0.0
-            rel = (~out["const"]) & self._dependent(dep)
+            dep, rel = out["dep"], out["relevant"]
         else:
+            if self.compat == "lofs":
+                seqsum, mean, ss, const = _nb_col_stats(
+                    block.indptr, block.indices, block.data, n, block.dense
+                )
+                out.update(seqsum=seqsum, mean=mean, ss=ss, const=const)
             dep, k = _nb_block_su(
                 block.indptr, block.indices, block.data, block.dense, n,
                 -1 if self.n_bins is None else int(self.n_bins),
