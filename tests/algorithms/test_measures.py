@@ -111,6 +111,18 @@ def test_as_column_block_validation():
         as_column_block(np.zeros((3, 2)), n_rows=4)
 
 
+def test_sparse_block_sums_duplicates_and_sorts_rows_without_touching_x():
+    # column 0 stores rows 2, 0, 0 (unsorted, row 0 twice); X itself must stay as given
+    X = sp.csc_matrix((np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 0, 1]),
+                       np.array([0, 3, 4])), shape=(3, 2))
+    data, rows = X.data.copy(), X.indices.copy()
+    block = as_column_block(X)
+    assert block.dense_column(0).tolist() == [5.0, 0.0, 1.0]
+    assert block.dense_column(1).tolist() == [0.0, 4.0, 0.0]
+    assert block.indices[block.indptr[0]:block.indptr[1]].tolist() == [0, 2]
+    assert np.array_equal(X.data, data) and np.array_equal(X.indices, rows)
+
+
 # ---------------------------------------------------------------- dense vs sparse, bit-exact
 
 small_ints = arrays(
