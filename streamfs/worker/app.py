@@ -561,9 +561,7 @@ class Worker:
         flushed = time.perf_counter()
         self._settle()
         waited = time.perf_counter()
-        self._txn_began = time.monotonic()
-        self._txn(self.producer.begin_transaction)
-        metrics.TRANSACTIONS.inc()
+        self._begin_transaction()
         for plan, key in plans:
             self._publish(plan, key)
         self._produce_changelog(writes)
@@ -577,6 +575,11 @@ class Worker:
         for phase, seconds in (("steps", stepping), ("checkpoint", flushed - flushing),
                                ("commit_wait", waited - flushed), ("produce", produced - waited)):
             metrics.BATCH_PHASE_SECONDS.labels(phase=phase).inc(seconds)
+
+    def _begin_transaction(self) -> None:
+        self._txn_began = time.monotonic()  # a replaced producer waits out its timeout
+        self._txn(self.producer.begin_transaction)
+        metrics.TRANSACTIONS.inc()
 
     def _complete(self, batch: InFlight) -> None:
         """On the helper thread: complete ``batch``'s transaction. Where each changelog now ends
@@ -851,9 +854,7 @@ class Worker:
                     doomed.append((role, p, key))
         if not doomed:
             return
-        self._txn_began = time.monotonic()
-        self._txn(self.producer.begin_transaction)
-        metrics.TRANSACTIONS.inc()
+        self._begin_transaction()
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         for role, p, key in doomed:
             self.partitions[(role, p)].store.pop(key, None)
