@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -49,14 +50,15 @@ def encode_json(message: dict) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
-def encode_as(message: dict, fmt: str) -> bytes:
-    """Encode an output message as ``"msgpack"`` (default) or ``"json"``."""
+def encode_as(message: dict, fmt: str, packed: Mapping[str, bytes] | None = None) -> bytes:
+    """Encode an output message as ``"msgpack"`` (default) or ``"json"``; ``packed``: fields
+    the caller already packed with :func:`~streamfs.codec.wire.packb` (msgpack only)."""
     from streamfs.codec.wire import encode
 
     if fmt == "json":
         return encode_json(message)
     if fmt == "msgpack":
-        return encode(message)
+        return encode(message, packed)
     raise CodecError(f"unknown output format {fmt!r}; expected one of {FORMATS}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgpack
@@ -150,12 +151,29 @@ def unpackb(data: bytes) -> Any:
         raise CodecError(f"undecodable message ({type(exc).__name__}: {exc})") from None
 
 
-def encode(message: dict) -> bytes:
-    """Wrap ``message`` (which must have a known ``kind``) in the versioned envelope."""
+def encode(message: dict, packed: Mapping[str, bytes] | None = None) -> bytes:
+    """Wrap ``message`` (which must have a known ``kind``) in the versioned envelope.
+
+    ``packed`` maps fields of ``message`` to their :func:`packb` bytes, already made by the
+    caller (the worker packs a selection once, for its digest and for the result); they are
+    spliced in as they are, and the output is byte for byte that of packing the whole message.
+
+    >>> msg = {"kind": "result", "selection": [1, 2]}
+    >>> encode(msg, packed={"selection": packb([1, 2])}) == encode(msg)
+    True
+    """
     kind = message.get("kind")
     if kind not in KINDS:
         raise CodecError(f"unknown message kind {kind!r}; expected one of {sorted(KINDS)}")
-    return packb({"v": WIRE_VERSION, **message})
+    body = {"v": WIRE_VERSION, **message}
+    if not packed:
+        return packb(body)
+    # a msgpack map is its header followed by its keys and values, each packed on its own
+    parts = [msgpack.Packer().pack_map_header(len(body))]
+    for key, value in body.items():
+        parts.append(packb(key))
+        parts.append(packed[key] if key in packed else packb(value))
+    return b"".join(parts)
 
 
 def decode(data: bytes) -> dict:

@@ -494,7 +494,8 @@ class StreamProcessor:
         fitted = hasattr(algo, "selected_")
         selection = algo.selection() if fitted else []
         selection = self._name_selection(stream, header, selection)
-        sel_digest = _digest(packb(selection))
+        packed_selection = packb(selection)
+        sel_digest = _digest(packed_selection)
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
                     n_items=n_items, selection_size=len(selection))
@@ -508,7 +509,7 @@ class StreamProcessor:
                 "seq": message["seq"], "final": close, "selection": selection,
                 "counters": self._counters(algo, header, fitted),
                 "input_timestamp": timestamp,
-            }, self.output_format)
+            }, self.output_format, packed={"selection": packed_selection})
             plan.final = close
         if close:
             # Bounded state: a closed stream keeps its small header only (enough to skip
