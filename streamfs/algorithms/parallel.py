@@ -18,6 +18,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import Empty, SimpleQueue
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -25,6 +26,9 @@ T = TypeVar("T")
 #: fewer columns than this per thread are not split further: handing a range to another
 #: thread costs some tens of microseconds
 MIN_COLUMNS_PER_THREAD = 32
+#: ranges per thread: enough that a thread slowed down by a busy core does not hold up the
+#: block, few enough that handing them out stays cheap
+CHUNKS_PER_THREAD = 4
 
 _lock = threading.Lock()
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, threads, pool)
@@ -96,7 +100,7 @@ def column_ranges(n_columns: int, threads: int) -> list[tuple[int, int]]:
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
-    """The shared pool of ``threads - 1`` helpers (the caller computes one range itself);
+    """The shared pool of ``threads - 1`` helpers (the caller takes ranges too);
     made again in a forked child, whose copy of the parent's pool has no threads."""
     global _pool
     with _lock:
@@ -108,19 +112,54 @@ def _executor(threads: int) -> ThreadPoolExecutor:
         return _pool[2]
 
 
+def _drain(todo: SimpleQueue) -> None:
+    try:
+        while True:
+            todo.get_nowait()
+    except Empty:
+        pass
+
+
 def map_column_ranges(fn: Callable[[int, int], T], n_columns: int) -> list[T]:
     """``fn(start, stop)`` for each range of :func:`column_ranges` over
-    :func:`kernel_threads` threads, the first on the calling thread; the results in range
-    order. ``fn`` must only write the outputs of its own columns.
+    :data:`CHUNKS_PER_THREAD` x :func:`kernel_threads` parts, the results in range order.
+    ``fn`` must only write the outputs of its own columns.
+
+    The calling thread and ``threads - 1`` helpers take the next range as they finish one, so
+    a thread slowed down by another process on its core (the broker, the consumer's fetch
+    thread) computes fewer ranges instead of holding up the others.
 
     >>> map_column_ranges(lambda a, b: list(range(a, b)), 3)
     [[0, 1, 2]]
     """
     threads = kernel_threads()
-    ranges = column_ranges(n_columns, threads)
-    if len(ranges) <= 1:
+    ranges = column_ranges(n_columns, threads * CHUNKS_PER_THREAD)
+    if threads == 1 or len(ranges) <= 1:
         return [fn(a, b) for a, b in ranges]
-    pool = _executor(threads)  # threads - 1 helpers: one per range after the first
-    futures = [pool.submit(fn, a, b) for a, b in ranges[1:]]
-    first = fn(*ranges[0])
-    return [first, *(f.result() for f in futures)]
+    results: list = [None] * len(ranges)
+    todo: SimpleQueue[int] = SimpleQueue()  # documented thread-safe; no reliance on the GIL
+    for i in range(len(ranges)):
+        todo.put(i)
+
+    def take_ranges() -> None:
+        try:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except Empty:
+                    return
+                results[i] = fn(*ranges[i])
+        except BaseException:
+            _drain(todo)  # the others stop after their current range: the block has failed
+            raise
+
+    pool = _executor(threads)
+    helpers = [pool.submit(take_ranges) for _ in range(min(threads, len(ranges)) - 1)]
+    try:
+        take_ranges()
+    finally:
+        # the helpers' ranges are finished (or failed) before the caller reads or reuses the
+        # outputs; a helper's exception is raised here
+        for helper in helpers:
+            helper.result()
+    return results

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from streamfs.algorithms import KOFSD, SAOLA
-from streamfs.algorithms.parallel import (MIN_COLUMNS_PER_THREAD, column_ranges, cpu_quota,
-                                          kernel_threads, map_column_ranges)
+from streamfs.algorithms.parallel import (CHUNKS_PER_THREAD, MIN_COLUMNS_PER_THREAD, column_ranges,
+                                          cpu_quota, kernel_threads, map_column_ranges)
 
 
 @pytest.mark.parametrize("n", [0, 1, 31, 32, 64, 65, 100, 1000, 12345])
@@ -85,20 +85,64 @@ def test_ranges_run_on_several_threads_in_order(monkeypatch):
     assert len({name for *_, name in out}) == 4
 
 
+def test_a_slow_thread_does_not_hold_up_the_block(monkeypatch):
+    """The calling thread's first range waits until every other range is done: the helper
+    must take them all (an even split, one range per thread, would wait forever)."""
+    import threading
+
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "2")
+    n = 2 * CHUNKS_PER_THREAD * MIN_COLUMNS_PER_THREAD
+    ranges = column_ranges(n, 2 * CHUNKS_PER_THREAD)
+    assert len(ranges) == 2 * CHUNKS_PER_THREAD
+    others_done = threading.Semaphore(0)
+    caller = threading.current_thread()
+    caller_busy = threading.Event()
+
+    def fn(a, b):
+        if threading.current_thread() is caller and not caller_busy.is_set():
+            caller_busy.set()
+            for _ in range(len(ranges) - 1):  # as a core busy with something else
+                assert others_done.acquire(timeout=30), "the other ranges were not computed"
+        else:
+            assert caller_busy.wait(30)  # the caller holds one range before the rest go
+            others_done.release()
+        return (a, b, threading.current_thread() is caller)
+
+    out = map_column_ranges(fn, n)
+    assert [(a, b) for a, b, _ in out] == ranges  # results in range order
+    assert sum(on_caller for *_, on_caller in out) == 1  # the caller computed only its first
+
+
+def test_a_failing_range_raises_and_the_pool_goes_on(monkeypatch):
+    monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "2")
+    n = 2 * CHUNKS_PER_THREAD * MIN_COLUMNS_PER_THREAD
+    for bad in (0, n - MIN_COLUMNS_PER_THREAD):  # on the caller or on a helper, most likely
+
+        def fn(a, b):
+            if a <= bad < b:
+                raise RuntimeError(f"bad column {bad}")
+            return b - a
+
+        with pytest.raises(RuntimeError, match=f"bad column {bad}"):
+            map_column_ranges(fn, n)
+    assert sum(map_column_ranges(lambda a, b: b - a, n)) == n
+
+
 def _child(queue):
     queue.put(map_column_ranges(lambda a, b: b - a, 200))
 
 
 def test_a_forked_child_gets_its_own_threads(monkeypatch):
     monkeypatch.setenv("STREAMFS_KERNEL_THREADS", "2")
-    assert map_column_ranges(lambda a, b: b - a, 200) == [100, 100]  # the parent's pool exists
+    sizes = [b - a for a, b in column_ranges(200, 2 * CHUNKS_PER_THREAD)]
+    assert map_column_ranges(lambda a, b: b - a, 200) == sizes  # the parent's pool exists
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_child, args=(queue,))
     child.start()
     child.join(60)
     # with the parent's pool (no threads in the child) the child would wait forever
-    assert child.exitcode == 0 and queue.get(timeout=5) == [100, 100]
+    assert child.exitcode == 0 and queue.get(timeout=5) == sizes
 
 
 def _imbalanced(seed, n=90, p=700):
