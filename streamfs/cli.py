@@ -245,7 +245,8 @@ def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
 @click.option("--header/--no-header", default=None,
               help="Whether a CSV/TSV file has a header row (default: detect).")
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
-              help="Payload budget per message (default 900 KiB).")
+              help="Payload budget per message (default: 7/8 of what the topic and the "
+              "worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be read).")
 @click.option("--shuffle-seed", type=int, default=None,
               help="Features: send the columns in a seeded random order (blocks carry `columns`).")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
@@ -283,10 +284,12 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from confluent_kafka import KafkaException
 
     from streamfs.algorithms import registry
-    from streamfs.producers import DEFAULT_BLOCK_BYTES, DeliveryError
-    from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
+    from streamfs.producers import DeliveryError
+    from streamfs.producers.blocks import (block_budget, feature_stream_messages,
+                                           instance_messages_from_chunks)
     from streamfs.producers.errors import InputFileError
     from streamfs.producers.files import check_groups, read_groups
+    from streamfs.producers.kafka import topic_message_limit
     from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import rows_per_message, send_messages
     from streamfs.producers.sources import open_instances
@@ -294,7 +297,17 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     s = _settings(ctx)
     params = _parse_params(param)
-    budget = block_bytes or DEFAULT_BLOCK_BYTES
+    topic = load_catalogue(s.topic_prefix)[kind].name
+
+    def budget() -> int:
+        """--block-bytes, else what the topic and the worker accept (asked once the data
+        passed its checks: a broken file is reported before an unreachable broker)."""
+        _reachable(s)
+        if block_bytes:
+            return block_bytes
+        limit = topic_message_limit(s.kafka_config(), topic)
+        return block_budget(None if limit is None else min(limit, s.max_message_bytes))
+
     zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
@@ -313,7 +326,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             if groups is not None:
                 check_groups(groups, X.shape[1], groups_file)
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
-                                               block_bytes=budget, shuffle_seed=shuffle_seed,
+                                               block_bytes=budget(), shuffle_seed=shuffle_seed,
                                                feature_names=names, naming=naming, **open_kw)
             total, unit = X.shape[1], "columns"
             shape = f"{X.shape[0]}x{X.shape[1]}"
@@ -327,13 +340,12 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             params.pop("n_features", None)  # the worker takes d from the open message
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
-                feature_names=src.feature_names, block_bytes=budget,
+                feature_names=src.feature_names, block_bytes=budget(),
                 max_rows=rows_per_message(rate),
                 naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)
             total, unit = src.progress()[1], src.unit
             shape = f"d={src.n_features}"
             position = src.progress
-        _reachable(s)
         existing = _existing_stream(s, stream_id)
         if existing is not None and not replace:
             state = "closed" if existing.get("final") else "open"
@@ -341,7 +353,6 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 f"stream {stream_id!r} already exists ({state}, run {existing.get('run', 1)}, "
                 f"version {existing['version']}): choose another --stream, or pass --replace "
                 f"to start a new run under the same id")
-        topic = load_catalogue(s.topic_prefix)[kind].name
 
         def count(message: dict) -> None:
             counts["messages"] += 1

@@ -43,6 +43,7 @@ from streamfs.algorithms import registry
 from streamfs.bench.cpu import CpuMeter, local_broker_pid
 from streamfs.codec import decode, encode
 from streamfs.producers import feature_stream_messages, instance_stream_messages
+from streamfs.producers.blocks import block_budget
 
 
 @dataclass
@@ -134,9 +135,15 @@ SCENARIOS = {
 
 
 def _messages(sc: Scenario, X, y, stream: str) -> list[dict]:
+    """The scenario's messages, cut as `streamfs produce` cuts them for the catalogue's topics."""
+    from streamfs.topics import load_catalogue
+
+    budget = block_budget(int(load_catalogue("")[sc.unit].config["max.message.bytes"]))
     if sc.unit == "features":
-        return list(feature_stream_messages(stream, X, y, sc.algorithm, sc.params))
-    return list(instance_stream_messages(stream, X, y, sc.algorithm, sc.params))
+        return list(feature_stream_messages(stream, X, y, sc.algorithm, sc.params,
+                                            block_bytes=budget))
+    return list(instance_stream_messages(stream, X, y, sc.algorithm, sc.params,
+                                         block_bytes=budget))
 
 
 def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:

@@ -11,6 +11,30 @@ class DeliveryError(RuntimeError):
     """A message could not be delivered to the broker."""
 
 
+def admin_config(kafka_config: dict[str, Any]) -> dict[str, Any]:
+    """The connection settings of ``kafka_config`` for an AdminClient: without callbacks and
+    statistics (they belong to the producer)."""
+    return {k: v for k, v in kafka_config.items()
+            if not callable(v) and k != "statistics.interval.ms"}
+
+
+def topic_message_limit(kafka_config: dict[str, Any], topic: str,
+                        timeout: float = 10.0) -> int | None:
+    """The largest record ``topic`` accepts: its ``max.message.bytes`` (the broker's default
+    where the topic sets none); None when it cannot be read (no such topic, no permission to
+    describe its configuration, no broker)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient(admin_config(kafka_config))
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
+            timeout)
+        return int(entries["max.message.bytes"].value)
+    except Exception:  # noqa: BLE001 - any failure means "unknown": the caller's safe default
+        return None
+
+
 class StreamPublisher:
     """Sends encoded messages keyed by stream id; ``flush()`` raises on any failed delivery.
 
@@ -51,9 +75,7 @@ class StreamPublisher:
 
         from streamfs.topics import wait_until_served
 
-        # the connection settings without callbacks and statistics (they are the producer's)
-        admin = AdminClient({k: v for k, v in self._config.items()
-                             if not callable(v) and k != "statistics.interval.ms"})
+        admin = AdminClient(admin_config(self._config))
         try:
             wait_until_served(admin, {self.topic: partitions}, timeout)
         except TimeoutError as exc:

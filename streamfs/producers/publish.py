@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
-from streamfs.producers.blocks import (DEFAULT_BLOCK_BYTES, feature_stream_messages,
+from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks)
-from streamfs.producers.kafka import StreamPublisher
+from streamfs.producers.kafka import StreamPublisher, topic_message_limit
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 from streamfs.producers.sources import InstanceSource
@@ -43,11 +43,14 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
                      algorithm: str = "saola", params: dict | None = None, *,
                      label: str | int | None = None,
                      groups: Sequence[Sequence[int]] | None = None,
-                     shuffle_seed: int | None = None, block_bytes: int = DEFAULT_BLOCK_BYTES,
+                     shuffle_seed: int | None = None, block_bytes: int | None = None,
                      rate: float | None = None, replace: bool = False) -> int:
     """Publish ``X`` (ndarray, scipy.sparse or DataFrame) column-wise as a feature stream;
-    a DataFrame's column names name the features in the results."""
+    a DataFrame's column names name the features in the results. ``block_bytes``: payload
+    budget per message (default: :func:`~streamfs.producers.blocks.block_budget` of the
+    topic's ``max.message.bytes``)."""
     X, y, names = from_objects(X, y, label=label)
+    block_bytes = block_bytes or block_budget(topic_message_limit(kafka_config, topic))
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=block_bytes, shuffle_seed=shuffle_seed,
                                        feature_names=names, replace=replace)
@@ -56,11 +59,13 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
 
 def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: Any,
                       y: Any = None, algorithm: str = "ofs", params: dict | None = None, *,
-                      label: str | int | None = None, block_bytes: int = DEFAULT_BLOCK_BYTES,
+                      label: str | int | None = None, block_bytes: int | None = None,
                       rate: float | None = None, replace: bool = False) -> int:
-    """Publish ``X`` (arrays, DataFrame, or an :class:`InstanceSource`) row-wise."""
+    """Publish ``X`` (arrays, DataFrame, or an :class:`InstanceSource`) row-wise;
+    ``block_bytes`` as for :func:`produce_features`."""
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
+    block_bytes = block_bytes or block_budget(topic_message_limit(kafka_config, topic))
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,

@@ -12,8 +12,10 @@ import scipy.sparse as sp
 from streamfs.codec import decode
 
 
-def consume_stream(kafka_config: dict, topic: str, stream: str, timeout: float = 60.0) -> list[dict]:
-    """Every message of ``stream`` on ``topic`` from the beginning up to its ``close``."""
+def consume_stream(kafka_config: dict, topic: str, stream: str, timeout: float = 60.0,
+                   sizes: list[int] | None = None) -> list[dict]:
+    """Every message of ``stream`` on ``topic`` from the beginning up to its ``close``;
+    ``sizes`` gets each record's size in bytes."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({**kafka_config, "group.id": f"test-{uuid.uuid4().hex}",
@@ -31,6 +33,8 @@ def consume_stream(kafka_config: dict, topic: str, stream: str, timeout: float =
             if msg.key() != stream.encode():
                 continue
             out.append(decode(msg.value()))
+            if sizes is not None:
+                sizes.append(len(msg.value()))
             if out[-1]["kind"] == "close":
                 return out
         raise AssertionError(f"no 'close' of {stream!r} on {topic} within {timeout} s "

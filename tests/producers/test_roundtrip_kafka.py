@@ -19,7 +19,7 @@ from streamfs.producers.publish import produce_features, produce_instances
 from streamfs.producers.sources import open_instances
 from streamfs.topics import create_topics, load_catalogue
 
-from .conftest import consume_stream
+from .conftest import consume_stream, reassemble
 from .data import sparse_dataset, write_libsvm
 
 pytestmark = pytest.mark.kafka
@@ -164,6 +164,33 @@ def test_python_objects(kafka_config, topic_prefix, read_stream):
     got = read_stream(topics["features"].name, "sparse")
     _exact(got["X"], Xs)
     assert sp.issparse(got["X"])
+
+
+def test_blocks_fill_what_the_topic_accepts(kafka_config, topic_prefix, tmp_path):
+    """Without a block size, a message carries 7/8 of the topic's max.message.bytes, at most
+    4 MiB: the catalogue's topics (8 MiB) get 4 MiB blocks (`streamfs produce`), a topic with
+    Kafka's stock 1 MiB limit blocks that it accepts (`produce_features`)."""
+    from streamfs.producers.blocks import MAX_BLOCK_BYTES
+    from streamfs.topics import TopicSpec
+
+    rng = np.random.default_rng(21)
+    X, y = rng.normal(size=(1000, 1200)), rng.integers(0, 2, 1000)  # 9.6 MB of columns
+    np.savez(tmp_path / "wide.npz", X=X, y=y)
+    catalogue = load_catalogue(topic_prefix)["features"].name
+    _produce(kafka_config, topic_prefix, "features", tmp_path / "wide.npz", "--stream", "big",
+             "--algorithm", "saola")
+    sizes: list[int] = []
+    _exact(reassemble(consume_stream(kafka_config, catalogue, "big", sizes=sizes))["X"], X)
+    blocks = sizes[1:-1]
+    assert len(blocks) == 3 and MAX_BLOCK_BYTES / 2 < max(blocks) <= MAX_BLOCK_BYTES + 65536
+
+    stock = 1048588  # Kafka's default message.max.bytes
+    small = TopicSpec("features", f"{topic_prefix}small", 1, 1, {"max.message.bytes": str(stock)})
+    create_topics(kafka_config, {"features": small})
+    produce_features(kafka_config, small.name, "small", X, y, "saola")
+    sizes = []
+    _exact(reassemble(consume_stream(kafka_config, small.name, "small", sizes=sizes))["X"], X)
+    assert max(sizes) <= stock and len(sizes) - 2 == 11  # 896 KiB blocks
 
 
 def test_rate_limited_replay_is_paced(kafka_config, topic_prefix, read_stream, tmp_path):
