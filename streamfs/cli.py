@@ -285,13 +285,11 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     from streamfs.algorithms import registry
     from streamfs.producers import DeliveryError
-    from streamfs.producers.blocks import (block_budget, feature_stream_messages,
-                                           instance_messages_from_chunks)
+    from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
     from streamfs.producers.errors import InputFileError
     from streamfs.producers.files import check_groups, read_groups
-    from streamfs.producers.kafka import topic_message_limit
     from streamfs.producers.names import naming_rule
-    from streamfs.producers.publish import rows_per_message, send_messages
+    from streamfs.producers.publish import rows_per_message, send_messages, topic_block_budget
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
@@ -303,10 +301,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         """--block-bytes, else what the topic and the worker accept (asked once the data
         passed its checks: a broken file is reported before an unreachable broker)."""
         _reachable(s)
-        if block_bytes:
-            return block_bytes
-        limit = topic_message_limit(s.kafka_config(), topic)
-        return block_budget(None if limit is None else min(limit, s.max_message_bytes))
+        return block_bytes or topic_block_budget(s.kafka_config(), topic, s.max_message_bytes)
 
     zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):

@@ -39,6 +39,16 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
     return count
 
 
+def topic_block_budget(kafka_config: dict[str, Any], topic: str,
+                       worker_limit: int | None = None) -> int:
+    """:func:`~streamfs.producers.blocks.block_budget` of what ``topic`` accepts (its
+    ``max.message.bytes``), capped at ``worker_limit`` (the worker's record limit) when given."""
+    limit = topic_message_limit(kafka_config, topic)
+    if limit is not None and worker_limit is not None:
+        limit = min(limit, worker_limit)
+    return block_budget(limit)
+
+
 def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: Any, y: Any = None,
                      algorithm: str = "saola", params: dict | None = None, *,
                      label: str | int | None = None,
@@ -50,7 +60,7 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     budget per message (default: :func:`~streamfs.producers.blocks.block_budget` of the
     topic's ``max.message.bytes``)."""
     X, y, names = from_objects(X, y, label=label)
-    block_bytes = block_bytes or block_budget(topic_message_limit(kafka_config, topic))
+    block_bytes = block_bytes or topic_block_budget(kafka_config, topic)
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=block_bytes, shuffle_seed=shuffle_seed,
                                        feature_names=names, replace=replace)
@@ -65,7 +75,7 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     ``block_bytes`` as for :func:`produce_features`."""
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
-    block_bytes = block_bytes or block_budget(topic_message_limit(kafka_config, topic))
+    block_bytes = block_bytes or topic_block_budget(kafka_config, topic)
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
