@@ -57,6 +57,7 @@ from streamfs.algorithms.neighbourhood import (
     dependencies,
     fallback_count,
     large_class_code,
+    nearly_sorted_order,
     single_feature_stats,
     stream_step,
 )
@@ -391,7 +392,7 @@ class KOFSD(FeatureStreamSelector):
         def relevance(lo: int, hi: int) -> None:
             # columns lo..hi-1 on one thread (independent columns: any split, same bits)
             cols = slice(lo, hi)
-            order = np.argsort(X[:, cols], axis=0)  # numpy's sort; the kernel settles ties
+            order = nearly_sorted_order(X[:, cols])  # the kernel settles the near-ties
             single_feature_stats(X[:, cols], order, self._y, self.k, include_self, sums,
                                  var[cols], same[:, cols], ssum[:, cols], dsum[:, cols])
             dependencies(same[:, cols], ssum[:, cols], dsum[:, cols], is_large, int(self.k),

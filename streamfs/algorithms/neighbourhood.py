@@ -371,6 +371,49 @@ def _walk(p, order, sv, run_start, run_end, y, var, need, include_self, buf):
     return same, ssum, dsum
 
 
+_SIGN = np.uint64(1 << 63)
+_MAX_INDEX_BITS = 20  # at most 20 low bits of a value give way to the index (relative 2**-32)
+
+
+@njit(cache=True, nogil=True)
+def _packed_keys(U, bits):
+    """Per column of ``U`` (the bits of a finite float64 ``(N, B)`` block), ``N`` keys that
+    sort as the values do, each value's ``bits`` lowest bits replaced by its instance index."""
+    n, b = U.shape
+    low = np.uint64((1 << bits) - 1)
+    keys = np.empty((b, n), dtype=np.uint64)
+    for c in range(b):
+        for i in range(n):
+            u = U[i, c]
+            # IEEE order as unsigned order: negatives reversed, positives above them
+            key = ~u if u & _SIGN else u | _SIGN
+            keys[c, i] = (key & ~low) | np.uint64(i)
+    return keys
+
+
+def nearly_sorted_order(X: np.ndarray) -> np.ndarray:
+    """An ``(N, B)`` order of each column of the finite float64 block ``X`` that is ascending
+    but for values equal in all but their lowest ``ceil(log2 N)`` bits, which come in instance
+    order: the input :func:`single_feature_stats` finishes in ``O(N)``.
+
+    It sorts one ``uint64`` per value (the value's bits with the instance index in the lowest
+    ones), which numpy's vectorised sort does several times faster than an argsort of the
+    values.
+
+    >>> X = np.array([[2.0, 0.0], [-1.0, -0.0], [2.0, 3.0]])
+    >>> nearly_sorted_order(X).T.tolist()  # -0.0 before 0.0: the kernel swaps equal values
+    [[1, 0, 2], [1, 0, 2]]
+    """
+    n, b = X.shape
+    bits = max(1, (n - 1).bit_length())
+    if bits > _MAX_INDEX_BITS:
+        return np.argsort(X, axis=0)
+    keys = _packed_keys(X.view(np.uint64), bits)
+    keys.sort(axis=1)  # releases the GIL, as the kernels do
+    keys &= np.uint64((1 << bits) - 1)
+    return keys.view(np.int64).T
+
+
 @njit(cache=True, nogil=True)
 def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_out, ssum_out,
                          dsum_out):  # fmt: skip
@@ -389,9 +432,10 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
     walks), ``O(N)`` where the window settles every instance. Constant
     columns get ``var_out = 0`` and zero statistics (the caller treats them as irrelevant).
 
-    ``order_in``: an ascending argsort of each column, any order among equal values (numpy's
-    unstable sort is several times faster than a stable one); runs of equal values are put in
-    instance order here, which makes it the stable sort the neighbour rule is defined on.
+    ``order_in``: a nearly ascending order of each column (:func:`nearly_sorted_order`, or any
+    argsort): an insertion sort here puts it in the order of ``(value, instance index)``, the
+    stable sort the neighbour rule is defined on, in ``O(N)`` when only runs of equal or
+    nearly equal values are out of place.
     """
     n, b = X.shape
     need = k + include_self
@@ -404,10 +448,11 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
         order = order_in[:, c].copy()
         sv = X[:, c][order]
         for q in range(1, n):
-            # equal values in ascending instance index (the stable order): an insertion sort,
-            # as runs of equal values are short; -0.0 and 0.0 are equal, so sv moves along
+            # by (value, instance index), the stable order: an insertion sort, as only short
+            # runs are out of place; -0.0 and 0.0 are equal, so sv moves along
             j = q
-            while j > 0 and sv[j] == sv[j - 1] and order[j] < order[j - 1]:
+            while j > 0 and (sv[j] < sv[j - 1]
+                             or (sv[j] == sv[j - 1] and order[j] < order[j - 1])):
                 order[j], order[j - 1] = order[j - 1], order[j]
                 sv[j], sv[j - 1] = sv[j - 1], sv[j]
                 j -= 1

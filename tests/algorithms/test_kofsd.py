@@ -27,6 +27,7 @@ from streamfs.algorithms.neighbourhood import (
     k_nearest,
     knn_dependency,
     large_class_code,
+    nearly_sorted_order,
     row_order,
     sample_variances,
     single_feature_stats,
@@ -292,6 +293,47 @@ def test_zhou_self_neighbour_changes_dependency():
 def test_large_class_ties_take_smallest_label():
     classes, y_enc = np.unique(np.array(["b", "a", "b", "a", "c"]), return_inverse=True)
     assert classes[large_class_code(classes, y_enc, None)] == "a"
+
+
+def _near_ties(rng, n, p):
+    """Columns of values that differ in their last bits only, equal values, +-0.0 and
+    subnormals: what the packed sort keys of ``nearly_sorted_order`` leave out of order."""
+    base = rng.choice([0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 1e10], size=(n, p))
+    steps = rng.integers(-300, 300, size=(n, p))
+    X = base.copy()
+    for (i, j), s in np.ndenumerate(steps):
+        if rng.random() < 0.7:  # nudge by |s| ulps, keeping some exact ties
+            X[i, j] = base[i, j]
+            for _ in range(abs(int(s)) % 8):
+                X[i, j] = np.nextafter(X[i, j], np.inf if s > 0 else -np.inf)
+    return np.asfortranarray(X)
+
+
+@pytest.mark.parametrize("n", [2, 3, 180, 257, 1500])
+def test_nearly_sorted_order_is_finished_by_the_kernel(n):
+    rng = np.random.default_rng(n)
+    X = _near_ties(rng, n, 6)
+    order = nearly_sorted_order(X)
+    stable = np.argsort(X, axis=0, kind="stable")
+    for c in range(X.shape[1]):
+        # a permutation that the (value, index) order turns into the stable argsort ...
+        assert sorted(order[:, c].tolist(), key=lambda i: (X[i, c], i)) == stable[:, c].tolist()
+        # ... ascending but for values within 2**ceil(log2 n) places of each other in the
+        # order of all doubles (where the index took their lowest bits)
+        sv = X[order[:, c], c]
+        u = sv.view(np.int64)
+        place = np.where(u < 0, np.int64(-(2**63)) - u, u)  # signed: -0.0 and 0.0 both 0
+        near = np.abs(place[1:] - place[:-1]) < 2 ** max(1, (n - 1).bit_length())
+        assert np.all((sv[1:] >= sv[:-1]) | near)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    outputs = []
+    for given_order in (order, n - 1 - np.argsort(X[::-1], axis=0, kind="stable")):
+        var, same = np.empty(6), np.empty((n, 6), np.int64)
+        ssum, dsum = np.empty((n, 6)), np.empty((n, 6))
+        single_feature_stats(X, given_order, y, min(3, n - 1), 0, True, var, same, ssum, dsum)
+        outputs.append((var, same, ssum, dsum))
+    for a, b in zip(*outputs):
+        assert np.array_equal(a, b)
 
 
 @settings(max_examples=60, deadline=None)
