@@ -18,7 +18,9 @@ How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
 * The step over a block of columns is one compiled kernel
   (:func:`~streamfs.algorithms.neighbourhood.stream_step`, no Python iteration per feature);
   every kernel releases the GIL, so the worker's event loop keeps running during a long step.
-* ``Dep_K({f})`` of a whole block of columns: numpy sorts the columns, then a numba kernel
+* ``Dep_K({f})`` of a whole block of columns: numpy sorts one packed key per value (its bits
+  with the instance index in the lowest ones, :func:`~streamfs.algorithms.neighbourhood.
+  nearly_sorted_order`), then a numba kernel
   slides a window of ``K + 1`` sorted positions along each column, walking outwards from an
   instance only where a tie at the window's edge (or the ``"distance"`` card's sums) needs it
   (``O(N log N + N K)`` per column, no pairwise matrix). The columns are independent, so a
@@ -51,6 +53,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms._validation import check_choice, check_int, check_number, shown
 from streamfs.algorithms.base import FeatureStreamSelector
+from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
 from streamfs.algorithms.neighbourhood import (
     CARDS,
     add_feature,
@@ -363,12 +366,11 @@ class KOFSD(FeatureStreamSelector):
                 f"columns have {X.shape[0]} values but y has {self._y.shape[0]} instances"
             )
         X = np.asfortranarray(X, dtype=np.float64)  # the kernels read whole columns
-        if not np.all(np.isfinite(X)):
-            bad = np.flatnonzero(~np.all(np.isfinite(X), axis=0))
-            raise ValueError(
-                "X contains NaN or infinite values in block columns "
-                f"{bad[:10].tolist()}{' ...' if bad.size > 10 else ''}"
-            )
+        n, b = X.shape
+        # beyond this bound the variances overflow, distances become NaN and the kernels'
+        # neighbour search has no order to follow
+        check_column_values(np.arange(b + 1) * n, X.ravel(order="F"), n, max_abs_for_sums(n),
+                            "K-OFSD's standardised distances")
         return X
 
     def _process(self, X: np.ndarray) -> None:

@@ -45,6 +45,8 @@ from scipy.special import erfinv, ndtri  # scipy.stats costs seconds to import
 __all__ = [
     "ColumnBlock",
     "as_column_block",
+    "check_column_values",
+    "max_abs_for_sums",
     "discretize",
     "entropy",
     "entropy_from_counts",
@@ -109,8 +111,48 @@ class ColumnBlock:
         return out
 
 
-def as_column_block(X: Any, n_rows: int | None = None) -> ColumnBlock:
-    """Validate ``X`` (2-D dense or scipy.sparse, finite) and convert it to a :class:`ColumnBlock`.
+_DBL_MAX = float(np.finfo(np.float64).max)
+
+
+def max_abs_for_sums(n: int) -> float:
+    """The largest ``|x|`` for which sums of squared deviations over ``n`` values stay finite
+    (they reach ``4 n max|x|**2``). Beyond it a variance or a correlation overflows to
+    ``inf`` or NaN and a test's verdict means nothing.
+
+    >>> f"{max_abs_for_sums(180):.3g}"
+    '5e+152'
+    """
+    return math.sqrt(_DBL_MAX / (4.0 * max(n, 1)))
+
+
+def check_column_values(indptr: np.ndarray, data: np.ndarray, n_rows: int,
+                        max_abs: float = _DBL_MAX, measure: str = "") -> None:
+    """``ValueError`` naming the columns (``data[indptr[j]:indptr[j + 1]]``) that hold NaN or
+    infinite values, or values beyond ``max_abs`` (given as :func:`max_abs_for_sums`: the
+    ``measure`` needing it is named in the message).
+
+    >>> check_column_values(np.array([0, 2, 4]), np.array([1.0, 2.0, 3.0, np.nan]), 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: X contains NaN or infinite values in block columns [1]
+    """
+    if _nb_all_within(data, max_abs):
+        return
+    amax = np.array([np.max(np.abs(data[a:b]), initial=0.0) for a, b in zip(indptr, indptr[1:])])
+    bad = np.flatnonzero(~(amax <= max_abs))  # NaN compares false
+    cols = f"{bad[:10].tolist()}{' ...' if bad.size > 10 else ''}"
+    if not np.all(np.isfinite(amax[bad])):
+        raise ValueError(f"X contains NaN or infinite values in block columns {cols}")
+    raise ValueError(
+        f"X has values too large for {measure} in block columns {cols} (|x| up to "
+        f"{float(amax[bad].max()):.3g}; with N = {n_rows} instances |x| must stay below "
+        f"{max_abs:.3g}, or the sums of squares overflow): rescale these features")
+
+
+def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = _DBL_MAX,
+                    measure: str = "") -> ColumnBlock:
+    """Validate ``X`` (2-D dense or scipy.sparse, finite; ``|x| <= max_abs`` for ``measure``,
+    see :func:`check_column_values`) and convert it to a :class:`ColumnBlock`.
 
     >>> b = as_column_block(np.array([[1.0, 0.0], [2.0, 3.0]]))
     >>> b.n_cols, b.n_rows, b.dense
@@ -123,8 +165,7 @@ def as_column_block(X: Any, n_rows: int | None = None) -> ColumnBlock:
         if M.ndim != 2:
             raise ValueError("X must be 2-D")
         data = np.ascontiguousarray(M.data, dtype=np.float64)
-        if not _nb_all_finite(data):
-            raise ValueError("X contains NaN or infinite values")
+        check_column_values(M.indptr, data, M.shape[0], max_abs, measure)
         block = ColumnBlock(
             np.asarray(M.indptr, dtype=np.int64),
             np.asarray(M.indices, dtype=np.int64),
@@ -141,9 +182,8 @@ def as_column_block(X: Any, n_rows: int | None = None) -> ColumnBlock:
         if A.ndim != 2:
             raise ValueError(f"X must be 2-D, got {A.ndim} dimensions")
         A = np.asfortranarray(A, dtype=np.float64)
-        if not _nb_all_finite(A.ravel(order="F")):
-            raise ValueError("X contains NaN or infinite values")
         n, b = A.shape
+        check_column_values(np.arange(b + 1) * n, A.ravel(order="F"), n, max_abs, measure)
         block = ColumnBlock(
             np.arange(b + 1, dtype=np.int64) * n,
             np.empty(0, dtype=np.int64),
@@ -285,9 +325,10 @@ def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
 
 
 @njit(cache=True, nogil=True)
-def _nb_all_finite(x):
+def _nb_all_within(x, bound):
+    """Whether every ``|x| <= bound`` (NaN never is)."""
     for i in range(len(x)):
-        if not np.isfinite(x[i]):
+        if not abs(x[i]) <= bound:
             return False
     return True
 

@@ -59,6 +59,7 @@ from .measures import (
     _r_from,
     _work,
     as_column_block,
+    max_abs_for_sums,
     centred,
     fisher_z_critical,
     lofs_centred,
@@ -626,7 +627,10 @@ class _SAOLABase(FeatureStreamSelector):
         lst.extend(self._st_aff.pop(feature, []))
 
     def _check_block(self, X: Any) -> ColumnBlock:
-        return as_column_block(X, self._st_n)
+        if self.test != "fisher_z":  # MI counts states: any finite value will do
+            return as_column_block(X, self._st_n)
+        return as_column_block(X, self._st_n, max_abs_for_sums(self._st_n),
+                               "the Fisher-z test's correlations")
 
     # -- results -----------------------------------------------------------------------------
 

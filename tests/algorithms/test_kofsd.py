@@ -615,6 +615,31 @@ def test_string_labels_and_sparse_blocks():
     assert KOFSD.from_state(dense.to_state()).large_class_ == "common"
 
 
+@pytest.mark.parametrize("card", CARDS)
+def test_values_up_to_the_bound_give_the_same_selection_as_unscaled(card):
+    # power-of-2 scaling commutes with rounding: within the bound, nothing overflows and every
+    # distance is bit-identical to the unscaled one
+    rng = np.random.default_rng(5)
+    n = 60
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    X = rng.standard_normal((n, 8)) + np.outer(y, [1.5, 0, 1, 0, 0.5, 0, 0, 2])
+    scaled = X.copy()
+    scaled[:, [0, 3, 7]] *= 2.0**490  # |x| ~ 1e148, under max_abs_for_sums(60) ~ 8.7e152
+    a = KOFSD(k=3, alpha=0.0, card=card).fit(X, y)
+    b = KOFSD(k=3, alpha=0.0, card=card).fit(scaled, y)
+    assert a.selected_.tolist() == b.selected_.tolist() and a.selected_.size > 0
+    assert np.array_equal(a.scores_, b.scores_) and a.dependency_ == b.dependency_
+
+
+def test_values_beyond_the_bound_are_refused_by_column():
+    # they used to send the neighbour search into an endless loop (NaN distances)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 4))
+    X[:, 2] *= 1e300
+    with pytest.raises(ValueError, match=r"too large for K-OFSD.*columns \[2\].*below 1.06e\+153"):
+        KOFSD(k=3).fit(X, np.arange(40) % 2)
+
+
 @pytest.mark.parametrize(
     "kwargs, X, y, match",
     [

@@ -527,6 +527,29 @@ def test_validation_errors():
         SAOLA().partial_fit(X)
 
 
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fisher_z_is_exact_up_to_the_bound_and_refuses_beyond(cls, sparse):
+    # scaling a column by a power of 2 leaves every correlation bit-identical while nothing
+    # overflows; beyond the bound the correlations were NaN and the feature silently dropped
+    rng = np.random.default_rng(3)
+    n = 40
+    y = np.arange(n) % 2
+    X = rng.standard_normal((n, 5))
+    X[:, 0] += 3 * y
+    X[:, 1] = X[:, 0] + 0.01 * X[:, 2]
+    big = X.copy()
+    big[:, 0] *= 2.0**490  # ~1e148, under max_abs_for_sums(40) ~ 1.06e153
+    wrap = sp.csc_matrix if sparse else np.asarray
+    a, b = cls(test="fisher_z").fit(wrap(X), y), cls(test="fisher_z").fit(wrap(big), y)
+    assert a.selected_.tolist() == b.selected_.tolist() and a.selected_.size == 1
+    assert np.array_equal(a.scores_, b.scores_) and a.affiliated_ == b.affiliated_
+    big[:, 0] *= 2.0**30
+    with pytest.raises(ValueError, match=r"too large for the Fisher-z test.*columns \[0\]"):
+        cls(test="fisher_z").fit(wrap(big), y)
+    cls(test="mi").fit(wrap(big), y)  # MI counts states: any finite value is fine
+
+
 def test_mi_warns_about_many_states_only_in_default_mode():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100, 2)) * 1000

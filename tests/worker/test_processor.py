@@ -103,6 +103,19 @@ def test_invalid_inputs_become_dead_letters_with_reasons():
         assert len(reasons) == 1 and needle in reasons[0], (needle, reasons)
 
 
+def test_values_too_large_for_kofsd_are_dead_lettered_and_the_stream_goes_on():
+    # a hang of the worker before: NaN distances sent the neighbour search into a loop
+    X, y = _data()
+    huge = X[:, :2] * 1e300
+    ok = list(feature_stream_messages("s", X, y, "kofsd", {}, block_bytes=120 * 8 * 10))
+    shifted = [dict(m, seq=m["seq"] + 1) for m in ok[1:]]
+    results, dead = _run(StreamProcessor("features", {}),
+                         [ok[0], dict(ok[1], X=huge)] + shifted)
+    assert len(dead) == 1
+    assert "rejected by kofsd: X has values too large" in dead[0]["reason"]
+    assert decode(results[-1])["final"]
+
+
 def test_rejected_data_consumes_its_sequence_number_and_stream_goes_on():
     X, y = _data()
     ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
