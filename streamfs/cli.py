@@ -197,26 +197,36 @@ def _libsvm_base(source: str, zero_based: bool | str) -> int | None:
 
 
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
-                y: Any = None) -> dict:
-    """The worker's own checks of an ``open``, before anything is published (exit 2)."""
-    from streamfs.algorithms.opening import check_open
+                y: Any = None, X: Any = None, names: Any = None) -> dict:
+    """The worker's own checks of an ``open`` and, given a whole feature stream ``X``, of its
+    values (columns shown with their ``names``), before anything is published (exit 2)."""
+    from streamfs.algorithms.opening import check_open, check_values
 
     try:
-        return check_open(kind, algorithm, params, n_features=n_features, y=y)[2]
+        _, algo, params = check_open(kind, algorithm, params, n_features=n_features, y=y)
+        if X is not None:
+            check_values(kind, algo, X, names=names)
+        return params
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
 
 
-def _scan_labels(src: Any, binary: bool) -> Any:
-    """The distinct labels of an instance source, read ahead of publishing (a second pass
-    over a file): all of them for a binary learner, else stopping at the second class."""
+def _scan_instances(src: Any, source: str) -> Any:
+    """The distinct labels of an instance source, its values checked as the worker checks
+    them (exit 2 naming the rows), in a pass over the file ahead of publishing."""
     import numpy as np
 
+    from streamfs.algorithms.opening import check_values
+
     seen: set = set()
-    for _, y in src.chunks():
+    rows = 0
+    for X, y in src.chunks():
+        try:
+            check_values("instances", None, X, first_row=rows)
+        except ValueError as exc:
+            raise UsageProblem(f"{source}: {exc}") from None
+        rows += X.shape[0]
         seen.update(np.unique(np.asarray(y)).tolist())
-        if len(seen) > 1 and not binary:
-            break
     return np.array(sorted(seen, key=str))
 
 
@@ -316,7 +326,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     try:
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
-            params = _check_open(kind, algorithm, params, y=y)
+            params = _check_open(kind, algorithm, params, y=y, X=X, names=names)
             groups = read_groups(groups_file) if groups_file else None
             if groups is not None:
                 check_groups(groups, X.shape[1], groups_file)
@@ -330,7 +340,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
             labels = (None if params.get("classes") is not None
-                      else _scan_labels(src, spec.binary_only))
+                      else _scan_instances(src, source))
             params = _check_open(kind, algorithm, params, n_features=src.n_features, y=labels)
             params.pop("n_features", None)  # the worker takes d from the open message
             messages = instance_messages_from_chunks(

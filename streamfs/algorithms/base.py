@@ -67,6 +67,12 @@ class FeatureStreamSelector(SelectorMixin, BaseEstimator):
     #: number of columns received so far
     n_features_seen_: int
 
+    def _value_limit(self, n_rows: int) -> tuple[float, str]:
+        """The largest ``|x|`` a block of columns of length ``n_rows`` may hold, and what
+        needs the limit (the producer checks a whole stream against it before publishing).
+        By default only finite values."""
+        return float(np.finfo(np.float64).max), ""
+
     # ------------------------------------------------------------------ to implement
     @abstractmethod
     def _validate_params(self) -> None:

@@ -367,11 +367,13 @@ class KOFSD(FeatureStreamSelector):
             )
         X = np.asfortranarray(X, dtype=np.float64)  # the kernels read whole columns
         n, b = X.shape
-        # beyond this bound the variances overflow, distances become NaN and the kernels'
-        # neighbour search has no order to follow
-        check_column_values(np.arange(b + 1) * n, X.ravel(order="F"), n, max_abs_for_sums(n),
-                            "K-OFSD's standardised distances")
+        check_column_values(np.arange(b + 1) * n, X.ravel(order="F"), n, *self._value_limit(n))
         return X
+
+    def _value_limit(self, n_rows: int) -> tuple[float, str]:
+        # beyond it the variances overflow, distances become NaN and the kernels' neighbour
+        # search has no order to follow
+        return max_abs_for_sums(n_rows), "K-OFSD's standardised distances"
 
     def _process(self, X: np.ndarray) -> None:
         """One chunk of columns of a block from :meth:`_check_block` (column-major, as the

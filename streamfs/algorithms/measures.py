@@ -46,6 +46,8 @@ __all__ = [
     "ColumnBlock",
     "as_column_block",
     "check_column_values",
+    "column_abs_max",
+    "value_problem",
     "max_abs_for_sums",
     "discretize",
     "entropy",
@@ -139,14 +141,55 @@ def check_column_values(indptr: np.ndarray, data: np.ndarray, n_rows: int,
     if _nb_all_within(data, max_abs):
         return
     amax = np.array([np.max(np.abs(data[a:b]), initial=0.0) for a, b in zip(indptr, indptr[1:])])
+    raise ValueError(value_problem(amax, n_rows, max_abs, measure, "block columns"))
+
+
+def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = _DBL_MAX, measure: str = "",
+                  where: str = "columns", names: Any = None) -> str | None:
+    """The one-line complaint about the largest ``|x|`` per column ``amax`` (NaN for a column
+    holding a NaN), or None when every one is finite and at most ``max_abs``; ``names`` (one
+    per column) are shown beside the indices.
+
+    >>> value_problem(np.array([1.0, np.inf]), 5, names=["a", "b"])
+    "X contains NaN or infinite values in columns [1] ('b')"
+    """
     bad = np.flatnonzero(~(amax <= max_abs))  # NaN compares false
+    if bad.size == 0:
+        return None
     cols = f"{bad[:10].tolist()}{' ...' if bad.size > 10 else ''}"
+    if names is not None:
+        cols += f" ({', '.join(repr(str(names[j])) for j in bad[:10])})"
     if not np.all(np.isfinite(amax[bad])):
-        raise ValueError(f"X contains NaN or infinite values in block columns {cols}")
-    raise ValueError(
-        f"X has values too large for {measure} in block columns {cols} (|x| up to "
-        f"{float(amax[bad].max()):.3g}; with N = {n_rows} instances |x| must stay below "
-        f"{max_abs:.3g}, or the sums of squares overflow): rescale these features")
+        return f"X contains NaN or infinite values in {where} {cols}"
+    return (f"X has values too large for {measure} in {where} {cols} (|x| up to "
+            f"{float(amax[bad].max()):.3g}; with N = {n_rows} instances |x| must stay below "
+            f"{max_abs:.3g}, or the sums of squares overflow): rescale these features")
+
+
+def column_abs_max(X: Any) -> np.ndarray:
+    """The largest ``|x|`` of each column of a dense or scipy.sparse ``X`` (NaN where a column
+    holds a NaN), a few columns at a time: no copy of ``X`` as a whole.
+
+    >>> column_abs_max(np.array([[1.0, -3.0], [-2.0, 0.5]])).tolist()
+    [2.0, 3.0]
+    """
+    if sp.issparse(X):
+        M = sp.csc_matrix(X)
+        out = np.zeros(M.shape[1])
+        nonempty = np.flatnonzero(np.diff(M.indptr))
+        if nonempty.size:
+            a = np.abs(np.asarray(M.data, dtype=np.float64))
+            # fmax would skip a NaN: max propagates it, as a dense column's does
+            out[nonempty] = np.maximum.reduceat(a, M.indptr[nonempty])
+        return out
+    A = np.asarray(X)
+    if A.ndim == 1:
+        A = A[:, None]
+    if A.dtype.kind not in "f":
+        return np.abs(A.astype(np.float64)).max(axis=0, initial=0.0)
+    step = max(1, (1 << 20) // max(1, A.shape[0]))
+    return np.concatenate([np.abs(A[:, j:j + step]).max(axis=0, initial=0.0)
+                           for j in range(0, A.shape[1], step)] or [np.zeros(0)])
 
 
 def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = _DBL_MAX,

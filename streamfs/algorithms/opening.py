@@ -10,13 +10,20 @@ them again on every ``open`` it receives (other producers may skip the first lin
 Traceback (most recent call last):
 ...
 ValueError: algorithm 'saola' consumes feature streams, not instance streams
+>>> check_values("features", algo, np.array([[1.0, np.nan], [2.0, 3.0], [0.0, 1.0]]))
+Traceback (most recent call last):
+...
+ValueError: X contains NaN or infinite values in columns [1]
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from streamfs.algorithms import registry
+from streamfs.algorithms.measures import column_abs_max, value_problem
 
 _PLURAL = {"features": "feature streams", "instances": "instance streams"}
 
@@ -51,3 +58,22 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     if y is not None:
         spec.check_labels(y)
     return spec, algo, params
+
+
+def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
+                 names: Any = None) -> None:
+    """``ValueError`` with one clear line when the worker would refuse the values of ``X``:
+    a whole feature stream's columns (``N x p``: NaN, infinite, or beyond what the algorithm's
+    sums can hold, naming the columns, with their ``names`` if given) or a block of an
+    instance stream (NaN or infinite, naming its rows, counted from ``first_row``)."""
+    if kind == "features":
+        limit, measure = algo._value_limit(X.shape[0])
+        problem = value_problem(column_abs_max(X), X.shape[0], limit, measure, names=names)
+        if problem is not None:
+            raise ValueError(problem)
+        return
+    bad = np.flatnonzero(~np.isfinite(column_abs_max(X.T)))
+    if bad.size:
+        rows = (bad[:10] + first_row).tolist()
+        raise ValueError(f"X contains NaN or infinite values in data rows {rows}"
+                         f"{' ...' if bad.size > 10 else ''} (counted from 0)")

@@ -626,11 +626,13 @@ class _SAOLABase(FeatureStreamSelector):
         lst.append([int(feature), float(d)])
         lst.extend(self._st_aff.pop(feature, []))
 
-    def _check_block(self, X: Any) -> ColumnBlock:
+    def _value_limit(self, n_rows: int) -> tuple[float, str]:
         if self.test != "fisher_z":  # MI counts states: any finite value will do
-            return as_column_block(X, self._st_n)
-        return as_column_block(X, self._st_n, max_abs_for_sums(self._st_n),
-                               "the Fisher-z test's correlations")
+            return super()._value_limit(n_rows)
+        return max_abs_for_sums(n_rows), "the Fisher-z test's correlations"
+
+    def _check_block(self, X: Any) -> ColumnBlock:
+        return as_column_block(X, self._st_n, *self._value_limit(self._st_n))
 
     # -- results -----------------------------------------------------------------------------
 

@@ -2,6 +2,11 @@
 
 Blocks are bounded by bytes, not counts: a stream processor handles a few thousand messages a
 second, so each message should carry as many columns or instances as fit the size limit.
+
+The worker's own checks run first (:mod:`streamfs.algorithms.opening`): a stream it would
+refuse raises ``ValueError`` before its ``open`` is yielded; an instance block it would refuse
+(NaN or infinite values) raises :class:`~streamfs.producers.errors.InputFileError` before
+that block is yielded.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
+from streamfs.algorithms.opening import check_open, check_values
+from streamfs.producers.errors import InputFileError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers
@@ -168,6 +176,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     """
     X = X.tocsc() if sp.issparse(X) else np.asarray(X)
     y = np.asarray(y)
+    _, algo, _ = check_open("features", algorithm, params, y=y)
+    check_values("features", algo, X, names=feature_names)
     labels = y.tolist() if y.dtype.kind in "OUS" else y
     order, gid, boundaries = feature_order(X.shape[1], groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(X.shape[1]))
@@ -233,22 +243,38 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     >>> [m["kind"] for m in msgs], [m["X"].shape[0] for m in msgs[1:-1]]
     (['open', 'instances', 'instances', 'close'], [4, 1])
     """
+    check_open("instances", algorithm, params, n_features=n_features)
     # read the first chunk before 'open': a file that is bad from the start publishes nothing
     it = iter(chunks)
     first = next(it, None)
     head = open_fields(run=run, replace=replace, naming=naming)
     if feature_names is not None and len(feature_names) != n_features:
         raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")
+    rows = 0
+
+    def checked(X: Any) -> Any:
+        nonlocal rows
+        try:
+            check_values("instances", None, X, first_row=rows)
+        except ValueError as exc:
+            raise InputFileError(str(exc)) from None
+        rows += X.shape[0]
+        return X
+
+    if first is not None:
+        checked(first[0])
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": dict(params or {}), "n_features": int(n_features),
            "feature_names": None if feature_names is None else [str(v) for v in feature_names],
            **head}
     seq = 0
     pending: list[tuple[Any, np.ndarray]] = []
-    for X, y in itertools.chain([first] if first is not None else [], it):
+    for i, (X, y) in enumerate(itertools.chain([first] if first is not None else [], it)):
         X = X.tocsr() if sp.issparse(X) else np.asarray(X)
         if X.shape[1] != n_features:
             raise ValueError(f"a chunk has {X.shape[1]} features, the stream has d = {n_features}")
+        if i:  # the first was checked before 'open'
+            checked(X)
         if X.shape[0] == 0:
             continue
         X, y = _stack(pending + [(X, np.asarray(y))])

@@ -79,6 +79,11 @@ MISTAKES = [
     (["instances", "{csv}", "-a", "ofs", "-p", "n_features_to_select=-3"], "n_features_to_select"),
     (["instances", "{multi}", "-a", "ofs"], "3 classes"),
     (["features", "{single}", "-a", "saola"], "class"),
+    # values the worker would refuse, named by column (features) or data row (instances)
+    (["features", "{nan}", "-a", "saola"],
+     "NaN or infinite values in columns [2] ('mean perimeter')"),
+    (["instances", "{nan}", "-a", "ofs"], "NaN or infinite values in data rows [7]"),
+    (["features", "{huge}", "-a", "kofsd"], "too large for K-OFSD's standardised distances"),
 ]
 
 
@@ -94,6 +99,12 @@ def test_mistakes_exit_2_with_one_line_and_publish_nothing(kafka_config, topic_p
     single = breast_cancer.copy()
     single["target"] = "benign"
     single.to_csv(files["single"], index=False)
+    files["nan"], files["huge"] = tmp_path / "nan.csv", tmp_path / "huge.csv"
+    nan, huge = breast_cancer.copy(), breast_cancer.copy()
+    nan.iloc[7, 2] = np.nan
+    huge.iloc[:, 4] *= 1e300
+    nan.to_csv(files["nan"], index=False, na_rep="nan")  # a blank is refused by the reader
+    huge.to_csv(files["huge"], index=False)
     args = [a.format(**files) for a in args]
     result = _run(kafka_config, topic_prefix, "produce", *args, "--stream", "m", "--no-progress")
     assert result.exit_code == 2, result.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ import scipy.sparse as sp
 
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 from streamfs.producers.blocks import instance_messages_from_chunks
+from streamfs.producers.errors import InputFileError
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 
@@ -129,3 +132,36 @@ def test_throttle_counts_rows_or_columns():
     assert out == msgs and sum(clock.slept) == pytest.approx(1.0)  # 40 rows, 20 in the burst
     with pytest.raises(ValueError):
         TokenBucket(0)
+
+
+@pytest.mark.parametrize("X_change, algorithm, params, needle", [
+    (lambda X: X, "saola", {"alpha": 2}, "alpha must be"),
+    (lambda X: X, "ofs", {}, "consumes instance streams"),
+    (lambda X: np.where(np.arange(X.shape[1]) == 3, np.nan, X), "saola", {}, "columns [3]"),
+    (lambda X: np.where(np.arange(X.shape[1]) == 5, 1e300, X), "kofsd", {}, "too large"),
+    (lambda X: sp.csc_matrix(np.where(np.arange(X.shape[1]) == 1, np.inf, X)), "saola", {},
+     "infinite values in columns [1]"),
+])
+def test_a_feature_stream_the_worker_would_refuse_yields_nothing(X_change, algorithm, params,
+                                                                 needle):
+    X, y = sparse_dataset(seed=4, n=60, d=30)
+    messages = feature_stream_messages("s", X_change(X.toarray()), y, algorithm, params)
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        next(messages)  # not even the 'open'
+
+
+def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
+    X = np.ones((10, 3))
+    X[7, 1] = np.nan
+    chunks = [(X[:4], np.arange(4) % 2), (X[4:], np.arange(6) % 2)]
+    messages = instance_messages_from_chunks("s", chunks, 3, "ofs", block_bytes=48)
+    sent = []
+    with pytest.raises(InputFileError, match=re.escape("data rows [7]")):
+        for m in messages:
+            sent.append(m)
+    assert sum(m["X"].shape[0] for m in sent if m["kind"] == "instances") <= 4
+    with pytest.raises(ValueError, match="unknown parameter"):
+        next(instance_messages_from_chunks("s", chunks, 3, "ofs", {"alfa": 1}))
+    bad_first = [(X[4:], np.arange(6) % 2)]
+    with pytest.raises(InputFileError, match=re.escape("data rows [3]")):
+        next(instance_messages_from_chunks("s", bad_first, 3, "ofs"))  # before 'open'

@@ -342,22 +342,23 @@ def test_empty_message_reason_is_said_once():
     ({"alpha": "abc"}, "alpha"), ({"alfa": 0.01}, "alfa"),
 ])
 def test_out_of_range_parameters_are_refused_at_open(params, needle):
+    # the producers refuse these first (tests/producers/test_blocks.py); other producers may not
     X, y = _data()
-    msgs = list(feature_stream_messages("s", X, y, "saola", params))
-    _, dead = _run(StreamProcessor("features", {}), msgs[:1])
+    opening = dict(next(feature_stream_messages("s", X, y, "saola")), params=params)
+    _, dead = _run(StreamProcessor("features", {}), [opening])
     assert len(dead) == 1 and needle in dead[0]["reason"]
 
 
 def test_open_for_the_wrong_kind_and_bad_labels_are_refused():
     X, y = _data()
-    msgs = list(feature_stream_messages("s", X, y, "ofs"))
-    assert "consumes instance streams" in _reasons(msgs[:1])[0]
-    three = np.arange(300) % 3
-    inst = list(instance_stream_messages("i", np.ones((300, 2)), three, "kofsd"))
-    assert "consumes feature streams" in _reasons(inst[:1], "instances")[0]
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    assert "consumes instance streams" in _reasons([dict(opening, algorithm="ofs")])[0]
+    inst = next(instance_stream_messages("i", np.ones((300, 2)), np.arange(300) % 2, "ofs"))
+    assert "consumes feature streams" in _reasons([dict(inst, algorithm="kofsd")],
+                                                  "instances")[0]
     y3 = np.arange(120) % 3
-    assert "class" in _reasons(list(feature_stream_messages("s", X, np.zeros(120), "saola"))[:1])[0]
-    assert not _reasons(list(feature_stream_messages("s", X, y3, "saola"))[:1])  # multi-class ok
+    assert "class" in _reasons([dict(opening, y=np.zeros(120))])[0]
+    assert not _reasons([dict(opening, y=y3)])  # multi-class ok
 
 
 def test_reusing_a_finished_stream_id_is_dead_lettered_and_changes_nothing():
