@@ -82,6 +82,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -498,11 +500,51 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _learn_block(self, M: _CSR, y: Any) -> None:
         if self._pending is not None:
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
+        self._check_norms(M)
         for start, ysign in self._encode(y):
             if start < 0:
                 self._fst[0] = -self._fst[0]
                 continue
             self._run(self._rows(M, start, start + len(ysign)), ysign, True)
+        self._check_overflow(M)
+
+    def _check_norms(self, M: _CSR) -> None:
+        """``ValueError`` naming the rows whose L2 norm overflows float64 where instances are
+        scaled to unit norm (they would silently become all zeros), before anything is
+        learned from the block."""
+        indptr, _, data = M
+        if self._norm_mode() != 1 or not data.size:
+            return
+        widest = int(np.max(np.diff(indptr)))
+        if float(np.max(np.abs(data))) <= math.sqrt(np.finfo(np.float64).max / max(widest, 1)):
+            return  # no row's sum of squares can overflow
+        with np.errstate(over="ignore"):
+            rows = np.flatnonzero(~np.isfinite(np.add.reduceat(data * data, indptr[:-1])
+                                               * (np.diff(indptr) > 0)))
+        if rows.size:
+            shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
+            raise ValueError(
+                f"{type(self).__name__}: rows {shown_rows} of the block have an L2 norm beyond "
+                f"float64 (|x| up to "
+                f"{float(np.max(np.abs(data))):.3g}), so they cannot be scaled to unit norm: "
+                f"rescale the features")
+
+    def _check_overflow(self, M: _CSR) -> None:
+        """``ValueError`` when values too large for float64 arithmetic (products and sums of
+        squares of the inputs) made the weights or the running statistics NaN or infinite:
+        the model learned from this block is void. The worker then rebuilds it from the last
+        checkpoint and dead-letters the block; in Python, fit again."""
+        # sq (fst[1]) is clamped at 0, so a NaN weight shows in the support itself
+        ok = np.isfinite(self._fst).all() and np.isfinite(self._v[self._heap[:self._ist[0]]]).all()
+        if ok and self._norm_mode() >= 2:  # running means and squared deviations
+            ok = np.isfinite(self._m2).all() and np.isfinite(self._mean).all()
+        if not ok:
+            data = M[2]
+            largest = float(np.max(np.abs(data))) if data.size else 0.0
+            raise ValueError(
+                f"{type(self).__name__}: its weights or running statistics overflowed float64 "
+                f"while learning from instances with |x| up to {largest:.3g}: rescale the "
+                f"features (this model is void; fit it again)")
 
     # ------------------------------------------------------------------ scikit-learn API
     def fit(self, X: Any, y: Any) -> "InstanceStreamSelector":

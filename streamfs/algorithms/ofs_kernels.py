@@ -278,6 +278,10 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
             n_new += 1
     # phase 2: projection onto the L2 ball of radius ``radius`` (uniform, order-preserving)
     tot = sq + sq_new
+    if not tot < np.inf:
+        # the squared norm overflowed: the projection would zero w and hide it. A NaN scale
+        # spreads to every later score and weight, and the caller reports the model void.
+        fst[0] = np.nan
     if tot < 0.0:
         tot = 0.0
     norm = abs(fst[0]) * np.sqrt(tot)

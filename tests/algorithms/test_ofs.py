@@ -595,3 +595,47 @@ def test_one_vs_rest_matches_binary_learners_and_round_trips():
     assert [abs(s["score"]) for s in sel] == sorted((abs(s["score"]) for s in sel), reverse=True)
     with pytest.raises(ValueError, match="full-input"):
         OneVsRest(OFSPartial(2)).partial_fit(X, y)
+
+
+def _overflowing(seed=0, n=40, d=6):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(np.arange(n) % 2, 1, -1)
+    X[:, 0] += y
+    return X, y
+
+
+@pytest.mark.parametrize("cls", [OFS, PerceptronTruncation])
+def test_rows_whose_norm_overflows_are_refused_before_learning(cls):
+    # they used to become all zeros (1 / sqrt(inf)) and teach the model nothing, silently
+    X, y = _overflowing()
+    X[3:5, 2] = 1e300
+    model = cls(n_features_to_select=2).partial_fit(X[:2], y[:2])
+    before = model.coef_.copy()
+    with pytest.raises(ValueError, match=r"rows \[1, 2\] of the block have an L2 norm beyond"):
+        model.partial_fit(X[2:], y[2:])
+    assert np.array_equal(model.coef_, before) and model.n_seen_ == 2
+    ok = X.copy()
+    ok[3:5, 2] = 1e150  # large, but every sum of squares is finite: learned as usual
+    assert cls(n_features_to_select=2).fit(ok, y).n_seen_ == len(y)
+
+
+@pytest.mark.parametrize("cls, params", [
+    (OFS, {"normalize": False}),
+    (OFS, {"normalize": "standardize"}),
+    (OFSPartial, {"normalize": "standardize", "random_state": 1, "epsilon": 1.0}),
+])
+def test_weights_that_overflow_void_the_block_with_an_error(cls, params):
+    X, y = _overflowing()
+    X[:, 1] = np.where(y > 0, 1.7e308, -1.7e308)
+    with pytest.raises(ValueError, match="overflowed float64 .* up to 1.7e\\+308: rescale"):
+        cls(n_features_to_select=6, **params).fit(X, y)
+
+
+def test_an_overflowing_update_is_reported_even_when_later_rows_would_hide_it():
+    # the projection divides by the infinite norm: w becomes 0, the next row folds the zero
+    # scale into the weights, and the model looked like a fresh one
+    X, y = _overflowing()
+    X[0] = 1.7e308
+    with pytest.raises(ValueError, match="overflowed float64"):
+        OFS(n_features_to_select=6, normalize=False).fit(X, y)

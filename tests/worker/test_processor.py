@@ -532,3 +532,21 @@ def test_deferred_replace_of_an_unflushed_run_leaves_only_the_new_run():
     assert [i["feature"] for i in decode(results[-1])["selection"]] == \
         [i["feature"] for i in fresh["selection"]]
     assert list(processor.store) == [header_key("s")]  # nothing of run 1 is left
+
+
+def test_a_block_that_overflows_the_weights_is_dead_lettered_and_the_model_rebuilt():
+    # the error comes after the learner changed its weights: the processor rebuilds it from
+    # the store (eager checkpoints), so the stream ends as if the block had not been sent
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((300, 4))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    params = {"n_features_to_select": 2, "normalize": False}
+    msgs = list(instance_stream_messages("s", X, y, "ofs", params, block_bytes=60 * 4 * 8))
+    bad = dict(msgs[2], X=np.where(msgs[2]["y"][:, None] > 0, -1.7e308, 1.7e308)  # mistakes
+               * np.ones((1, 4)))
+    without = [dict(m, seq=m["seq"] - 1) if m["seq"] > 2 else m for m in msgs if m is not msgs[2]]
+    shifted = msgs[:2] + [bad] + msgs[3:]
+    results, dead = _run(StreamProcessor("instances", {}), shifted)
+    expected, _ = _run(StreamProcessor("instances", {}), without)
+    assert len(dead) == 1 and "overflowed float64" in dead[0]["reason"]
+    assert decode(results[-1])["selection"] == decode(expected[-1])["selection"]
