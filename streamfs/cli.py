@@ -211,18 +211,22 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
         raise UsageProblem(str(exc)) from None
 
 
-def _scan_instances(src: Any, source: str) -> Any:
+def _scan_instances(src: Any, source: str, kind: str, algorithm: str, params: dict) -> Any:
     """The distinct labels of an instance source, its values checked as the worker checks
-    them (exit 2 naming the rows), in a pass over the file ahead of publishing."""
+    them (exit 2 naming the rows or features), in a pass over the file ahead of publishing."""
     import numpy as np
 
-    from streamfs.algorithms.opening import check_values
+    from streamfs.algorithms.opening import check_open, check_values
 
+    try:
+        algo = check_open(kind, algorithm, params, n_features=src.n_features)[1]
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
     seen: set = set()
     rows = 0
     for X, y in src.chunks():
         try:
-            check_values("instances", None, X, first_row=rows)
+            check_values("instances", algo, X, first_row=rows, names=src.feature_names)
         except ValueError as exc:
             raise UsageProblem(f"{source}: {exc}") from None
         rows += X.shape[0]
@@ -340,7 +344,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
             labels = (None if params.get("classes") is not None
-                      else _scan_instances(src, source))
+                      else _scan_instances(src, source, kind, algorithm, params))
             params = _check_open(kind, algorithm, params, n_features=src.n_features, y=labels)
             params.pop("n_features", None)  # the worker takes d from the open message
             messages = instance_messages_from_chunks(

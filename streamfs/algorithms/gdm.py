@@ -42,6 +42,7 @@ from sklearn.utils.validation import (
 from ._validation import _listed, binary_sparse_tags, check_int, check_number, label_problem
 from .base import _SPARSE, _check_width, _input_names, _inverse
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
+from .measures import column_abs_max, max_abs_for_sums, value_problem
 
 __all__ = ["GDM", "crm", "redundancy_rate", "selection_items", "theorem1_bound"]
 
@@ -335,6 +336,11 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return binary_sparse_tags(super().__sklearn_tags__())
 
+    def _value_limit(self, n_rows: int) -> tuple[float, str]:
+        """The largest ``|x|`` over ``n_rows`` instances: beyond it a feature's variance
+        overflows and standardisation silently zeroes the feature."""
+        return max_abs_for_sums(n_rows), "GDM's standardised features"
+
     def fit(self, X: Any, y: Any) -> "GDM":
         """Run the cutting-plane algorithm on ``X`` (dense, scipy.sparse or a data frame,
         n × m) and binary labels."""
@@ -345,6 +351,9 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             delattr(self, name)
         X = validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"),
                           dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
+        problem = value_problem(column_abs_max(X), X.shape[0], *self._value_limit(X.shape[0]))
+        if problem is not None:
+            raise ValueError(problem)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
         check_classification_targets(y)

@@ -67,6 +67,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import _listed, check_int
 from .gdm import GDM, selection_items
+from .measures import column_abs_max, max_abs_for_sums, value_problem
 
 __all__ = ["GDMStream"]
 
@@ -285,6 +286,10 @@ class GDMStream(SelectorMixin, BaseEstimator):
         self.n_refits_ += 1
         self.last_fit_at_ = self.n_seen_
 
+    def _value_limit(self, n_rows: int) -> tuple[float, str]:
+        """What a fit on a full window of ``max_instances`` accepts (see GDM's)."""
+        return max_abs_for_sums(self.max_instances), "GDM's standardised features"
+
     # ------------------------------------------------------------------ learning
     def partial_fit(self, X: Any, y: Any) -> "GDMStream":
         """Append the instances of ``X`` (dense or sparse, n × d) with their labels; fit GDM
@@ -296,9 +301,10 @@ class GDMStream(SelectorMixin, BaseEstimator):
             X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (instances x features), got {X.ndim}-D")
-        values = X.data if sp.issparse(X) else X
-        if not np.isfinite(values).all():
-            raise ValueError("X contains NaN or infinite values")
+        problem = value_problem(column_abs_max(X), self.max_instances,
+                                *self._value_limit(X.shape[0]))
+        if problem is not None:
+            raise ValueError(problem)
         y = np.asarray(y).ravel()
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")

@@ -80,9 +80,8 @@ Example (the paper's parameters on a toy stream):
 from __future__ import annotations
 
 import inspect
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -519,15 +518,14 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if float(np.max(np.abs(data))) <= math.sqrt(np.finfo(np.float64).max / max(widest, 1)):
             return  # no row's sum of squares can overflow
         with np.errstate(over="ignore"):
-            rows = np.flatnonzero(~np.isfinite(np.add.reduceat(data * data, indptr[:-1])
-                                               * (np.diff(indptr) > 0)))
+            sums = np.add.reduceat(data * data, indptr[:-1]) * (np.diff(indptr) > 0)
+        rows = np.flatnonzero(~np.isfinite(sums))
         if rows.size:
             shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
             raise ValueError(
                 f"{type(self).__name__}: rows {shown_rows} of the block have an L2 norm beyond "
-                f"float64 (|x| up to "
-                f"{float(np.max(np.abs(data))):.3g}), so they cannot be scaled to unit norm: "
-                f"rescale the features")
+                f"float64 (|x| up to {float(np.max(np.abs(data))):.3g}), so they cannot be "
+                f"scaled to unit norm: rescale the features")
 
     def _check_overflow(self, M: _CSR) -> None:
         """``ValueError`` when values too large for float64 arithmetic (products and sums of
@@ -535,7 +533,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         the model learned from this block is void. The worker then rebuilds it from the last
         checkpoint and dead-letters the block; in Python, fit again."""
         # sq (fst[1]) is clamped at 0, so a NaN weight shows in the support itself
-        ok = np.isfinite(self._fst).all() and np.isfinite(self._v[self._heap[:self._ist[0]]]).all()
+        support = self._heap[: self._ist[0]]
+        ok = np.isfinite(self._fst).all() and np.isfinite(self._v[support]).all()
         if ok and self._norm_mode() >= 2:  # running means and squared deviations
             ok = np.isfinite(self._m2).all() and np.isfinite(self._mean).all()
         if not ok:

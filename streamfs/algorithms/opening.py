@@ -65,7 +65,8 @@ def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
     """``ValueError`` with one clear line when the worker would refuse the values of ``X``:
     a whole feature stream's columns (``N x p``: NaN, infinite, or beyond what the algorithm's
     sums can hold, naming the columns, with their ``names`` if given) or a block of an
-    instance stream (NaN or infinite, naming its rows, counted from ``first_row``)."""
+    instance stream (NaN or infinite, naming its rows, counted from ``first_row``; beyond
+    what the algorithm's sums hold, if it says, naming the feature columns)."""
     if kind == "features":
         limit, measure = algo._value_limit(X.shape[0])
         problem = value_problem(column_abs_max(X), X.shape[0], limit, measure, names=names)
@@ -77,3 +78,9 @@ def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
         rows = (bad[:10] + first_row).tolist()
         raise ValueError(f"X contains NaN or infinite values in data rows {rows}"
                          f"{' ...' if bad.size > 10 else ''} (counted from 0)")
+    if hasattr(algo, "_value_limit"):  # GDM: its window's variances must stay finite
+        limit, measure = algo._value_limit(X.shape[0])
+        problem = value_problem(column_abs_max(X), getattr(algo, "max_instances", X.shape[0]),
+                                limit, measure, names=names)
+        if problem is not None:
+            raise ValueError(problem)

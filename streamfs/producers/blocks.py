@@ -243,7 +243,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     >>> [m["kind"] for m in msgs], [m["X"].shape[0] for m in msgs[1:-1]]
     (['open', 'instances', 'instances', 'close'], [4, 1])
     """
-    check_open("instances", algorithm, params, n_features=n_features)
+    _, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
     # read the first chunk before 'open': a file that is bad from the start publishes nothing
     it = iter(chunks)
     first = next(it, None)
@@ -255,7 +255,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     def checked(X: Any) -> Any:
         nonlocal rows
         try:
-            check_values("instances", None, X, first_row=rows)
+            check_values("instances", algo, X, first_row=rows, names=feature_names)
         except ValueError as exc:
             raise InputFileError(str(exc)) from None
         rows += X.shape[0]

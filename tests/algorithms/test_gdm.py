@@ -389,3 +389,17 @@ def test_gdm_stops_when_no_new_subset():
     model = GDM(n_features_per_step=3, max_iter=10).fit(X, y)
     assert model.n_iter_ == 1 and model.stop_reason_ in ("no new subset", "no violated constraint")
     assert sorted(model.support_.tolist()) == [0, 1, 2]
+
+
+def test_standardisation_is_exact_up_to_the_bound_and_refused_beyond():
+    # a power-of-2 rescaled feature standardises to the same bits; beyond the bound its
+    # variance overflowed and the feature was silently dropped
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 8))
+    y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1, -1)
+    big = X.copy()
+    big[:, 0] *= 2.0**490
+    assert GDM().fit(big, y).selection() == GDM().fit(X, y).selection()
+    big[:, 0] = X[:, 0] * 1e160
+    with pytest.raises(ValueError, match=r"too large for GDM.s standardised features in col"):
+        GDM().fit(big, y)

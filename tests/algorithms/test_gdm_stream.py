@@ -225,3 +225,14 @@ def test_whole_data_set_equals_batch_gdm_with_the_defaults_of_select():
     assert result["params"]["max_instances"] == 250
     assert [[s["feature"], s["score"]] for s in result["selection"]] == \
         [[s["feature"], s["score"]] for s in _batch(X, y)]
+
+
+def test_blocks_beyond_the_window_bound_are_refused_before_they_enter_it():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 4))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    model = GDMStream(refit_every=1000, max_instances=100)
+    X[7, 2] = 1e160
+    with pytest.raises(ValueError, match=r"columns \[2\].*N = 100 instances"):
+        model.partial_fit(X, y)
+    assert not hasattr(model, "n_seen_") or model.n_seen_ == 0

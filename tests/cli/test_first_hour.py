@@ -84,6 +84,8 @@ MISTAKES = [
      "NaN or infinite values in columns [2] ('mean perimeter')"),
     (["instances", "{nan}", "-a", "ofs"], "NaN or infinite values in data rows [7]"),
     (["features", "{huge}", "-a", "kofsd"], "too large for K-OFSD's standardised distances"),
+    (["instances", "{huge}", "-a", "gdm"], "too large for GDM's standardised features in "
+                                           "columns [4] ('mean smoothness')"),
 ]
 
 
