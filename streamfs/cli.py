@@ -198,8 +198,8 @@ def _libsvm_base(source: str, zero_based: bool | str) -> int | None:
 
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
                 y: Any = None, X: Any = None, names: Any = None) -> dict:
-    """The worker's own checks of an ``open`` and, given a whole feature stream ``X``, of its
-    values (columns shown with their ``names``), before anything is published (exit 2)."""
+    """The worker's own checks of an ``open`` and, given the whole data ``X``, of its values
+    (columns shown with their ``names``), before anything is published or run (exit 2)."""
     from streamfs.algorithms.opening import check_open, check_values
 
     try:
@@ -614,7 +614,7 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
-                         n_features=X.shape[1], y=y)
+                         n_features=X.shape[1], y=y, X=X, names=names)
     params.pop("n_features", None)
     try:
         result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)

@@ -82,6 +82,21 @@ def test_select_reports_bad_parameters_without_traceback(tmp_path):
     assert out.returncode != 0 and "bogus" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("algorithm, change, needle", [
+    ("saola", lambda X: X.__setitem__((3, 2), np.nan), "NaN or infinite values in columns [2]"),
+    ("kofsd", lambda X: X.__setitem__((slice(None), 1), 1e300), "too large for K-OFSD"),
+    ("ofs", lambda X: X.__setitem__((5, 0), np.inf), "infinite values in data rows [5]"),
+])
+def test_select_refuses_values_the_worker_would_refuse_in_one_line(tmp_path, algorithm, change,
+                                                                 needle):
+    path = tmp_path / "d.npz"
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    change(X)
+    np.savez(path, X=X, y=np.arange(30) % 2)
+    out = streamfs("select", str(path), "-a", algorithm, env=dict(os.environ))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and needle in out.stderr, out.stderr
+
+
 def test_select_on_a_missing_file_is_a_clean_error(tmp_path):
     out = streamfs("select", str(tmp_path / "missing.csv"), "--algorithm", "saola",
                    env=dict(os.environ))
