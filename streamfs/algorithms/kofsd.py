@@ -105,6 +105,10 @@ class KOFSD(FeatureStreamSelector):
     gamma1, gamma2:
         Upper and lower thresholds of the ``"distance"`` card, ``0 <= gamma2 < gamma1 <= 1``
         (the paper gives no values; defaults 0.75 and 0.25).
+    max_buffer_bytes:
+        The most the distances on ``S`` may take, ``8 N^2`` bytes and each instance's nearest
+        candidates (default 1 GiB: ``N`` up to about 11,500); more instances are refused when
+        the class vector arrives, with the largest ``N`` that fits.
 
     Attributes
     ----------
@@ -153,6 +157,7 @@ class KOFSD(FeatureStreamSelector):
         gamma: float = 0.5,
         gamma1: float = 0.75,
         gamma2: float = 0.25,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         self.k = k
         self.alpha = alpha
@@ -161,6 +166,7 @@ class KOFSD(FeatureStreamSelector):
         self.gamma = gamma
         self.gamma1 = gamma1
         self.gamma2 = gamma2
+        self.max_buffer_bytes = max_buffer_bytes
 
     # ---------------------------------------------------------------- public surface
 
@@ -224,6 +230,7 @@ class KOFSD(FeatureStreamSelector):
             "gamma": float(self.gamma),
             "gamma1": float(self.gamma1),
             "gamma2": float(self.gamma2),
+            "max_buffer_bytes": int(self.max_buffer_bytes),
         }
 
     def to_state(self) -> dict:
@@ -320,6 +327,28 @@ class KOFSD(FeatureStreamSelector):
                 f"gamma2 must be a number in [0, gamma1) with gamma1 = {shown(self.gamma1)}, "
                 f"got {shown(self.gamma2)}"
             )
+        check_int("max_buffer_bytes", self.max_buffer_bytes, 1)
+
+    def _check_n_instances(self, n: int) -> None:
+        """``ValueError`` with the numbers when the distances on ``S`` for ``n`` instances
+        (``8 N^2`` bytes, and each row's nearest candidates) exceed ``max_buffer_bytes``:
+        refused at ``open`` rather than failing, or being killed, at the first relevant
+        feature."""
+        need = self._buffer_bytes(n)
+        if need > self.max_buffer_bytes:
+            lo, hi = 1, n  # the largest N that fits (the need grows with N)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if self._buffer_bytes(mid) <= self.max_buffer_bytes else (
+                    lo, mid - 1)
+            most = lo
+            raise ValueError(
+                f"kofsd distances of N={n} x N x 8 bytes (and the nearest candidates) = {need} "
+                f"bytes exceed max_buffer_bytes={int(self.max_buffer_bytes)}; use at most "
+                f"N = {most} instances or a larger max_buffer_bytes")
+
+    def _buffer_bytes(self, n: int) -> int:
+        return 8 * n * n + 4 * n * min(n, max(_NEAR, 4 * (int(self.k) + 1)))
 
     def _init_labels(self, y: Any) -> None:
         y = np.asarray(y)
@@ -332,6 +361,7 @@ class KOFSD(FeatureStreamSelector):
             raise ValueError("y has a single class: the dependency is undefined")
         if self.k >= y.shape[0]:
             raise ValueError(f"k={self.k} needs more than k instances, y has {y.shape[0]}")
+        self._check_n_instances(y.shape[0])
         self._large = large_class_code(classes, y_enc, self.compat)
         self.classes_ = classes
         self.large_class_ = None if self._large < 0 else classes[self._large]

@@ -34,7 +34,8 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
 
     Checks the algorithm's name and stream kind, its parameters' names, types and ranges (the
     algorithm's own ``_validate_params``) and, given ``y``, whether the labels suit it (two
-    classes at least; exactly two for binary learners). ``n_features`` is passed to the
+    classes at least; exactly two for binary learners) and, for K-OFSD, whether its distances
+    over ``len(y)`` instances fit its ``max_buffer_bytes``. ``n_features`` is passed to the
     instance-stream learners; ``seed`` becomes ``random_state`` where the algorithm draws
     random numbers and none was given.
     """
@@ -57,6 +58,8 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     algo = spec.build(params)
     if y is not None:
         spec.check_labels(y)
+        if hasattr(algo, "_check_n_instances"):  # K-OFSD's distances grow as N^2
+            algo._check_n_instances(len(y))
     return spec, algo, params
 
 

@@ -791,3 +791,22 @@ def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind):
                                  np.empty(2), same, np.empty((n, 2)), np.empty((n, 2)))
             counts.append(same)
         assert np.array_equal(counts[0], counts[1]), (k, x.tolist())
+
+
+def test_too_many_instances_for_the_distance_buffer_are_refused_with_the_largest_that_fits():
+    # the distances on S take 8 N^2 bytes: a worker would be killed at the first relevant
+    # feature, restarted, and killed again on the same message
+    from streamfs.algorithms.opening import check_open
+
+    rng = np.random.default_rng(0)
+    model = KOFSD(k=3, max_buffer_bytes=1_000_000)
+    with pytest.raises(ValueError, match=r"N=400 .* exceed max_buffer_bytes=1000000; use at most "
+                                         r"N = (\d+) instances") as info:
+        model.fit(rng.standard_normal((400, 3)), np.arange(400) % 2)
+    most = int(info.value.args[0].split("at most N = ")[1].split()[0])
+    assert model._buffer_bytes(most) <= 1_000_000 < model._buffer_bytes(most + 1)
+    KOFSD(k=3, max_buffer_bytes=1_000_000).fit(rng.standard_normal((most, 3)), np.arange(most) % 2)
+    with pytest.raises(ValueError, match="max_buffer_bytes=1073741824"):
+        check_open("features", "kofsd", {}, y=np.arange(20000) % 2)  # the worker's open
+    restored = KOFSD.from_state(KOFSD(max_buffer_bytes=5000).to_state())
+    assert restored.max_buffer_bytes == 5000

@@ -534,6 +534,13 @@ def test_deferred_replace_of_an_unflushed_run_leaves_only_the_new_run():
     assert list(processor.store) == [header_key("s")]  # nothing of run 1 is left
 
 
+def test_a_kofsd_open_whose_distances_would_not_fit_is_dead_lettered():
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "kofsd"))
+    reasons = _reasons([dict(opening, params={"max_buffer_bytes": 10_000})])
+    assert len(reasons) == 1 and "exceed max_buffer_bytes=10000; use at most N = " in reasons[0]
+
+
 def test_a_block_that_overflows_the_weights_is_dead_lettered_and_the_model_rebuilt():
     # the error comes after the learner changed its weights: the processor rebuilds it from
     # the store (eager checkpoints), so the stream ends as if the block had not been sent
