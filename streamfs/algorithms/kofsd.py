@@ -332,8 +332,8 @@ class KOFSD(FeatureStreamSelector):
     def _check_n_instances(self, n: int) -> None:
         """``ValueError`` with the numbers when the distances on ``S`` for ``n`` instances
         (``8 N^2`` bytes, and each row's nearest candidates) exceed ``max_buffer_bytes``:
-        refused at ``open`` rather than failing, or being killed, at the first relevant
-        feature."""
+        refused at ``open`` rather than at the first relevant feature, where an allocation
+        the system promised but cannot keep gets the worker killed."""
         need = self._buffer_bytes(n)
         if need > self.max_buffer_bytes:
             lo, hi = 1, n  # the largest N that fits (the need grows with N)
