@@ -166,11 +166,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         n_features: int | None = None,
         normalize: bool | str = True,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         self.n_features_to_select = n_features_to_select
         self.n_features = n_features
         self.normalize = normalize
         self.classes = classes
+        self.max_buffer_bytes = max_buffer_bytes
 
     # ------------------------------------------------------------------ parameters
     def _validate_params(self) -> None:
@@ -189,6 +191,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                 f"{shown(self.normalize)}: it reads only the observed attributes, so it cannot "
                 "scale instances to unit norm (pre-scale the stream and pass normalize=False)"
             )
+        check_int("max_buffer_bytes", self.max_buffer_bytes, 1)
+        if self.n_features is not None:
+            self._check_memory(int(self.n_features))
         if self.classes is not None:
             try:
                 self._check_classes(self.classes)
@@ -247,7 +252,31 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             )
         self._allocate(int(d))
 
+    def _bytes_per_feature(self) -> int:
+        """The learner's arrays of length ``d``, in bytes per feature."""
+        mode = self._norm_mode()
+        redraw = getattr(self, "redraw", False) is True
+        per = 48  # w, heap keys, buffers (8 bytes each); heap and positions (4 each)
+        per += 8 if self._partial or mode == 2 else 0  # a dense copy of the instance
+        per += 24 if mode in (2, 3) else 0  # running counts, means, squared deviations
+        per += 8 if self._partial or redraw else 0  # stamps of the random draws
+        per += 8 if self._partial else 0  # the attributes chosen
+        per += 9 if isinstance(self, RandomSelection) and not redraw else 0  # its fixed draw
+        return per
+
+    def _check_memory(self, d: int) -> None:
+        """``ValueError`` with the numbers when ``d`` features need more than
+        ``max_buffer_bytes``: refused at ``open`` instead of failing the first block, or the
+        out-of-memory killer stopping the worker where the memory was promised but not there."""
+        per = self._bytes_per_feature()
+        if d * per > self.max_buffer_bytes:
+            raise ValueError(
+                f"{type(self).__name__} state of n_features={d} x {per} bytes = {d * per} bytes "
+                f"exceeds max_buffer_bytes={int(self.max_buffer_bytes)}; use n_features <= "
+                f"{int(self.max_buffer_bytes) // per} or a larger max_buffer_bytes")
+
     def _allocate(self, d: int) -> None:
+        self._check_memory(d)
         self.d_ = d
         self.n_features_in_ = d
         self.budget_ = B = self._budget(d)
@@ -914,9 +943,11 @@ class OFS(InstanceStreamSelector):
         radius: float | None = None,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
-            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         self.eta = eta
         self.lam = lam
@@ -960,9 +991,11 @@ class PerceptronTruncation(InstanceStreamSelector):
         *,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
-            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         self.eta = eta
 
@@ -1005,9 +1038,11 @@ class RandomSelection(InstanceStreamSelector):
         *,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
-            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         self.eta = eta
         self.random_state = random_state
@@ -1065,9 +1100,11 @@ class OFSPartial(_PartialMixin, InstanceStreamSelector):
         *,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
-            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         self.eta = eta
         self.epsilon = epsilon
@@ -1106,10 +1143,12 @@ class OFSRandomPartial(OFSPartial):
         *,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
             n_features_to_select, eta=eta, epsilon=1.0, radius=radius, normalize=normalize,
             random_state=random_state, n_features=n_features, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         del self.epsilon  # not a parameter of this learner
 
@@ -1141,9 +1180,11 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
         *,
         n_features: int | None = None,
         classes: list | None = None,
+        max_buffer_bytes: int = 1 << 30,
     ) -> None:
         super().__init__(
-            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes
+            n_features_to_select, n_features=n_features, normalize=normalize, classes=classes,
+            max_buffer_bytes=max_buffer_bytes,
         )
         self.eta = eta
         self.random_state = random_state

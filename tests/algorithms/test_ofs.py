@@ -639,3 +639,27 @@ def test_an_overflowing_update_is_reported_even_when_later_rows_would_hide_it():
     X[0] = 1.7e308
     with pytest.raises(ValueError, match="overflowed float64"):
         OFS(n_features_to_select=6, normalize=False).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, params", [
+    (OFS, {}), (OFS, {"normalize": "standardize"}), (PerceptronTruncation, {}),
+    (RandomSelection, {"random_state": 0}), (RandomSelection, {"redraw": True}),
+    (OFSPartial, {"random_state": 0}), (OFSPartial, {"normalize": "standardize"}),
+    (OFSRandomPartial, {}), (PerceptronRandomPartial, {}),
+])
+def test_the_memory_bound_counts_the_arrays_the_learner_holds(cls, params):
+    d = 1000
+    model = cls(n_features_to_select=10, n_features=d, **params)
+    model.partial_fit(np.eye(d)[:2], [1, -1])
+    held = sum(v.nbytes for v in vars(model).values()
+               if isinstance(v, np.ndarray) and v.shape == (d,))
+    per = model._bytes_per_feature()
+    # RandomSelection's draw also uses a temporary array of stamps (8 bytes a feature)
+    assert d * (per - 8 * isinstance(model, RandomSelection)) <= held <= d * per
+    with pytest.raises(ValueError, match=rf"n_features={d} x {per} bytes .* use n_features <= "
+                                         rf"{(d * per - 1) // per}"):
+        cls(n_features_to_select=10, n_features=d, max_buffer_bytes=d * per - 1,
+            **params).partial_fit(np.eye(d)[:2], [1, -1])
+    bare = cls(n_features_to_select=10, max_buffer_bytes=d * per - 1, **params)
+    with pytest.raises(ValueError, match="exceeds max_buffer_bytes"):  # d from the first block
+        bare.partial_fit(np.eye(d)[:2], [1, -1])

@@ -541,6 +541,12 @@ def test_a_kofsd_open_whose_distances_would_not_fit_is_dead_lettered():
     assert len(reasons) == 1 and "exceed max_buffer_bytes=10000; use at most N = " in reasons[0]
 
 
+def test_an_instance_open_whose_state_would_not_fit_is_dead_lettered():
+    opening = next(instance_stream_messages("i", np.ones((4, 3)), np.arange(4) % 2, "ofs"))
+    reasons = _reasons([dict(opening, n_features=10**10)], "instances")
+    assert len(reasons) == 1 and "exceeds max_buffer_bytes=1073741824" in reasons[0]
+
+
 def test_a_block_that_overflows_the_weights_is_dead_lettered_and_the_model_rebuilt():
     # the error comes after the learner changed its weights: the processor rebuilds it from
     # the store (eager checkpoints), so the stream ends as if the block had not been sent
