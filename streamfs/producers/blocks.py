@@ -5,8 +5,8 @@ second, so each message should carry as many columns or instances as fit the siz
 
 The worker's own checks run first (:mod:`streamfs.algorithms.opening`): a stream it would
 refuse raises ``ValueError`` before its ``open`` is yielded; an instance block it would refuse
-(NaN or infinite values) raises :class:`~streamfs.producers.errors.InputFileError` before
-that block is yielded.
+(NaN or infinite values, or values beyond what GDM's sums hold) raises
+:class:`~streamfs.producers.errors.InputFileError` before that block is yielded.
 """
 
 from __future__ import annotations
