@@ -321,7 +321,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     if kind == "instances" and (shuffle_seed is not None or groups_file):
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
     try:
-        spec = registry.get(algorithm)
+        registry.get(algorithm)  # an unknown name is refused before the file is read
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
