@@ -122,6 +122,7 @@ __all__ = [
 ]
 
 _CSR = tuple  # (indptr int64, indices int64, data float64)
+_DBL_MAX = float(np.finfo(np.float64).max)
 _NORM_MODES = {False: 0, None: 0, "none": 0, True: 1, "l2": 1, "standardize": 2}
 _M64 = (1 << 64) - 1
 
@@ -543,8 +544,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         indptr, _, data = M
         if self._norm_mode() != 1 or not data.size:
             return
-        widest = int(np.max(np.diff(indptr)))
-        if float(np.max(np.abs(data))) <= math.sqrt(np.finfo(np.float64).max / max(widest, 1)):
+        widest = data.size if indptr.size == 2 else int(np.max(np.diff(indptr)))
+        if float(np.max(np.abs(data))) <= math.sqrt(_DBL_MAX / widest):
             return  # no row's sum of squares can overflow
         with np.errstate(over="ignore"):
             sums = np.add.reduceat(data * data, indptr[:-1]) * (np.diff(indptr) > 0)
@@ -561,11 +562,14 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         squares of the inputs) made the weights or the running statistics NaN or infinite:
         the model learned from this block is void. The worker then rebuilds it from the last
         checkpoint and dead-letters the block; in Python, fit again."""
-        # sq (fst[1]) is clamped at 0, so a NaN weight shows in the support itself
-        support = self._heap[: self._ist[0]]
-        ok = np.isfinite(self._fst).all() and np.isfinite(self._v[support]).all()
-        if ok and self._norm_mode() >= 2:  # running means and squared deviations
-            ok = np.isfinite(self._m2).all() and np.isfinite(self._mean).all()
+        # the kernel turns the scale NaN when the weights' squared norm overflows; O(1) and
+        # O(nnz) checks, so that learn_one stays cheap
+        ok = math.isfinite(self._fst[0]) and math.isfinite(self._fst[1])
+        if ok and self._norm_mode() >= 2:
+            # running means and squared deviations overflow where this block's values are (a
+            # zero moves a statistic by its own, finite, mean only)
+            cols = M[1]
+            ok = np.isfinite(self._m2[cols]).all() and np.isfinite(self._mean[cols]).all()
         if not ok:
             data = M[2]
             largest = float(np.max(np.abs(data))) if data.size else 0.0

@@ -319,6 +319,8 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
         else:
             v[i] = 0.0
     ist[0] = n
+    if not sq < np.inf:  # a weight overflowed (inf, or inf - inf): the model is void, as above
+        fst[0] = np.nan
     fst[1] = sq if sq > 0.0 else 0.0
     ist[1] += edits
     if ist[1] > 4 * (n + 16):
