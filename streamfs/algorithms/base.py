@@ -53,6 +53,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._validation import column_names, writable
+from .measures import DBL_MAX
 
 # sparse formats kept as they are where values are checked (others become CSR: a DOK or LIL
 # matrix cannot be checked for NaN)
@@ -71,7 +72,7 @@ class FeatureStreamSelector(SelectorMixin, BaseEstimator):
         """The largest ``|x|`` a block of columns of length ``n_rows`` may hold, and what
         needs the limit (the producer checks a whole stream against it before publishing).
         By default only finite values."""
-        return float(np.finfo(np.float64).max), ""
+        return DBL_MAX, ""
 
     # ------------------------------------------------------------------ to implement
     @abstractmethod

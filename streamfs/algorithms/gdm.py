@@ -336,7 +336,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         return binary_sparse_tags(super().__sklearn_tags__())
 
-    def _value_limit(self, n_rows: int) -> tuple[float, str]:
+    @staticmethod
+    def _value_limit(n_rows: int) -> tuple[float, str]:
         """The largest ``|x|`` over ``n_rows`` instances: beyond it a feature's variance
         overflows and standardisation silently zeroes the feature."""
         return max_abs_for_sums(n_rows), "GDM's standardised features"

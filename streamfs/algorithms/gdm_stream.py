@@ -67,7 +67,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._validation import _listed, check_int
 from .gdm import GDM, selection_items
-from .measures import column_abs_max, max_abs_for_sums, value_problem
+from .measures import column_abs_max, value_problem
 
 __all__ = ["GDMStream"]
 
@@ -286,9 +286,13 @@ class GDMStream(SelectorMixin, BaseEstimator):
         self.n_refits_ += 1
         self.last_fit_at_ = self.n_seen_
 
-    def _value_limit(self, n_rows: int) -> tuple[float, str]:
-        """What a fit on a full window of ``max_instances`` accepts (see GDM's)."""
-        return max_abs_for_sums(self.max_instances), "GDM's standardised features"
+    def _check_values(self, X: Any, names: Any = None) -> None:
+        """``ValueError`` naming the features (with their ``names``) whose values a fit on a
+        full window of ``max_instances`` could not standardise (see GDM's limit)."""
+        problem = value_problem(column_abs_max(X), self.max_instances,
+                                *GDM._value_limit(self.max_instances), names=names)
+        if problem is not None:
+            raise ValueError(problem)
 
     # ------------------------------------------------------------------ learning
     def partial_fit(self, X: Any, y: Any) -> "GDMStream":
@@ -301,10 +305,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
             X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (instances x features), got {X.ndim}-D")
-        problem = value_problem(column_abs_max(X), self.max_instances,
-                                *self._value_limit(X.shape[0]))
-        if problem is not None:
-            raise ValueError(problem)
+        self._check_values(X)
         y = np.asarray(y).ravel()
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")

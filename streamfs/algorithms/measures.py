@@ -113,7 +113,8 @@ class ColumnBlock:
         return out
 
 
-_DBL_MAX = float(np.finfo(np.float64).max)
+#: the largest finite float64
+DBL_MAX = float(np.finfo(np.float64).max)
 
 
 def max_abs_for_sums(n: int) -> float:
@@ -124,11 +125,11 @@ def max_abs_for_sums(n: int) -> float:
     >>> f"{max_abs_for_sums(180):.3g}"
     '5e+152'
     """
-    return math.sqrt(_DBL_MAX / (4.0 * max(n, 1)))
+    return math.sqrt(DBL_MAX / (4.0 * max(n, 1)))
 
 
 def check_column_values(indptr: np.ndarray, data: np.ndarray, n_rows: int,
-                        max_abs: float = _DBL_MAX, measure: str = "") -> None:
+                        max_abs: float = DBL_MAX, measure: str = "") -> None:
     """``ValueError`` naming the columns (``data[indptr[j]:indptr[j + 1]]``) that hold NaN or
     infinite values, or values beyond ``max_abs`` (given as :func:`max_abs_for_sums`: the
     ``measure`` needing it is named in the message).
@@ -140,11 +141,22 @@ def check_column_values(indptr: np.ndarray, data: np.ndarray, n_rows: int,
     """
     if _nb_all_within(data, max_abs):
         return
-    amax = np.array([np.max(np.abs(data[a:b]), initial=0.0) for a, b in zip(indptr, indptr[1:])])
+    amax = _segment_abs_max(np.asarray(indptr), data)
     raise ValueError(value_problem(amax, n_rows, max_abs, measure, "block columns"))
 
 
-def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = _DBL_MAX, measure: str = "",
+def _segment_abs_max(indptr: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """The largest ``|x|`` of each ``data[indptr[j]:indptr[j + 1]]`` (0 when empty; NaN where
+    one holds a NaN: ``maximum`` propagates it, ``fmax`` would skip it)."""
+    out = np.zeros(len(indptr) - 1)
+    nonempty = np.flatnonzero(np.diff(indptr))
+    if nonempty.size:
+        out[nonempty] = np.maximum.reduceat(np.abs(np.asarray(data, dtype=np.float64)),
+                                            indptr[nonempty])
+    return out
+
+
+def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = DBL_MAX, measure: str = "",
                   where: str = "columns", names: Any = None) -> str | None:
     """The one-line complaint about the largest ``|x|`` per column ``amax`` (NaN for a column
     holding a NaN), or None when every one is finite and at most ``max_abs``; ``names`` (one
@@ -175,13 +187,7 @@ def column_abs_max(X: Any) -> np.ndarray:
     """
     if sp.issparse(X):
         M = sp.csc_matrix(X)
-        out = np.zeros(M.shape[1])
-        nonempty = np.flatnonzero(np.diff(M.indptr))
-        if nonempty.size:
-            a = np.abs(np.asarray(M.data, dtype=np.float64))
-            # fmax would skip a NaN: max propagates it, as a dense column's does
-            out[nonempty] = np.maximum.reduceat(a, M.indptr[nonempty])
-        return out
+        return _segment_abs_max(M.indptr, M.data)
     A = np.asarray(X)
     if A.ndim == 1:
         A = A[:, None]
@@ -192,7 +198,7 @@ def column_abs_max(X: Any) -> np.ndarray:
                            for j in range(0, A.shape[1], step)] or [np.zeros(0)])
 
 
-def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = _DBL_MAX,
+def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
                     measure: str = "") -> ColumnBlock:
     """Validate ``X`` (2-D dense or scipy.sparse, finite; ``|x| <= max_abs`` for ``measure``,
     see :func:`check_column_values`) and convert it to a :class:`ColumnBlock`.

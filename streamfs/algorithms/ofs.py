@@ -98,6 +98,7 @@ from sklearn.utils.validation import (
 
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms.base import _SPARSE
+from streamfs.algorithms.measures import DBL_MAX
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
     check_bool,
@@ -122,7 +123,6 @@ __all__ = [
 ]
 
 _CSR = tuple  # (indptr int64, indices int64, data float64)
-_DBL_MAX = float(np.finfo(np.float64).max)
 _NORM_MODES = {False: 0, None: 0, "none": 0, True: 1, "l2": 1, "standardize": 2}
 _M64 = (1 << 64) - 1
 
@@ -545,7 +545,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if self._norm_mode() != 1 or not data.size:
             return
         widest = data.size if indptr.size == 2 else int(np.max(np.diff(indptr)))
-        if float(np.max(np.abs(data))) <= math.sqrt(_DBL_MAX / widest):
+        if float(np.max(np.abs(data))) <= math.sqrt(DBL_MAX / widest):
             return  # no row's sum of squares can overflow
         with np.errstate(over="ignore"):
             sums = np.add.reduceat(data * data, indptr[:-1]) * (np.diff(indptr) > 0)

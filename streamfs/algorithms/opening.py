@@ -81,9 +81,5 @@ def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
         rows = (bad[:10] + first_row).tolist()
         raise ValueError(f"X contains NaN or infinite values in data rows {rows}"
                          f"{' ...' if bad.size > 10 else ''} (counted from 0)")
-    if hasattr(algo, "_value_limit"):  # GDM: its window's variances must stay finite
-        limit, measure = algo._value_limit(X.shape[0])
-        problem = value_problem(column_abs_max(X), getattr(algo, "max_instances", X.shape[0]),
-                                limit, measure, names=names)
-        if problem is not None:
-            raise ValueError(problem)
+    if hasattr(algo, "_check_values"):  # GDM: its window's variances must stay finite
+        algo._check_values(X, names)
