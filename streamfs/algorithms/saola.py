@@ -33,6 +33,7 @@ decides SAOLA's tie rule, see :func:`streamfs.algorithms.measures.lofs_pearson_r
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -46,6 +47,7 @@ from .measures import (
     ColumnBlock,
     _nb_centred_cross,
     _nb_block_fisher,
+    _nb_fisher_verdict,
     _nb_block_fisher_lofs,
     _nb_block_su,
     _nb_codes,
@@ -203,6 +205,28 @@ def _nb_lofs_dependent_many(r, sqrt_n3, cutoff):
     for q in range(len(r)):
         out[q] = _nb_lofs_dependent(r[q], sqrt_n3, cutoff)
     return out
+
+
+def _fisher_dependent(d: np.ndarray, n: int, zcrit: float) -> np.ndarray:
+    """Fisher's z test of strengths ``d = |r|`` over ``n`` instances."""
+    with np.errstate(divide="ignore"):
+        return np.sqrt(n - 3.0) * np.arctanh(np.minimum(d, 1.0)) >= zcrit
+
+
+@functools.lru_cache(maxsize=64)
+def _fisher_bracket(n: int, zcrit: float) -> tuple[float, float]:
+    """``(r_false, r_true)``: every ``|r| <= r_false`` fails :func:`_fisher_dependent` and
+    every ``|r| >= r_true`` passes it, so a compiled kernel can give most verdicts and leave
+    the few in between to the test itself (the same verdicts, bit for bit, whatever
+    ``arctanh`` the compiled code would have used). The test is monotone in ``|r|``; the
+    bracket is a relative 1e-9 around ``tanh(zcrit / sqrt(n - 3))``, far wider than any
+    rounding, and checked against the test at both ends."""
+    r = math.tanh(zcrit / math.sqrt(n - 3.0))
+    lo, hi = r * (1.0 - 1e-9), r * (1.0 + 1e-9)
+    if 0.0 < lo < hi < 1.0 and _fisher_dependent(np.array([lo, hi]), n, zcrit).tolist() == [
+            False, True]:
+        return lo, hi
+    return -1.0, 2.0  # no safe bracket (e.g. a critical value of 0): the test decides all
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,10 +516,13 @@ class _SAOLABase(FeatureStreamSelector):
             out["dep"] = np.abs(r)
             out["relevant"] = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
         else:
-            dep = _r_from(cross, ss, self._st_tss)
-            dep[const] = 0.0
+            dep, code = _nb_fisher_verdict(cross, ss, const, self._st_tss,
+                                           *_fisher_bracket(self._st_n, self._st_zcrit))
+            relevant = code == 1
+            near = np.flatnonzero(code == 2)  # near the critical |r|: the exact test decides
+            relevant[near] = self._dependent(dep[near])
             out["dep"] = dep
-            out["relevant"] = ~const & self._dependent(dep)
+            out["relevant"] = relevant
         return out
 
     def _relevance(self, block: ColumnBlock) -> dict[str, np.ndarray]:
@@ -545,9 +572,7 @@ class _SAOLABase(FeatureStreamSelector):
         if self._st_lofs_z:
             return _nb_lofs_dependent_many(d, self._st_sqrt_n3, self._st_zcrit)
         if self.test == "fisher_z":
-            with np.errstate(divide="ignore"):
-                w = np.sqrt(self._st_n - 3.0) * np.arctanh(np.minimum(d, 1.0))
-            return w >= self._st_zcrit
+            return _fisher_dependent(d, self._st_n, self._st_zcrit)
         return d > self.delta
 
     def _pair(self, prep: tuple, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -590,3 +590,45 @@ def test_datasets_deterministic(name):
                 b.partial_fit(X[:, lo:lo + 997], y)
         assert _result(a) == _result(b)
         assert len(a.selected_) >= 1
+
+
+# ---------------------------------------------------------------- relevance verdict bracket
+
+
+@pytest.mark.parametrize("n", [4, 5, 30, 180, 10_000, 2_000_000])
+@pytest.mark.parametrize("alpha", [0.001, 0.01, 0.05, 0.5])
+def test_compiled_relevance_verdicts_equal_the_fisher_z_test(n, alpha):
+    """The compiled kernel answers clear cases itself and leaves |r| near the critical value
+    to the test: every verdict, including those a few ulps and 1e-9 from it, is the test's."""
+    from streamfs.algorithms.measures import _nb_fisher_verdict, fisher_z_critical
+    from streamfs.algorithms.saola import _fisher_bracket, _fisher_dependent
+
+    zcrit = fisher_z_critical(alpha)
+    r_false, r_true = _fisher_bracket(n, zcrit)
+    crit = math.tanh(zcrit / math.sqrt(n - 3.0))
+    assert r_false < crit < r_true
+    near = [crit]
+    for _ in range(5):
+        near += [np.nextafter(near[-1], 2.0), np.nextafter(near[-2 if len(near) > 1 else 0], -2.0)]
+    r = np.concatenate([near, crit * (1 + np.linspace(-3e-9, 3e-9, 61)),
+                        np.linspace(0.0, 1.0, 1001), [r_false, r_true]])
+    r = r[(r >= 0) & (r <= 1)]
+    # columns whose |r| with a target of sum of squares 1 is exactly r: cross = r, ss = 1
+    dep, code = _nb_fisher_verdict(r, np.ones_like(r), np.zeros(len(r), dtype=bool), 1.0,
+                                   r_false, r_true)
+    assert np.array_equal(dep, r)
+    want = _fisher_dependent(r, n, zcrit)
+    decided = code != 2
+    assert np.array_equal(code[decided] == 1, want[decided])
+    assert (code == 2).sum() < 100  # the bracket leaves only the near cases undecided
+    # and the selector's own verdicts (bracket + test) on a block of real columns
+    rng = np.random.default_rng(n)
+    m = min(n, 400)
+    y = rng.permutation(np.arange(m) % 2)
+    X = rng.normal(size=(m, 300)) + np.linspace(0, 0.5, 300) * y[:, None]
+    X[:, :5] = 1.0  # constant columns: never relevant
+    s = SAOLA(alpha=alpha).partial_fit(X[:, :1], y)
+    stats = s._fisher_stats(s._check_block(X))
+    assert not stats["relevant"][:5].any()
+    expect = ~stats["const"] & _fisher_dependent(stats["dep"], m, zcrit)
+    assert np.array_equal(stats["relevant"], expect)
