@@ -38,6 +38,7 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import logging
 import os
@@ -935,6 +936,16 @@ def warm_up() -> None:
         algo.to_state()
 
 
+def freeze_startup_objects() -> None:
+    """Collect, then move every object alive now (the imports' and the warm-up's, a few
+    hundred thousand) into the permanent generation, which the cyclic collector never scans
+    again (:func:`gc.freeze`). Without it, each full collection walks them all: 0.09 s in
+    the middle of a cold worker's first batches of sparse instances, longer than the batch
+    itself. Cyclic garbage made later is still collected."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_worker(settings: Settings) -> None:
     """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first."""
     logging.basicConfig(level=settings.log_level.upper(),
@@ -942,6 +953,7 @@ def run_worker(settings: Settings) -> None:
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     warm_up()
+    freeze_startup_objects()
     prepare_topics(settings)
     worker = Worker(settings)
 
