@@ -262,8 +262,10 @@ def _nb_col_stats(indptr, indices, data, n, dense):
     mean = np.empty(b)
     ss = np.empty(b)
     const = np.empty(b, dtype=np.bool_)
+    none = np.empty(0)  # no target, no cross-products
     for j in range(b):
-        _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const)
+        _nb_column_stats(indptr, indices, data, n, j, dense, none, 0.0, seqsum, mean, ss, const,
+                         none)
     return seqsum, mean, ss, const
 
 
@@ -283,28 +285,26 @@ def _nb_block_fisher(indptr, indices, data, n, dense, target, tsum):
         for j in range(0, start, 4):
             _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross)
     for j in range(start, b):
-        if dense:
-            _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const)
-            cross[j] = _nb_centred_cross(data, indices, indptr[j], indptr[j + 1], dense,
-                                         mean[j], target, tsum)
-        else:
-            _nb_fisher_sparse_one(indptr, indices, data, n, j, target, tsum, seqsum, mean, ss,
-                                  const, cross)
+        _nb_column_stats(indptr, indices, data, n, j, dense, target, tsum, seqsum, mean, ss,
+                         const, cross)
     return seqsum, mean, ss, const, cross
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _nb_fisher_sparse_one(indptr, indices, data, n, j, target, tsum, seqsum, mean, ss, const,
-                          cross):
-    """:func:`_nb_stats_one` and :func:`_nb_centred_cross` of sparse column ``j`` with their
-    second passes merged (each accumulator keeps its order: the same bits). Most columns of a
-    wide sparse stream hold a handful of values, so the per-column loop overhead is the cost:
-    two short loops instead of three and no array round trips (with the inlined sequential
-    sum, 73 -> 25 ms on one thread for the news20-shaped bench stream's 1.36M columns)."""
+def _nb_column_stats(indptr, indices, data, n, j, dense, target, tsum, seqsum, mean, ss, const,
+                     cross):
+    """Column ``j``'s sequential sum, mean, centred sum of squares and constant flag (see
+    :func:`_nb_col_stats`) and, unless ``target`` is empty, its centred cross-product with
+    ``target`` (as :func:`_nb_centred_cross`), written into the arrays. One pass for the sum,
+    one for everything else (each accumulator in storage order: the bits of separate passes).
+    Most columns of a wide sparse stream hold a handful of values, so the per-column overhead
+    is the cost: merging the passes and inlining the sum took the news20-shaped bench
+    stream's 1.36M columns from 73 to 25 ms on one thread."""
     lo = indptr[j]
     hi = indptr[j + 1]
     s = _nb_seq_sum(data, lo, hi)
     m = s / n
+    with_cross = len(target) > 0
     acc = 0.0
     a1 = 0.0
     a2 = 0.0
@@ -319,11 +319,15 @@ def _nb_fisher_sparse_one(indptr, indices, data, n, j, target, tsum, seqsum, mea
             nz += 1
             mn = min(mn, v)
             mx = max(mx, v)
-            c = target[indices[k]]
-            a1 += dv * c
-            a2 += c
-    _nb_fisher_finish(n, s, m, acc, a1, a2, nz, mn, mx, tsum, j, seqsum, mean, ss, const,
-                      cross)
+            if with_cross:
+                c = target[k - lo if dense else indices[k]]
+                a1 += dv * c
+                a2 += c
+    seqsum[j] = s
+    mean[j] = m
+    ss[j], const[j] = _nb_with_zeros(n, nz, m, acc, mn, mx)
+    if with_cross:
+        cross[j] = a1 - m * (tsum - a2)
 
 
 @njit(cache=True, nogil=True)
@@ -351,7 +355,7 @@ def _nb_fisher_verdict(cross, ss, const, tss, r_false, r_true):
 @njit(cache=True, nogil=True, inline="always")
 def _nb_centred_step(v, m, c, acc, a1, a2, nz, mn, mx):
     """One value of :func:`_nb_fisher_dense4`'s second pass (zeros are skipped, as in
-    :func:`_nb_stats_one`); the accumulators travel as scalars so that they stay in
+    :func:`_nb_column_stats`); the accumulators travel as scalars so that they stay in
     registers."""
     if v != 0.0:
         dv = v - m
@@ -390,7 +394,7 @@ def _nb_fisher_finish(n, s, m, acc, a1, a2, nz, mn, mx, tsum, k, seqsum, mean, s
 
 @njit(cache=True, nogil=True)
 def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
-    """Same arithmetic as :func:`_nb_stats_one` plus the cross-product, for the four dense
+    """Same arithmetic as :func:`_nb_column_stats` with a target, for the four dense
     columns ``j..j+3`` interleaved: each column keeps its own sequential order (so the
     results are bit-identical), but four independent add chains run at once. Scalar
     accumulators rather than small arrays: an array element is updated through memory, and
@@ -464,38 +468,6 @@ def _nb_centred_cross(data, indices, lo, hi, dense, m, target, tsum):
             a1 += (v - m) * c
             a2 += c
     return a1 - m * (tsum - a2)
-
-
-@njit(cache=True, nogil=True)
-def _nb_stats_one(indptr, data, n, j, seqsum, mean, ss, const):
-    """Statistics of column ``j`` (see :func:`_nb_col_stats`), written into the arrays."""
-    lo = indptr[j]
-    hi = indptr[j + 1]
-    s = _nb_seq_sum(data, lo, hi)
-    m = s / n
-    acc = 0.0
-    nzc = 0
-    mn = 0.0
-    mx = 0.0
-    first = True
-    for k in range(lo, hi):
-        v = data[k]
-        if v != 0.0:
-            dv = v - m
-            acc += dv * dv
-            nzc += 1
-            if first:
-                mn = v
-                mx = v
-                first = False
-            else:
-                if v < mn:
-                    mn = v
-                if v > mx:
-                    mx = v
-    seqsum[j] = s
-    mean[j] = m
-    ss[j], const[j] = _nb_with_zeros(n, nzc, m, acc, mn, mx)
 
 
 @njit(cache=True, nogil=True)
