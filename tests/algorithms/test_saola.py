@@ -607,9 +607,10 @@ def test_compiled_relevance_verdicts_equal_the_fisher_z_test(n, alpha):
     r_false, r_true = _fisher_bracket(n, zcrit)
     crit = math.tanh(zcrit / math.sqrt(n - 3.0))
     assert r_false < crit < r_true
-    near = [crit]
+    near, up, down = [crit], crit, crit  # the critical value and 5 ulps either side
     for _ in range(5):
-        near += [np.nextafter(near[-1], 2.0), np.nextafter(near[-2 if len(near) > 1 else 0], -2.0)]
+        up, down = np.nextafter(up, 2.0), np.nextafter(down, -2.0)
+        near += [up, down]
     r = np.concatenate([near, crit * (1 + np.linspace(-3e-9, 3e-9, 61)),
                         np.linspace(0.0, 1.0, 1001), [r_false, r_true]])
     r = r[(r >= 0) & (r <= 1)]
