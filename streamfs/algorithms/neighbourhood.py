@@ -415,6 +415,18 @@ def nearly_sorted_order(X: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def _equal_runs(sv, run_start, run_end):
+    """First and last sorted position of the run of equal values holding each position."""
+    n = sv.shape[0]
+    run_start[0] = 0
+    for q in range(1, n):
+        run_start[q] = run_start[q - 1] if sv[q] == sv[q - 1] else q
+    run_end[n - 1] = n - 1
+    for q in range(n - 2, -1, -1):
+        run_end[q] = run_end[q + 1] if sv[q] == sv[q + 1] else q
+
+
+@njit(cache=True, nogil=True)
 def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_out, ssum_out,
                          dsum_out):  # fmt: skip
     """Neighbour statistics of every instance on each single column of ``X`` ``(N, B)``.
@@ -465,12 +477,7 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
                 ssum_out[i, c] = 0.0
                 dsum_out[i, c] = 0.0
             continue
-        run_start[0] = 0
-        for q in range(1, n):
-            run_start[q] = run_start[q - 1] if sv[q] == sv[q - 1] else q
-        run_end[n - 1] = n - 1
-        for q in range(n - 2, -1, -1):
-            run_end[q] = run_end[q + 1] if sv[q] == sv[q + 1] else q
+        runs = False  # the runs of equal values, which only the walks read: built lazily
         cs = 0
         if not sums:
             # the class counts of the window cs .. cs + k, moved to the window s .. s + k
@@ -514,6 +521,9 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
                     ssum_out[i, c] = 0.0
                     dsum_out[i, c] = 0.0
                     continue
+            if not runs:
+                _equal_runs(sv, run_start, run_end)
+                runs = True
             same, ssum, dsum = _walk(p, order, sv, run_start, run_end, y, var, need,
                                      include_self, buf)
             same_out[i, c] = same
