@@ -371,6 +371,9 @@ def _walk(p, order, sv, run_start, run_end, y, var, need, include_self, buf):
     return same, ssum, dsum
 
 
+#: up to this K a window's start is counted from K comparisons; beyond, it slides
+_COUNTED_K = 16
+
 _SIGN = np.uint64(1 << 63)
 _MAX_INDEX_BITS = 20  # at most 20 low bits of a value give way to the index (relative 2**-32)
 
@@ -433,16 +436,18 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
 
     In one dimension the ``K`` nearest neighbours of the instance at sorted position ``p`` lie
     in a window of ``K + 1`` consecutive sorted positions holding ``p`` (distances grow, also
-    after rounding, with the distance from ``p`` in the sorted order on either side). The
-    window slides along with ``p``. Where every distance inside it is strictly smaller than
-    both just outside, it holds exactly the neighbours whatever the tie rule, and ``same`` is
-    read from the window's class counts (kept as it slides: O(1) amortised an instance instead
-    of counting K + 1). Otherwise (a tie at its edge; in ``zhou`` mode also another instance at
-    distance 0) and whenever ``sums`` is set, :func:`_walk` settles the instance: ``ssum`` and
-    ``dsum``, which only the ``"distance"`` card reads, are floating-point sums in the walk's
-    order. Without ``sums`` both are 0. Cost ``O(N K)`` per column after the sort at most (the
-    walks), ``O(N)`` where the window settles every instance. Constant
-    columns get ``var_out = 0`` and zero statistics (the caller treats them as irrelevant).
+    after rounding, with the distance from ``p`` in the sorted order on either side). Its
+    start is counted from K comparisons for K <= 16, else slid along with ``p``. Where every
+    distance inside it is strictly smaller than both just outside, it holds exactly the
+    neighbours whatever the tie rule, and ``same`` is read from the window's class counts (a
+    prefix sum of class 1 with two classes, else counts kept as the window moves: O(1)
+    amortised an instance instead of counting K + 1). Otherwise (a tie at its edge; in
+    ``zhou`` mode also another instance at distance 0) and whenever ``sums`` is set,
+    :func:`_walk` settles the instance: ``ssum`` and ``dsum``, which only the ``"distance"``
+    card reads, are floating-point sums in the walk's order. Without ``sums`` both are 0.
+    Cost ``O(N K)`` per column after the sort at most (the walks and counted starts), ``O(N)``
+    where a sliding window settles every instance. Constant columns get ``var_out = 0`` and
+    zero statistics (the caller treats them as irrelevant).
 
     ``order_in``: a nearly ascending order of each column (:func:`nearly_sorted_order`, or any
     argsort): an insertion sort here puts it in the order of ``(value, instance index)``, the
@@ -456,6 +461,8 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
     run_end = np.empty(n, dtype=np.int64)
     ys = np.empty(n, dtype=np.int64)  # the classes in sorted order
     counts = np.zeros(np.max(y) + 1 if n else 1, dtype=np.int64)  # per class, in the window
+    two = counts.shape[0] <= 2  # classes 0 and 1: the window's counts from a prefix sum
+    ones = np.empty(n + 1, dtype=np.int64)  # class-1 instances before each sorted position
     for c in range(b):
         order = order_in[:, c].copy()
         sv = X[:, c][order]
@@ -484,9 +491,14 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
             # where an instance is counted in it: O(1) amortised instead of O(K) an instance
             for q in range(n):
                 ys[q] = y[order[q]]
-            counts[:] = 0
-            for q in range(k + 1):
-                counts[ys[q]] += 1
+            if two:
+                ones[0] = 0
+                for q in range(n):
+                    ones[q + 1] = ones[q] + ys[q]
+            else:
+                counts[:] = 0
+                for q in range(k + 1):
+                    counts[ys[q]] += 1
         s = 0  # first sorted position of the window s .. s + k
         for p in range(n):
             i = order[p]
@@ -495,11 +507,20 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
                 # Slide on the raw gaps (the key is a non-decreasing function of the gap, and
                 # fl(a - b) = -fl(b - a)): any window holding p will do here, as the test
                 # below is on the keys. Two keys per instance instead of six.
-                s = min(max(s, p - k), p, n - 1 - k)
-                while s < p and s + k + 1 < n and sv[s + k + 1] - x < x - sv[s]:
-                    s += 1
-                while s > 0 and s + k > p and x - sv[s - 1] < sv[s + k] - x:
-                    s -= 1
+                if k <= _COUNTED_K:
+                    # the first start whose next right value is not nearer than its left
+                    # end: that test is monotone in the start (true, then false), so the
+                    # start is counted, without the branches a CPU cannot predict
+                    lo = max(p - k, 0)
+                    s = lo
+                    for j in range(lo, min(p, n - 1 - k)):
+                        s += sv[j + k + 1] - x < x - sv[j]
+                else:
+                    s = min(max(s, p - k), p, n - 1 - k)
+                    while s < p and s + k + 1 < n and sv[s + k + 1] - x < x - sv[s]:
+                        s += 1
+                    while s > 0 and s + k > p and x - sv[s - 1] < sv[s + k] - x:
+                        s -= 1
                 inside = _key1(max(x - sv[s], sv[s + k] - x), 0.0, var)
                 outside = _key1(min(x - sv[s - 1] if s > 0 else np.inf,
                                     sv[s + k + 1] - x if s + k + 1 < n else np.inf), 0.0, var)
@@ -508,6 +529,12 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
                     # zhou drops the first instance at distance 0: x itself only if alone there
                     exact = (p == s or _key1(x, sv[p - 1], var) > 0.0) and (
                         p == s + k or _key1(x, sv[p + 1], var) > 0.0)
+                if exact and two:
+                    o = ones[s + k + 1] - ones[s]  # class 1 in the window, p included
+                    same_out[i, c] = (o if ys[p] == 1 else k + 1 - o) - 1
+                    ssum_out[i, c] = 0.0
+                    dsum_out[i, c] = 0.0
+                    continue
                 if exact:
                     while cs < s:
                         counts[ys[cs]] -= 1

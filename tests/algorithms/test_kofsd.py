@@ -767,11 +767,13 @@ def test_refit_starts_from_scratch():
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(2, 40), st.integers(0, 2**32 - 1), st.sampled_from([0, 1]),
-       st.sampled_from(["grid", "tiny", "mixed"]))
-def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind):
+       st.sampled_from(["grid", "tiny", "mixed"]), st.sampled_from([2, 3]))
+def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind, n_classes):
     """Values on a 0.1 grid (differences that tie or not only after rounding), tiny offsets
-    (distances that round to 0) and duplicates, every K from 1 to N - 1: the sliding window's
-    neighbour counts equal the exact walk's, in both neighbour rules."""
+    (distances that round to 0) and duplicates, every K from 1 to N - 1 (windows whose start
+    is counted, K <= 16, and windows that slide), two classes (counts from a prefix sum) or
+    three (counts kept as the window moves): the window's neighbour counts equal the exact
+    walk's, in both neighbour rules."""
     rng = np.random.default_rng(seed)
     if kind == "grid":
         x = rng.integers(0, 6, n) * 0.1
@@ -782,7 +784,7 @@ def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind):
     else:
         x = np.where(rng.random(n) < 0.5, rng.integers(0, 4, n) * 0.1, rng.normal(size=n))
     X = np.asfortranarray(np.c_[x, x[::-1]])
-    y = rng.integers(0, 2, n).astype(np.int64)
+    y = rng.integers(0, n_classes, n).astype(np.int64)
     for k in range(1, n):
         counts = []
         for sums in (True, False):
