@@ -415,9 +415,11 @@ class KOFSD(FeatureStreamSelector):
         card_code = CARDS.index(self.card)
         gammas = (float(self.gamma), float(self.gamma1), float(self.gamma2))
         var = np.empty(b)
-        same = np.empty((n, b), dtype=np.int64)
-        ssum = np.empty((n, b))
-        dsum = np.empty((n, b))
+        # column-major, as X: each column's statistics are contiguous for the kernels that
+        # write and read them (dependencies 6.5 -> 2.1 ms on the bench's 12,500 columns)
+        same = np.empty((n, b), dtype=np.int64, order="F")
+        ssum = np.empty((n, b), order="F")
+        dsum = np.empty((n, b), order="F")
         # only the distance card reads the distance sums; without them most instances are
         # settled by a sliding window instead of a walk
         sums = self.card == "distance"
