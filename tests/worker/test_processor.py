@@ -93,7 +93,9 @@ def test_invalid_inputs_become_dead_letters_with_reasons():
         "single class": [dict(ok[0], y=np.zeros(120, dtype=np.int64))],
         "NaN": [dict(ok[0], y=np.r_[np.nan, y[1:].astype(float)])],
         "length": [ok[0], bad_len],
-        "NaN or infinite": [ok[0], nan],
+        # the algorithm's own check, which names the block's columns
+        "rejected by saola: X contains NaN or infinite values in block columns [0, 1]":
+            [ok[0], nan],
         "sequence gap": [ok[0], dict(ok[2])],
         "after 'close'": [ok[0], dict(ok[-1], seq=1), dict(ok[1], seq=2)],
         "instances": [ok[0], {"kind": "instances", "stream": "s", "seq": 1, "X": X, "y": y}],
