@@ -46,6 +46,7 @@ __all__ = [
     "ColumnBlock",
     "as_column_block",
     "check_column_values",
+    "values_within",
     "column_abs_max",
     "value_problem",
     "max_abs_for_sums",
@@ -199,9 +200,11 @@ def column_abs_max(X: Any) -> np.ndarray:
 
 
 def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
-                    measure: str = "") -> ColumnBlock:
+                    measure: str = "", check_values: bool = True) -> ColumnBlock:
     """Validate ``X`` (2-D dense or scipy.sparse, finite; ``|x| <= max_abs`` for ``measure``,
     see :func:`check_column_values`) and convert it to a :class:`ColumnBlock`.
+    ``check_values=False`` leaves the values to a caller that checks them in a pass over the
+    block it makes anyway (:func:`values_within`).
 
     >>> b = as_column_block(np.array([[1.0, 0.0], [2.0, 3.0]]))
     >>> b.n_cols, b.n_rows, b.dense
@@ -217,7 +220,8 @@ def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
             M = M.copy()  # duplicates summed, rows sorted: on a copy, X stays as it was
             M.sum_duplicates()
         data = np.ascontiguousarray(M.data, dtype=np.float64)
-        check_column_values(M.indptr, data, M.shape[0], max_abs, measure)
+        if check_values:
+            check_column_values(M.indptr, data, M.shape[0], max_abs, measure)
         block = ColumnBlock(
             np.asarray(M.indptr, dtype=np.int64),
             np.asarray(M.indices, dtype=np.int64),
@@ -235,7 +239,8 @@ def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
             raise ValueError(f"X must be 2-D, got {A.ndim} dimensions")
         A = np.asfortranarray(A, dtype=np.float64)
         n, b = A.shape
-        check_column_values(np.arange(b + 1) * n, A.ravel(order="F"), n, max_abs, measure)
+        if check_values:
+            check_column_values(np.arange(b + 1) * n, A.ravel(order="F"), n, max_abs, measure)
         block = ColumnBlock(
             np.arange(b + 1, dtype=np.int64) * n,
             np.empty(0, dtype=np.int64),
@@ -265,40 +270,59 @@ def _nb_col_stats(indptr, indices, data, n, dense):
     mean = np.empty(b)
     ss = np.empty(b)
     const = np.empty(b, dtype=np.bool_)
-    none = np.empty(0)  # no target, no cross-products
+    none = np.empty(0)  # no target, no cross-products, no largest |x|
     for j in range(b):
         _nb_column_stats(indptr, indices, data, n, j, dense, none, 0.0, seqsum, mean, ss, const,
-                         none)
+                         none, none)
     return seqsum, mean, ss, const
 
 
 @njit(cache=True, nogil=True)
 def _nb_block_fisher(indptr, indices, data, n, dense, target, tsum):
     """Column statistics and centred cross-product with ``target`` in one pass per column
-    (the column stays in cache between its passes)."""
+    (the column stays in cache between its passes), and each column's largest ``|x|`` over
+    its finite non-zeros (0 for a column of zeros): with the sums, what
+    :func:`values_within` needs to check the block without a pass of its own."""
     b = len(indptr) - 1
     seqsum = np.empty(b)
     mean = np.empty(b)
     ss = np.empty(b)
     const = np.empty(b, dtype=np.bool_)
     cross = np.empty(b)
+    amax = np.empty(b)
     start = 0
     if dense:
         start = b - b % 4
         for j in range(0, start, 4):
-            _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross)
+            _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross, amax)
     for j in range(start, b):
         _nb_column_stats(indptr, indices, data, n, j, dense, target, tsum, seqsum, mean, ss,
-                         const, cross)
-    return seqsum, mean, ss, const, cross
+                         const, cross, amax)
+    return seqsum, mean, ss, const, cross, amax
+
+
+def values_within(seqsum: np.ndarray, amax: np.ndarray, max_abs: float) -> bool:
+    """Whether every value of the columns :func:`_nb_block_fisher` summed is finite and
+    ``|x| <= max_abs`` (``max_abs`` from :func:`max_abs_for_sums`), from its outputs.
+
+    A NaN or infinite value makes its column's sum non-finite, and finite values within
+    ``max_abs`` cannot overflow a sum of ``n`` (``n * max_abs`` is far below ``DBL_MAX``),
+    so this is exactly :func:`check_column_values`'s condition; where it fails, that
+    function names the columns.
+
+    >>> values_within(np.array([1.0, np.nan]), np.array([1.0, 0.0]), 1e10)
+    False
+    """
+    return bool(np.isfinite(seqsum).all() and (amax <= max_abs).all())
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _nb_column_stats(indptr, indices, data, n, j, dense, target, tsum, seqsum, mean, ss, const,
-                     cross):
+                     cross, amax):
     """Column ``j``'s sequential sum, mean, centred sum of squares and constant flag (see
     :func:`_nb_col_stats`) and, unless ``target`` is empty, its centred cross-product with
-    ``target`` (as :func:`_nb_centred_cross`), written into the arrays. One pass for the sum,
+    ``target`` (as :func:`_nb_centred_cross`), written into the arrays; unless ``amax`` is
+    empty, its largest ``|x|`` (see :func:`_nb_block_fisher`). One pass for the sum,
     one for everything else (each accumulator in storage order: the bits of separate passes).
     Most columns of a wide sparse stream hold a handful of values, so the per-column overhead
     is the cost: merging the passes and inlining the sum took the news20-shaped bench
@@ -331,6 +355,8 @@ def _nb_column_stats(indptr, indices, data, n, j, dense, target, tsum, seqsum, m
     ss[j], const[j] = _nb_with_zeros(n, nz, m, acc, mn, mx)
     if with_cross:
         cross[j] = a1 - m * (tsum - a2)
+    if len(amax) > 0:
+        amax[j] = _nb_abs_max(nz, mn, mx)
 
 
 @njit(cache=True, nogil=True)
@@ -386,17 +412,25 @@ def _nb_with_zeros(n, nz, m, acc, mn, mx):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _nb_abs_max(nz, mn, mx):
+    """The largest ``|x|`` of a column from its smallest and largest non-zero (NaN compares
+    false, so it is in neither: the column's sum shows it)."""
+    return max(-mn, mx) if nz > 0 else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _nb_fisher_finish(n, s, m, acc, a1, a2, nz, mn, mx, tsum, k, seqsum, mean, ss, const,
-                      cross):
+                      cross, amax):
     """Write column ``k``'s statistics from :func:`_nb_fisher_dense4`'s accumulators."""
     seqsum[k] = s
     mean[k] = m
     ss[k], const[k] = _nb_with_zeros(n, nz, m, acc, mn, mx)
     cross[k] = a1 - m * (tsum - a2)
+    amax[k] = _nb_abs_max(nz, mn, mx)
 
 
 @njit(cache=True, nogil=True)
-def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
+def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross, amax):
     """Same arithmetic as :func:`_nb_column_stats` with a target, for the four dense
     columns ``j..j+3`` interleaved: each column keeps its own sequential order (so the
     results are bit-identical), but four independent add chains run at once. Scalar
@@ -430,13 +464,13 @@ def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross):
         acc3, a13, a23, nz3, mn3, mx3 = _nb_centred_step(data[o3 + i], m3, c, acc3, a13, a23,
                                                          nz3, mn3, mx3)
     _nb_fisher_finish(n, s0, m0, acc0, a10, a20, nz0, mn0, mx0, tsum, j, seqsum, mean, ss,
-                      const, cross)
+                      const, cross, amax)
     _nb_fisher_finish(n, s1, m1, acc1, a11, a21, nz1, mn1, mx1, tsum, j + 1, seqsum, mean, ss,
-                      const, cross)
+                      const, cross, amax)
     _nb_fisher_finish(n, s2, m2, acc2, a12, a22, nz2, mn2, mx2, tsum, j + 2, seqsum, mean, ss,
-                      const, cross)
+                      const, cross, amax)
     _nb_fisher_finish(n, s3, m3, acc3, a13, a23, nz3, mn3, mx3, tsum, j + 3, seqsum, mean, ss,
-                      const, cross)
+                      const, cross, amax)
 
 
 @njit(cache=True, nogil=True)
@@ -525,7 +559,7 @@ def block_pearson_with_target(block: ColumnBlock, target: np.ndarray) -> dict[st
     [0.8, 0.0]
     """
     tc, tsum, tss = centred(target)
-    seqsum, mean, ss, const, cross = _nb_block_fisher(
+    seqsum, mean, ss, const, cross, _ = _nb_block_fisher(
         block.indptr, block.indices, block.data, block.n_rows, block.dense, tc, tsum
     )
     r = _r_from(cross, ss, tss)

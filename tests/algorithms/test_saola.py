@@ -550,6 +550,50 @@ def test_fisher_z_is_exact_up_to_the_bound_and_refuses_beyond(cls, sparse):
     cls(test="mi").fit(wrap(big), y)  # MI counts states: any finite value is fine
 
 
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("compat", [None, "lofs"])
+def test_bad_values_are_refused_by_column_and_change_nothing(cls, sparse, compat):
+    # Fisher's z checks the values in its relevance pass (the dense kernel takes columns four
+    # at a time, the rest one by one): the same verdicts and messages as a check of its own
+    from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
+
+    from .test_kofsd import assert_same_state
+
+    rng = np.random.default_rng(7)
+    n = 30
+    y = np.arange(n) % 2
+    X = rng.standard_normal((n, 7))
+    X[:, 0] += 2 * y
+    bound = max_abs_for_sums(n)
+    wrap = sp.csc_matrix if sparse else np.asarray
+    cases = {  # column -> value, and the expected complaint
+        "nan": ({1: np.nan}, r"NaN or infinite values in block columns \[1\]"),
+        "inf": ({5: np.inf, 6: -np.inf}, r"NaN or infinite values in block columns \[5, 6\]"),
+        "large": ({2: -2 * bound, 6: 2 * bound}, r"too large for .* block columns \[2, 6\]"),
+        # finite, beyond the bound, and summing to inf: still "too large", not "infinite"
+        "overflowing sum": ({4: 1e308}, r"too large for .* block columns \[4\]"),
+    }
+    for bad_values, message in cases.values():
+        bad = X.copy()
+        for col, value in bad_values.items():
+            bad[3, col] = value
+            bad[9, col] = value
+        sel = cls(test="fisher_z", compat=compat).partial_fit(wrap(X), y)
+        before = sel.to_state()
+        with pytest.raises(ValueError, match=message):
+            check_column_values(np.arange(8) * n, bad.ravel(order="F"), n, bound,
+                                "the Fisher-z test's correlations")
+        with pytest.raises(ValueError, match=message):
+            sel.partial_fit(wrap(bad))
+        assert_same_state(sel.to_state(), before)
+        with pytest.raises(ValueError, match=message):
+            cls(test="fisher_z", compat=compat).fit(wrap(bad), y)
+    within = X.copy()
+    within[3, 2] = bound  # the largest value allowed
+    cls(test="fisher_z", compat=compat).fit(wrap(within), y)
+
+
 def test_mi_warns_about_many_states_only_in_default_mode():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((100, 2)) * 1000
