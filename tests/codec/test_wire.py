@@ -64,6 +64,35 @@ def test_array_payload_with_an_unknown_order_is_rejected():
         unpackb(bad)
 
 
+@pytest.mark.parametrize("items", [
+    ["<f8", [2, 2], np.zeros(4).tobytes(), "F", "F"],  # one item too many
+    ["<f8", [2, 2]],  # no values
+    ["<f8", [2, 2], "not bytes"],
+])
+def test_array_payloads_of_another_layout_are_rejected(items):
+    bad = msgpack.packb(msgpack.ExtType(1, msgpack.packb(items, use_bin_type=True)),
+                        use_bin_type=True)
+    with pytest.raises(CodecError, match="malformed array"):
+        unpackb(bad)
+
+
+@pytest.mark.parametrize("tail", [b"\xc0", b"\xa1F\xc0"])
+def test_array_payload_with_bytes_after_it_is_rejected(tail):
+    # the values are read as a view of the payload: what follows them must still be checked
+    for arr in (np.arange(6.0), np.asfortranarray(np.arange(6.0).reshape(2, 3))):
+        payload = msgpack.unpackb(packb(arr), raw=False).data + tail
+        with pytest.raises(CodecError, match="malformed array payload"):
+            unpackb(msgpack.packb(msgpack.ExtType(1, payload), use_bin_type=True))
+
+
+def test_decoded_arrays_are_writeable_copies_of_large_payloads():
+    # more than 64 KiB of values (a bin32 header), read through a view of the payload: the
+    # array must own its memory, not keep the message's bytes alive or read-only
+    arr = np.random.default_rng(0).standard_normal((300, 40))
+    out = unpackb(packb(arr))
+    assert np.array_equal(out, arr) and out.flags.writeable and out.flags.owndata
+
+
 def test_big_endian_input_decodes_to_same_values():
     arr = np.arange(5, dtype=">f8")
     out = unpackb(packb(arr))
