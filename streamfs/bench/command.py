@@ -50,6 +50,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
 
     from streamfs.bench.pipeline import recovery, run_scenario, warm_up_broker
     from streamfs.bench.summary import median_of_runs
+    from streamfs.broker import check_reachable
 
     settings = ctx.obj["settings"]
     names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
@@ -59,6 +60,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
                              text=True)
         settings.bootstrap_servers = out.stdout.strip().splitlines()[-1]
     kafka = settings.kafka_config()
+    check_reachable(kafka)  # one line and exit 69, not a timeout's traceback minutes later
     results = []
     console = Console(width=200)
     try:

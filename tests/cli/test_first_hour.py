@@ -121,7 +121,8 @@ def test_unreachable_broker_is_one_line_within_15_s(tmp_path):
     data = tmp_path / "d.csv"
     data.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
     for args in (["topics", "create"], ["watch", "--once"], ["dead-letters"],
-                 ["produce", "features", data, "--stream", "s", "-a", "saola"], ["worker"]):
+                 ["produce", "features", data, "--stream", "s", "-a", "saola"], ["worker"],
+                 ["bench", "imbalanced-features"]):
         t0 = time.monotonic()
         out = streamfs(*args, env=env, timeout=60)
         elapsed = time.monotonic() - t0
