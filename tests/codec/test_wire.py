@@ -85,6 +85,27 @@ def test_array_payload_with_bytes_after_it_is_rejected(tail):
             unpackb(msgpack.packb(msgpack.ExtType(1, payload), use_bin_type=True))
 
 
+@given(st.sampled_from([np.arange(6.0), np.arange(300.0).reshape(20, 15).T,
+                        np.arange(40000, dtype=np.int32)]),
+       st.integers(0, 2**32 - 1), st.integers(1, 4))
+@settings(max_examples=300, deadline=None)
+def test_damaged_array_payloads_decode_or_raise_codec_error(arr, seed, flips):
+    # the header is read by hand up to the values: a flipped or cut byte anywhere is either
+    # still a valid array (a changed value) or a CodecError, never another exception
+    rng = np.random.default_rng(seed)
+    payload = bytearray(msgpack.unpackb(packb(arr), raw=False).data)
+    for _ in range(flips):
+        at = int(rng.integers(0, min(len(payload), 64)))  # the header and the first values
+        payload[at] = int(rng.integers(0, 256))
+    if rng.random() < 0.3:
+        del payload[int(rng.integers(1, len(payload))):]
+    try:
+        out = unpackb(msgpack.packb(msgpack.ExtType(1, bytes(payload)), use_bin_type=True))
+    except CodecError:
+        return
+    assert isinstance(out, np.ndarray) and out.flags.writeable
+
+
 def test_decoded_arrays_are_writeable_copies_of_large_payloads():
     # more than 64 KiB of values (a bin32 header), read through a view of the payload: the
     # array must own its memory, not keep the message's bytes alive or read-only
