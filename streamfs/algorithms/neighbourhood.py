@@ -487,8 +487,9 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
         runs = False  # the runs of equal values, which only the walks read: built lazily
         cs = 0
         if not sums:
-            # the class counts of the window cs .. cs + k, moved to the window s .. s + k
-            # where an instance is counted in it: O(1) amortised instead of O(K) an instance
+            # the window's class counts in O(1) an instance instead of O(K): a prefix sum of
+            # class 1 with two classes, else counts of the window cs .. cs + k moved to the
+            # window s .. s + k where an instance is counted in it
             for q in range(n):
                 ys[q] = y[order[q]]
             if two:
@@ -504,8 +505,8 @@ def single_feature_stats(X, order_in, y, k, include_self, sums, var_out, same_ou
             i = order[p]
             if not sums:
                 x = sv[p]
-                # Slide on the raw gaps (the key is a non-decreasing function of the gap, and
-                # fl(a - b) = -fl(b - a)): any window holding p will do here, as the test
+                # The start from the raw gaps (the key is a non-decreasing function of the gap,
+                # and fl(a - b) = -fl(b - a)): any window holding p will do here, as the test
                 # below is on the keys. Two keys per instance instead of six.
                 if k <= _COUNTED_K:
                     # the first start whose next right value is not nearer than its left

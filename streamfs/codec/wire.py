@@ -93,11 +93,11 @@ def _array_fields(data: bytes) -> tuple[Any, Any, Any, list]:
         fmt, width = _BIN[data[at]]
         start = at + 1 + width
         end = start + struct.unpack_from(fmt, data, at + 1)[0]
-        tail = data[end:]  # nothing, or the packed order
         if n == 3 and end == len(data):
             return key, shape, memoryview(data)[start:end], []
-        if n == 4 and end < len(data):
-            return key, shape, memoryview(data)[start:end], [msgpack.unpackb(tail, raw=False)]
+        if n == 4 and end < len(data):  # the packed order follows the values
+            order = msgpack.unpackb(data[end:], raw=False)
+            return key, shape, memoryview(data)[start:end], [order]
     except Exception:  # noqa: BLE001 - not the plain layout: the whole unpack below decides
         pass
     try:
