@@ -257,7 +257,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         """The learner's arrays of length ``d``, in bytes per feature."""
         mode = self._norm_mode()
         redraw = getattr(self, "redraw", False) is True
-        per = 48  # w, heap keys, buffers (8 bytes each); heap and positions (4 each)
+        # w, heap keys, buffers (8 bytes each), heap and positions (4 each), the support
+        # bitmap (an eighth of a byte, counted as one)
+        per = 57
         per += 8 if self._partial or mode == 2 else 0  # a dense copy of the instance
         per += 24 if mode in (2, 3) else 0  # running counts, means, squared deviations
         per += 8 if self._partial or redraw else 0  # stamps of the random draws
@@ -288,9 +290,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         self._ist = np.zeros(6, dtype=np.int64)
         self._v = np.zeros(d)
         self._hpos = np.full(d, -1, dtype=np.int32)
+        self._member = np.zeros((d + 7) // 8, dtype=np.uint8)  # support bitmap (the kernels')
         self._heap = np.zeros(d, dtype=np.int32)
         self._hkey = np.zeros(d)
         self._nbuf = np.zeros(d, dtype=np.int64)
+        self._nval = np.zeros(d)
         self._widx = np.zeros(d, dtype=np.int64)
         self._wval = np.zeros(d)
         needs_buf = self._partial or self._ip[2] == 2
@@ -324,9 +328,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             setattr(self, name, writable(value))
 
     # learned state in private attributes (besides the public ones ending in "_")
-    _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_heap", "_hkey", "_nbuf", "_widx",
-              "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_allowed", "_rng", "_mark", "_cidx",
-              "_pending", "_labels", "_name_pos")
+    _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_member", "_heap", "_hkey", "_nbuf",
+              "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_allowed", "_rng",
+              "_mark", "_cidx", "_pending", "_labels", "_name_pos")
 
     def _reset(self) -> None:
         """Forget everything learned; the parameters and scikit-learn's own attributes
@@ -512,17 +516,17 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         out = np.empty(indptr.size - 1)
         if self._partial:
             _k.run_partial(
-                indptr, indices, data, ysign, learn, self._v, self._hpos, self._heap, self._hkey,
-                self._nbuf, self._widx, self._wval, self._cidx, self._xbuf, self._mark,
-                self._rng, self._cnt, self._mean, self._m2, self._fp, self._ip, self._fst,
-                self._ist, out,
+                indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
+                self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cidx,
+                self._xbuf, self._mark, self._rng, self._cnt, self._mean, self._m2, self._fp,
+                self._ip, self._fst, self._ist, out,
             )
         else:
             _k.run_full(
-                indptr, indices, data, ysign, learn, self._v, self._hpos, self._heap, self._hkey,
-                self._nbuf, self._widx, self._wval, self._xbuf, self._cnt, self._mean,
-                self._m2, self._allowed, self._mark, self._rng, self._fp, self._ip, self._fst,
-                self._ist, out,
+                indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
+                self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._xbuf, self._cnt,
+                self._mean, self._m2, self._allowed, self._mark, self._rng, self._fp, self._ip,
+                self._fst, self._ist, out,
             )
         return out
 
@@ -850,6 +854,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         obj._heap[:n] = heap
         obj._v[heap] = np.asarray(state["values"], dtype=np.float64)
         obj._hpos[heap] = np.arange(n, dtype=np.int32)
+        np.bitwise_or.at(obj._member, heap >> 3, (1 << (heap & 7)).astype(np.uint8))
         obj._hkey[:n] = np.abs(obj._v[heap])  # the stored order is already a valid heap
         if state["stats"] is not None:
             obj._cnt[:] = state["stats"]["count"]
@@ -918,9 +923,9 @@ class _PartialMixin:
                 self._fst[0] = -self._fst[0]
                 continue
             _k.learn_observed(
-                idx, vals, idx.size, ysign[0], self._v, self._hpos, self._heap, self._hkey,
-                self._nbuf, self._widx, self._wval, self._cnt, self._mean, self._m2, self._fp,
-                self._ip, self._fst, self._ist,
+                idx, vals, idx.size, ysign[0], self._v, self._hpos, self._member, self._heap,
+                self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cnt, self._mean,
+                self._m2, self._fp, self._ip, self._fst, self._ist,
             )
         return self
 

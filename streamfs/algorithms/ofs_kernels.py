@@ -26,6 +26,9 @@ one instance at a time, whatever the block size.
 
 Array arguments shared by the kernels (allocated by the Python layer):
 
+``member``  bitmap of the support (bit ``i`` set iff ``hpos[i] >= 0``)
+``nbuf``, ``nval``  the coordinates an update brings outside the support, and their values
+
 ``fp``  float params  ``[eta, decay, radius, threshold, epsilon]``
 ``ip``  int params    ``[B, d, norm_mode, obs_mode, weighted]``
 ``fst`` float state   ``[scale, sq]``
@@ -130,6 +133,25 @@ def _less(ka, a, kb, b):
     return ka < kb or (ka == kb and a > b)
 
 
+# ``member`` is a bitmap of the support (bit i set <=> hpos[i] >= 0): d / 8 bytes stay in the
+# L2 cache where ``v`` and ``hpos`` (12 bytes per feature) do not, so the common case of a
+# wide sparse instance, nearly all of whose coordinates lie outside the support, reads no
+# cache line of ``v`` or ``hpos`` at all.
+@njit(cache=True, nogil=True)
+def _is_member(member, i):
+    return (member[i >> 3] >> (i & 7)) & 1 != 0
+
+
+@njit(cache=True, nogil=True)
+def _set_member(member, i):
+    member[i >> 3] |= 1 << (i & 7)
+
+
+@njit(cache=True, nogil=True)
+def _clear_member(member, i):
+    member[i >> 3] &= ~(1 << (i & 7))
+
+
 @njit(cache=True, nogil=True)
 def _sift_up(heap, hkey, hpos, p):
     i = heap[p]
@@ -173,6 +195,44 @@ def _sift_down(heap, hkey, hpos, p, n):
     heap[p] = i
     hkey[p] = ki
     hpos[i] = p
+
+
+@njit(cache=True, nogil=True)
+def _min2(heap, hkey, a, b):
+    # the smaller of two heap positions, without a branch (the outcome is a coin flip)
+    ka = hkey[a]
+    kb = hkey[b]
+    b_first = (kb < ka) | ((kb == ka) & (heap[b] > heap[a]))
+    return b if b_first else a
+
+
+@njit(cache=True, nogil=True)
+def _replace_min(heap, hkey, hpos, i, ki, n):
+    """Put ``i`` (key ``ki``) in place of the minimum of a heap of ``n >= 1`` entries.
+
+    Bottom-up (Floyd): the hole left by the minimum descends along the smaller children to a
+    leaf, then ``i`` sifts up from there. An entrant usually belongs near the leaves (the
+    projection keeps shrinking ``scale``, so newer weights are larger in ``v``'s units), and
+    the descent compares only the children, not each of them with ``i`` as well."""
+    p = 0
+    while True:
+        c = 4 * p + 1
+        if c >= n:
+            break
+        if c + 4 <= n:
+            c = _min2(heap, hkey, _min2(heap, hkey, c, c + 1), _min2(heap, hkey, c + 2, c + 3))
+        else:
+            for e in range(c + 1, n):
+                c = _min2(heap, hkey, c, e)
+        j = heap[c]
+        heap[p] = j
+        hkey[p] = hkey[c]
+        hpos[j] = p
+        p = c
+    heap[p] = i
+    hkey[p] = ki
+    hpos[i] = p
+    _sift_up(heap, hkey, hpos, p)
 
 
 @njit(cache=True, nogil=True)
@@ -224,7 +284,8 @@ def _fold_scale(heap, hkey, hpos, v, fst, ist):
 
 
 @njit(cache=True, nogil=True)
-def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fst, ist):
+def _learn_step(idx, val, m, ysign, score, v, hpos, member, heap, hkey, nbuf, nval, fp, ip, fst,
+                ist):
     """One prequential step after the prediction ``score`` on the (scaled, observed) entries
     ``idx[:m], val[:m]`` (distinct indices, non-zero values)."""
     margin = ysign * score
@@ -252,7 +313,7 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
     for k in range(m):
         i = idx[k]
         x = val[k]
-        p = hpos[i]
+        p = hpos[i] if _is_member(member, i) else -1
         if weighted:
             # importance weight 1/P(i observed): (B/d) eps + 1[w_i != 0] (1 - eps)
             x = x / (pfrac + (1.0 - eps if p >= 0 else 0.0))
@@ -267,14 +328,16 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
             edits += 1
             if new == 0.0:
                 n = _heap_remove(heap, hkey, hpos, p, n)
+                _clear_member(member, i)
             else:
                 hkey[p] = abs(new)
                 _sift_up(heap, hkey, hpos, p)
                 _sift_down(heap, hkey, hpos, hpos[i], n)
         else:
-            v[i] = delta
+            # v[i] is written only if i enters the support (a cache miss saved per dropped one)
             sq_new += delta * delta
             nbuf[n_new] = i
+            nval[n_new] = delta
             n_new += 1
     # phase 2: projection onto the L2 ball of radius ``radius`` (uniform, order-preserving)
     tot = sq + sq_new
@@ -293,31 +356,33 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, heap, hkey, nbuf, fp, ip, fs
         sq -= v[j] * v[j]
         v[j] = 0.0
         n = _heap_remove(heap, hkey, hpos, 0, n)
+        _clear_member(member, j)
         edits += 1
     for k in range(n_new):
         i = nbuf[k]
-        ki = abs(v[i])
+        x = nval[k]
+        ki = abs(x)
         if n < B:
+            v[i] = x
             heap[n] = i
             hkey[n] = ki
             hpos[i] = n
+            _set_member(member, i)
             n += 1
             _sift_up(heap, hkey, hpos, n - 1)
-            sq += v[i] * v[i]
+            sq += x * x
             edits += 1
         elif _less(hkey[0], heap[0], ki, i):
             j = heap[0]
             sq -= v[j] * v[j]
             v[j] = 0.0
             hpos[j] = -1
-            heap[0] = i
-            hkey[0] = ki
-            hpos[i] = 0
-            _sift_down(heap, hkey, hpos, 0, n)
-            sq += v[i] * v[i]
+            _clear_member(member, j)
+            v[i] = x
+            _set_member(member, i)
+            _replace_min(heap, hkey, hpos, i, ki, n)
+            sq += x * x
             edits += 2
-        else:
-            v[i] = 0.0
     ist[0] = n
     if not sq < np.inf:  # a weight overflowed (inf, or inf - inf): the model is void, as above
         fst[0] = np.nan
@@ -369,10 +434,12 @@ def _compact_nonzero(idx, val, m):
 
 
 @njit(cache=True, nogil=True)
-def _score(idx, val, m, v, fst):
+def _score(idx, val, m, v, member, fst):
     s = 0.0
     for k in range(m):
-        s += v[idx[k]] * val[k]
+        i = idx[k]
+        if _is_member(member, i):
+            s += v[i] * val[k]
     return fst[0] * s
 
 
@@ -395,7 +462,7 @@ def _sample(cidx, mark, rng, k, d, ist):
 
 
 @njit(cache=True, nogil=True)
-def _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist):
+def _redraw_support(v, hpos, member, heap, hkey, nbuf, mark, rng, ip, fst, ist):
     """RAND as in the authors' scripts: after an update keep only the coordinates that fall
     in a fresh uniform draw of ``B`` attributes out of ``d`` (O(B + support))."""
     stamp = _sample(nbuf, mark, rng, min(ip[0], ip[1]), ip[1], ist)
@@ -408,14 +475,15 @@ def _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist):
         else:
             v[i] = 0.0
             hpos[i] = -1
+            _clear_member(member, i)
     ist[0] = q
     heapify(heap, hkey, hpos, v, q)
     _recompute_sq(heap, v, fst, ist)
 
 
 @njit(cache=True, nogil=True)
-def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, widx, wval, xbuf,
-             cnt, mean, m2, allowed, mark, rng, fp, ip, fst, ist, out):
+def run_full(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, nbuf, nval, widx,
+             wval, xbuf, cnt, mean, m2, allowed, mark, rng, fp, ip, fst, ist, out):
     """Full-input learners (OFS, PE_trun, RAND) over a CSR block; ``out`` gets the scores
     predicted before learning each row."""
     d = ip[1]
@@ -466,7 +534,7 @@ def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, wid
                     wval[q] = wval[k]
                     q += 1
             m = q
-        s = _score(widx, wval, m, v, fst)
+        s = _score(widx, wval, m, v, member, fst)
         out[r] = s
         if learn:
             ist[2] += 1
@@ -475,14 +543,14 @@ def run_full(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, wid
                 B = ip[0]
                 ip[0] = d
                 updates = ist[4]
-                _learn_step(widx, wval, m, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip,
-                            fst, ist)
+                _learn_step(widx, wval, m, ysign[r], s, v, hpos, member, heap, hkey, nbuf,
+                            nval, fp, ip, fst, ist)
                 ip[0] = B
                 if ist[4] != updates:
-                    _redraw_support(v, hpos, heap, hkey, nbuf, mark, rng, ip, fst, ist)
+                    _redraw_support(v, hpos, member, heap, hkey, nbuf, mark, rng, ip, fst, ist)
             else:
-                _learn_step(widx, wval, m, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip,
-                            fst, ist)
+                _learn_step(widx, wval, m, ysign[r], s, v, hpos, member, heap, hkey, nbuf,
+                            nval, fp, ip, fst, ist)
 
 
 # --------------------------------------------------------------------------- partial input
@@ -519,23 +587,24 @@ def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):
 
 
 @njit(cache=True, nogil=True)
-def learn_observed(cidx, vals, m, ysign, v, hpos, heap, hkey, nbuf, widx, wval, cnt, mean, m2,
-                   fp, ip, fst, ist):
+def learn_observed(cidx, vals, m, ysign, v, hpos, member, heap, hkey, nbuf, nval, widx, wval, cnt,
+                   mean, m2, fp, ip, fst, ist):
     """Learn from the values ``vals[:m]`` of the attributes ``cidx[:m]`` chosen by
     :func:`choose`; return the score predicted before learning."""
     for k in range(m):
         widx[k] = cidx[k]
         wval[k] = vals[k]
     q = _partial_scale(widx, wval, m, True, cnt, mean, m2, ip)
-    s = _score(widx, wval, q, v, fst)
+    s = _score(widx, wval, q, v, member, fst)
     ist[2] += 1
-    _learn_step(widx, wval, q, ysign, s, v, hpos, heap, hkey, nbuf, fp, ip, fst, ist)
+    _learn_step(widx, wval, q, ysign, s, v, hpos, member, heap, hkey, nbuf, nval, fp, ip, fst,
+                ist)
     return s
 
 
 @njit(cache=True, nogil=True)
-def run_partial(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, widx, wval, cidx,
-                xbuf, mark, rng, cnt, mean, m2, fp, ip, fst, ist, out):
+def run_partial(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, nbuf, nval, widx,
+                wval, cidx, xbuf, mark, rng, cnt, mean, m2, fp, ip, fst, ist, out):
     """Partial-input learners over a CSR block: for each row choose the attributes, read
     only those, predict, learn. Without ``learn`` the prediction observes the support."""
     for r in range(indptr.shape[0] - 1):
@@ -555,11 +624,12 @@ def run_partial(indptr, indices, data, ysign, learn, v, hpos, heap, hkey, nbuf, 
         for p in range(a, b):
             xbuf[indices[p]] = 0.0
         q = _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip)
-        s = _score(widx, wval, q, v, fst)
+        s = _score(widx, wval, q, v, member, fst)
         out[r] = s
         if learn:
             ist[2] += 1
-            _learn_step(widx, wval, q, ysign[r], s, v, hpos, heap, hkey, nbuf, fp, ip, fst, ist)
+            _learn_step(widx, wval, q, ysign[r], s, v, hpos, member, heap, hkey, nbuf, nval, fp, ip,
+                        fst, ist)
 
 
 # --------------------------------------------------------------------------- input conversion
