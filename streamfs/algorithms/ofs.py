@@ -854,7 +854,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         obj._heap[:n] = heap
         obj._v[heap] = np.asarray(state["values"], dtype=np.float64)
         obj._hpos[heap] = np.arange(n, dtype=np.int32)
-        np.bitwise_or.at(obj._member, heap >> 3, (1 << (heap & 7)).astype(np.uint8))
+        _k.set_members(obj._member, obj._heap, n)
         obj._hkey[:n] = np.abs(obj._v[heap])  # the stored order is already a valid heap
         if state["stats"] is not None:
             obj._cnt[:] = state["stats"]["count"]

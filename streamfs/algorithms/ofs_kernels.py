@@ -153,6 +153,13 @@ def _clear_member(member, i):
 
 
 @njit(cache=True, nogil=True)
+def set_members(member, heap, n):
+    """Set the bits of ``heap[:n]`` (a restored support)."""
+    for p in range(n):
+        _set_member(member, heap[p])
+
+
+@njit(cache=True, nogil=True)
 def _sift_up(heap, hkey, hpos, p):
     i = heap[p]
     ki = hkey[p]
