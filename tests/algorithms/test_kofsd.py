@@ -15,6 +15,7 @@ from streamfs.algorithms.kofsd import KOFSD
 # the streams() strategy also draws zhou streams without a label 0 (they warn, as they should)
 pytestmark = pytest.mark.filterwarnings('ignore:compat="zhou" treats the label 0:UserWarning')
 from streamfs.algorithms.neighbourhood import (
+    _counted_windows,
     CARDS,
     _card_from_stats,
     _card_num,
@@ -793,6 +794,29 @@ def test_window_counts_equal_the_walk_on_near_ties(n, seed, include_self, kind, 
                                  np.empty(2), same, np.empty((n, 2)), np.empty((n, 2)))
             counts.append(same)
         assert np.array_equal(counts[0], counts[1]), (k, x.tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 60), st.integers(0, 2**32 - 1), st.integers(1, 16))
+def test_counted_window_starts_are_the_first_start_not_beaten_on_the_right(n, seed, k):
+    """The vectorised passes find, for every position, the window a per-position loop finds
+    (ties and repeated values included), and call it exact where its keys say so."""
+    k = min(k, n - 1)
+    rng = np.random.default_rng(seed)
+    sv = np.sort(np.where(rng.random(n) < 0.5, rng.integers(0, 4, n) * 0.1, rng.normal(size=n)))
+    var = float(np.var(sv, ddof=1)) or 1.0
+    starts, exacts = np.empty(n, np.int64), np.empty(n, np.bool_)
+    _counted_windows(sv, k, var, starts, np.empty(n), np.empty(n), exacts)
+    key = lambda gap: np.sqrt(gap * gap / var)  # noqa: E731
+    for p in range(n):
+        s = max(p - k, 0)
+        while s < min(p, n - 1 - k) and sv[s + k + 1] - sv[p] < sv[p] - sv[s]:
+            s += 1
+        assert starts[p] == s, (p, sv.tolist())
+        inside = max(sv[p] - sv[s], sv[s + k] - sv[p])
+        outside = min(sv[p] - sv[s - 1] if s > 0 else np.inf,
+                      sv[s + k + 1] - sv[p] if s + k + 1 < n else np.inf)
+        assert exacts[p] == (key(inside) < key(outside))
 
 
 def test_too_many_instances_for_the_distance_buffer_are_refused_with_the_largest_that_fits():
