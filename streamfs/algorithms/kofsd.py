@@ -61,6 +61,7 @@ from streamfs.algorithms.neighbourhood import (
     fallback_count,
     large_class_code,
     nearly_sorted_order,
+    nearest_lists,
     single_feature_stats,
     stream_step,
 )
@@ -448,11 +449,18 @@ class KOFSD(FeatureStreamSelector):
                 self._order_ok = False
             if self._rows is None:
                 self._rows = np.arange(n, dtype=np.int64)  # any order gives the same result
-            dep, self._order_ok = stream_step(
-                X, var, dep1, same, ssum, dsum, alpha, self._y, is_large, int(self.k),
-                include_self, card_code, *gammas, zhou, self._D, self._order, self._order_ok,
-                float(self._dep), self._rows, decision, dep_out,
-            )  # fmt: skip
+            c = 0
+            while True:
+                dep, self._order_ok, c = stream_step(
+                    X, var, dep1, same, ssum, dsum, alpha, self._y, is_large, int(self.k),
+                    include_self, card_code, *gammas, zhou, self._D, self._order,
+                    self._order_ok, float(dep), self._rows, decision, dep_out, c,
+                )  # fmt: skip
+                if c == b:
+                    break
+                # the candidate lists are out of date: numpy's sort makes them, then on
+                nearest_lists(self._D, self._order)
+                self._order_ok = True
         # bookkeeping of what the kernel decided (a Python iteration per change of S only)
         f0 = self.n_features_seen_
         self.n_features_seen_ += b

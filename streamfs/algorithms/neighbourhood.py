@@ -859,24 +859,28 @@ def _lossy_first(same, ssum, dsum, is_large, k, card_code, gamma, gamma1, gamma2
 @njit(cache=True, nogil=True)
 def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, include_self,
                 card_code, gamma, gamma1, gamma2, zhou, D, near, near_ok, dep, rows, decision,
-                dep_out):  # fmt: skip
+                dep_out, start):  # fmt: skip
     """Algorithm 5 over a block of columns ``X`` ``(N, B)``, Fortran order.
 
     ``var``/``dep1``: sample variance and ``Dep_K({f})`` of each column, ``same1``, ``ssum1``,
     ``dsum1`` their neighbour statistics ``(N, B)``; ``rows``: the order in which
     :func:`joint_stats` visits the instances (updated in place when ``S`` changes); ``D``: squared
     distances on the current selection ``S`` (zeros if ``S`` is empty), updated in place;
-    ``near``: the candidate lists of :func:`row_order` for ``D`` (recomputed in place when
-    ``near_ok`` is False); ``dep``: ``Dep_K(S)``. Writes ``decision[c]``: 0 irrelevant (constant
-    or ``Dep({f}) <= alpha``), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and ``dep_out[c]``
-    the new ``Dep_K(S)`` for 1 and 2. Returns ``(Dep_K(S), near_ok)`` at the end of the block.
+    ``near``: the candidate lists of :func:`nearest_lists` for ``D`` (out of date when
+    ``near_ok`` is False); ``dep``: ``Dep_K(S)``. Writes ``decision[c]``: 0 irrelevant
+    (constant or ``Dep({f}) <= alpha``), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and
+    ``dep_out[c]`` the new ``Dep_K(S)`` for 1 and 2, for the columns from ``start`` on.
+    Returns ``(Dep_K(S), near_ok, stop)``: ``stop`` is ``B`` at the end of the block, or the
+    column that needs the lists while they are out of date; the caller then makes them with
+    :func:`nearest_lists` (numpy's vectorised sort, which compiled code cannot call) and calls
+    again from ``stop`` with ``near_ok`` True.
     """
     n, b = X.shape
     kn = k * n
     same = np.empty(n, dtype=np.int64)
     ssum = np.empty(n)
     dsum = np.empty(n)
-    for c in range(b):
+    for c in range(start, b):
         d1 = dep1[c]
         dep_out[c] = 0.0
         if var[c] == 0.0 or d1 <= alpha:
@@ -898,8 +902,7 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
             decision[c] = 3  # Dep(S) = 1 cannot be exceeded (in float too: every card <= 1)
             continue
         if not near_ok:
-            nearest_lists(D, near.shape[1], near)
-            near_ok = True
+            return dep, near_ok, c
         stopped = joint_stats(D, near, X[:, c], var[c], y, k, include_self, same, ssum, dsum,
                               is_large, card_code, gamma, gamma1, gamma2, budget, zhou,
                               dep, rows)  # fmt: skip
@@ -917,33 +920,59 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
             dep_out[c] = dj
         else:
             decision[c] = 3
-    return dep, near_ok
+    return dep, near_ok, b
+
+
+def nearest_lists(D: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]``: the ``m = out.shape[1]`` columns of row ``i`` of ``D`` (finite, no -0.0:
+    squared distances) with the smallest values, ascending, ties by index.
+
+    Each value's bits with the column index in the lowest ``ceil(log2 N)`` bits sort as
+    unsigned integers in numpy's vectorised sort (as :func:`nearly_sorted_order`), which puts
+    values equal in all but those bits in index order; :func:`_finish_lists` then orders
+    each row's first ``m`` keys, and those equal to the ``m``-th in the other bits, exactly.
+    For the bench's 180 x 180 distances with ``m = 64``: 0.85 ms with the sorted top list
+    kept per row in compiled code that this replaces, about 0.25 ms this way.
+    """
+    n = D.shape[0]
+    m = out.shape[1]
+    bits = max(1, (n - 1).bit_length())
+    if m >= n or bits > _MAX_INDEX_BITS:
+        out[:] = np.argsort(D, axis=1, kind="stable")[:, :m]
+        return
+    keys = _packed_keys(D.T.view(np.uint64), bits)  # keys[i]: row i's
+    keys.sort(axis=1)
+    _finish_lists(keys, D, bits, out)
 
 
 @njit(cache=True, nogil=True)
-def nearest_lists(D, m, out):
-    """``out[i]``: the ``m`` columns of row ``i`` of ``D`` with the smallest values, ascending
-    (ties by index). One pass per row keeping a sorted top list: ``O(N^2)`` comparisons plus
-    ``O(N m log(N / m))`` expected shifts (faster here than numba's ``np.partition``)."""
+def _finish_lists(keys, D, bits, out):
+    """From each row's sorted packed keys (see :func:`nearest_lists`), its ``m`` nearest
+    columns by ``(D, index)``: an insertion sort of the first ``m`` keys and of those after
+    them that equal the ``m``-th but for the index bits (any later key is larger in the other
+    bits, so its value is larger)."""
     n = D.shape[0]
-    vals = np.empty(m)
+    m = out.shape[1]
+    shift = np.uint64(bits)
+    low = np.uint64((1 << bits) - 1)
+    idx = np.empty(n, dtype=np.int64)
     for i in range(n):
-        cnt = 0
-        for j in range(n):
-            v = D[i, j]
-            if cnt < m:
-                q = cnt
-                cnt += 1
-            elif v < vals[m - 1]:
-                q = m - 1
-            else:
-                continue
-            while q > 0 and vals[q - 1] > v:
-                vals[q] = vals[q - 1]
-                out[i, q] = out[i, q - 1]
-                q -= 1
-            vals[q] = v
-            out[i, q] = j
+        row = D[i]
+        last = keys[i, m - 1] >> shift
+        size = m
+        while size < n and keys[i, size] >> shift == last:
+            size += 1
+        for q in range(size):
+            j = np.int64(keys[i, q] & low)
+            v = row[j]
+            p = q
+            # stable: the keys bring equal values in index order
+            while p > 0 and row[idx[p - 1]] > v:
+                idx[p] = idx[p - 1]
+                p -= 1
+            idx[p] = j
+        for q in range(m):
+            out[i, q] = idx[q]
 
 
 @njit(cache=True, nogil=True)
@@ -968,10 +997,8 @@ def add_feature(D: np.ndarray | None, x: np.ndarray, var: float) -> np.ndarray:
 def row_order(D: np.ndarray, m: int | None = None) -> np.ndarray:
     """The ``m`` (default: all) nearest columns of each row of ``D``, ascending."""
     n = D.shape[0]
-    if m is None or m >= n:
-        return np.argsort(D, axis=1, kind="stable").astype(np.int32)
-    out = np.empty((n, m), dtype=np.int32)
-    nearest_lists(D, m, out)
+    out = np.empty((n, n if m is None else min(m, n)), dtype=np.int32)
+    nearest_lists(D, out)
     return out
 
 

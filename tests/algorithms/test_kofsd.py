@@ -746,10 +746,20 @@ def test_beats_pearson_on_imbalanced_data_with_outliers():
     assert kofsd[0] > pearson[0] + 0.3 and kofsd[1] > pearson[1] + 0.3, scores
 
 
-def test_candidate_lists_match_stable_argsort():
+@pytest.mark.parametrize("n", [40, 300])
+@pytest.mark.parametrize("kind", ["ties", "ulps", "zeros"])
+def test_candidate_lists_match_stable_argsort(n, kind):
+    """Exact ties go by index, and so do values a few ulps apart, which the packed sort keys
+    see as equal (their lowest bits hold the index): the lists are the stable argsort's."""
     rng = np.random.default_rng(2)
-    D = rng.integers(0, 4, size=(40, 40)).astype(float)  # many ties
-    for m in (1, 5, 40):
+    D = rng.integers(0, 4, size=(n, n)).astype(float)  # many ties
+    if kind == "ulps":
+        D = D + 1.0
+        for _ in range(3):  # up to 3 ulps above each value, at random
+            D = np.where(rng.random(D.shape) < 0.5, np.nextafter(D, np.inf), D)
+    elif kind == "zeros":
+        D[rng.random(D.shape) < 0.3] = 0.0
+    for m in (1, 5, 37, n - 1, n):
         assert np.array_equal(row_order(D, m), np.argsort(D, axis=1, kind="stable")[:, :m])
 
 
