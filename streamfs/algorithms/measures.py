@@ -199,6 +199,11 @@ def column_abs_max(X: Any) -> np.ndarray:
                            for j in range(0, A.shape[1], step)] or [np.zeros(0)])
 
 
+def is_float_matrix(X: Any, fmt: str) -> bool:
+    """Whether ``X`` is a scipy.sparse matrix of format ``fmt`` holding float64."""
+    return isinstance(X, sp.spmatrix) and X.format == fmt and X.dtype == np.float64
+
+
 def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
                     measure: str = "", check_values: bool = True) -> ColumnBlock:
     """Validate ``X`` (2-D dense or scipy.sparse, finite; ``|x| <= max_abs`` for ``measure``,
@@ -213,7 +218,9 @@ def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
     if sp.issparse(X):
         # shares X's arrays where it can, as the dense path does (the kernels only read
         # them): a copy of the bench's 55 MB of news20-shaped blocks took 5 ms
-        M = sp.csc_matrix(X, dtype=np.float64)
+        # X itself where it is one already: its canonical flag, where known (the decoder
+        # sets it), stays known
+        M = X if is_float_matrix(X, "csc") else sp.csc_matrix(X, dtype=np.float64)
         if M.ndim != 2:
             raise ValueError("X must be 2-D")
         if not M.has_canonical_format:

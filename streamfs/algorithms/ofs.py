@@ -98,7 +98,7 @@ from sklearn.utils.validation import (
 
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms.base import _SPARSE
-from streamfs.algorithms.measures import DBL_MAX
+from streamfs.algorithms.measures import DBL_MAX, is_float_matrix
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
     check_bool,
@@ -473,7 +473,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
             return self._dict_to_csr(X)
         if sp.issparse(X):
-            M = sp.csr_matrix(X, dtype=np.float64, copy=True)  # sorted in place below
+            # X itself where it is one already (the worker's decoded blocks, whose canonical
+            # flag the decoder set); copied below only where it must change
+            M = X if is_float_matrix(X, "csr") else sp.csr_matrix(X, dtype=np.float64)
             if single and M.shape[0] != 1:
                 raise ValueError("learn_one expects a single row")
             self._ensure_init(M.shape[1])
@@ -494,8 +496,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             if not self._partial and not np.isfinite(M[2]).all():
                 raise ValueError("X contains NaN or infinite values")
             return M
-        M.sum_duplicates()  # also sorts the indices
-        M.eliminate_zeros()
+        if not (M.has_canonical_format and M.data.all()):
+            M = M.copy()  # X stays as it was
+            M.sum_duplicates()  # also sorts the indices
+            M.eliminate_zeros()
         if not self._partial and not np.isfinite(M.data).all():
             raise ValueError("X contains NaN or infinite values")
         return (

@@ -136,20 +136,57 @@ def _unpack_ndarray(data: bytes) -> np.ndarray:
     return arr.astype(dtype.newbyteorder("="), copy=True)
 
 
-def _unpack_sparse(data: bytes) -> sp.spmatrix:
+def _sparse_fields(data: bytes) -> list:
+    """``[format, shape, indptr, indices, values]`` of a sparse payload, the three arrays'
+    payloads as views of ``data`` (as :func:`_array_fields`: unpacking them would copy the
+    bench's sparse streams once more). Anything else than that layout is unpacked whole,
+    which also says what is wrong with it."""
     try:
-        fmt, shape, indptr, indices, values = msgpack.unpackb(data, raw=False)
-    except Exception as exc:  # noqa: BLE001
+        head = msgpack.Unpacker(raw=False)
+        head.feed(data[:_ARRAY_HEAD])
+        if head.read_array_header() == 5:
+            fields = [head.unpack(), head.unpack()]
+            at = head.tell()
+            view = memoryview(data)
+            for _ in range(3):
+                fmt, width = _BIN[data[at]]
+                start = at + 1 + width
+                at = start + struct.unpack_from(fmt, data, at + 1)[0]
+                fields.append(view[start:at])
+            if at == len(data):
+                return fields
+    except Exception:  # noqa: BLE001 - not the plain layout: the whole unpack below decides
+        pass
+    try:
+        return msgpack.unpackb(data, raw=False)
+    except Exception as exc:  # noqa: BLE001 - any malformed payload is the same error
         raise CodecError(f"malformed sparse payload: {exc}") from None
+
+
+def _unpack_sparse(data: bytes) -> sp.spmatrix:
+    from streamfs.codec.compressed import CANONICAL, INVALID, scan_compressed
+
+    fields = _sparse_fields(data)
+    if not isinstance(fields, list) or len(fields) != 5:
+        raise CodecError(f"malformed sparse payload: expected [format, shape, indptr, indices, "
+                         f"values], got {type(fields).__name__}"
+                         f"{f' of {len(fields)} items' if isinstance(fields, list) else ''}")
+    fmt, shape, indptr, indices, values = fields
     if fmt not in ("csc", "csr") or not isinstance(shape, list) or len(shape) != 2:
         raise CodecError(f"malformed sparse header: format={fmt!r} shape={shape!r}")
     indptr, indices, values = (_unpack_ndarray(b) for b in (indptr, indices, values))
     cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
     try:
+        # checks the sizes, not the values; the index arrays come out int32 or int64
         mat = cls((values, indices, indptr), shape=tuple(shape))
-        mat.check_format(full_check=True)
+        verdict = scan_compressed(mat.indptr, mat.indices, shape[0] if fmt == "csc" else shape[1])
+        if verdict == INVALID:
+            mat.check_format(full_check=True)  # scipy's message for what is wrong
+            raise ValueError("indptr or indices out of range")
     except Exception as exc:  # noqa: BLE001
         raise CodecError(f"inconsistent sparse matrix: {exc}") from None
+    # known now: scipy need not scan the indices again when a consumer asks
+    mat.has_canonical_format = verdict == CANONICAL
     return mat
 
 

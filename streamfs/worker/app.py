@@ -921,12 +921,15 @@ def warm_up() -> None:
     numba's compiled kernels are loaded before the worker takes partitions, not on the first
     message of a stream."""
     import numpy as np
+    import scipy.sparse as sp
 
     from streamfs.algorithms import registry
+    from streamfs.codec import packb, unpackb
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 6))
     y = (X[:, 0] > 0).astype(np.int64)
+    unpackb(packb(sp.csc_matrix(X)))  # the sparse decoder's compiled check
     for spec in registry.ALGORITHMS.values():
         algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
         if spec.kind == "features":

@@ -157,6 +157,15 @@ def _unnamed_rule(message: dict) -> dict:
     return {"names": None, "prefix": prefix, "base": base}
 
 
+def _as_format(X: Any, fmt: str) -> Any:
+    """A sparse ``X`` in the format ``fmt`` the algorithm reads; the decoded matrix itself
+    where it is one already, so that what the decoder learnt of it (its canonical flag)
+    stays with it."""
+    if not sp.issparse(X) or (X.format == fmt and isinstance(X, sp.spmatrix)):
+        return X
+    return sp.csc_matrix(X) if fmt == "csc" else sp.csr_matrix(X)
+
+
 def _finite(arr: Any, what: str) -> None:
     values = arr.data if sp.issparse(arr) else np.asarray(arr)
     if values.dtype.kind == "f" and not np.isfinite(values).all():
@@ -564,8 +573,7 @@ class StreamProcessor:
         first = not getattr(algo, "n_features_seen_", 0)
         self._mutating = True
         try:
-            algo.partial_fit(sp.csc_matrix(X) if sp.issparse(X) else X, y if first else None,
-                             **kwargs)
+            algo.partial_fit(_as_format(X, "csc"), y if first else None, **kwargs)
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         if columns is not None:
@@ -594,7 +602,7 @@ class StreamProcessor:
         _finite(X, "instance block 'X'")
         self._mutating = True
         try:
-            algo.partial_fit(sp.csr_matrix(X) if sp.issparse(X) else X, y)
+            algo.partial_fit(_as_format(X, "csr"), y)
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         return X.shape[0]

@@ -452,6 +452,32 @@ def test_dense_sparse_dict_and_one_by_one_agree(make):
     np.testing.assert_array_equal(one.predict(X), ref.predict(sp.csr_matrix(X)))
 
 
+@pytest.mark.parametrize("make", ALL)
+def test_duplicates_unsorted_indices_and_stored_zeros_learn_as_their_sum(make):
+    """Each row of the CSR block below holds its entries reversed, one of them split in two
+    (summed, as scipy does) and a stored zero: the model is the canonical block's, and the
+    caller's arrays are left as they were."""
+    X, y = _stream()
+    rows, cols = np.nonzero(X)
+    order = np.lexsort((-cols, rows))  # within each row, indices descending
+    rows, cols, vals = rows[order], cols[order], X[rows[order], cols[order]]
+    split = np.arange(0, rows.size, 7)
+    rows = np.r_[rows, rows[split], rows[:5]]
+    cols = np.r_[cols, cols[split], (cols[:5] + 1) % X.shape[1]]
+    vals = np.r_[vals, 0.25 * vals[split], np.zeros(5)]
+    vals[split] *= 0.75
+    order = np.argsort(rows, kind="stable")
+    indptr = np.searchsorted(rows[order], np.arange(X.shape[0] + 1))
+    M = sp.csr_matrix((vals[order], cols[order], indptr), shape=X.shape)
+    assert not M.has_canonical_format
+    kept = [a.copy() for a in (M.data, M.indices, M.indptr)]
+    ref = make().partial_fit(sp.csr_matrix(X), y)
+    got = make().partial_fit(M, y)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-12, atol=0)
+    assert got.mistakes_ == ref.mistakes_
+    assert all(np.array_equal(a, b) for a, b in zip((M.data, M.indices, M.indptr), kept))
+
+
 # ----------------------------------------------------------------------------- state
 def _continue(m, X, y):
     m.partial_fit(X, y)

@@ -38,6 +38,57 @@ def test_sparse_round_trip_is_bit_exact(dtype, fmt, data):
         assert _same_bits(np.asarray(getattr(mat, name)), np.asarray(getattr(out, name)))
 
 
+def _sparse_payload(fmt, shape, indptr, indices, values, *more):
+    from streamfs.codec.wire import _pack_ndarray
+
+    items = [fmt, shape] + [_pack_ndarray(np.asarray(a)) for a in (indptr, indices, values)]
+    return msgpack.packb(msgpack.ExtType(2, msgpack.packb(items + list(more))))
+
+
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(0, 2**32 - 1),
+       st.sampled_from(["csc", "csr"]))
+@settings(max_examples=100, deadline=None)
+def test_sparse_canonical_flag_is_scipys(n_major, n_minor, seed, fmt):
+    """Unsorted and repeated indices included: the decoder's flag (from its own pass) is the
+    one scipy computes, and the matrix is the one sent."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, n_minor + 2, n_major)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    indices = rng.integers(0, n_minor, indptr[-1])
+    if rng.random() < 0.5:  # sorted and distinct within each slice
+        indices = np.concatenate([np.sort(rng.choice(n_minor, min(c, n_minor), replace=False))
+                                  for c in counts] or [np.zeros(0, int)])
+        indptr = np.concatenate([[0], np.cumsum(np.minimum(counts, n_minor))])
+    values = rng.normal(size=indices.size)
+    shape = [n_minor, n_major] if fmt == "csc" else [n_major, n_minor]
+    out = unpackb(_sparse_payload(fmt, shape, indptr, indices, values))
+    cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
+    sent = cls((values, indices, indptr), shape=tuple(shape))
+    assert out.has_canonical_format == sent.has_canonical_format
+    assert np.array_equal(out.toarray(), sent.toarray())
+
+
+@pytest.mark.parametrize("indptr, indices, message", [
+    ([0, 1, 2], [0, 5], "indices must be < 3"),
+    ([0, 1, 2], [0, -1], "indices must be >= 0"),
+    ([0, 2, 1], [0, 1], "indptr must be a non-decreasing sequence"),
+])
+def test_sparse_payload_with_indices_out_of_range_is_rejected(indptr, indices, message):
+    bad = _sparse_payload("csc", [3, 2], indptr, indices, np.ones(len(indices)))
+    with pytest.raises(CodecError, match=f"inconsistent sparse matrix: {message}"):
+        unpackb(bad)
+
+
+@pytest.mark.parametrize("items, found", [
+    (["csc", [2, 2], b"", b""], "list of 4 items"),
+    (5, "int"),
+])
+def test_sparse_payloads_of_another_layout_are_rejected(items, found):
+    bad = msgpack.packb(msgpack.ExtType(2, msgpack.packb(items)))
+    with pytest.raises(CodecError, match=f"malformed sparse payload: .* got {found}"):
+        unpackb(bad)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
 @given(data=st.data())
 @settings(max_examples=20, deadline=None)
