@@ -8,7 +8,9 @@
 #
 # Settings (environment): KAFKA_VERSION (default 4.1.2; 3.9.x works too),
 # STREAMFS_CACHE (jar cache, default <repo>/.cache), STREAMFS_RUN (pid, logs, data and the
-# `bootstrap` file with host:port, default <repo>/.run/kafka), KAFKA_HEAP (default 768m).
+# `bootstrap` file with host:port, default <repo>/.run/kafka), KAFKA_HEAP (default 768m),
+# KAFKA_JVM_OPTS (more JVM options, space-separated; default -XX:TieredStopAtLevel=1, set it
+# empty for the JVM's own tiered compilation).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -93,7 +95,11 @@ L4J
 }
 
 jvm() {
-  JVM=(java "-Xmx$heap" "-Xms256m" -XX:+UseG1GC
+  # The client JIT only by default: on a 2-core machine the optimising compiler of a young
+  # JVM took up to a core for minutes after start, from the worker and tests beside it
+  # (0.09-0.41 s of C2 CPU within single 0.1-0.7 s bench backlogs; README, Evaluating).
+  # shellcheck disable=SC2206  # split on purpose: one option per word
+  JVM=(java "-Xmx$heap" "-Xms256m" -XX:+UseG1GC ${KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}
     "-Dlog4j2.configurationFile=$run/log4j2.properties"
     "-Dlog4j.configuration=file:$run/log4j.properties"
     -cp "$libs/*")
