@@ -458,7 +458,8 @@ class KOFSD(FeatureStreamSelector):
                 )  # fmt: skip
                 if c == b:
                     break
-                # the candidate lists are out of date: numpy's sort makes them, then on
+                # the candidate lists are out of date: numpy's sort makes them, and the
+                # step goes on from column c
                 nearest_lists(self._D, self._order)
                 self._order_ok = True
         # bookkeeping of what the kernel decided (a Python iteration per change of S only)

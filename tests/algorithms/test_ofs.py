@@ -470,12 +470,14 @@ def test_duplicates_unsorted_indices_and_stored_zeros_learn_as_their_sum(make):
     indptr = np.searchsorted(rows[order], np.arange(X.shape[0] + 1))
     M = sp.csr_matrix((vals[order], cols[order], indptr), shape=X.shape)
     assert not M.has_canonical_format
-    kept = [a.copy() for a in (M.data, M.indices, M.indptr)]
-    ref = make().partial_fit(sp.csr_matrix(X), y)
+    C = sp.csr_matrix(X)  # canonical: read in place, not copied
+    kept = [a.copy() for a in (M.data, M.indices, M.indptr, C.data, C.indices, C.indptr)]
+    ref = make().partial_fit(C, y)
     got = make().partial_fit(M, y)
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-12, atol=0)
     assert got.mistakes_ == ref.mistakes_
-    assert all(np.array_equal(a, b) for a, b in zip((M.data, M.indices, M.indptr), kept))
+    after = (M.data, M.indices, M.indptr, C.data, C.indices, C.indptr)
+    assert all(np.array_equal(a, b) for a, b in zip(after, kept))
 
 
 # ----------------------------------------------------------------------------- state
