@@ -78,6 +78,14 @@ _ARRAY_HEAD = 512
 _BIN = {0xC4: (">B", 1), 0xC5: (">H", 2), 0xC6: (">I", 4)}
 
 
+def _bin_span(data: bytes, at: int) -> tuple[int, int]:
+    """``(start, end)`` of the bytes of the msgpack bin whose header is at ``data[at]``
+    (KeyError where none is)."""
+    fmt, width = _BIN[data[at]]
+    start = at + 1 + width
+    return start, start + struct.unpack_from(fmt, data, at + 1)[0]
+
+
 def _array_fields(data: bytes) -> tuple[Any, Any, Any, list]:
     """``(dtype key, shape, raw values, order)`` of an array payload ``[key, shape, raw]`` or
     ``[key, shape, raw, order]``. The raw values come as a view of ``data``: unpacking
@@ -89,10 +97,7 @@ def _array_fields(data: bytes) -> tuple[Any, Any, Any, list]:
         head.feed(data[:_ARRAY_HEAD])
         n = head.read_array_header()
         key, shape = head.unpack(), head.unpack()
-        at = head.tell()
-        fmt, width = _BIN[data[at]]
-        start = at + 1 + width
-        end = start + struct.unpack_from(fmt, data, at + 1)[0]
+        start, end = _bin_span(data, head.tell())
         if n == 3 and end == len(data):
             return key, shape, memoryview(data)[start:end], []
         if n == 4 and end < len(data):  # the packed order follows the values
@@ -149,9 +154,7 @@ def _sparse_fields(data: bytes) -> list:
             at = head.tell()
             view = memoryview(data)
             for _ in range(3):
-                fmt, width = _BIN[data[at]]
-                start = at + 1 + width
-                at = start + struct.unpack_from(fmt, data, at + 1)[0]
+                start, at = _bin_span(data, at)
                 fields.append(view[start:at])
             if at == len(data):
                 return fields
