@@ -5,7 +5,10 @@
   matrices (ext type 2: format, shape, indptr, indices, values). numpy scalars become Python
   scalars.
 * ``encode`` / ``decode`` wrap one message dict in the envelope ``{"v": WIRE_VERSION, "kind":
-  ...}`` and check it on the way back.
+  ...}`` and check it on the way back. ``encode`` puts a ``"_pad"`` entry of zero bytes before
+  each dense array of 64 KiB or more, so that its values start 64-byte aligned in the message;
+  ``decode(data, writeable=False)`` (the worker's read) then returns such an array as a
+  read-only view of ``data`` instead of a copy, and drops the padding.
 * ``encode_json`` / ``decode_any``: output messages (results, dead letters) may be written as
   JSON instead (worker setting ``STREAMFS_RESULT_FORMAT=json``); readers accept both.
 * Everything that cannot be decoded raises :class:`CodecError` (a ``ValueError``) whose message

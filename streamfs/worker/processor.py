@@ -234,7 +234,9 @@ class StreamProcessor:
                     f"{self.max_message_bytes} bytes (STREAMFS_MAX_MESSAGE_BYTES)"
                 )
             try:
-                message = decode(raw)
+                # arrays as read-only views of ``raw`` where they lie aligned: a block's
+                # values are not copied (the selectors never write into their input)
+                message = decode(raw, writeable=False)
             except CodecError as exc:
                 raise InvalidInput(str(exc)) from None
             key_stream = stream

@@ -227,7 +227,7 @@ _plain = st.recursive(
     max_leaves=12)
 
 
-@given(fields=st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("kind", "v")),
+@given(fields=st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("kind", "v", "_pad")),
                               _plain, max_size=20),
        data=st.data())
 @settings(max_examples=60, deadline=None)
@@ -238,3 +238,68 @@ def test_prepacked_fields_give_the_same_bytes(fields, data):
     chosen = data.draw(st.sets(st.sampled_from(sorted(message))))
     packed = {k: packb(message[k]) for k in chosen}
     assert encode(message, packed=packed) == encode(message)
+    # no large array, no padding: the bytes of packing the whole envelope, as always
+    assert encode(message) == packb({"v": 1, **message})
+
+
+def _features(X) -> dict:
+    return {"kind": "features", "stream": "s", "seq": 1, "start": 0, "X": X, "run": "r"}
+
+
+@pytest.mark.parametrize("shape", [(300, 40), (2000, 9), (9, 2000)])
+@pytest.mark.parametrize("stream", ["s", "a stream id 21 chars"])
+def test_large_arrays_decode_in_place_from_aligned_values(shape, stream):
+    # the worker's read: no copy of a block's values, which encode laid out 64-byte aligned
+    X = np.asfortranarray(np.random.default_rng(1).standard_normal(shape))
+    data = encode({**_features(X), "stream": stream, "y": np.arange(10_000.0)})
+    out = decode(data, writeable=False)
+    assert "_pad" not in out and out["stream"] == stream
+    base = np.frombuffer(data, np.uint8).ctypes.data
+    for got, sent in ((out["X"], X), (out["y"], np.arange(10_000.0))):
+        assert _same_bits(got, sent) and not got.flags.writeable and got.flags.aligned
+        assert np.shares_memory(got, np.frombuffer(data, np.uint8))
+        assert (got.ctypes.data - base) % 64 == 0
+    # the default stays a writeable array of its own
+    own = decode(data)["X"]
+    assert own.flags.writeable and own.flags.owndata and _same_bits(own, X)
+
+
+def test_messages_without_padding_decode_to_aligned_arrays():
+    # a message as earlier producers packed it (no padding): its values lie where they fall,
+    # and are copied where they do not suit
+    X = np.random.default_rng(2).standard_normal((300, 40))
+    body = {"v": 1, **_features(X)}
+    for shift in range(8):
+        body["stream"] = "s" * (1 + shift)
+        data = packb(body)
+        out = decode(data, writeable=False)
+        assert _same_bits(out["X"], X) and out["X"].flags.aligned
+
+
+def test_a_message_cannot_carry_the_padding_field():
+    with pytest.raises(CodecError, match="_pad"):
+        encode({"kind": "result", "_pad": b""})
+
+
+@given(fields=st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("kind", "v", "_pad")),
+                              _plain, max_size=6),
+       rows=st.integers(0, 3000), names=st.integers(0, 30_000))
+@settings(max_examples=60, deadline=None)
+def test_decoding_in_place_gives_what_msgpack_gives(fields, rows, names):
+    # from 64 KiB on, maps are read in place; long lists of names take several chunks
+    X = np.arange(rows * 30, dtype=np.float64).reshape(rows, 30)
+    message = {**fields, "kind": "features", "X": X, "S": sp.random(rows, 5, 0.3, format="csr"),
+               "names": [f"feature {i}" for i in range(names)]}
+    data = encode(message)
+    whole = msgpack.unpackb(data, raw=False, strict_map_key=False,
+                            ext_hook=lambda code, b: unpackb(msgpack.packb(msgpack.ExtType(code, b))))
+    for writeable in (True, False):
+        out = decode(data, writeable=writeable)
+        assert out.keys() == {k for k in whole if k != "_pad"}
+        for k, v in out.items():
+            if isinstance(v, np.ndarray):
+                assert _same_bits(v, whole[k])
+            elif sp.issparse(v):
+                assert (v != whole[k]).nnz == 0 and v.format == whole[k].format
+            else:
+                assert packb(v) == packb(whole[k])  # (NaN too)

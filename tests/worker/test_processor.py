@@ -565,3 +565,41 @@ def test_a_block_that_overflows_the_weights_is_dead_lettered_and_the_model_rebui
     expected, _ = _run(StreamProcessor("instances", {}), without)
     assert len(dead) == 1 and "overflowed float64" in dead[0]["reason"]
     assert decode(results[-1])["selection"] == decode(expected[-1])["selection"]
+
+
+def _blocks_in_place_data():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 300))
+    S = sp.random(400, 300, 0.2, format="csr", random_state=1)
+    S.data += 0.5
+    return [(X, (X[:, 0] + X[:, 1] > 0).astype(int)),
+            (S, (np.asarray(S[:, :5].sum(axis=1)).ravel() > 0.2).astype(int))]
+
+
+@pytest.mark.parametrize("algorithm", sorted(__import__("streamfs.algorithms.registry",
+                                                        fromlist=["ALGORITHMS"]).ALGORITHMS))
+def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypatch):
+    # the processor hands the selectors read-only views of a message's aligned arrays; a
+    # selector that wrote into its input would fail here (or select differently)
+    import streamfs.worker.processor as processor_module
+
+    groups = ([list(range(i, i + 10)) for i in range(0, 300, 10)]
+              if algorithm.startswith("group") else None)
+    for X, y in _blocks_in_place_data():
+        read_only: list[bool] = []
+
+        def spy(raw, writeable=True):
+            message = decode(raw, writeable=writeable)
+            read_only.extend(not v.flags.writeable for v in message.values()
+                             if isinstance(v, np.ndarray))
+            return message
+
+        monkeypatch.setattr(processor_module, "decode", spy)
+        in_place = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
+        assert any(read_only) or not isinstance(X, np.ndarray)  # dense blocks came as views
+        monkeypatch.setattr(processor_module, "decode", lambda raw, writeable=True: decode(raw))
+        copied = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
+        assert in_place["selection"] == copied["selection"]
+        assert in_place.get("scores") == copied.get("scores")
