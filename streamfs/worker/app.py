@@ -924,19 +924,31 @@ def warm_up() -> None:
     import scipy.sparse as sp
 
     from streamfs.algorithms import registry
+    from streamfs.algorithms.neighbourhood import nearest_lists
     from streamfs.codec import packb, unpackb
+
+    def read_only(a: np.ndarray) -> np.ndarray:
+        a.flags.writeable = False
+        return a
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 6))
     y = (X[:, 0] > 0).astype(np.int64)
+    X[:, 2] = X[:, 0] + 0.1 * X[:, 2]  # relevant but redundant: the redundancy tests run
     unpackb(packb(sp.csc_matrix(X)))  # the sparse decoder's compiled check
+    # K-OFSD's candidate lists once it has selected features (a tiny stream selects too few)
+    nearest_lists(np.zeros((80, 80)), np.empty((80, 64), np.int32))
+    # numba compiles read-only arrays apart: the processor's blocks come as read-only views
+    # of their messages (column-major for feature streams, row-major for instance streams),
+    # blocks of earlier producers as writeable copies
+    inputs = {"features": [(X, y), (read_only(np.asfortranarray(X)), read_only(y.copy()))],
+              "instances": [(X, np.where(y == 1, 1, -1)),
+                            (read_only(X.copy()), read_only(np.where(y == 1, 1, -1)))]}
     for spec in registry.ALGORITHMS.values():
-        algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
-        if spec.kind == "features":
-            algo.partial_fit(X, y)
-        else:
-            algo.partial_fit(X, np.where(y == 1, 1, -1))
-        algo.to_state()
+        for X_in, y_in in inputs[spec.kind]:
+            algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
+            algo.partial_fit(X_in, y_in)
+            algo.to_state()
 
 
 def freeze_startup_objects() -> None:
