@@ -1,7 +1,8 @@
-"""Where msgpack containers and ext payloads start and end in a buffer, without unpacking.
+"""Where msgpack containers, bins and ext payloads start and end in a buffer, unpacked or not.
 
-The decoder reads a message's top-level map with these, so that an array's values can be read
-through a view of the message instead of the copy msgpack makes of every ext payload.
+The decoder reads a message's top-level map and an array payload's values with these, so
+that an array's values can be read through a view of the message instead of the copies
+msgpack makes of every ext payload and bin.
 Anything else than what they expect raises ``KeyError``, ``IndexError`` or ``struct.error``;
 the caller then unpacks the message whole, which says what is wrong with it.
 
@@ -18,7 +19,8 @@ from __future__ import annotations
 
 import struct
 
-# ext 8/16/32 marker byte -> struct format of the payload length, its width
+# bin 8/16/32 and ext 8/16/32 marker byte -> struct format of the payload length, its width
+_BIN = {0xC4: (">B", 1), 0xC5: (">H", 2), 0xC6: (">I", 4)}
 _EXT = {0xC7: (">B", 1), 0xC8: (">H", 2), 0xC9: (">I", 4)}
 # array 16/32, map 16/32 marker byte -> struct format of the count, its width, items per entry
 _COUNTED = {0xDC: (">H", 2, 1), 0xDD: (">I", 4, 1), 0xDE: (">H", 2, 2), 0xDF: (">I", 4, 2)}
@@ -33,6 +35,13 @@ def container_header(data: bytes, at: int) -> tuple[int, int, int]:
         return b & 0x0F, 1, at + 1
     fmt, width, per = _COUNTED[b]
     return struct.unpack_from(fmt, data, at + 1)[0], per, at + 1 + width
+
+
+def bin_span(data: bytes, at: int) -> tuple[int, int]:
+    """``(start, end)`` of the bytes of the bin item at ``at`` (``KeyError`` where none is)."""
+    fmt, width = _BIN[data[at]]
+    start = at + 1 + width
+    return start, start + struct.unpack_from(fmt, data, at + 1)[0]
 
 
 def ext_span(data: bytes, at: int) -> tuple[int, int, int] | None:

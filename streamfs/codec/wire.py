@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +9,7 @@ import msgpack
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.codec.spans import container_header, ext_span
+from streamfs.codec.spans import bin_span, container_header, ext_span
 
 WIRE_VERSION = 1
 #: message kinds the envelope accepts
@@ -82,18 +81,6 @@ _PAD_HEAD = msgpack.packb(_PAD_KEY)
 _ALIGNMENT = 64
 #: dense arrays of at least this many bytes are aligned by :func:`encode`
 _ALIGNED_AT_LEAST = 1 << 16
-#: msgpack bin headers: marker byte -> (struct format of the length, its width)
-_BIN = {0xC4: (">B", 1), 0xC5: (">H", 2), 0xC6: (">I", 4)}
-
-
-def _bin_span(data: bytes, at: int) -> tuple[int, int]:
-    """``(start, end)`` of the bytes of the msgpack bin whose header is at ``data[at]``
-    (KeyError where none is)."""
-    fmt, width = _BIN[data[at]]
-    start = at + 1 + width
-    return start, start + struct.unpack_from(fmt, data, at + 1)[0]
-
-
 def _array_head(data: bytes) -> tuple[int, Any, Any, int, int]:
     """``(items, dtype key, shape, start, end)`` of an array payload whose third item is its
     raw values, ``data[start:end]``; only the header is unpacked. Raises where the payload
@@ -102,7 +89,7 @@ def _array_head(data: bytes) -> tuple[int, Any, Any, int, int]:
     head.feed(data[:_ARRAY_HEAD])
     n = head.read_array_header()
     key, shape = head.unpack(), head.unpack()
-    start, end = _bin_span(data, head.tell())
+    start, end = bin_span(data, head.tell())
     return n, key, shape, start, end
 
 
@@ -172,7 +159,7 @@ def _sparse_fields(data: bytes) -> list:
             at = head.tell()
             view = memoryview(data)
             for _ in range(3):
-                start, at = _bin_span(data, at)
+                start, at = bin_span(data, at)
                 fields.append(view[start:at])
             if at == len(data):
                 return fields
@@ -269,7 +256,7 @@ def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:
         for _ in range(count):
             if reader is None:
                 reader = _ItemReader(view, at)
-            key, at = reader.next()
+            key, at = reader.read()
             span = ext_span(data, at)
             if span is not None and span[0] in (_EXT_NDARRAY, _EXT_SPARSE):
                 payload = view[span[1]:span[2]]
@@ -277,7 +264,7 @@ def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:
                             else _unpack_sparse(payload))
                 at, reader = span[2], None  # the reader may hold the ext's first bytes
             else:
-                out[key], at = reader.next()
+                out[key], at = reader.read()
     except Exception:  # noqa: BLE001 - see the docstring
         return None
     return out if at == len(data) else None
@@ -292,7 +279,7 @@ class _ItemReader:
         self.unpacker = msgpack.Unpacker(raw=False, ext_hook=_ext_hook, strict_map_key=False,
                                          use_list=True, max_buffer_size=len(view))
 
-    def next(self) -> tuple[Any, int]:
+    def read(self) -> tuple[Any, int]:
         """The next item and the offset just past it."""
         chunk = 4096
         while True:

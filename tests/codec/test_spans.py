@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamfs.codec.spans import container_header, ext_span
+from streamfs.codec.spans import bin_span, container_header, ext_span
 
 
 @given(n=st.integers(0, 70_000), as_map=st.booleans())
@@ -27,3 +27,12 @@ def test_ext_spans_and_their_limits():
             ext_span(data[:-1], 0)
     assert ext_span(msgpack.packb(msgpack.ExtType(7, b"x" * 4)), 0) is None  # fixext
     assert ext_span(msgpack.packb([1]), 0) is None
+
+
+def test_bin_spans():
+    for size in (0, 255, 256, 70_000):  # bin 8, 16, 32
+        data = b"head" + msgpack.packb(b"x" * size) + b"tail"
+        start, end = bin_span(data, 4)
+        assert data[start:end] == b"x" * size and data[end:] == b"tail"
+    with pytest.raises(KeyError):
+        bin_span(msgpack.packb("a str"), 0)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from streamfs.algorithms import registry
 from streamfs.codec import decode, encode, unpackb
 from streamfs.offline import run_offline
 from streamfs.producers import feature_stream_messages, instance_stream_messages
@@ -578,8 +579,7 @@ def _blocks_in_place_data():
             (S, (np.asarray(S[:, :5].sum(axis=1)).ravel() > 0.2).astype(int))]
 
 
-@pytest.mark.parametrize("algorithm", sorted(__import__("streamfs.algorithms.registry",
-                                                        fromlist=["ALGORITHMS"]).ALGORITHMS))
+@pytest.mark.parametrize("algorithm", sorted(registry.ALGORITHMS))
 def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypatch):
     # the processor hands the selectors read-only views of a message's aligned arrays; a
     # selector that wrote into its input would fail here (or select differently)
