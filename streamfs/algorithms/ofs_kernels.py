@@ -127,7 +127,7 @@ def pcg_raw(rng, n):
 # 4-ary: half the depth of a binary heap, which pays off when B is large and evictions frequent.
 # ``heap[p]`` is a feature, ``hkey[p] = |v[heap[p]]|`` its key stored alongside so that sifting
 # reads contiguous memory instead of gathering from ``v``; ``hpos[i]`` is i's heap position.
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _less(ka, a, kb, b):
     # heap order: smaller |v| first; on ties the larger index is "smaller" (dropped first)
     return ka < kb or (ka == kb and a > b)
@@ -137,17 +137,17 @@ def _less(ka, a, kb, b):
 # L2 cache where ``v`` and ``hpos`` (12 bytes per feature) do not, so the common case of a
 # wide sparse instance, nearly all of whose coordinates lie outside the support, reads no
 # cache line of ``v`` or ``hpos`` at all.
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _is_member(member, i):
     return (member[i >> 3] >> (i & 7)) & 1 != 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _set_member(member, i):
     member[i >> 3] |= 1 << (i & 7)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _clear_member(member, i):
     member[i >> 3] &= ~(1 << (i & 7))
 
@@ -159,7 +159,7 @@ def set_members(member, heap, n):
         _set_member(member, heap[p])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _sift_up(heap, hkey, hpos, p):
     i = heap[p]
     ki = hkey[p]
@@ -178,7 +178,7 @@ def _sift_up(heap, hkey, hpos, p):
     hpos[i] = p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _sift_down(heap, hkey, hpos, p, n):
     i = heap[p]
     ki = hkey[p]
@@ -204,7 +204,7 @@ def _sift_down(heap, hkey, hpos, p, n):
     hpos[i] = p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _min2(heap, hkey, a, b):
     # the smaller of two heap positions, without a branch (the outcome is a coin flip)
     ka = hkey[a]
@@ -213,7 +213,7 @@ def _min2(heap, hkey, a, b):
     return b if b_first else a
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _replace_min(heap, hkey, hpos, i, ki, n):
     """Put ``i`` (key ``ki``) in place of the minimum of a heap of ``n >= 1`` entries.
 
@@ -242,7 +242,7 @@ def _replace_min(heap, hkey, hpos, i, ki, n):
     _sift_up(heap, hkey, hpos, p)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _heap_remove(heap, hkey, hpos, p, n):
     """Remove the entry at heap position ``p``; return the new size."""
     i = heap[p]
@@ -418,7 +418,7 @@ def _zscore(cnt, mean, m2, j, x):
     return (x - mean[j]) / np.sqrt(var)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _unit_norm(val, m):
     s = 0.0
     for k in range(m):
@@ -440,7 +440,7 @@ def _compact_nonzero(idx, val, m):
     return q
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _score(idx, val, m, v, member, fst):
     s = 0.0
     for k in range(m):
