@@ -333,9 +333,10 @@ def _nb_column_stats(indptr, indices, data, n, j0, j1, dense, target, tsum, seqs
 
     Most columns of a wide sparse stream hold a handful of values, so the per-column overhead
     is the cost: merging the passes and inlining the sum took the news20-shaped bench
-    stream's 1.36M columns from 73 to 27 ms on one thread. The loop over the columns is in
-    here, not in the callers: inlined once per column, this function's body ran 2 times
-    slower (83 against 41 ms for those columns, same bits)."""
+    stream's 1.36M columns from 73 to 27 ms on one thread (on an earlier machine). The loop
+    over the columns is in here, not in the callers: inlined once per column, this
+    function's body ran 2 times slower (83 against 41 ms for those columns on a later
+    machine, same bits)."""
     with_cross = len(target) > 0
     with_amax = len(amax) > 0
     for j in range(j0, j1):
