@@ -81,6 +81,8 @@ _PAD_HEAD = msgpack.packb(_PAD_KEY)
 _ALIGNMENT = 64
 #: dense arrays of at least this many bytes are aligned by :func:`encode`
 _ALIGNED_AT_LEAST = 1 << 16
+
+
 def _array_head(data: bytes) -> tuple[int, Any, Any, int, int]:
     """``(items, dtype key, shape, start, end)`` of an array payload whose third item is its
     raw values, ``data[start:end]``; only the header is unpacked. Raises where the payload
@@ -244,7 +246,7 @@ def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:
     stream's 320 MB). The other keys and values are unpacked by msgpack, a chunk of ``data``
     at a time. ``None`` for anything else, or where anything is wrong: the whole unpack then
     decides, and says what."""
-    if len(data) < _ALIGNED_AT_LEAST:
+    if len(data) < _ALIGNED_AT_LEAST:  # too small to hold an array encode() aligned
         return None
     view = memoryview(data)
     out = {}
