@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamfs import codec
 from streamfs.algorithms.kofsd import KOFSD
 
 # the streams() strategy also draws zhou streams without a label 0 (they warn, as they should)
@@ -515,9 +516,6 @@ def test_state_round_trip_continues_identically(data, cut):
 
 
 def test_state_round_trip_through_codec():
-    codec = pytest.importorskip("streamfs.codec")
-    if not hasattr(codec, "packb"):
-        pytest.skip("streamfs.codec.packb not available yet")
     rng = np.random.default_rng(5)
     y = np.r_[np.zeros(50, int), np.ones(10, int)]
     X = rng.normal(size=(60, 40))
@@ -719,7 +717,6 @@ def _outlier_stream(seed, n=600, p=300, n_info=5):
 
 
 def test_beats_pearson_on_imbalanced_data_with_outliers():
-    sklearn = pytest.importorskip("sklearn")  # noqa: F841
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import LinearSVC

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamfs import codec
 from streamfs.algorithms import ofs_kernels as K
 from streamfs.algorithms.ofs import (
     OFS,
@@ -525,9 +526,6 @@ def test_state_is_plain_data_and_survives_codec():
             assert obj is None or isinstance(obj, (bool, float, str, bytes, np.ndarray))
 
     check(state)
-    codec = pytest.importorskip("streamfs.codec")
-    if not hasattr(codec, "packb"):
-        pytest.skip("streamfs.codec.packb not available yet")
     b = OFSPartial.from_state(codec.unpackb(codec.packb(state)))
     for m in (a, b):
         idx = m.attributes_to_observe()

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
+from streamfs import codec
 from streamfs.algorithms.saola import SAOLA, GroupSAOLA
 
 # ---------------------------------------------------------------- naive reference
@@ -382,7 +383,6 @@ def test_block_split_dense_continuous_and_groups():
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
 @pytest.mark.parametrize("test", ["fisher_z", "mi"])
 def test_state_through_codec(cls, test):
-    codec = pytest.importorskip("streamfs.codec")
     X, y = make_stream(8, p=40, test=test)
     ylab = np.where(y == 1, "pos", "neg")  # string labels survive the state too
     ref = cls(test=test)
