@@ -19,7 +19,7 @@ import pytest
 
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.neighbourhood import fallback_count, sample_variances
-from streamfs.datasets import datasets_dir, load
+from tests.shared_data import load_or_skip
 
 # the authors' K_OFSD.m on dlbcl_gems5469 (class 1 -> 1, the rest -> 0; K = 7, alpha = 0.5)
 DLBCL_AUTHORS = [51, 65, 225, 244, 292, 349, 452, 477, 498, 583, 688, 772, 855, 892, 911, 929,
@@ -75,9 +75,7 @@ def minority_vs_rest(y: np.ndarray) -> np.ndarray:
 
 
 def _load(name: str):
-    if not (datasets_dir() / name / f"{name}.npz").is_file():
-        pytest.skip(f"dataset {name} not in {datasets_dir()}")
-    X, y = load(name)
+    X, y = load_or_skip(name)
     return np.asarray(X, dtype=np.float64), y
 
 

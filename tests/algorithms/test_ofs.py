@@ -19,6 +19,7 @@ from streamfs.algorithms.ofs import (
     PerceptronTruncation,
     RandomSelection,
 )
+from tests.shared_data import load_or_skip
 
 M64 = (1 << 64) - 1
 
@@ -578,11 +579,9 @@ def test_online_standardisation_hand_computed():
 
 # ----------------------------------------------------------------------------- real data
 def test_ofs_beats_baselines_on_german():
-    from streamfs.datasets import available
-
-    if "german" not in available():
-        pytest.skip("dataset directory absent")
     from streamfs.bench.ofs import run_full_input
+
+    load_or_skip("german")
 
     res = run_full_input("german", n_permutations=4, seed=0)
     ofs, pe, rnd = (np.mean(res["mistakes"][k]) for k in ("OFS", "PE_trun", "RAND"))
@@ -590,11 +589,9 @@ def test_ofs_beats_baselines_on_german():
 
 
 def test_ofs_partial_beats_baselines_on_splice():
-    from streamfs.datasets import available
-
-    if "splice" not in available():
-        pytest.skip("dataset directory absent")
     from streamfs.bench.ofs import run_partial_input
+
+    load_or_skip("splice")
 
     res = run_partial_input("splice", n_permutations=4, seed=0, budget=0.3)
     mean = {k: np.mean(v) for k, v in res["mistakes"].items()}

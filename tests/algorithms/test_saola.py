@@ -14,6 +14,7 @@ from scipy.stats import norm
 
 from streamfs import codec
 from streamfs.algorithms.saola import SAOLA, GroupSAOLA
+from tests.shared_data import load_or_skip
 
 # ---------------------------------------------------------------- naive reference
 # Written straight from the issue text, one feature at a time, with plain numpy measures
@@ -619,12 +620,7 @@ def test_n_bins_discretises_continuous_data():
 
 @pytest.mark.parametrize("name", ["lofs_wdbc", "lofs_spect", "madelon", "colon", "leukemia"])
 def test_datasets_deterministic(name):
-    from streamfs.datasets import load
-
-    try:
-        X, y = load(name)
-    except FileNotFoundError:
-        pytest.skip(f"{name} not available")
+    X, y = load_or_skip(name)
     for test in ("fisher_z", "mi"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
