@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sklearn.datasets import load_breast_cancer
 
@@ -97,3 +99,40 @@ def test_invalid_message_goes_to_dead_letter_and_worker_goes_on(kafka_config, to
     assert msg is not None and not msg.error()
     letter = decode(msg.value())
     assert "undecodable" in letter["reason"] and letter["original"] == b"\x00not msgpack"
+
+
+def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_prefix, tmp_path):
+    """librdkafka sends its first fetch once the first assigned partition reaches the broker's
+    thread; a fetch of empty partitions only returns after fetch.wait.max.ms."""
+    from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    spec = _topics(topic_prefix)["features"]
+    features = spec.name
+    producer = Producer(kafka_config)
+    for partition, count in ((3, 1), (5, 3)):
+        for _ in range(count):
+            producer.produce(features, b"x", partition=partition)
+    assert producer.flush(30) == 0
+    settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                        topic_prefix=topic_prefix, app_id="app-order",
+                        data_dir=str(tmp_path / "data"))
+    app.prepare_topics(settings)  # the changelogs the restore reads
+    worker = app.Worker(settings)
+    deadline = time.monotonic() + 60
+    try:
+        while True:  # a young broker's group coordinator may still be loading
+            try:
+                order = worker._restore_committed(
+                    [TopicPartition(features, p) for p in range(spec.partitions)])
+                break
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.NOT_COORDINATOR or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)  # polling the broker until its coordinator answers
+    finally:
+        worker.consumer.close()
+    assert [(tp.partition, tp.offset) for tp in order[:2]] == [(5, 0), (3, 0)]
+    assert sorted(tp.partition for tp in order) == list(range(spec.partitions))
