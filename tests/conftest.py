@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streamfs.worker.process import WorkerProcess
+from tests.external import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 #: the data directory of the broker this session started with ops/kafka/broker.sh, if it did
@@ -19,9 +20,7 @@ _BROKER_RUN: list[Path] = []
 
 
 def _no_broker(reason: str):
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"no Kafka broker in CI: {reason}", pytrace=False)
-    pytest.skip(f"no Kafka broker: {reason}")
+    unavailable(f"no Kafka broker: {reason}")
 
 
 def _docker_engine_answers() -> bool:

@@ -19,7 +19,7 @@ import pytest
 
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.neighbourhood import fallback_count, sample_variances
-from tests.shared_data import load_or_skip
+from tests.external import load_or_skip
 
 # the authors' K_OFSD.m on dlbcl_gems5469 (class 1 -> 1, the rest -> 0; K = 7, alpha = 0.5)
 DLBCL_AUTHORS = [51, 65, 225, 244, 292, 349, 452, 477, 498, 583, 688, 772, 855, 892, 911, 929,

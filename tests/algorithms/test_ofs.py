@@ -19,7 +19,7 @@ from streamfs.algorithms.ofs import (
     PerceptronTruncation,
     RandomSelection,
 )
-from tests.shared_data import load_or_skip
+from tests.external import load_or_skip
 
 M64 = (1 << 64) - 1
 

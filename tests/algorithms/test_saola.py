@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 from streamfs import codec
 from streamfs.algorithms.saola import SAOLA, GroupSAOLA
-from tests.shared_data import load_or_skip
+from tests.external import load_or_skip
 
 # ---------------------------------------------------------------- naive reference
 # Written straight from the issue text, one feature at a time, with plain numpy measures

@@ -13,7 +13,7 @@ from streamfs.algorithms.measures import (
     lofs_pearson_r,
 )
 from streamfs.algorithms.saola import SAOLA
-from tests.shared_data import load_or_skip
+from tests.external import load_or_skip
 
 # the authors' LOFS saola_z_test on dorothea (800 x 100,000, labels +-1), alpha = 0.01
 DOROTHEA_LOFS = [411, 5335, 19338, 35654, 41663, 44683, 51374, 58870, 59441, 59959, 74249,
