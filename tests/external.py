@@ -9,7 +9,7 @@ from typing import NoReturn
 import numpy as np
 import pytest
 
-from streamfs.datasets import load
+from streamfs.datasets import available, datasets_dir, load
 
 
 def unavailable(what: str) -> NoReturn:
@@ -19,10 +19,14 @@ def unavailable(what: str) -> NoReturn:
     pytest.skip(what)
 
 
+def require_dataset(name: str) -> None:
+    """:func:`unavailable` unless the benchmark dataset ``name`` is in ``$STREAMFS_DATASETS``
+    (by default ``../shared/datasets``)."""
+    if name not in available():
+        unavailable(f"dataset {name!r} not in {datasets_dir()}")
+
+
 def load_or_skip(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(X, y)`` of the benchmark dataset ``name`` (``$STREAMFS_DATASETS``, by default
-    ``../shared/datasets``), or :func:`unavailable`."""
-    try:
-        return load(name)
-    except FileNotFoundError as exc:
-        unavailable(str(exc))
+    """``(X, y)`` of the benchmark dataset ``name``, or :func:`unavailable`."""
+    require_dataset(name)
+    return load(name)

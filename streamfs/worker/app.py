@@ -280,10 +280,6 @@ class Worker:
         with self.health.lock:
             self.health.ready = False
         committed = self._restore_committed(partitions)
-        # partitions with input waiting first: librdkafka sends its first fetch as soon as the
-        # first assigned partition reaches the broker's thread, and a fetch of empty partitions
-        # waits fetch.wait.max.ms (measured: first message 8-12 ms after the assignment with
-        # the full partition first, 8-34 ms in partition order)
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
@@ -319,15 +315,19 @@ class Worker:
                                             timeout=self.settings.transaction_timeout + 60)
         self._restore({(self.roles[tp.topic], tp.partition): changelog_target(tp.metadata)
                        for tp in committed})
-        waiting: dict[tuple[str, int], int] = {}  # messages known to wait in a partition
-        for tp in committed:
+        waiting = [0] * len(committed)  # messages known to wait in each partition
+        for i, tp in enumerate(committed):
             if tp.offset < 0:
                 # the first offset itself rather than OFFSET_BEGINNING: librdkafka resolves a
                 # logical offset with a query that, right after an assignment, it retries
                 # only after 500 ms (measured: first message 0.5 s later)
                 low, high = self.consumer.get_watermark_offsets(tp, timeout=30)
-                tp.offset, waiting[(tp.topic, tp.partition)] = low, high - low
-        return sorted(committed, key=lambda tp: -waiting.get((tp.topic, tp.partition), 0))
+                tp.offset, waiting[i] = low, high - low
+        # fullest first: librdkafka sends its first fetch as soon as the first assigned
+        # partition reaches the broker's thread, and a fetch of empty partitions waits
+        # fetch.wait.max.ms (measured: first message 8-12 ms after the assignment with the
+        # full partition first, 8-34 ms in partition order)
+        return [tp for _, tp in sorted(zip(waiting, committed), key=lambda wt: -wt[0])]
 
     def _restore(self, targets: dict[tuple[str, int], int | None]) -> None:
         """Fresh state for the (role, partition) keys of ``targets``: the local copy where it

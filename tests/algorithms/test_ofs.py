@@ -19,7 +19,7 @@ from streamfs.algorithms.ofs import (
     PerceptronTruncation,
     RandomSelection,
 )
-from tests.external import load_or_skip
+from tests.external import require_dataset
 
 M64 = (1 << 64) - 1
 
@@ -581,8 +581,7 @@ def test_online_standardisation_hand_computed():
 def test_ofs_beats_baselines_on_german():
     from streamfs.bench.ofs import run_full_input
 
-    load_or_skip("german")
-
+    require_dataset("german")
     res = run_full_input("german", n_permutations=4, seed=0)
     ofs, pe, rnd = (np.mean(res["mistakes"][k]) for k in ("OFS", "PE_trun", "RAND"))
     assert ofs < pe and ofs < rnd
@@ -591,8 +590,7 @@ def test_ofs_beats_baselines_on_german():
 def test_ofs_partial_beats_baselines_on_splice():
     from streamfs.bench.ofs import run_partial_input
 
-    load_or_skip("splice")
-
+    require_dataset("splice")
     res = run_partial_input("splice", n_permutations=4, seed=0, budget=0.3)
     mean = {k: np.mean(v) for k, v in res["mistakes"].items()}
     assert res["B"] == 18
