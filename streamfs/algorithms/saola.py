@@ -48,6 +48,7 @@ from .measures import (
     _nb_centred_cross,
     _nb_block_fisher,
     _nb_fisher_verdict,
+    _nb_sparse_fisher_relevance,
     _nb_block_fisher_lofs,
     _nb_block_su,
     _nb_codes,
@@ -502,34 +503,41 @@ class _SAOLABase(FeatureStreamSelector):
     # -- per-block relevance ----------------------------------------------------------------
 
     def _fisher_stats(self, block: ColumnBlock) -> dict[str, np.ndarray]:
-        """The per-column statistics of the Fisher-z test (compiled kernels, GIL released)."""
+        """The per-column statistics of the Fisher-z test (compiled kernels, GIL released):
+        ``dep``, ``relevant``, and ``mean`` and ``ss`` for centring the relevant columns."""
         n = self._st_n
+        bracket = _fisher_bracket(n, self._st_zcrit)
+        if not block.dense and not self._st_lofs_z:
+            dep, code, mean, ss, within = _nb_sparse_fisher_relevance(
+                block.indptr, block.indices, block.data, n, self._st_tc, self._st_tsum,
+                self._st_tss, *bracket, self._value_limit(n)[0],
+            )
+            if not within:
+                return {"bad_values": np.ones(1, dtype=np.bool_)}  # _relevance names them
+            return self._verdicts(dep, code, mean=mean, ss=ss)
         seqsum, mean, ss, const, cross, amax = _nb_block_fisher(
             block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
         )
-        out = dict(seqsum=seqsum, mean=mean, ss=ss, const=const)
         if self._checks_values_in_relevance() and not values_within(
                 seqsum, amax, self._value_limit(n)[0]):
-            out["bad_values"] = np.ones(1, dtype=np.bool_)  # _relevance names the columns
-            return out
-        # the verdict on the same thread (numpy's ufuncs release the GIL too)
+            return {"bad_values": np.ones(1, dtype=np.bool_)}  # _relevance names the columns
         if self._st_lofs_z:
             # the authors' arithmetic: cov, r = C12 / sqrt(C11 C22), NaN r is skipped
-            _, out["cxx"], r = _nb_block_fisher_lofs(
+            _, cxx, r = _nb_block_fisher_lofs(
                 block.indptr, block.indices, block.data, n, block.dense,
                 self._st_tlc, self._st_tlvar,
             )
-            out["dep"] = np.abs(r)
-            out["relevant"] = _nb_lofs_dependent_many(r, self._st_sqrt_n3, self._st_zcrit)
-        else:
-            dep, code = _nb_fisher_verdict(cross, ss, const, self._st_tss,
-                                           *_fisher_bracket(self._st_n, self._st_zcrit))
-            relevant = code == 1
-            near = np.flatnonzero(code == 2)  # near the critical |r|: the exact test decides
-            relevant[near] = self._dependent(dep[near])
-            out["dep"] = dep
-            out["relevant"] = relevant
-        return out
+            return dict(dep=np.abs(r), relevant=_nb_lofs_dependent_many(
+                r, self._st_sqrt_n3, self._st_zcrit), mean=mean, ss=ss, cxx=cxx, seqsum=seqsum)
+        # the verdict on the same thread (numpy's ufuncs release the GIL too)
+        return self._verdicts(*_nb_fisher_verdict(cross, ss, const, self._st_tss, *bracket),
+                              mean=mean, ss=ss)
+
+    def _verdicts(self, dep: np.ndarray, code: np.ndarray, **stats: np.ndarray) -> dict:
+        relevant = code == 1
+        near = np.flatnonzero(code == 2)  # near the critical |r|: the exact test decides
+        relevant[near] = self._dependent(dep[near])
+        return dict(dep=dep, relevant=relevant, **stats)
 
     def _relevance(self, block: ColumnBlock) -> dict[str, np.ndarray]:
         """dep (strength with the class), relevant mask and per-column statistics."""

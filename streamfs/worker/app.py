@@ -942,13 +942,14 @@ def warm_up() -> None:
     X = rng.normal(size=(40, 6))
     y = (X[:, 0] > 0).astype(np.int64)
     X[:, 2] = X[:, 0] + 0.1 * X[:, 2]  # relevant but redundant: the redundancy tests run
-    unpackb(packb(sp.csc_matrix(X)))  # the sparse decoder's compiled check
+    X_sparse = unpackb(packb(sp.csc_matrix(X)))  # and the sparse decoder's compiled check
     # K-OFSD's candidate lists once it has selected features (a tiny stream selects too few)
     nearest_lists(np.zeros((80, 80)), np.empty((80, 64), np.int32))
     # numba compiles read-only arrays apart: the processor's blocks come as read-only views
     # of their messages (column-major for feature streams, row-major for instance streams),
     # blocks of earlier producers as writeable copies
-    inputs = {"features": [(X, y), (read_only(np.asfortranarray(X)), read_only(y.copy()))],
+    inputs = {"features": [(X, y), (read_only(np.asfortranarray(X)), read_only(y.copy())),
+                           (X_sparse, y)],
               "instances": [(X, np.where(y == 1, 1, -1)),
                             (read_only(X.copy()), read_only(np.where(y == 1, 1, -1)))]}
     for spec in registry.ALGORITHMS.values():

@@ -151,3 +151,40 @@ def test_dense_sparse_bit_identical(X, seed):
         su_s, k_s = block_su_with_target(sparse, y.astype(np.int64), n_bins)
         np.testing.assert_array_equal(su_d, su_s)
         np.testing.assert_array_equal(k_d, k_s)
+
+
+fused_values = arrays(
+    np.float64,
+    st.tuples(st.integers(4, 25), st.integers(1, 8)),
+    elements=st.sampled_from([0.0, 0.0, 0.0, 1.0, -1.0, 2.5, -3.25, 1e-300, 7e15, np.nan,
+                              np.inf, -np.inf]),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(fused_values, st.integers(0, 2**31), st.sampled_from([10.0, 1e16, np.inf]))
+def test_fused_sparse_relevance_equals_the_separate_kernels(X, seed, max_abs):
+    """SAOLA's sparse relevance kernel gives the bits of the statistics, verdicts and value
+    check it fuses: NaN, infinite and too large values, explicit zeros, empty and constant
+    columns included."""
+    from streamfs.algorithms.measures import (
+        _nb_block_fisher, _nb_fisher_verdict, _nb_sparse_fisher_relevance, centred,
+        values_within,
+    )
+
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    y = rng.permutation(np.arange(n) % 2).astype(float)
+    sparse = sp.csc_matrix(X)
+    sparse.data[rng.random(sparse.nnz) < 0.2] = 0.0  # explicit zeros, which both skip
+    indptr = sparse.indptr.astype(np.int64)
+    tc, tsum, tss = centred(y)
+    bracket = (0.3, 0.3 * (1 + 1e-9))
+    seqsum, mean, ss, const, cross, amax = _nb_block_fisher(
+        indptr, sparse.indices, sparse.data, n, False, tc, tsum)
+    dep, code = _nb_fisher_verdict(cross, ss, const, tss, *bracket)
+    f_dep, f_code, f_mean, f_ss, within = _nb_sparse_fisher_relevance(
+        indptr, sparse.indices, sparse.data, n, tc, tsum, tss, *bracket, max_abs)
+    assert within == values_within(seqsum, amax, max_abs)
+    for want, got in ((dep, f_dep), (code, f_code), (mean, f_mean), (ss, f_ss)):
+        assert want.dtype == got.dtype and want.tobytes() == got.tobytes()

@@ -669,7 +669,9 @@ def test_compiled_relevance_verdicts_equal_the_fisher_z_test(n, alpha):
     X = rng.normal(size=(m, 300)) + np.linspace(0, 0.5, 300) * y[:, None]
     X[:, :5] = 1.0  # constant columns: never relevant
     s = SAOLA(alpha=alpha).partial_fit(X[:, :1], y)
-    stats = s._fisher_stats(s._check_block(X))
-    assert not stats["relevant"][:5].any()
-    expect = ~stats["const"] & _fisher_dependent(stats["dep"], m, zcrit)
-    assert np.array_equal(stats["relevant"], expect)
+    const = np.ptp(X, axis=0) == 0
+    for block in (X, sp.csc_matrix(X)):  # the dense kernels, and the fused sparse one
+        stats = s._fisher_stats(s._check_block(block))
+        assert not stats["relevant"][:5].any()
+        expect = ~const & _fisher_dependent(stats["dep"], m, zcrit)
+        assert np.array_equal(stats["relevant"], expect)
