@@ -47,6 +47,10 @@ class StreamPublisher:
 
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
                 "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
+                # never let a broker with auto.create.topics.enable (Kafka's default) create
+                # a catalogue topic with its own defaults (partitions, 1 MB messages, no
+                # retention settings) because a stream was published before any worker ran
+                "allow.auto.create.topics": False,
                 **kafka_config}
         self._producer = Producer(conf)
         self._config = kafka_config
@@ -56,7 +60,7 @@ class StreamPublisher:
     def connect(self, timeout: float = 10.0) -> None:
         """Connect and fetch the topic's metadata now rather than on the first send; raises
         :class:`DeliveryError` if the broker does not have the topic."""
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaError, KafkaException
 
         try:
             meta = self._producer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
@@ -64,8 +68,13 @@ class StreamPublisher:
             raise DeliveryError(
                 f"cannot reach the broker for topic {self.topic!r}: {exc}") from None
         if meta is None or meta.error is not None:
-            reason = meta.error.str() if meta is not None else "no metadata"
-            raise DeliveryError(f"topic {self.topic!r} is not available: {reason}")
+            if meta is None or meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                # the usual first-hour case: published before any worker created the topics
+                raise DeliveryError(
+                    f"topic {self.topic!r} does not exist on this broker: start `streamfs "
+                    "worker` (it creates the catalogue's topics) or run `streamfs topics "
+                    "create` with the same --topic-prefix, then publish again")
+            raise DeliveryError(f"topic {self.topic!r} is not available: {meta.error.str()}")
         self._wait_served(len(meta.partitions), timeout)
 
     def _wait_served(self, partitions: int, timeout: float) -> None:

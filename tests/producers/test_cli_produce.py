@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -82,6 +84,16 @@ def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_p
                   "-a", "saola", "--block-bytes", 20_000_000)
     assert result.exit_code == 1, result.output
     assert "Kafka did not take the stream 'big'" in result.output
+
+
+def test_topics_not_created_yet_exits_1_saying_how_to_create_them(kafka_config, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
+    result = _run(kafka_config, f"t{uuid.uuid4().hex[:10]}.", "features", data, "--label", "y",
+                  "-a", "saola", "--stream", "early")
+    assert result.exit_code == 1, result.output
+    assert "does not exist on this broker: start `streamfs worker`" in result.output
+    assert "`streamfs topics create`" in result.output
 
 
 def test_success_reports_counts(kafka_config, topic_prefix, tmp_path):
