@@ -121,7 +121,12 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
     _reachable(settings)
-    run_worker(settings)
+    from streamfs.topics import TopicMismatch
+
+    try:
+        run_worker(settings)
+    except TopicMismatch as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.group()
@@ -133,11 +138,9 @@ def topics() -> None:
 @click.pass_context
 def topics_create(ctx: click.Context) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
-    from streamfs.topics import create_topics, load_catalogue
-
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import replication_for
+    from streamfs.topics import TopicMismatch, create_topics, load_catalogue, replication_for
 
     s = _settings(ctx)
     _reachable(s)
@@ -147,6 +150,8 @@ def topics_create(ctx: click.Context) -> None:
                                                                   replication_factor=rf))
     except KafkaException as exc:
         raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
+    except TopicMismatch as exc:
+        raise click.ClickException(str(exc)) from None
     for name, outcome in sorted(outcomes.items()):
         click.echo(f"{name}: {outcome}")
 

@@ -50,8 +50,17 @@ def replication_for(admin_config: dict, setting: int = 0) -> int:
     return min(3, len(AdminClient(admin_config).list_topics(timeout=30).brokers))
 
 
+class TopicMismatch(Exception):
+    """A topic the catalogue names exists with another number of partitions."""
+
+
 def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0) -> dict[str, str]:
-    """Create missing topics; existing ones are left alone. Returns ``{name: "created"|"exists"}``."""
+    """Create missing topics; existing ones are left alone. Returns ``{name: "created"|"exists"}``.
+
+    Raises :class:`TopicMismatch` when an existing topic has another number of partitions than
+    its spec (made by a broker's auto-creation or another tool): streams are keyed to
+    partitions and the worker's changelogs are co-partitioned with its input, so it cannot
+    work on it, and waiting for the count to change would only time out."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -67,6 +76,17 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
             outcome[name] = "exists"
+    existing = [s for s in specs.values() if outcome.get(s.name) == "exists"]
+    if existing:
+        topics = admin.list_topics(timeout=timeout).topics
+        wrong = [f"{s.name!r} has {len(topics[s.name].partitions)} partition(s), the catalogue "
+                 f"asks for {s.partitions}" for s in existing
+                 if s.name in topics and len(topics[s.name].partitions) != s.partitions]
+        if wrong:
+            raise TopicMismatch(
+                f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
+                "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
+                "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix")
     created = {s.name: s for s in specs.values() if outcome.get(s.name) == "created"}
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))

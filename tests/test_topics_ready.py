@@ -58,3 +58,13 @@ def test_wait_until_served_keeps_its_deadline_when_the_broker_does_not_answer():
     # each ListOffsets request is bounded by what is left of the 2 s (one request used to
     # wait its own 10 s); the margin is for a loaded machine, not a speed target
     assert time.monotonic() - started < 6
+
+
+def test_an_existing_topic_with_other_partitions_is_refused(kafka_config):
+    from streamfs.topics import TopicMismatch
+
+    name = f"ready-{uuid.uuid4().hex[:8]}"
+    create_topics(kafka_config, {"t": TopicSpec("t", name, 1, 1)})
+    with pytest.raises(TopicMismatch, match=rf"'{name}' has 1 partition\(s\), the catalogue asks for 8"):
+        create_topics(kafka_config, {"t": TopicSpec("t", name, 8, 1)})
+    assert create_topics(kafka_config, {"t": TopicSpec("t", name, 1, 1)}) == {name: "exists"}

@@ -47,6 +47,26 @@ def test_topics_create_is_idempotent(cli_env):
     assert second.stdout.count(": exists") == 4
 
 
+@pytest.mark.parametrize("command", [("topics", "create"), ("worker",)])
+def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, tmp_path, command):
+    """What a broker's auto-creation leaves behind (one partition where the catalogue asks for
+    eight): `topics create` and the worker say so and exit 1 at once, instead of the worker
+    waiting a minute for the count to change and dying with a traceback."""
+    import uuid
+
+    from streamfs.topics import TopicSpec, create_topics
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    create_topics({"bootstrap.servers": kafka_bootstrap},
+                  {"f": TopicSpec("f", f"{prefix}features", 1, 1)})
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_DATA_DIR": str(tmp_path)}
+    out = streamfs(*command, env=env, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"'{prefix}features' has 1 partition(s), the catalogue asks for 8" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_worker):
     start_worker()
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
