@@ -48,8 +48,8 @@ class StreamPublisher:
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
                 "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
                 # never let a broker with auto.create.topics.enable (Kafka's default) create
-                # a catalogue topic with its own defaults (partitions, 1 MB messages, no
-                # retention settings) because a stream was published before any worker ran
+                # a catalogue topic with its own defaults (one partition, 1 MB messages)
+                # because a stream was published before any worker ran
                 "allow.auto.create.topics": False,
                 **kafka_config}
         self._producer = Producer(conf)

@@ -949,7 +949,7 @@ def warm_up() -> None:
     # of their messages (column-major for feature streams, row-major for instance streams),
     # blocks of earlier producers as writeable copies
     inputs = {"features": [(X, y), (read_only(np.asfortranarray(X)), read_only(y.copy())),
-                           (X_sparse, y)],
+                           (X_sparse, y)],  # a sparse block as decoded: int64 indices
               "instances": [(X, np.where(y == 1, 1, -1)),
                             (read_only(X.copy()), read_only(np.where(y == 1, 1, -1)))]}
     for spec in registry.ALGORITHMS.values():
