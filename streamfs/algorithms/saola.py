@@ -507,7 +507,7 @@ class _SAOLABase(FeatureStreamSelector):
         ``dep``, ``relevant``, and ``mean`` and ``ss`` for centring the relevant columns."""
         n = self._st_n
         bracket = _fisher_bracket(n, self._st_zcrit)
-        if not block.dense and not self._st_lofs_z:
+        if not block.dense and self._checks_values_in_relevance():  # the fused kernel checks
             dep, code, mean, ss, within = _nb_sparse_fisher_relevance(
                 block.indptr, block.indices, block.data, n, self._st_tc, self._st_tsum,
                 self._st_tss, *bracket, self._value_limit(n)[0],
