@@ -51,7 +51,28 @@ def replication_for(admin_config: dict, setting: int = 0) -> int:
 
 
 class TopicMismatch(Exception):
-    """A topic the catalogue names exists with another number of partitions."""
+    """A topic the catalogue (or the worker's changelogs) names exists with another number of
+    partitions, or no longer exists."""
+
+
+def partition_problems(expected: dict[str, int], topics: dict[str, Any],
+                       missing_too: bool = True) -> list[str]:
+    """What is wrong with ``expected`` (``{topic: partitions}``) in a broker's metadata
+    (``ClusterMetadata.topics``): topics with another partition count and, if
+    ``missing_too``, topics that do not exist."""
+    from confluent_kafka import KafkaError
+
+    problems = []
+    for name, partitions in expected.items():
+        meta = topics.get(name)
+        if meta is None or (meta.error is not None
+                            and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            if missing_too:
+                problems.append(f"{name!r} does not exist")
+        elif meta.error is None and len(meta.partitions) != partitions:
+            problems.append(f"{name!r} has {len(meta.partitions)} partition(s), the catalogue "
+                            f"asks for {partitions}")
+    return problems
 
 
 def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0) -> dict[str, str]:
@@ -76,12 +97,10 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
             outcome[name] = "exists"
-    existing = [s for s in specs.values() if outcome.get(s.name) == "exists"]
+    existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:
-        topics = admin.list_topics(timeout=timeout).topics
-        wrong = [f"{s.name!r} has {len(topics[s.name].partitions)} partition(s), the catalogue "
-                 f"asks for {s.partitions}" for s in existing
-                 if s.name in topics and len(topics[s.name].partitions) != s.partitions]
+        wrong = partition_problems(existing, admin.list_topics(timeout=timeout).topics,
+                                   missing_too=False)
         if wrong:
             raise TopicMismatch(
                 f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "

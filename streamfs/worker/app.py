@@ -54,8 +54,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
 from streamfs.settings import Settings
-from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, changelog_specs, create_topics,
-                             load_catalogue, replication_for, wait_for_topics)
+from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, changelog_specs,
+                             create_topics, load_catalogue, partition_problems, replication_for,
+                             wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
@@ -66,6 +67,8 @@ log = logging.getLogger("streamfs.worker")
 EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
+#: how often an idle worker checks that its topics still exist
+TOPIC_CHECK_SECONDS = 10
 
 
 def offset_metadata(changelog_end: int) -> str:
@@ -199,9 +202,14 @@ class Worker:
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
         self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
-        self.changelog = {key.removesuffix("-changelog"): spec.name for key, spec in
-                          changelog_specs(settings.app_id, specs["features"].partitions, 1,
-                                          settings.max_message_bytes).items()}
+        changelogs = changelog_specs(settings.app_id, specs["features"].partitions, 1,
+                                     settings.max_message_bytes)
+        self.changelog = {key.removesuffix("-changelog"): spec.name
+                          for key, spec in changelogs.items()}
+        # every topic it reads or writes, with its partition count: checked after a failed
+        # transaction and when idle (_check_topics)
+        self.topic_partitions = {spec.name: spec.partitions
+                                 for spec in [*specs.values(), *changelogs.values()]}
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
@@ -258,6 +266,10 @@ class Worker:
             "linger.ms": 5,
             "partitioner": "murmur2_random",  # the Java client's, for keyed results
             "message.max.bytes": s.max_message_bytes + 65536,
+            # a topic deleted while the worker runs must fail its transaction, not come back
+            # made by the broker with its defaults (one partition, not compacted): results to
+            # the wrong place, changelogs that the broker would age out
+            "allow.auto.create.topics": False,
             # The broker verifies a transaction's first record to a partition with its
             # coordinator (KIP-890) and may answer with a retriable error meanwhile; librdkafka
             # retries after retry.backoff.ms, 100 ms by default, which was 0.07-0.1 s of a cold
@@ -456,17 +468,49 @@ class Worker:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
-        s = self.settings
         self.consumer.subscribe(list(self.roles), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        try:
+            self._loop()
+        except TopicMismatch:
+            # nothing can commit until an operator makes the topic again: leave the group now
+            # (its partitions' next owner meets the same check), keep what is uncommitted
+            # uncommitted
+            with self.health.lock:
+                self.health.ready = False
+            self.consumer.close()
+            self._close_local()
+            raise
+        try:
+            self._settle()  # the batch in progress is committed before the worker leaves
+        except Rewind:
+            log.info("the last batch's transaction failed: its input is read again by the "
+                     "partition's next owner")
+        self.consumer.close()
+        self.producer.flush(10)
+        self._close_local()
+
+    def _close_local(self) -> None:
+        self._settle_saves()
+        for local in self.local.values():
+            if local is not None:
+                local.close()
+
+    def _loop(self) -> None:
+        s = self.settings
         next_sweep = time.monotonic() + 60
-        next_lag = 0.0
+        next_lag = next_topic_check = 0.0
         while self.running:
             try:
                 if self._fetch():
                     self._process()
                 else:  # idle: the last batch's bookkeeping now, not with the next batch
                     self._settle()
+                    if time.monotonic() > next_topic_check:
+                        # an input topic deleted meanwhile fails nothing: the consumer just
+                        # stops getting its messages, without an error (seen in the test)
+                        next_topic_check = time.monotonic() + TOPIC_CHECK_SECONDS
+                        self._check_topics()
                     if time.monotonic() > next_sweep:
                         next_sweep = time.monotonic() + 60
                         self._sweep_closed(s.closed_retention)
@@ -477,17 +521,6 @@ class Worker:
             if time.monotonic() > next_lag:  # for /health only: not on every batch
                 next_lag = time.monotonic() + 2.0
                 self._update_lag()
-        try:
-            self._settle()  # the batch in progress is committed before the worker leaves
-        except Rewind:
-            log.info("the last batch's transaction failed: its input is read again by the "
-                     "partition's next owner")
-        self.consumer.close()
-        self.producer.flush(10)
-        self._settle_saves()
-        for local in self.local.values():
-            if local is not None:
-                local.close()
 
     def _fetch(self) -> bool:
         """Top up the fetched messages; True if there is something to process. Waits (up to
@@ -832,9 +865,33 @@ class Worker:
         if outcome[0] is not None:
             raise outcome[0]
 
+    def _check_topics(self) -> None:
+        """Raise :class:`TopicMismatch` if a topic this worker reads or writes was deleted (or
+        made again with another partition count) while it ran. Nothing can be committed until
+        an operator makes it again; the aborted batch's input is still uncommitted. Without
+        metadata within a short wait (a broker restarting) nothing is known to be wrong, and
+        the loop goes on: the next failure or idle check asks again."""
+        from confluent_kafka import KafkaException
+
+        topics = {}
+        try:  # topic by topic: the whole cluster's metadata can be large
+            for name in self.topic_partitions:
+                topics.update(self.producer.list_topics(name, timeout=2).topics)
+        except KafkaException:
+            return
+        problems = partition_problems(self.topic_partitions, topics)
+        if problems:
+            raise TopicMismatch(
+                f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
+                "was committed after that. Run `streamfs topics create` and start the worker "
+                "again: it goes on from the last committed batch. A deleted input topic took "
+                "its messages with it, and streams whose changelog was deleted lost their state "
+                "and must be published again")
+
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
         metrics.REWINDS.inc()
+        self._check_topics()
         self._settle_in_callback()  # nothing is in flight after an abort; be safe
         self.rewind_due = False  # this rewind is the one a callback asked for
         self._drop_fetched()
@@ -990,6 +1047,8 @@ def run_worker(settings: Settings) -> None:
              settings.web_host, settings.web_port)
     try:
         worker.run()
+    except TopicMismatch:
+        raise  # the operator's to fix, not a crash: one line and exit 1 (streamfs.cli)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)
         os._exit(EXIT_FATAL)

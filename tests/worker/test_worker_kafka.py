@@ -136,3 +136,52 @@ def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_pr
         worker.consumer.close()
     assert [(tp.partition, tp.offset) for tp in order[:2]] == [(5, 0), (3, 0)]
     assert sorted(tp.partition for tp in order) == list(range(spec.partitions))
+
+
+@pytest.mark.parametrize("role", ["selected", "features", "changelog"])
+def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topic_prefix,
+                                                              start_worker, role):
+    """An operator deletes a topic the worker writes (results, state) or reads (input) while
+    it runs. The worker must not let the broker make it again with its defaults (one
+    partition; for a changelog, not compacted): it stops, exit 1, one line naming the topic.
+    After `topics create` a new worker goes on from the last committed batch: the final
+    selection equals the offline one."""
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.algorithms.saola import SAOLA
+    from streamfs.topics import create_topics, load_catalogue
+
+    X, y = _dataset()
+    topics = _topics(topic_prefix)
+    msgs = list(feature_stream_messages("gone", X, y, "saola", {},
+                                        block_bytes=X.shape[0] * 8 * 2))
+    half = len(msgs) // 2
+    worker = start_worker()
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(msgs[:half])
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        for result in reader.updates("gone", timeout=120):
+            if result["seq"] >= half - 1:
+                break
+    gone = (f"{worker.env['STREAMFS_APP_ID']}-features-streams-changelog" if role == "changelog"
+            else topics[role].name)
+    admin = AdminClient(kafka_config)
+    admin.delete_topics([gone])[gone].result(30)
+    if role != "features":  # the next results and state records fail their transaction
+        with StreamPublisher(kafka_config, topics["features"].name) as pub:
+            pub.send_all(msgs[half:])
+    assert worker.proc.wait(120) == 1, worker.log_tail()
+    log = worker.log_path.read_text()
+    assert f"a topic of this worker changed while it ran: {gone!r} does not exist" in log
+    assert "Traceback" not in log
+    assert gone not in admin.list_topics(timeout=30).topics  # not made again by the broker
+    if role != "selected":
+        return  # the input, or the streams' state, went with its topic
+    create_topics(kafka_config, load_catalogue(topic_prefix))
+    start_worker()
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        results = list(reader.updates("gone", until_final=True, timeout=180))
+    final = results[-1]
+    assert [s["feature"] for s in final["selection"]] == SAOLA().fit(X, y).selected_.tolist()
+    assert [r["version"] for r in results] == list(range(results[0]["version"],
+                                                         final["version"] + 1))
