@@ -67,9 +67,11 @@ def group_members(kafka_config: dict[str, Any], group: str, timeout: float = 10.
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    # the client must outlive its future: one dropped at once never completes it (the call
+    # then waited its whole timeout and answered None)
+    admin = AdminClient(kafka_config)
     try:
-        futures = AdminClient(kafka_config).describe_consumer_groups([group],
-                                                                     request_timeout=timeout)
+        futures = admin.describe_consumer_groups([group], request_timeout=timeout)
         return len(futures[group].result(timeout).members)
     except (KafkaException, Exception):  # noqa: BLE001 - older brokers, ACLs: just unknown
         return None

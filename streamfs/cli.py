@@ -11,6 +11,7 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
+from streamfs.cli_options import HEADER_OPTION
 from streamfs.settings import Settings
 
 #: exit codes (README "Exit codes")
@@ -38,6 +39,12 @@ def _settings(ctx: click.Context) -> Settings:
     return ctx.obj["settings"]
 
 
+#: the registry's names (kept equal by a test: importing the registry would load numpy for
+#: every command, even `--help`)
+ALGORITHMS_HELP = ("Algorithm: saola, saola-max, group-saola or kofsd (feature streams); ofs, "
+                   "ofs-partial, pe-trun, rand, ofs-rand, pe-rand or gdm (instance streams).")
+
+
 class UsageProblem(click.ClickException):
     """A mistake of the user's (input file, algorithm, parameters, labels, stream id): exit 2,
     one line, nothing published."""
@@ -46,14 +53,20 @@ class UsageProblem(click.ClickException):
 
 
 class _Main(click.Group):
-    """Turns an unreachable broker into one line and exit code 69, in every command."""
+    """Turns an unreachable broker into one line and exit code 69, and a topic to read that
+    does not exist yet into one line and exit code 1, in every command."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from streamfs.client import TopicMissing
+
         try:
             return super().invoke(ctx)
         except BrokerUnreachable as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_UNREACHABLE)
+        except TopicMissing as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_KAFKA)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,17 +81,22 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
          verbose: bool) -> None:
     """streamfs: online feature selection on Kafka streams.
 
-    Exit codes: 0 success, 1 Kafka did not take the data, 2 a mistake in the command or its
-    input (nothing published), 3 watch timed out, 4 the worker rejected the stream's input
-    (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the worker could not
-    persist its state.
+    Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing or has another
+    partition count, or another Kafka error, 2 a mistake in the command or its input (nothing
+    published, unless the message says how much was), 3 watch timed out, 4 the worker rejected
+    the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the
+    worker met an error it cannot recover from (a supervisor restarts it).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     # librdkafka logs every failed connection attempt: shown with --verbose only
     logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-    ctx.obj = {"settings": Settings.from_env(bootstrap_servers=bootstrap_servers,
-                                             topic_prefix=topic_prefix), "verbose": verbose}
+    try:
+        settings = Settings.from_env(bootstrap_servers=bootstrap_servers,
+                                     topic_prefix=topic_prefix)
+    except ValueError as exc:  # a STREAMFS_* variable that is not a number
+        raise UsageProblem(str(exc)) from None
+    ctx.obj = {"settings": settings, "verbose": verbose}
     from streamfs.algorithms.parallel import kernel_threads
 
     try:  # the algorithms read it at every step: a bad value is a setup mistake, said once
@@ -101,18 +119,20 @@ def version() -> None:
 
 @main.command()
 @click.option("--app-id", envvar="STREAMFS_APP_ID", help="Consumer group / app id.")
-@click.option("--web-port", type=int, envvar="STREAMFS_WEB_PORT",
-              help="Port of /health and /metrics (default 6066).")
-@click.option("--log-level", default="info", show_default=True, envvar="STREAMFS_LOG_LEVEL")
+@click.option("--web-port", type=click.IntRange(0, 65535), envvar="STREAMFS_WEB_PORT",
+              help="Port of /health and /metrics (default 6066; 0: any free port, logged).")
+@click.option("--log-level", default="info", show_default=True, envvar="STREAMFS_LOG_LEVEL",
+              type=click.Choice(["debug", "info", "warning", "error", "critical"],
+                                case_sensitive=False))
 @click.pass_context
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
     """Run the stream-processing worker until interrupted."""
-    from streamfs.worker.app import run_worker
+    from streamfs.worker.app import PortInUse, run_worker
 
     settings = _settings(ctx)
     if app_id:
         settings.app_id = app_id
-    if web_port:
+    if web_port is not None:
         settings.web_port = web_port
     settings.log_level = log_level
     from streamfs.codec import FORMATS
@@ -127,6 +147,8 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         run_worker(settings)
     except TopicMismatch as exc:
         raise click.ClickException(str(exc)) from None
+    except PortInUse as exc:
+        raise UsageProblem(str(exc)) from None
 
 
 @main.group()
@@ -173,32 +195,15 @@ def _load_data(source: str, label: str | None, header: bool | None = None,
                ) -> tuple[Any, Any, list[str] | None, dict]:
     """``(X, y, feature names or None, naming rule)`` of a whole file, or exit 2."""
     from streamfs.producers.errors import InputFileError
-    from streamfs.producers.files import load_file
-    from streamfs.producers.names import check_names, naming_rule, source_feature_names
+    from streamfs.producers.names import load_named
 
     try:
-        X, y = load_file(source, label=label, header=header, n_features=n_features,
-                         zero_based=zero_based)
-        names = check_names(source_feature_names(source, label=label, header=header),
-                            X.shape[1], source)
-        base = _libsvm_base(source, zero_based)
+        return load_named(source, label=label, header=header, n_features=n_features,
+                          zero_based=zero_based)
     except InputFileError as exc:
         raise UsageProblem(str(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
-    return X, y, names, naming_rule(source, base)
-
-
-def _libsvm_base(source: str, zero_based: bool | str) -> int | None:
-    """The index base a LIBSVM file is read with (names are its indices as written)."""
-    from pathlib import Path
-
-    from streamfs.producers.files import LIBSVM_SUFFIXES
-    from streamfs.producers.libsvm import detect_index_base
-
-    if Path(source).suffix.lower() not in LIBSVM_SUFFIXES or not Path(source).is_file():
-        return None
-    return detect_index_base(source, zero_based)
 
 
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
@@ -241,28 +246,25 @@ def _scan_instances(src: Any, source: str, kind: str, algorithm: str, params: di
 
 def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
     """The latest result of ``stream_id`` on the selected-features topic, if it has one."""
-    from streamfs.client import current_selection
+    from streamfs.client import TopicMissing, current_selection
     from streamfs.topics import load_catalogue
 
     topic = load_catalogue(settings.topic_prefix)["selected"].name
     try:
         return current_selection(stream_id, settings.kafka_config(), topic)
-    except RuntimeError as exc:  # topics not created yet: nothing exists
-        if "does not exist" in str(exc):
-            return None
-        raise
+    except TopicMissing:  # topics not created yet: nothing exists
+        return None
 
 
 @main.command()
 @click.argument("kind", type=click.Choice(["features", "instances"]))
 @click.argument("source")
 @click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")
-@click.option("--algorithm", "-a", required=True, help="Algorithm name (see `streamfs select --help`).")
+@click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
 @click.option("--label", help="Label column (name or index) for CSV/TSV/Parquet/.npy files "
               "(default the last), or a .npy file of labels.")
-@click.option("--header/--no-header", default=None,
-              help="Whether a CSV/TSV file has a header row (default: detect).")
+@HEADER_OPTION
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
               help="Payload budget per message (default: 7/8 of what the topic and the "
               "worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be read).")
@@ -312,7 +314,13 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
+    from streamfs.algorithms.opening import check_stream_id
+
     s = _settings(ctx)
+    try:
+        check_stream_id(stream_id)
+    except ValueError as exc:
+        raise UsageProblem(f"--stream: {exc}") from None
     params = _parse_params(param)
     topic = load_catalogue(s.topic_prefix)[kind].name
 
@@ -383,7 +391,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     except InputFileError as exc:
         sent = counts["messages"]
         note = (f" ({sent} message(s) of stream {stream_id!r} were already published; it stays "
-                f"open without 'close')") if sent else ""
+                "open without 'close': once the file is fixed, publish it again with --replace, "
+                "or under another --stream)") if sent else ""
         raise UsageProblem(f"{exc}{note}") from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
@@ -444,8 +453,10 @@ def _print_results(results: list[dict], as_json: bool) -> None:
     console = Console()
     for r in results:
         run = f" · run {r['run']}" if r.get("run", 1) != 1 else ""
+        counters = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in
+                             r.get("counters", {}).items())
         title = (f"{r['stream']} · {r['algorithm']}{run} · v{r['version']}"
-                 f"{' · final' if r.get('final') else ''} · {r.get('counters', {})}")
+                 f"{' · final' if r.get('final') else ''}{' · ' if counters else ''}{counters}")
         table = Table(title=title)
         for col in ("#", "feature", "name", "score", "affiliated"):
             table.add_column(col, overflow="fold")
@@ -489,6 +500,7 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
         results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
         if not results:
             click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
+            _warn_without_worker(s, app_id or s.app_id)
             sys.exit(1)
         _print_results(results, as_json)
         return
@@ -602,18 +614,19 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 
 @main.command()
 @click.argument("source")
-@click.option("--algorithm", "-a", required=True)
+@click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
 @click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
+@HEADER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           as_json: bool) -> None:
+           header: bool | None, as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
     from streamfs.offline import offline_params, run_offline
 
     params = _parse_params(param)
-    X, y, names, naming = _load_data(source, label)
+    X, y, names, naming = _load_data(source, label, header)
     try:
         kind = registry.get(algorithm).kind
     except ValueError as exc:

@@ -13,6 +13,10 @@ from typing import Any, Iterator
 from streamfs.codec import CodecError, decode_any
 
 
+class TopicMissing(RuntimeError):
+    """A topic to read does not exist on the broker (no worker has created the topics yet)."""
+
+
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
     """The partition's first offset, for assigning ``consumer`` there explicitly: the logical
     OFFSET_BEGINNING costs a fresh consumer a 500 ms retry of its offset query (librdkafka),
@@ -63,7 +67,10 @@ class OutputReader:
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
-                raise RuntimeError(f"topic {topic!r} does not exist (run `streamfs topics create`)")
+                raise TopicMissing(
+                    f"topic {topic!r} does not exist on this broker: start `streamfs worker` (it "
+                    "creates the catalogue's topics) or run `streamfs topics create` with the "
+                    "same --topic-prefix")
             assignment += [TopicPartition(topic, p, first_offset(self._consumer, topic, p))
                            for p in meta.partitions]
         self._consumer.assign(assignment)

@@ -17,6 +17,20 @@ _SECURITY_ENV = {
 }
 
 
+def _parse(name: str, kind: str, value: str) -> int | float | str:
+    """An environment variable's value as its setting's type; numbers must not be negative."""
+    if kind not in ("int", "float"):
+        return value
+    try:
+        number = int(value) if kind == "int" else float(value)
+    except ValueError:
+        number = None
+    if number is None or not number >= 0:  # also NaN
+        what = "a whole number" if kind == "int" else "a number"
+        raise ValueError(f"{name} must be {what}, 0 or more; got {value!r}")
+    return number
+
+
 @dataclass
 class Settings:
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -55,9 +69,10 @@ class Settings:
         for f in fields(cls):
             if f.name == "security":
                 continue
-            value = env.get(f"STREAMFS_{f.name.upper()}")
+            name = f"STREAMFS_{f.name.upper()}"
+            value = env.get(name)
             if value is not None:
-                kwargs[f.name] = {"int": int, "float": float}.get(f.type, str)(value)
+                kwargs[f.name] = _parse(name, f.type, value)
         kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)

@@ -27,6 +27,27 @@ from streamfs.algorithms.measures import column_abs_max, value_problem
 
 _PLURAL = {"features": "feature streams", "instances": "instance streams"}
 
+#: joins a stream id to the parts of its state keys, so no id may contain it
+STATE_KEY_SEP = "\x1f"
+
+
+def check_stream_id(stream: Any) -> str:
+    """``stream`` if the worker takes it as a stream id: a non-empty string without the
+    ``\\x1f`` character; otherwise :class:`ValueError` saying why.
+
+    >>> check_stream_id("")
+    Traceback (most recent call last):
+    ...
+    ValueError: the stream id is empty
+    """
+    if not isinstance(stream, str):
+        raise ValueError(f"the stream id must be a string, got {type(stream).__name__}")
+    if not stream:
+        raise ValueError("the stream id is empty")
+    if STATE_KEY_SEP in stream:
+        raise ValueError("the stream id must not contain the \\x1f character")
+    return stream
+
 
 def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None = None,
                y: Any = None, seed: int | None = None) -> tuple[registry.AlgorithmSpec, Any, dict]:

@@ -20,6 +20,8 @@ from typing import Any, Iterator
 
 import click
 
+from streamfs.cli_options import HEADER_OPTION
+
 from .report import (
     COLUMNS,
     describe,
@@ -70,6 +72,7 @@ __all__ = ["evaluate"]
               help="Evaluate on a stratified random subsample of this many instances.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--label", default=None, help="Label column of a CSV/Parquet input.")
+@HEADER_OPTION
 @click.option("--json", "json_out", default=None, metavar="FILE",
               help="Write the results as JSON lines (NDJSON, one line per algorithm, written "
                    "as each is done) to FILE ('-': stdout, no table).")
@@ -81,7 +84,7 @@ __all__ = ["evaluate"]
               help="Progress bar on stderr  [default: when stderr is a terminal]")
 def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stability_runs,
              stability_weight, permutations, one_vs_rest, baselines, mi_bins, time_budget,
-             max_instances, seed, label, json_out, md_out, plots_dir, show_progress):
+             max_instances, seed, label, header, json_out, md_out, plots_dir, show_progress):
     """Evaluate selectors on DATA (a file, a dataset name or sklearn:NAME).
 
     Each algorithm selects on the training part of every split; 1-NN, a linear SVM and a
@@ -97,14 +100,14 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise click.ClickException(
             f"{exc}; install the evaluation extra: pip install 'streamfs[eval]'") from None
-    from streamfs.producers.files import load_file
+    from streamfs.producers.names import load_named, rule_names
 
     json_fh: Any = None
     try:
         with _progress(show_progress) as progress, contextlib.ExitStack() as stack:
             progress(f"loading {data}", 0)
-            X, y = load_file(data, label=label)
-            names = _feature_names(data, label, X.shape[1])
+            X, y, names, naming = load_named(data, label=label, header=header)
+            names = names or rule_names(naming, X.shape[1])  # as `select` and the worker name them
             per_algo = parse_params(list(algorithms), list(params))
             if json_out == "-":
                 json_fh = sys.stdout
@@ -128,7 +131,9 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
                 feature_names=names, progress=progress, on_algorithm=done,
             )
     except (ValueError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from None
+        from streamfs.cli import UsageProblem
+
+        raise UsageProblem(str(exc)) from None
     if json_out != "-":
         from rich.console import Group
         from rich.text import Text
@@ -179,39 +184,6 @@ def _progress(show: bool | None) -> Iterator[Progress]:
 
     with bar:
         yield update
-
-
-def _feature_names(data: str, label: Any, n_features: int) -> list[str] | None:
-    """Names of the feature columns where the data has them: ``sklearn:NAME`` bundles, CSV
-    and TSV headers, Parquet columns; ``None`` otherwise (.npz, .npy, LIBSVM, .mat) or if
-    they do not match the ``n_features`` loaded. Cosmetic: never an error."""
-    try:
-        names: Any = None
-        if data.startswith("sklearn:"):
-            import sklearn.datasets as skd
-
-            loader = getattr(skd, "load_" + data.split(":", 1)[1], None)
-            names = getattr(loader(), "feature_names", None) if loader else None
-        else:
-            path = Path(data)
-            suffix = path.suffix.lower()
-            if path.is_file() and suffix in (".csv", ".tsv"):
-                from streamfs.producers.delimited import DelimitedReader
-
-                names = DelimitedReader(path, label=label,
-                                        delimiter="\t" if suffix == ".tsv" else ",").feature_names
-            elif path.is_file() and suffix == ".parquet":
-                import pyarrow.parquet as pq
-
-                from streamfs.producers.delimited import label_index
-
-                cols = pq.ParquetFile(path).schema_arrow.names
-                li = label_index(cols, label, len(cols), path)
-                names = [c for j, c in enumerate(cols) if j != li]
-        names = None if names is None else [str(n) for n in names]
-        return names if names is not None and len(names) == n_features else None
-    except Exception:  # noqa: BLE001 - names are a nicety; the data itself loaded fine
-        return None
 
 
 def _ks(p: int) -> list[int]:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms.opening import check_open, check_values
+from streamfs.algorithms.opening import check_open, check_stream_id, check_values
 from streamfs.producers.errors import InputFileError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
@@ -174,6 +174,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     Whenever the sent order is not the source order, each block has ``columns``: the source
     column index of each of its columns.
     """
+    check_stream_id(stream)
     X = X.tocsc() if sp.issparse(X) else np.asarray(X)
     y = np.asarray(y)
     _, algo, _ = check_open("features", algorithm, params, y=y)
@@ -243,6 +244,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     >>> [m["kind"] for m in msgs], [m["X"].shape[0] for m in msgs[1:-1]]
     (['open', 'instances', 'instances', 'close'], [4, 1])
     """
+    check_stream_id(stream)
     _, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
     # read the first chunk before 'open': a file that is bad from the start publishes nothing
     it = iter(chunks)

@@ -14,12 +14,15 @@
 from __future__ import annotations
 
 import csv
+import logging
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from streamfs.producers.errors import InputFileError
+
+log = logging.getLogger(__name__)
 
 #: approximate bytes of parsed features per chunk
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
@@ -62,11 +65,34 @@ def labels_from_text(values: list[str]) -> np.ndarray:
     return np.array(values)
 
 
+_noted: set[str] = set()
+
+
+def _note(message: str) -> None:
+    """Log ``message`` once per process (a file is often opened twice: data, then names)."""
+    if message not in _noted:
+        _noted.add(message)
+        log.warning(message)
+
+
+def _numbers_columns(row: list[str]) -> bool:
+    """Whether ``row`` reads 0, 1, 2, … (or 1, 2, 3, …): column numbers, not a data row.
+
+    >>> _numbers_columns(["0", "1", "2"]), _numbers_columns(["1", "2", "3"])
+    (True, True)
+    >>> _numbers_columns(["0", "1", "1"]), _numbers_columns(["0.5", "1", "2"])
+    (False, False)
+    """
+    values = [v.strip() for v in row]
+    return any(values == [str(j) for j in range(start, start + len(values))] for start in (0, 1))
+
+
 class DelimitedReader:
     """Chunks ``(X, y)`` of a delimited text file without holding the whole file.
 
     ``header``: ``True``/``False``, or ``None`` to detect it (a first row with a non-numeric
-    feature field, or a label given by name). ``label``: column name or index (default the
+    feature field, or the column numbers 0, 1, 2, … or 1, 2, 3, … that pandas writes for a
+    frame made from an array; or a label given by name). ``label``: column name or index (default the
     last). Labels are numbers if those of the first chunk all are (a later non-number is then
     an error naming its line), text otherwise.
     """
@@ -86,6 +112,11 @@ class DelimitedReader:
             by_name = label is not None and not str(label).lstrip("-").isdigit()
             li = label_index(None, label if not by_name else None, self.width, self.path)
             header = by_name or any(not is_number(v) for j, v in enumerate(first) if j != li)
+            if not header and _numbers_columns(first):
+                header = True  # a guess, said out loud: --no-header reads the row as data
+                shown = ",".join(first[:3] + ["…"] if len(first) > 3 else first)
+                _note(f"{self.path}: first row {shown} read as a header of column numbers (as "
+                      "pandas writes them); pass --no-header if it is data")
         self.header = header
         names = [h.strip() for h in first] if header else None
         self.label_col = label_index(names, label, self.width, self.path)

@@ -22,6 +22,40 @@ from streamfs.producers.errors import InputFileError
 from streamfs.producers.files import LIBSVM_SUFFIXES
 
 
+def load_named(source: str, *, label: str | int | None = None, header: bool | None = None,
+               n_features: int | None = None, zero_based: bool | str = "auto"
+               ) -> tuple[Any, np.ndarray, list[str] | None, dict]:
+    """``(X, y, feature names or None, naming rule)`` of a whole source (see
+    :func:`streamfs.producers.files.load_file`); :class:`InputFileError` for a bad file."""
+    from streamfs.producers.files import load_file
+
+    X, y = load_file(source, label=label, header=header, n_features=n_features,
+                     zero_based=zero_based)
+    names = check_names(source_feature_names(source, label=label, header=header), X.shape[1],
+                        source)
+    return X, y, names, naming_rule(source, libsvm_index_base(source, zero_based))
+
+
+def libsvm_index_base(source: str, zero_based: bool | str) -> int | None:
+    """The index base a LIBSVM file is read with (its features are named by their indices as
+    written); ``None`` for other sources."""
+    from streamfs.producers.libsvm import detect_index_base
+
+    if Path(source).suffix.lower() not in LIBSVM_SUFFIXES or not Path(source).is_file():
+        return None
+    return detect_index_base(source, zero_based)
+
+
+def rule_names(naming: dict, n_features: int) -> list[str]:
+    """The names the naming rule gives ``n_features`` unnamed features.
+
+    >>> rule_names({}, 3), rule_names({"name_prefix": "", "name_base": 1}, 2)
+    (['x0', 'x1', 'x2'], ['1', '2'])
+    """
+    prefix, base = naming.get("name_prefix", "x"), naming.get("name_base", 0)
+    return [f"{prefix}{j + base}" for j in range(n_features)]
+
+
 def naming_rule(source: str, index_base: int | None = None) -> dict:
     """The ``open`` fields that name unnamed features of ``source`` (empty: ``x<index>``)."""
     if Path(source).suffix.lower() in LIBSVM_SUFFIXES:

@@ -104,6 +104,10 @@ def fetch_config(max_message_bytes: int) -> dict:
     }
 
 
+class PortInUse(Exception):
+    """The web port (``/health``, ``/metrics``) cannot be bound."""
+
+
 class Hung(Exception):
     """A transactional call did not return within its deadline."""
 
@@ -189,7 +193,13 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
         def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
             pass
 
-    server = ThreadingHTTPServer((settings.web_host, settings.web_port), Handler)
+    try:
+        server = ThreadingHTTPServer((settings.web_host, settings.web_port), Handler)
+    except OSError as exc:
+        raise PortInUse(
+            f"cannot serve /health and /metrics on {settings.web_host}:{settings.web_port}: "
+            f"{exc.strerror}. Another worker on this host? Give each its own --web-port "
+            "(STREAMFS_WEB_PORT), or 0 for any free port") from None
     threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
     return server
 
@@ -197,7 +207,7 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
 class Worker:
     """Consume both input topics, process in batches, commit each batch in one transaction."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, health: Health | None = None) -> None:
         self.settings = settings
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
@@ -226,7 +236,7 @@ class Worker:
         # (role, partition) -> the changelog offset that every record written for it (restored,
         # or committed by this worker) lies before; committed with the partition's offsets
         self.changelog_high: dict[tuple[str, int], int] = {}
-        self.health = Health()
+        self.health = health or Health()
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
@@ -1032,20 +1042,21 @@ def run_worker(settings: Settings) -> None:
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
-    warm_up()
-    freeze_startup_objects()
-    prepare_topics(settings)
-    worker = Worker(settings)
-
-    def stop(*_: Any) -> None:
-        worker.running = False
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    server = serve_http(settings, worker.health)
-    log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
-             settings.web_host, settings.web_port)
+    health = Health()  # /health answers 503 until the partitions are assigned and restored
+    server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
     try:
+        warm_up()
+        freeze_startup_objects()
+        prepare_topics(settings)
+        worker = Worker(settings, health)
+
+        def stop(*_: Any) -> None:
+            worker.running = False
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
+                 *server.server_address[:2])  # the port bound, also where 0 asked for any
         worker.run()
     except TopicMismatch:
         raise  # the operator's to fix, not a crash: one line and exit 1 (streamfs.cli)

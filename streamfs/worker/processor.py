@@ -37,12 +37,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.opening import check_open
+from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
+from streamfs.algorithms.opening import check_open, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 
 log = logging.getLogger(__name__)
-
-SEP = "\x1f"
 
 
 class InvalidInput(ValueError):
@@ -284,10 +283,12 @@ class StreamProcessor:
     # ----------------------------------------------------------------- lifecycle
     def _check_stream_id(self, key: str | None, message: dict) -> str:
         body = message.get("stream")
-        if not isinstance(body, str) or not body:
+        if body is None or body == "":
             raise InvalidInput("message has no 'stream' id")
-        if SEP in body:
-            raise InvalidInput("stream id must not contain the \\x1f character")
+        try:
+            check_stream_id(body)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         if key is None:
             raise InvalidInput(
                 f"record has no key: every message of stream {body!r} must be keyed by its "

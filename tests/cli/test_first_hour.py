@@ -220,3 +220,85 @@ def test_json_results_for_any_consumer(cli_env, kafka_config, topic_prefix, star
     consumer.close()
     final = [m for m in seen if m.get("final")][0]
     assert final["stream"] == "j" and "worst" in " ".join(i["name"] for i in final["selection"])
+
+
+def test_an_empty_stream_id_is_refused_before_anything_is_published(kafka_config, topic_prefix,
+                                                                    tmp_path, breast_cancer):
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    for kind, algorithm in (("features", "saola"), ("instances", "ofs")):
+        result = _run(kafka_config, topic_prefix, "produce", kind, csv_path, "-a", algorithm,
+                      "--stream", "", "--no-progress")
+        assert result.exit_code == 2 and result.output.strip() == \
+            "Error: --stream: the stream id is empty", result.output
+        assert _topic_size(kafka_config, load_catalogue(topic_prefix)[kind].name) == 0
+
+
+def test_reading_before_the_topics_exist_is_one_line(kafka_bootstrap):
+    """A fresh broker, no worker yet: the readers say what to do instead of a traceback."""
+    import uuid
+
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": f"none{uuid.uuid4().hex[:8]}."}
+    for args in (["watch", "--once"], ["watch", "s0", "--until-final", "--timeout", "5"],
+                 ["dead-letters"]):
+        out = streamfs(*args, env=env, timeout=60)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert "does not exist on this broker: start `streamfs worker`" in lines[-1], out.stderr
+
+
+def test_watch_warns_when_no_worker_consumes(cli_env):
+    out = streamfs("watch", "nobody", "--once", "--app-id", "no-such-group", env=cli_env)
+    assert out.returncode == 1
+    assert "no streamfs worker is consuming (consumer group 'no-such-group'" in out.stderr
+
+
+@pytest.mark.parametrize("args,env,needle", [
+    (["--log-level", "verbose"], {}, "Invalid value for '--log-level'"),
+    ([], {"STREAMFS_SESSION_TIMEOUT": "abc"}, "STREAMFS_SESSION_TIMEOUT must be a number"),
+    ([], {"STREAMFS_BATCH_BYTES": "-5"}, "STREAMFS_BATCH_BYTES must be a whole number, 0 or more"),
+    (["--web-port", "{busy}"], {}, "cannot serve /health and /metrics on 127.0.0.1:{busy}"),
+])
+def test_worker_setup_mistakes_exit_2_in_one_line(cli_env, args, env, needle):
+    import socket
+
+    with socket.socket() as busy:  # a port another process holds, e.g. a second worker's
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        out = streamfs("worker", *[a.format(busy=port) for a in args],
+                       env={**cli_env, **env}, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert needle.format(busy=port) in out.stderr.strip().splitlines()[-1], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_worker_on_web_port_0_serves_health_on_the_port_it_logs(cli_env):
+    import re
+    import urllib.error
+    import urllib.request
+    import uuid
+
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker", "--web-port", "0",
+                             "--app-id", f"app-{uuid.uuid4().hex[:8]}"], env=cli_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        for line in proc.stdout:  # blocks until the worker writes its start line (or exits)
+            started = re.search(r"started \(group .*, web 127\.0\.0\.1:(\d+)\)", line)
+            if started:
+                break
+        else:
+            pytest.fail(f"the worker exited with {proc.wait()} before it started")
+        port = int(started.group(1))
+        assert port != 0
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as resp:
+                body = json.load(resp)
+        except urllib.error.HTTPError as exc:  # 503 until its partitions are assigned
+            assert exc.code == 503
+            body = json.load(exc)
+        assert body["status"] in ("ok", "starting")
+    finally:
+        proc.terminate()
+        proc.wait(60)

@@ -54,12 +54,17 @@ def test_evaluate_table_markdown_plots(tmp_path):
         json.loads(line)
 
 
-def test_evaluate_reports_bad_input(tmp_path):
+def test_evaluate_reports_bad_input_as_a_usage_mistake(tmp_path):
+    """Exit 2, one line: the code the README gives a mistake in the command or its input."""
     path = _data(tmp_path)
-    res = CliRunner().invoke(evaluate, [str(path), "-a", "nope"])
-    assert res.exit_code != 0 and "unknown algorithm" in res.output
-    res = CliRunner().invoke(evaluate, [str(path), "-a", "saola", "-p", "bogus=1"])
-    assert res.exit_code != 0 and "bogus" in res.output
+    for args, needle in ((["-a", "nope"], "unknown algorithm"),
+                         (["-a", "saola", "-p", "bogus=1"], "bogus"),
+                         (["-a", "saola", "-p", "ofs:eta=0.1"], "ofs")):
+        res = CliRunner().invoke(evaluate, [str(path), *args])
+        assert res.exit_code == 2 and needle in res.output, (args, res.output)
+        assert len(res.output.strip().splitlines()) == 1, res.output
+    res = CliRunner().invoke(evaluate, [str(tmp_path / "missing.csv"), "-a", "saola"])
+    assert res.exit_code == 2 and "missing.csv" in res.output, res.output
 
 
 def test_evaluate_table_is_never_cut_when_piped(tmp_path):
@@ -79,9 +84,10 @@ def test_evaluate_table_is_never_cut_when_piped(tmp_path):
     for c in COLUMNS:
         assert c in header  # no column folded over two lines or dropped
     assert max(len(line) for line in out.splitlines()) > 80
-    # selected features by column index (an .npz has no names); feature 4 carries the class
+    # unnamed features (an .npz without names) named as `select` and the worker name them;
+    # feature 4 carries the class
     assert ("saola (alpha=0.0500000001, test=fisher_z) (all classes), selected over 3 "
-            "splits: 4 3/3") in out
+            "splits: x4 3/3") in out
     assert res.stderr == ""  # no progress bar when stderr is not a terminal
 
 

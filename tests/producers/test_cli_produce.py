@@ -51,7 +51,8 @@ def test_error_late_in_a_streamed_file_says_what_was_published(kafka_config, top
                   "-p", "classes=[0,1]")
     assert result.exit_code == 2, result.output
     assert "late.svm, line 400001: value in '3:oops' is not a number" in result.output
-    assert "were already published; it stays open without 'close'" in result.output
+    assert ("were already published; it stays open without 'close': once the file is fixed, "
+            "publish it again with --replace, or under another --stream") in result.output
 
 
 def test_missing_file_and_bad_groups_exit_2(kafka_config, topic_prefix, tmp_path):

@@ -154,6 +154,28 @@ def test_csv_header_flags(tmp_path):
         DelimitedReader(path, label="cls", header=False)
 
 
+def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):
+    """pandas writes the columns of a frame made from an array as 0, 1, 2, …: a header, not an
+    instance (a label column included; also 1, 2, 3, …); other numeric first rows are data."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(6, 3)))
+    frame[3] = [0, 1] * 3
+    path = tmp_path / "numbered.csv"
+    frame.to_csv(path, index=False)
+    assert path.read_text().splitlines()[0] == "0,1,2,3"
+    reader = DelimitedReader(path)
+    assert reader.header and reader.feature_names == ["0", "1", "2"]
+    assert "first row 0,1,2,… read as a header of column numbers" in caplog.text  # a guess
+    X, y = load_file(str(path))
+    assert X.shape == (6, 3) and y.tolist() == [0, 1] * 3
+    path.write_text("1,2,3\n5,6,1\n")
+    assert DelimitedReader(path).header
+    path.write_text("1,2,1\n5,6,0\n")  # repeats: data
+    assert not DelimitedReader(path).header
+
+
 @pytest.mark.parametrize("body,needle", [
     ("a,b,c\n1,2,x\n3,,y\n", "line 3, column 1 ('b'): not a number: ''"),
     ("a,b,c\n1,2,x\n3,4\n", "line 3: 2 fields, expected 3"),
