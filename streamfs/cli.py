@@ -28,6 +28,8 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
         if "=" not in pair:
             raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--param")
         key, value = pair.split("=", 1)
+        if key in params:  # the last one would win without a word
+            raise UsageProblem(f"--param {key!r} given twice")
         try:
             params[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -333,6 +335,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
+    if groups_file and algorithm != "group-saola":  # others would ignore them
+        raise UsageProblem(f"--groups applies to group-saola only, not {algorithm!r}")
     try:
         registry.get(algorithm)  # an unknown name is refused before the file is read
     except ValueError as exc:
@@ -396,6 +400,12 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise UsageProblem(f"{exc}{note}") from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
+    except KeyboardInterrupt:
+        sent = counts["messages"]
+        click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
+                   + ("; it stays open without 'close': publish it again with --replace, or "
+                      "under another --stream" if sent else ""), err=True)
+        sys.exit(130)  # the shell's code for SIGINT
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
     except KafkaException as exc:
@@ -605,8 +615,9 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
                 click.echo(_json_line(letter))
                 continue
             original = letter.get("original") or b""
-            click.echo(f"{letter.get('stream')!s:16} {letter.get('topic')}[{letter.get('partition')}]"
-                       f"@{letter.get('offset')}  {len(original)} bytes  {letter['reason']}")
+            where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
+            click.echo(f"{letter.get('stream') or '(no stream id)'!s:16} {where}  "
+                       f"{len(original)} bytes  {letter['reason']}")
     if not as_json and not follow:
         click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
                    f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)", err=True)

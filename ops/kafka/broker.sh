@@ -29,9 +29,11 @@ fetch() {
   local extra=()
   case "$version" in 3.*) extra=(-Dreload4j) ;; esac
   rm -rf "$libs" && mkdir -p "$libs"
-  # stdout carries only the bootstrap address (callers capture it): mvn's output goes to stderr
+  # stdout carries only the bootstrap address (callers capture it): mvn's output goes to stderr,
+  # without the colour resets Maven 3.8 prints even in batch mode with colours off
   mvn -q -B -Dstyle.color=never -f "$here/pom.xml" "${extra[@]}" -Dkafka.version="$version" \
-    dependency:copy-dependencies -DoutputDirectory="$libs" -DincludeScope=runtime >&2
+    dependency:copy-dependencies -DoutputDirectory="$libs" -DincludeScope=runtime 2>&1 \
+    | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d' >&2
   ls "$libs"/kafka_2.13-*.jar >/dev/null
   touch "$libs/.complete"
 }

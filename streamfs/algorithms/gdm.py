@@ -271,6 +271,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     Attributes
     ----------
     support_ : (k,) int array — support features with non-zero weight, by decreasing ``|w|``.
+    selected_ : the same array as ``support_`` (every streamfs selector has ``selected_``).
     weights_ : (k,) weights ``w`` of ``support_`` on the *standardised* features.
     affiliated_ : dict ``support feature → (g,) int array`` of its affiliated features.
     affiliated_corr_ : dict ``support feature → (g,)`` their correlations ``ρ`` with it.
@@ -438,6 +439,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         keep = np.flatnonzero(np.abs(w) > 1e-12 * max(np.abs(w).max(initial=0.0), 1e-300))
         keep = keep[np.argsort(-np.abs(w[keep]), kind="stable")]
         self.support_ = cols_a[keep]
+        self.selected_ = self.support_  # the name every streamfs selector's selection has
         self.weights_ = w[keep]
         self.coef_ = np.zeros(m)
         self.coef_[self.support_] = self.weights_ / S.scale[self.support_]
@@ -561,6 +563,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         model.classes_ = np.asarray(f["classes"])
         model.n_features_in_ = int(f["n_features_in"])
         model.support_ = np.asarray(f["support"], dtype=np.int64)
+        model.selected_ = model.support_
         model.weights_ = np.asarray(f["weights"], dtype=np.float64)
         model.coef_ = np.zeros(model.n_features_in_)
         model.coef_[model.support_] = f["coef_support"]

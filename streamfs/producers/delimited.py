@@ -120,8 +120,14 @@ class DelimitedReader:
         self.header = header
         names = [h.strip() for h in first] if header else None
         self.label_col = label_index(names, label, self.width, self.path)
-        self.feature_names = ([n for j, n in enumerate(names) if j != self.label_col]
-                              if names else None)
+        self.feature_names = None
+        if names:
+            # unnamed columns are named by the rule for features without names: x<index>
+            self.feature_names = [n or f"x{j}" for j, n in
+                                  enumerate(n for c, n in enumerate(names) if c != self.label_col)]
+            if names[0] == "" and self.label_col != 0:
+                _note(f"{self.path}: column 0 has no name, named x0 (the index pandas writes "
+                      "unless to_csv(index=False)? It would be a feature like any other)")
         self.n_features = self.width - 1
         self.chunk_rows = max(1, chunk_bytes // (8 * self.width))
 

@@ -22,6 +22,9 @@ __all__ = ["InputFileError", "check_groups", "load_file", "read_csv", "read_grou
 
 #: suffixes read as LIBSVM/svmlight
 LIBSVM_SUFFIXES = (".svm", ".libsvm", ".svmlight", ".txt")
+#: formats whose labels are not a column of the data
+OWN_LABELS = (".npz", ".mat", *LIBSVM_SUFFIXES)
+KNOWN_SUFFIXES = (".npy", ".csv", ".tsv", ".parquet", *OWN_LABELS)
 
 
 def load_file(source: str, *, label: str | int | None = None, header: bool | None = None,
@@ -48,6 +51,7 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
             return datasets.load(source)
         raise InputFileError(f"{source}: no such file or dataset")
     suffix = path.suffix.lower()
+    check_source(path, label)
     if suffix == ".npz":
         return read_npz(path)
     if suffix == ".npy":
@@ -61,7 +65,19 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
         return read_mat(path)
     if suffix == ".parquet":
         return read_parquet(path, label=label)
-    raise InputFileError(f"{path}: unknown format {suffix!r}")
+    raise InputFileError(f"{path}: unknown format {suffix!r} (known: "
+                         f"{', '.join(sorted(KNOWN_SUFFIXES))})")
+
+
+def check_source(path: Path, label: str | int | None) -> None:
+    """:class:`InputFileError` for a directory, and for a ``label`` column given for a format
+    that carries its labels apart (it would be ignored)."""
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a directory, not a data file")
+    suffix = path.suffix.lower()
+    if label is not None and suffix in OWN_LABELS:
+        raise InputFileError(f"{path}: a label column applies to CSV/TSV, Parquet and .npy "
+                             f"files; {suffix} files carry their labels")
 
 
 def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -185,7 +185,10 @@ def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                     raise ValueError(f"value in {token!r} is not a number") from None
                 indices.append(j - base)
         except ValueError as exc:
-            raise InputFileError(f"{path}, line {lineno}: {exc}") from None
+            # a .txt file is read as LIBSVM by its suffix: say so where it may be a CSV
+            how = (" (read as LIBSVM, by its .txt suffix; a CSV file needs a .csv name)"
+                   if Path(path).suffix.lower() == ".txt" and lineno <= 2 else "")
+            raise InputFileError(f"{path}, line {lineno}: {exc}{how}") from None
         indptr.append(len(indices))
     return (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
             np.asarray(data, dtype=np.float64), np.asarray(y, dtype=np.float64))

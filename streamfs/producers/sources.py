@@ -20,7 +20,7 @@ import numpy as np
 
 from streamfs.producers.delimited import DelimitedReader, label_index
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES, load_file
+from streamfs.producers.files import LIBSVM_SUFFIXES, check_source, load_file
 from streamfs.producers.libsvm import DEFAULT_CHUNK_BYTES, LibsvmReader
 
 Chunk = tuple[Any, np.ndarray]
@@ -69,6 +69,8 @@ def open_instances(source: str, *, label: str | int | None = None, header: bool 
     :class:`~streamfs.producers.libsvm.LibsvmReader`)."""
     path = Path(source)
     suffix = path.suffix.lower()
+    if path.exists():
+        check_source(path, label)
     if path.is_file():
         if suffix in (".csv", ".tsv"):
             return InstanceSource.from_reader(DelimitedReader(

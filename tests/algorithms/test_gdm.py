@@ -367,6 +367,8 @@ def test_gdm_selection_and_state_round_trip_through_codec(grouped_problem, fitte
     state = unpackb(packb(model.to_state()))
     clone = GDM.from_state(state)
     assert clone.selection() == sel
+    # selected_: the attribute every streamfs selector has, the support here
+    assert clone.selected_.tolist() == model.selected_.tolist() == model.support_.tolist()
     np.testing.assert_array_equal(clone.decision_function(X), model.decision_function(X))
     np.testing.assert_array_equal(clone.predict(X), model.predict(X))
     unfitted = GDM.from_state(GDM(tau=0.1).to_state())

@@ -86,6 +86,12 @@ MISTAKES = [
     (["features", "{huge}", "-a", "kofsd"], "too large for K-OFSD's standardised distances"),
     (["instances", "{huge}", "-a", "gdm"], "too large for GDM's standardised features in "
                                            "columns [4] ('mean smoothness')"),
+    (["features", "{csv}", "-a", "saola", "-p", "alpha=0.1", "-p", "alpha=0.2"],
+     "--param 'alpha' given twice"),
+    (["features", "{csv}", "-a", "saola", "--groups", "{csv}"],
+     "--groups applies to group-saola only, not 'saola'"),
+    (["instances", "{dir}", "-a", "ofs"], "is a directory, not a data file"),
+    (["instances", "{npz}", "-a", "ofs", "--label", "0"], "a label column applies to CSV/TSV"),
 ]
 
 
@@ -107,6 +113,9 @@ def test_mistakes_exit_2_with_one_line_and_publish_nothing(kafka_config, topic_p
     huge.iloc[:, 4] *= 1e300
     nan.to_csv(files["nan"], index=False, na_rep="nan")  # a blank is refused by the reader
     huge.to_csv(files["huge"], index=False)
+    files["dir"], files["npz"] = tmp_path, tmp_path / "bc.npz"
+    np.savez(files["npz"], X=breast_cancer.iloc[:, :-1].to_numpy(),
+             y=(breast_cancer["target"] == "benign").to_numpy().astype(int))
     args = [a.format(**files) for a in args]
     result = _run(kafka_config, topic_prefix, "produce", *args, "--stream", "m", "--no-progress")
     assert result.exit_code == 2, result.output

@@ -176,6 +176,34 @@ def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):
     assert not DelimitedReader(path).header
 
 
+def test_sources_that_are_not_data_files_are_named(tmp_path):
+    with pytest.raises(InputFileError, match="is a directory, not a data file"):
+        load_file(str(tmp_path))
+    (tmp_path / "d.xyz").write_text("1,2\n")
+    with pytest.raises(InputFileError, match=r"unknown format '.xyz' \(known: .csv, "):
+        load_file(str(tmp_path / "d.xyz"))
+    np.savez(tmp_path / "d.npz", X=np.ones((4, 2)), y=np.arange(4) % 2)
+    for read in (load_file, open_instances):
+        with pytest.raises(InputFileError, match="a label column applies to CSV/TSV, Parquet "
+                                                 "and .npy files; .npz files carry their labels"):
+            read(str(tmp_path / "d.npz"), label="y")
+    (tmp_path / "d.txt").write_text("a,b,y\n1,2,0\n")  # a CSV under a LIBSVM suffix
+    with pytest.raises(InputFileError, match="read as LIBSVM, by its .txt suffix"):
+        load_file(str(tmp_path / "d.txt"))
+
+
+def test_csv_columns_without_names_get_the_rule_s_names(tmp_path, caplog):
+    """``DataFrame.to_csv()`` writes its index as a first column without a name."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [0.5, 1.5, 2.5, 3.5], "": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]})
+    path = tmp_path / "indexed.csv"
+    frame.to_csv(path)
+    assert path.read_text().splitlines()[0] == ",a,,y"
+    assert DelimitedReader(path).feature_names == ["x0", "a", "x2"]
+    assert "column 0 has no name, named x0 (the index pandas writes" in caplog.text
+
+
 @pytest.mark.parametrize("body,needle", [
     ("a,b,c\n1,2,x\n3,,y\n", "line 3, column 1 ('b'): not a number: ''"),
     ("a,b,c\n1,2,x\n3,4\n", "line 3: 2 fields, expected 3"),
