@@ -311,3 +311,30 @@ def test_worker_on_web_port_0_serves_health_on_the_port_it_logs(cli_env):
     finally:
         proc.terminate()
         proc.wait(60)
+
+
+def test_interrupted_produce_says_what_was_published(cli_env, kafka_config, topic_prefix,
+                                                     tmp_path, breast_cancer):
+    import signal
+
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    topic = load_catalogue(topic_prefix)["instances"].name
+    # 2 instances/s: the 569 would take minutes; interrupted once some are on the topic
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "instances",
+                             str(csv_path), "--stream", "slow", "-a", "ofs", "--rate", "2",
+                             "--no-progress"], env=cli_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while _topic_size(kafka_config, topic) < 2:  # 'open' and a first block went out
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    sent = _topic_size(kafka_config, topic)
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: {sent} message(s) of stream 'slow' were published; it stays open "
+        "without 'close': publish it again with --replace, or under another --stream")
