@@ -209,18 +209,22 @@ def _load_data(source: str, label: str | None, header: bool | None = None,
 
 
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
-                y: Any = None, X: Any = None, names: Any = None) -> dict:
-    """The worker's own checks of an ``open`` and, given the whole data ``X``, of its values
-    (columns shown with their ``names``), before anything is published or run (exit 2)."""
+                y: Any = None, X: Any = None, names: Any = None, source: str = "") -> dict:
+    """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``,
+    of its values (columns shown with their ``names``), before anything is published or run
+    (exit 2)."""
     from streamfs.algorithms.opening import check_open, check_values
 
     try:
         _, algo, params = check_open(kind, algorithm, params, n_features=n_features, y=y)
-        if X is not None:
-            check_values(kind, algo, X, names=names)
-        return params
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    if X is not None:
+        try:
+            check_values(kind, algo, X, names=names)
+        except ValueError as exc:  # the data's fault: say whose
+            raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
+    return params
 
 
 def _scan_instances(src: Any, source: str, kind: str, algorithm: str, params: dict) -> Any:
@@ -347,7 +351,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     try:
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
-            params = _check_open(kind, algorithm, params, y=y, X=X, names=names)
+            params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source)
             groups = read_groups(groups_file) if groups_file else None
             if groups is not None:
                 check_groups(groups, X.shape[1], groups_file)
@@ -643,7 +647,7 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
-                         n_features=X.shape[1], y=y, X=X, names=names)
+                         n_features=X.shape[1], y=y, X=X, names=names, source=source)
     params.pop("n_features", None)
     try:
         result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)

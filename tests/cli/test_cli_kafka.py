@@ -114,7 +114,8 @@ def test_select_refuses_values_the_worker_would_refuse_in_one_line(tmp_path, alg
     change(X)
     np.savez(path, X=X, y=np.arange(30) % 2)
     out = streamfs("select", str(path), "-a", algorithm, env=dict(os.environ))
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and needle in out.stderr, out.stderr
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"Error: {path}: ") and needle in out.stderr  # whose data
 
 
 def test_select_on_a_missing_file_is_a_clean_error(tmp_path):
