@@ -50,6 +50,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from streamfs.algorithms._validation import check_choice, check_int, check_number, shown
 from streamfs.algorithms.base import FeatureStreamSelector
@@ -353,10 +355,14 @@ class KOFSD(FeatureStreamSelector):
 
     def _init_labels(self, y: Any) -> None:
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)  # a column vector, as SAOLA and scikit-learn take it
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {y.shape}")
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite labels")
+        # classes are categories: real-valued targets would make every instance its own class
+        check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError("y has a single class: the dependency is undefined")

@@ -389,8 +389,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _multiclass_message(self, labels: list) -> str:
         return (
             f"Only binary classification is supported: {type(self).__name__} got the labels "
-            f"{sorted(labels, key=str)}; map them to two classes first or wrap the learner in "
-            "OneVsRest"
+            f"{shown(sorted(labels, key=str))}; map them to two classes first or wrap the "
+            "learner in OneVsRest"
         )
 
     @staticmethod
@@ -405,8 +405,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         pos = y == self._labels[1]
         bad = ~(pos | (y == self._labels[0]))
         if bad.any():
-            extra = {_py(v) for v in np.unique(y[bad])} | set(self._labels)
-            raise ValueError(self._multiclass_message(list(extra)))
+            others = sorted({_py(v) for v in np.unique(y[bad])}, key=str)
+            raise ValueError(
+                f"{type(self).__name__}: y has the label(s) {shown(others)} besides its two "
+                f"classes {list(self._labels)}; only binary classification is supported: map "
+                "the labels to two classes first or wrap the learner in OneVsRest")
         return np.where(pos, 1.0, -1.0)
 
     def _decode(self, score: np.ndarray) -> np.ndarray:
@@ -472,6 +475,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         dense, sparse and dict inputs run through identical arithmetic."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
             return self._dict_to_csr(X)
+        if single and getattr(X, "ndim", None) == 1 and hasattr(X, "index") \
+                and hasattr(X, "to_dict"):
+            # a pandas Series (df.iloc[i], iterrows()): its labels say which feature each
+            # value is, not its positions
+            return self._dict_to_csr(X.to_dict())
         if sp.issparse(X):
             # X itself where it is one already (the worker's decoded blocks, whose canonical
             # flag the decoder set); copied below only where it must change
@@ -637,7 +645,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if classes is not None:
             self._set_classes(classes)
         M = self._as_csr(X, single=False)
-        y = np.asarray(y)
+        y = _block_labels(y)
         n = M[0].size - 1
         if y.shape[0] != n:
             raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
@@ -711,7 +719,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             hit = cols[pos] == idx if cols.size else np.zeros(idx.size, bool)
             vals = np.where(hit, data[pos] if data.size else 0.0, 0.0)
             return self.learn_observed(idx, vals, y)
-        self._learn_block(M, np.asarray([y]))
+        self._learn_block(M, np.asarray([_one_label(y)]))
         return self
 
     def predict_one(self, x: Any) -> Any:
@@ -877,6 +885,26 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         return obj
 
 
+def _block_labels(y: Any) -> np.ndarray:
+    """A block's labels as a 1-D array (a column vector with scikit-learn's warning), with
+    scikit-learn's errors for NaN and for continuous values; a block may hold one class."""
+    y = column_or_1d(y, warn=True)
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("Input y contains NaN or infinity.")
+    if y.size:
+        check_classification_targets(y)
+    return y
+
+
+def _one_label(y: Any) -> Any:
+    """One instance's label; ``ValueError`` for a missing or non-finite one."""
+    if y is None:
+        raise ValueError("the label y is missing (None)")
+    if isinstance(y, (float, np.floating)) and not np.isfinite(y):
+        raise ValueError(f"the label y must be finite, got {y}")
+    return y
+
+
 def _py(value: Any) -> Any:
     """A numpy scalar as the Python scalar (labels of object arrays already are)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -918,7 +946,7 @@ class _PartialMixin:
             raise ValueError("values contain NaN or infinite values")
         self._pending = None
         try:
-            segments = self._encode(np.asarray([y]))
+            segments = self._encode(np.asarray([_one_label(y)]))
         except ValueError:
             self._pending = idx
             raise

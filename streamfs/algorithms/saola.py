@@ -455,6 +455,12 @@ class _SAOLABase(FeatureStreamSelector):
         n = len(num)
         if self.test == "fisher_z" and n <= 3:
             raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
+        if self.test == "fisher_z" and np.unique(num).size > 2:
+            warnings.warn(
+                f"{type(self).__name__}(test='fisher_z') correlates the features with the "
+                f"class as a number (as the authors' implementation does): with "
+                f"{np.unique(num).size} classes the selection depends on how they are coded; "
+                "test='mi' treats them as categories", UserWarning, stacklevel=3)
         self._st_n = n
         self._st_y = num
         self._st_classes = classes
@@ -783,7 +789,10 @@ class SAOLA(_SAOLABase):
     ----------
     test : {"fisher_z", "mi"}
         ``"fisher_z"`` for continuous data: strength ``|r|`` (Pearson), a pair or a feature and
-        the class are dependent iff ``sqrt(N-3) |atanh r| >= z_{1-alpha/2}``. ``"mi"`` for
+        the class are dependent iff ``sqrt(N-3) |atanh r| >= z_{1-alpha/2}``. The class is
+        correlated as a number, as in the authors' implementation (string labels as their
+        index in sorted order): with more than two classes the relevance depends on how the
+        classes are coded, which a ``UserWarning`` says; ``"mi"`` does not. ``"mi"`` for
         discrete data: values are binned with ``floor()`` (states numbered from the minimum),
         strength is the symmetrical uncertainty ``SU``, dependent iff ``SU > delta``.
     alpha : float

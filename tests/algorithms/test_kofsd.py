@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import DataConversionWarning
 
 from streamfs import codec
 from streamfs.algorithms.kofsd import KOFSD
@@ -843,3 +844,13 @@ def test_too_many_instances_for_the_distance_buffer_are_refused_with_the_largest
         check_open("features", "kofsd", {}, y=np.arange(20000) % 2)  # the worker's open
     restored = KOFSD.from_state(KOFSD(max_buffer_bytes=5000).to_state())
     assert restored.max_buffer_bytes == 5000
+
+
+def test_labels_are_classes_a_column_vector_too():
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    y = np.arange(30) % 2
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        col = KOFSD().fit(X, y.reshape(-1, 1))
+    assert col.selected_.tolist() == KOFSD().fit(X, y).selected_.tolist()
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        KOFSD().fit(X, np.linspace(0, 1, 30))

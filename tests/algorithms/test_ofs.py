@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import DataConversionWarning
 
 from streamfs import codec
 from streamfs.algorithms import ofs_kernels as K
@@ -547,8 +548,38 @@ def test_multiclass_labels_raise_with_names():
     with pytest.raises(ValueError, match=r"\['a', 'b', 'c'\]"):
         m.partial_fit(np.eye(3), ["a", "b", "c"])
     m = OFS(2).partial_fit(np.eye(3)[:2], [0, 1])
-    with pytest.raises(ValueError, match=r"\[0, 1, 7\]"):
+    with pytest.raises(ValueError, match=r"label\(s\) \[7\] besides its two classes \[0, 1\]"):
         m.learn_one(np.ones(3), 7)
+
+
+def test_label_mistakes_are_named_in_every_entry_point():
+    """partial_fit and learn_one: the checks and messages of fit (scikit-learn's)."""
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.arange(20) % 2
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        col = OFS(2).partial_fit(X, y.reshape(-1, 1))  # learned, as fit does
+    np.testing.assert_array_equal(col.coef_, OFS(2).partial_fit(X, y).coef_)
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        OFS(2).partial_fit(X[:4], [0, 1, np.nan, 1])
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        OFS(2).partial_fit(X, np.linspace(0, 1, 20))
+    with pytest.raises(ValueError, match=r"label\(s\) \[0, 1\] besides its two classes \[5, 7\]"):
+        OFS(2, classes=[5, 7]).fit(X, y)
+    with pytest.raises(ValueError, match=r"the label y is missing \(None\)"):
+        OFS(2, n_features=3).learn_one({0: 1.0}, None)
+
+
+def test_predict_and_learn_one_read_a_series_by_its_labels():
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(rng.normal(size=(40, 4)), columns=list("abcd"))
+    y = (X["a"] - X["c"] > 0).astype(int)
+    row = X.iloc[0]
+    m = OFS(2).fit(X, y)
+    assert m.predict_one(row[::-1]) == m.predict_one(row) == m.predict(X.iloc[:1])[0]
+    a, b = OFS(2).fit(X, y).learn_one(row, 1), OFS(2).fit(X, y).learn_one(row[::-1], 1)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
 def test_provisional_label_sign_is_flipped_exactly():

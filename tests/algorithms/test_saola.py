@@ -675,3 +675,16 @@ def test_compiled_relevance_verdicts_equal_the_fisher_z_test(n, alpha):
         assert not stats["relevant"][:5].any()
         expect = ~const & _fisher_dependent(stats["dep"], m, zcrit)
         assert np.array_equal(stats["relevant"], expect)
+
+
+def test_fisher_z_warns_that_more_than_two_classes_are_correlated_as_numbers():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.arange(60) % 3
+    with pytest.warns(UserWarning, match="with 3 classes the selection depends on how they are "
+                                         "coded; test='mi' treats them as categories"):
+        SAOLA().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # two classes, or the mi test: nothing to say
+        SAOLA().fit(X, y % 2)
+        SAOLA(test="mi").fit(np.floor(X), y)
