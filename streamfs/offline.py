@@ -33,9 +33,12 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
     It pushes the very messages a producer would send through :class:`StreamProcessor` over an
     in-memory store, so offline and worker results agree by construction (``gdm`` fits once,
     at the end, on the whole data: see :func:`offline_params`). ``feature_names``
-    and ``naming`` (see :func:`streamfs.producers.blocks.open_fields`) name the features.
+    and ``naming`` (see :func:`streamfs.producers.blocks.open_fields`) name the features;
+    a data frame's columns do unless ``feature_names`` is given.
     """
     spec = registry.get(algorithm)
+    if feature_names is None and hasattr(X, "columns"):
+        feature_names = [str(c) for c in X.columns]
     params = offline_params(algorithm, params, X.shape[0])
     kwargs: dict = {"feature_names": feature_names, "naming": naming}
     if block_bytes:

@@ -20,3 +20,14 @@ def test_gdm_offline_result_equals_the_estimator():
         assert [[a, d] for a, d, _ in got["affiliated"]] == want["affiliated"]
         assert all(name == names[a] for a, _, name in got["affiliated"])
     assert {4, 9} <= {s["feature"] for s in result["selection"]}
+
+
+def test_a_data_frame_names_the_offline_selection():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    result = run_offline("saola", X, y)
+    assert [s["name"] for s in result["selection"]] == \
+        [X.columns[s["feature"]] for s in result["selection"]]
+    assert run_offline("saola", X, y, feature_names=[f"c{j}" for j in range(30)])[
+        "selection"][0]["name"].startswith("c")

@@ -173,13 +173,15 @@ def check_budget(name: str, value: Any) -> None:
 
 
 def check_random_state(name: str, value: Any) -> None:
-    """``None``, an integer ``>= 0`` or a ``numpy.random.Generator``."""
-    if value is None or isinstance(value, np.random.Generator):
+    """``None``, an integer ``>= 0``, a ``numpy.random.Generator`` or a
+    ``numpy.random.RandomState`` (scikit-learn's)."""
+    if value is None or isinstance(value, (np.random.Generator, np.random.RandomState)):
         return
     if isinstance(value, (int, np.integer)) and not _is_bool(value) and value >= 0:
         return
     raise ValueError(
-        f"{name} must be None, an integer >= 0 or a numpy Generator, got {shown(value)}"
+        f"{name} must be None, an integer >= 0, a numpy Generator or RandomState, got "
+        f"{shown(value)}"
     )
 
 

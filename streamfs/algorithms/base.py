@@ -231,6 +231,7 @@ class FeatureStreamSelector(SelectorMixin, BaseEstimator):
 
     def inverse_transform(self, X: Any) -> Any:
         """Put the columns of a transformed ``X`` back at their places, zeros elsewhere."""
+        check_is_fitted(self, "selected_")
         return _inverse(self, X, np.asarray(self.selected_, dtype=np.int64),
                         int(self.n_features_seen_))
 

@@ -505,6 +505,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def inverse_transform(self, X: Any) -> Any:
         """Put the columns of a transformed ``X`` back at their places, zeros elsewhere."""
+        check_is_fitted(self, "support_")
         return _inverse(self, X, np.asarray(self.support_, dtype=np.int64),
                         int(self.n_features_in_))
 

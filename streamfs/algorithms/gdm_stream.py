@@ -28,10 +28,11 @@ Labels: any two values; ``GDM`` maps them (sorted, the larger is ``+1``). A thir
 
 State (:meth:`GDMStream.to_state`) is plain data. The window is laid out as one flat float64
 sequence of rows ``[x_1 … x_d, label code]`` numbered from the first instance of the stream;
-``"columns"`` maps chunk ``k`` to the values at flat positions ``[k·C, (k+1)·C)`` with
-``C = 131072`` (1 MiB), for the complete chunks that overlap the window, and ``"tail"`` holds
-the incomplete last chunk. A complete chunk's values inside the window never change, so the
-worker writes each chunk record once and deletes it when the window has moved past it
+``"columns"`` maps chunk ``k`` to a copy of the values at flat positions ``[k·C, (k+1)·C)``
+with ``C = 131072`` (1 MiB), for the complete chunks that overlap the window, and ``"tail"``
+holds the incomplete last chunk. A complete chunk's values inside the window never change, so
+the worker writes each chunk record once (``to_state(stored_columns=...)`` copies only the
+chunks it does not hold yet) and deletes it when the window has moved past it
 (values of instances already forgotten may read as 0). The last fit's support, weights and
 affiliated groups are kept, so a restored learner gives the same ``selection()`` without
 refitting, and the same selections afterwards (bit for bit).
@@ -55,15 +56,15 @@ ValueError: gdm window of max_instances=100000 x n_features=2000 x 8 bytes = 160
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Iterator
+from collections.abc import Collection
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._validation import _listed, check_int
 from .gdm import GDM, selection_items
@@ -93,29 +94,6 @@ def _reverse_rows(a: np.ndarray, lo: int, hi: int, block: int) -> None:
         a[j - k:j] = top[::-1]
         i += k
         j -= k
-
-
-class _Chunks(Mapping):
-    """``{chunk index: flat float64 values}`` of the complete chunks overlapping the window,
-    computed when read (the worker reads only the chunks it has not stored yet). Read it
-    before the learner takes more instances."""
-
-    def __init__(self, owner: "GDMStream", keys: range) -> None:
-        self._owner, self._keys, self._seen = owner, keys, owner.n_seen_
-
-    def __getitem__(self, k: Any) -> np.ndarray:
-        k = int(k)
-        if k not in self._keys:
-            raise KeyError(k)
-        if self._owner.n_seen_ != self._seen:
-            raise RuntimeError("GDMStream state read after the learner took more instances")
-        return self._owner._flat(k * CHUNK_VALUES, (k + 1) * CHUNK_VALUES)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._keys)
-
-    def __len__(self) -> int:
-        return len(self._keys)
 
 
 class GDMStream(SelectorMixin, BaseEstimator):
@@ -296,27 +274,24 @@ class GDMStream(SelectorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ learning
     def partial_fit(self, X: Any, y: Any) -> "GDMStream":
-        """Append the instances of ``X`` (dense or sparse, n × d) with their labels; fit GDM
-        when the count of instances seen reaches a multiple of ``refit_every``."""
+        """Append the instances of ``X`` (dense or sparse, n × d; a data frame's columns name
+        the features) with their labels; fit GDM when the count of instances seen reaches a
+        multiple of ``refit_every``."""
         self._validate_params()
-        if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-        else:
-            X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-D (instances x features), got {X.ndim}-D")
+        first = not hasattr(self, "n_seen_")
+        if first and self.n_features is not None and getattr(X, "ndim", 2) == 2 \
+                and np.shape(X)[1] != self.n_features:
+            raise ValueError(f"X has {np.shape(X)[1]} features, n_features is {self.n_features}")
+        # scikit-learn's checks and messages (finite, numeric, 2-D; the width and the column
+        # names of the first block on every later one)
+        X = validate_data(self, X, reset=first, accept_sparse="csr", dtype=np.float64,
+                          ensure_min_samples=0)
         self._check_values(X)
-        y = np.asarray(y).ravel()
+        y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")
-        if not hasattr(self, "n_seen_"):
-            d = self.n_features if self.n_features is not None else X.shape[1]
-            if X.shape[1] != d:
-                raise ValueError(f"X has {X.shape[1]} features, n_features is {d}")
-            self._init(d)
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, the stream has d = {self.n_features_in_}")
+        if first:
+            self._init(X.shape[1])
         n = X.shape[0]
         if n == 0:
             return self
@@ -342,7 +317,18 @@ class GDMStream(SelectorMixin, BaseEstimator):
         """Forget everything, stream ``X`` in one block, then :meth:`finish`."""
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
+        validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
+            raise ValueError(f"GDM needs two classes, y has one class ({_listed(np.unique(y))})")
         return self.partial_fit(X, y).finish()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
 
     # ------------------------------------------------------------------ results
     def _get_support_mask(self) -> np.ndarray:
@@ -401,8 +387,13 @@ class GDMStream(SelectorMixin, BaseEstimator):
         full[0][...] = np.where(mask[:, :d], rows[:, :d], full[0])
         full[1][...] = np.where(mask[:, d], rows[:, d], full[1])
 
-    def to_state(self) -> dict:
-        """Plain-data snapshot; see the module docstring for the layout of the window."""
+    def to_state(self, stored_columns: Collection[int] = ()) -> dict:
+        """Plain-data snapshot; see the module docstring for the layout of the window.
+
+        ``stored_columns``: chunk keys of ``"columns"`` that the caller already holds from an
+        earlier state of this learner (a complete chunk's values never change while it is in
+        the window); they map to ``None`` instead of a copy. The worker passes the chunks it
+        has stored, so a checkpoint copies only the new ones."""
         state: dict = {"params": {p: _py(getattr(self, p)) for p in self._PARAMS}}
         if not hasattr(self, "n_seen_"):
             return state
@@ -424,7 +415,10 @@ class GDMStream(SelectorMixin, BaseEstimator):
                                 for z, v in self.affiliated_corr_.items()},
         }
         state["tail"] = self._flat(tail_start, b)
-        state["columns"] = _Chunks(self, range(a // CHUNK_VALUES, b // CHUNK_VALUES))
+        stored = set(stored_columns)
+        state["columns"] = {k: None if k in stored else self._flat(k * CHUNK_VALUES,
+                                                                    (k + 1) * CHUNK_VALUES)
+                            for k in range(a // CHUNK_VALUES, b // CHUNK_VALUES)}
         return state
 
     @classmethod
@@ -451,6 +445,9 @@ class GDMStream(SelectorMixin, BaseEstimator):
         w = model.n_features_in_ + 1
         b = model.n_seen_ * w
         for k, values in state.get("columns", {}).items():
+            if values is None:
+                raise ValueError(f"chunk {k} of the window is missing: a state taken with "
+                                 "stored_columns needs those chunks put back first")
             model._unflat(np.asarray(values, dtype=np.float64), int(k) * CHUNK_VALUES)
         model._unflat(np.asarray(state["tail"], dtype=np.float64),
                       (b // CHUNK_VALUES) * CHUNK_VALUES)

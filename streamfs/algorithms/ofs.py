@@ -132,6 +132,8 @@ def _rng_from_seed(random_state: Any) -> np.ndarray:
     if isinstance(random_state, np.random.Generator):
         # derive a seed so that the caller's generator advances, as scikit-learn does
         random_state = int(random_state.integers(0, 2**63 - 1))
+    elif isinstance(random_state, np.random.RandomState):
+        random_state = int(random_state.randint(0, 2**63 - 1, dtype=np.int64))
     st = np.random.PCG64(random_state).state["state"]
     return _rng_pack(st["state"], st["inc"])
 
@@ -791,6 +793,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     @property
     def coef_(self) -> np.ndarray:
         """Dense weight vector ``w`` (length ``d``)."""
+        check_is_fitted(self, "d_")
         w = np.zeros(self.d_)
         idx, vals = self._support()
         w[idx] = vals
@@ -1074,7 +1077,7 @@ class RandomSelection(InstanceStreamSelector):
         n_features_to_select: int | float | None = None,
         eta: float = 1.0,
         normalize: bool | str = True,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | np.random.Generator | np.random.RandomState | None = None,
         redraw: bool = False,
         *,
         n_features: int | None = None,
@@ -1137,7 +1140,7 @@ class OFSPartial(_PartialMixin, InstanceStreamSelector):
         epsilon: float = 0.2,
         radius: float = 10.0,
         normalize: bool | str = False,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | np.random.Generator | np.random.RandomState | None = None,
         *,
         n_features: int | None = None,
         classes: list | None = None,
@@ -1180,7 +1183,7 @@ class OFSRandomPartial(OFSPartial):
         eta: float = 0.2,
         radius: float = 10.0,
         normalize: bool | str = False,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | np.random.Generator | np.random.RandomState | None = None,
         *,
         n_features: int | None = None,
         classes: list | None = None,
@@ -1217,7 +1220,7 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
         n_features_to_select: int | float | None = None,
         eta: float = 1.0,
         normalize: bool | str = False,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | np.random.Generator | np.random.RandomState | None = None,
         *,
         n_features: int | None = None,
         classes: list | None = None,

@@ -27,7 +27,9 @@ store that kept any prefix of a message's writes would have a header naming reco
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
+import inspect
 import logging
 import time
 from dataclasses import dataclass, field
@@ -42,6 +44,12 @@ from streamfs.algorithms.opening import check_open, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _takes_stored_columns(cls: type) -> bool:
+    """Whether ``cls.to_state`` can leave out the ``"columns"`` the store holds already."""
+    return "stored_columns" in inspect.signature(cls.to_state).parameters
 
 
 class InvalidInput(ValueError):
@@ -275,7 +283,12 @@ class StreamProcessor:
     def _checkpoint(self, stream: str) -> list[tuple[str, bytes | None]]:
         header, algo = self._cache[stream]
         del self._dirty[stream]
-        state = algo.to_state() if hasattr(algo, "selected_") else {}
+        if not hasattr(algo, "selected_"):
+            state = {}
+        elif _takes_stored_columns(type(algo)):  # copies only the columns not stored yet
+            state = algo.to_state(stored_columns=set(header["columns"]))
+        else:
+            state = algo.to_state()
         writes: list[tuple[str, bytes | None]] = []
         self._persist(stream, header, algo_state=state, extra={}, writes=writes)
         return writes

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import DataConversionWarning
 
 from streamfs.algorithms import gdm_stream
 from streamfs.algorithms.gdm import GDM
@@ -139,10 +140,12 @@ def test_third_class_is_refused_before_anything_is_learned():
 
 
 def _roundtrip(model, stored):
-    """to_state through the codec, writing each chunk once as the worker does."""
-    state = model.to_state()
+    """to_state through the codec, writing each chunk once as the worker does (the chunks
+    stored already are left out of the state)."""
+    state = model.to_state(stored_columns=set(stored))
     columns = state.pop("columns", {})
     for k in columns:
+        assert (columns[k] is None) == (k in stored)
         if k not in stored:
             stored[k] = packb(np.asarray(columns[k]))
     for k in [k for k in stored if k not in columns]:
@@ -173,15 +176,20 @@ def test_state_round_trip_after_every_block_is_bit_identical(monkeypatch, chunk)
     assert straight.selection() == _batch(X[-100:], y[-100:])
 
 
-def test_chunks_are_bounded_and_read_before_more_instances():
+def test_state_is_plain_data_with_bounded_chunks_and_a_snapshot():
     X, y = _data(n=300, d=600, seed=10)
     model = GDMStream(refit_every=1000, max_instances=250).partial_fit(X, y)
     state = model.to_state()
     sizes = [len(packb(state["columns"][k])) for k in state["columns"]]
     assert sizes and max(sizes) < 1.1 * 2**20 and len(packb(state["tail"])) < 1.1 * 2**20
-    model.partial_fit(X[:1], y[:1])
-    with pytest.raises(RuntimeError, match="read after the learner took more instances"):
-        state["columns"][next(iter(state["columns"]))]
+    encoded = packb(state)  # plain data, as every learner's state
+    model.partial_fit(X[:100], y[:100])  # moves the window on: the snapshot stays as it was
+    assert packb(state) == encoded
+    restored = GDMStream.from_state(unpackb(encoded))
+    assert restored.to_state()["counters"] == unpackb(encoded)["counters"]
+    partial = model.to_state(stored_columns=set(model.to_state()["columns"]))
+    with pytest.raises(ValueError, match="chunk .* of the window is missing"):
+        GDMStream.from_state(partial)
 
 
 def test_processor_runs_gdm_on_an_instance_stream():
@@ -236,3 +244,28 @@ def test_blocks_beyond_the_window_bound_are_refused_before_they_enter_it():
     with pytest.raises(ValueError, match=r"columns \[2\].*N = 100 instances"):
         model.partial_fit(X, y)
     assert not hasattr(model, "n_seen_") or model.n_seen_ == 0
+
+
+def test_scikit_learn_contract_names_tags_and_fit_errors():
+    """As GDM: data frame columns name the features and are checked at transform; sparse
+    input is declared; a fit needs rows and two classes (a stream may start with one)."""
+    import pandas as pd
+    from sklearn.utils import get_tags
+
+    X, y = _data(n=120, d=12, seed=12)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(12)])
+    model = GDMStream(n_features_per_step=2, refit_every=1000).fit(frame, y)
+    assert model.feature_names_in_.tolist() == list(frame.columns)
+    assert model.get_feature_names_out().tolist() == [f"f{j}" for j in model.support_]
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.transform(frame[frame.columns[::-1]])
+    assert get_tags(model).input_tags.sparse and get_tags(model).target_tags.required
+    with pytest.raises(ValueError, match="y has one class"):
+        GDMStream().fit(X, np.ones(len(y)))
+    with pytest.raises(ValueError, match="0 sample"):
+        GDMStream().fit(X[:0], y[:0])
+    assert GDMStream().partial_fit(X[:5], np.ones(5)).n_seen_ == 5  # one class so far: fine
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        col = GDMStream(n_features_per_step=2, refit_every=1000).fit(X, y.reshape(-1, 1))
+    assert col.support_.tolist() == GDMStream(n_features_per_step=2,
+                                              refit_every=1000).fit(X, y).support_.tolist()

@@ -391,3 +391,21 @@ def test_instance_learner_refuses_nan():
 
 def test_instance_learner_marker_types():
     assert all(isinstance(e, InstanceStreamSelector) for e in ESTIMATORS[3:9])
+
+
+@pytest.mark.parametrize("estimator", [SAOLA(), KOFSD(), GDM()], ids=lambda e: type(e).__name__)
+def test_inverse_transform_before_fit_is_not_fitted(estimator):
+    with pytest.raises(NotFittedError):
+        estimator.inverse_transform(np.ones((2, 1)))
+
+
+def test_instance_learner_attributes_before_fit_are_not_fitted():
+    with pytest.raises(NotFittedError):
+        OFS(2).coef_
+
+
+def test_random_state_takes_a_legacy_random_state_as_scikit_learn_does():
+    X, y = make_classification(n_samples=60, n_features=8, random_state=0)
+    a = RandomSelection(3, random_state=np.random.RandomState(5)).fit(X, y)
+    b = RandomSelection(3, random_state=np.random.RandomState(5)).fit(X, y)
+    assert a.selected_.tolist() == b.selected_.tolist() and len(a.selected_) == 3
