@@ -20,6 +20,24 @@ def _topics(prefix):
     return load_catalogue(prefix)
 
 
+def _first_half_applied(kafka_config, topics, stream, start_worker, seq):
+    """A worker that has applied block ``seq(half)`` of the first half of a SAOLA stream of
+    the breast-cancer data, in blocks of two columns (synchronised on the worker's output, not
+    on time); returns the worker, every message of the stream and ``half``."""
+    X, y = _dataset()
+    msgs = list(feature_stream_messages(stream, X, y, "saola", {},
+                                        block_bytes=X.shape[0] * 8 * 2))
+    half = len(msgs) // 2
+    worker = start_worker()
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(msgs[:half])
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        for result in reader.updates(stream, timeout=120):
+            if result["seq"] >= seq(half):
+                break
+    return worker, msgs, half
+
+
 def _dataset():
     # the same 569 x 30 data as lofs_wdbc, bundled with scikit-learn: never skipped
     return load_breast_cancer(return_X_y=True)
@@ -51,18 +69,10 @@ def test_sigkill_halfway_then_restart_reaches_same_selection(kafka_config, topic
 
     X, y = _dataset()
     topics = _topics(topic_prefix)
-    msgs = list(feature_stream_messages("wdbc-crash", X, y, "saola", {},
-                                        block_bytes=X.shape[0] * 8 * 2))
-    half = len(msgs) // 2
-    worker = start_worker()
-    with StreamPublisher(kafka_config, topics["features"].name) as pub:
-        pub.send_all(msgs[:half])
-    # Synchronise on the worker's output, not on time: kill once it has applied a block
-    # from the first half, then send the rest while it is down.
-    with SelectionReader(kafka_config, topics["selected"].name) as reader:
-        for result in reader.updates("wdbc-crash", timeout=120):
-            if result["seq"] >= half // 2:
-                break
+    # kill once the worker has applied a block from the first half, then send the rest while
+    # it is down
+    worker, msgs, half = _first_half_applied(kafka_config, topics, "wdbc-crash", start_worker,
+                                             lambda half: half // 2)
     worker.kill()
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(msgs[half:])
@@ -153,16 +163,8 @@ def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topi
 
     X, y = _dataset()
     topics = _topics(topic_prefix)
-    msgs = list(feature_stream_messages("gone", X, y, "saola", {},
-                                        block_bytes=X.shape[0] * 8 * 2))
-    half = len(msgs) // 2
-    worker = start_worker()
-    with StreamPublisher(kafka_config, topics["features"].name) as pub:
-        pub.send_all(msgs[:half])
-    with SelectionReader(kafka_config, topics["selected"].name) as reader:
-        for result in reader.updates("gone", timeout=120):
-            if result["seq"] >= half - 1:
-                break
+    worker, msgs, half = _first_half_applied(kafka_config, topics, "gone", start_worker,
+                                             lambda half: half - 1)
     gone = (f"{worker.env['STREAMFS_APP_ID']}-features-streams-changelog" if role == "changelog"
             else topics[role].name)
     admin = AdminClient(kafka_config)
