@@ -11,8 +11,44 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-#: librdkafka's log lines go here instead of stderr
+class RepeatFilter(logging.Filter):
+    """Lets each kind of line through once per ``window`` seconds, then says how many like it
+    it held back. librdkafka logs every failed connection attempt of every client, tens a
+    second while a broker is down; lines of one kind differ only in numbers (ports, client
+    ids, milliseconds)."""
+
+    def __init__(self, window: float = 60.0, clock: Any = None) -> None:
+        super().__init__()
+        import threading
+        import time
+
+        self.window, self.clock = window, clock or time.monotonic
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, int]] = {}  # kind -> (last shown, held back since)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import re
+
+        text = record.getMessage()
+        kind = re.sub(r"\d+", "#", text)
+        now = self.clock()
+        with self._lock:
+            shown, held = self._seen.get(kind, (float("-inf"), 0))
+            if now - shown < self.window:
+                self._seen[kind] = (shown, held + 1)
+                return False
+            if len(self._seen) > 1000:  # bounded, whatever the client logs
+                self._seen.clear()
+            self._seen[kind] = (now, 0)
+        if held:
+            record.msg, record.args = (f"{text} ({held} more like it in the last "
+                                       f"{self.window:g} s not shown)"), ()
+        return True
+
+
+#: librdkafka's log lines go here instead of stderr, each kind at most once a minute
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
+KAFKA_LOGGER.addFilter(RepeatFilter())
 
 #: exit code of a CLI command that could not reach the broker (sysexits' EX_UNAVAILABLE)
 EXIT_UNREACHABLE = 69

@@ -143,11 +143,11 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
     _reachable(settings)
-    from streamfs.topics import TopicMismatch
+    from streamfs.topics import TopicMismatch, TopicsNotCreated
 
     try:
         run_worker(settings)
-    except TopicMismatch as exc:
+    except (TopicMismatch, TopicsNotCreated) as exc:
         raise click.ClickException(str(exc)) from None
     except PortInUse as exc:
         raise UsageProblem(str(exc)) from None
@@ -164,7 +164,8 @@ def topics_create(ctx: click.Context) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import TopicMismatch, create_topics, load_catalogue, replication_for
+    from streamfs.topics import (TopicMismatch, TopicsNotCreated, create_topics,
+                                 load_catalogue, replication_for)
 
     s = _settings(ctx)
     _reachable(s)
@@ -174,7 +175,7 @@ def topics_create(ctx: click.Context) -> None:
                                                                   replication_factor=rf))
     except KafkaException as exc:
         raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
-    except TopicMismatch as exc:
+    except (TopicMismatch, TopicsNotCreated) as exc:
         raise click.ClickException(str(exc)) from None
     for name, outcome in sorted(outcomes.items()):
         click.echo(f"{name}: {outcome}")

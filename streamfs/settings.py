@@ -31,6 +31,13 @@ def _parse(name: str, kind: str, value: str) -> int | float | str:
     return number
 
 
+#: bounds of the worker's timeouts: Kafka's default broker limits
+_SECONDS = {
+    "session_timeout": (6, 1800, "the broker's group.min/max.session.timeout.ms defaults"),
+    "transaction_timeout": (1, 900, "at most the broker's transaction.max.timeout.ms default"),
+}
+
+
 @dataclass
 class Settings:
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -75,7 +82,26 @@ class Settings:
                 kwargs[f.name] = _parse(name, f.type, value)
         kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**kwargs)
+        if "app_id" not in kwargs:
+            # one deployment per topic prefix: its own consumer group and changelogs unless
+            # told otherwise ("streamfs" for the default prefix "streamfs.")
+            prefix = kwargs.get("topic_prefix", cls.topic_prefix).strip(".-_")
+            kwargs["app_id"] = prefix or cls.app_id
+        settings = cls(**kwargs)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """``ValueError`` naming a setting the worker could not run with (before it starts:
+        a supervisor would otherwise restart it in a loop)."""
+        for name in ("batch_ms", "batch_bytes", "batch_messages", "max_message_bytes"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ValueError(f"STREAMFS_{name.upper()} must be more than 0, got "
+                                 f"{getattr(self, name)!r}")
+        for name, (low, high, why) in _SECONDS.items():
+            if not low <= getattr(self, name) <= high:
+                raise ValueError(f"STREAMFS_{name.upper()} must be {low:g} to {high:g} seconds "
+                                 f"({why}), got {getattr(self, name)!r}")
 
     # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
     # (readable by any Kafka consumer).

@@ -55,6 +55,11 @@ class TopicMismatch(Exception):
     partitions, or no longer exists."""
 
 
+class TopicsNotCreated(Exception):
+    """The broker refused to create a topic (e.g. a replication factor above its number of
+    brokers, or no permission)."""
+
+
 def partition_problems(expected: dict[str, int], topics: dict[str, Any],
                        missing_too: bool = True) -> list[str]:
     """What is wrong with ``expected`` (``{topic: partitions}``) in a broker's metadata
@@ -95,7 +100,8 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             outcome[name] = "created"
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
+                raise TopicsNotCreated(f"topic {name!r} not created: {exc.args[0].str()}") \
+                    from None
             outcome[name] = "exists"
     existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:

@@ -54,9 +54,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
 from streamfs.settings import Settings
-from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, changelog_specs,
-                             create_topics, load_catalogue, partition_problems, replication_for,
-                             wait_for_topics)
+from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
+                             changelog_specs, create_topics, load_catalogue, partition_problems,
+                             replication_for, wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
@@ -318,7 +318,9 @@ class Worker:
         gone = {(tp.topic, tp.partition) for tp in partitions}
         self._settle_saves()
         for topic, p in gone:
-            self.partitions.pop((self.roles[topic], p), None)
+            state = self.partitions.pop((self.roles[topic], p), None)
+            if state is not None:  # its streams' series now belong to their next owner
+                drop_stream_series(state.store)
             self.changelog_high.pop((self.roles[topic], p), None)
             local = self.local.pop((self.roles[topic], p), None)
             if local is not None:
@@ -968,13 +970,18 @@ class Worker:
             metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
         if plan.selection_size is not None and plan.stream:
             if plan.final:  # bounded series: a closed stream's gauge goes away
-                try:
-                    metrics.SELECTION_SIZE.remove(plan.stream)
-                except KeyError:
-                    pass
+                metrics.drop_stream(plan.stream)
             else:
                 metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
         log.debug("stream=%s outcome=%s handle=%.4f", plan.stream, outcome, handled)
+
+
+def drop_stream_series(store: dict[str, bytes]) -> None:
+    """Remove the per-stream metric series of every stream in a partition's ``store``."""
+    suffix = f"{SEP}h"
+    for key in store:
+        if key.endswith(suffix):
+            metrics.drop_stream(key[:-len(suffix)])
 
 
 def prepare_topics(settings: Settings) -> None:
@@ -1058,7 +1065,7 @@ def run_worker(settings: Settings) -> None:
         log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
                  *server.server_address[:2])  # the port bound, also where 0 asked for any
         worker.run()
-    except TopicMismatch:
+    except (TopicMismatch, TopicsNotCreated):
         raise  # the operator's to fix, not a crash: one line and exit 1 (streamfs.cli)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)

@@ -41,3 +41,11 @@ ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (the
 REWINDS = Counter("streamfs_rewinds_total",
                   "Rewinds to the committed offsets and state: after an aborted transaction, or "
                   "a batch given up before its transaction began")
+
+
+def drop_stream(stream: str) -> None:
+    """Forget ``stream``'s series (closed, or its partition moved to another worker)."""
+    try:
+        SELECTION_SIZE.remove(stream)
+    except KeyError:
+        pass

@@ -268,6 +268,8 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
     ([], {"STREAMFS_SESSION_TIMEOUT": "abc"}, "STREAMFS_SESSION_TIMEOUT must be a number"),
     ([], {"STREAMFS_BATCH_BYTES": "-5"}, "STREAMFS_BATCH_BYTES must be a whole number, 0 or more"),
     (["--web-port", "{busy}"], {}, "cannot serve /health and /metrics on 127.0.0.1:{busy}"),
+    ([], {"STREAMFS_BATCH_MESSAGES": "0"}, "STREAMFS_BATCH_MESSAGES must be more than 0"),
+    ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"}, "STREAMFS_SESSION_TIMEOUT must be 6 to 1800"),
 ])
 def test_worker_setup_mistakes_exit_2_in_one_line(cli_env, args, env, needle):
     import socket
@@ -338,3 +340,16 @@ def test_interrupted_produce_says_what_was_published(cli_env, kafka_config, topi
     assert err.strip().splitlines()[-1] == (
         f"interrupted: {sent} message(s) of stream 'slow' were published; it stays open "
         "without 'close': publish it again with --replace, or under another --stream")
+
+
+def test_worker_that_cannot_create_its_topics_says_why_in_one_line(kafka_bootstrap):
+    """Three copies asked of a single broker: exit 1, the broker's reason, no traceback (a
+    supervisor would otherwise restart it in a loop)."""
+    import uuid
+
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": f"rf{uuid.uuid4().hex[:8]}.", "STREAMFS_REPLICATION_FACTOR": "3"}
+    out = streamfs("worker", "--web-port", "0", env=env, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "not created: " in out.stderr.strip().splitlines()[-1]
+    assert "replication factor" in out.stderr.lower()
