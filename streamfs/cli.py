@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from typing import Any
 
@@ -142,6 +143,16 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
     if settings.result_format not in FORMATS:
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
+    if settings.data_dir:  # else every partition would warn and fall back to the changelog
+        import tempfile
+
+        try:
+            os.makedirs(settings.data_dir, exist_ok=True)
+            with tempfile.TemporaryFile(dir=settings.data_dir):
+                pass
+        except OSError as exc:
+            raise UsageProblem(f"STREAMFS_DATA_DIR {settings.data_dir!r} is not a writable "
+                               f"directory: {exc.strerror}") from None
     _reachable(settings)
     from streamfs.topics import TopicMismatch, TopicsNotCreated
 

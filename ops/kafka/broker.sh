@@ -3,6 +3,8 @@
 #
 #   ops/kafka/broker.sh start    fetch jars (cached), format fresh storage, start, wait until ready
 #   ops/kafka/broker.sh stop     stop the broker started by `start` (by pid)
+#   ops/kafka/broker.sh restart  stop it and start it again on the same port and data (tests of
+#                                a broker outage; `start` would format fresh storage)
 #   ops/kafka/broker.sh status   print the bootstrap address if running, exit 1 otherwise
 #   ops/kafka/broker.sh fetch    only fetch the jars
 #

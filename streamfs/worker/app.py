@@ -176,19 +176,26 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            if self.path.startswith("/metrics"):
+        def _answer(self) -> bytes:
+            path = self.path.split("?", 1)[0]  # a query string is ignored, not another path
+            if path == "/metrics":
                 code, body, ctype = 200, generate_latest(), CONTENT_TYPE_LATEST
-            elif self.path.startswith("/health"):
+            elif path == "/health":
                 code, payload = health.snapshot()
                 body, ctype = json.dumps(payload).encode(), "application/json"
             else:
-                code, body, ctype = 404, b"not found\n", "text/plain"
+                code, body, ctype = 404, b"not found: /health and /metrics only\n", "text/plain"
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            return body
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.wfile.write(self._answer())
+
+        def do_HEAD(self) -> None:  # noqa: N802 - probes that ask for the status line only
+            self._answer()
 
         def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
             pass

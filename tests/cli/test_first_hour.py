@@ -270,6 +270,7 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
     (["--web-port", "{busy}"], {}, "cannot serve /health and /metrics on 127.0.0.1:{busy}"),
     ([], {"STREAMFS_BATCH_MESSAGES": "0"}, "STREAMFS_BATCH_MESSAGES must be more than 0"),
     ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"}, "STREAMFS_SESSION_TIMEOUT must be 6 to 1800"),
+    ([], {"STREAMFS_DATA_DIR": "/proc/nope"}, "STREAMFS_DATA_DIR '/proc/nope' is not a writable"),
 ])
 def test_worker_setup_mistakes_exit_2_in_one_line(cli_env, args, env, needle):
     import socket

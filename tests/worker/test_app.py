@@ -116,3 +116,33 @@ def test_a_revoked_partition_s_streams_lose_their_series():
     shown = {s.labels["stream"] for f in metrics.SELECTION_SIZE.collect() for s in f.samples}
     assert "kept" in shown and not shown & {"moved-a", "moved-b"}
     metrics.drop_stream("kept")
+
+
+def test_web_server_answers_its_two_paths_exactly_and_head_probes():
+    import urllib.error
+    import urllib.request
+
+    from streamfs.settings import Settings
+    from streamfs.worker.app import Health, serve_http
+
+    server = serve_http(Settings(web_port=0), Health())
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def status(path: str, method: str = "GET") -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(base + path, method=method),
+                                        timeout=10) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    try:
+        code, body = status("/health")
+        assert code == 503 and b'"status": "starting"' in body  # not assigned yet
+        assert status("/health", "HEAD") == (503, b"")
+        assert status("/health?verbose=1")[0] == 503
+        assert status("/metrics")[0] == 200 and b"streamfs_messages_total" in status("/metrics")[1]
+        assert status("/healthz")[0] == status("/metricsfoo")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
