@@ -902,10 +902,10 @@ class Worker:
         if problems:
             raise TopicMismatch(
                 f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
-                "was committed after that. Run `streamfs topics create` and start the worker "
-                "again: it goes on from the last committed batch. A deleted input topic took "
-                "its messages with it, and streams whose changelog was deleted lost their state "
-                "and must be published again")
+                "that needs it was committed since. Run `streamfs topics create` and start the "
+                "worker again: it goes on from the last committed batch. A deleted input topic "
+                "took its messages with it, and streams whose changelog was deleted lost their "
+                "state and must be published again")
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
