@@ -337,6 +337,7 @@ class Worker:
             self.health.assigned = []
             self.health.ready = False
         consumer.unassign()
+        log.info("revoked %d partitions", len(gone))
 
     def _restore_committed(self, partitions: list) -> list:
         """The partitions' committed offsets (stable: a previous owner's transaction resolved
@@ -1057,6 +1058,7 @@ def run_worker(settings: Settings) -> None:
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     health = Health()  # /health answers 503 until the partitions are assigned and restored
+    metrics.report_health(health)
     server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
     try:
         warm_up()
@@ -1064,7 +1066,9 @@ def run_worker(settings: Settings) -> None:
         prepare_topics(settings)
         worker = Worker(settings, health)
 
-        def stop(*_: Any) -> None:
+        def stop(signum: int, _frame: Any) -> None:
+            log.info("%s: stopping once the batch in progress is committed",
+                     signal.Signals(signum).name)
             worker.running = False
 
         signal.signal(signal.SIGTERM, stop)

@@ -49,3 +49,23 @@ def drop_stream(stream: str) -> None:
         SELECTION_SIZE.remove(stream)
     except KeyError:
         pass
+
+READY = Gauge("streamfs_ready", "1 once the worker has its partitions and their state, else 0")
+ASSIGNED_PARTITIONS = Gauge("streamfs_assigned_partitions", "Input partitions this worker owns")
+INPUT_LAG = Gauge("streamfs_input_lag_records",
+                  "Input records waiting on this worker's partitions (updated every 2 s)")
+
+
+def report_health(health) -> None:
+    """Read ``health`` (the worker's :class:`~streamfs.worker.app.Health`) at every scrape,
+    so that /metrics says what /health says, for alerting on lag or readiness."""
+
+    def reading(get):
+        def read() -> float:
+            with health.lock:
+                return float(get())
+        return read
+
+    READY.set_function(reading(lambda: health.ready))
+    ASSIGNED_PARTITIONS.set_function(reading(lambda: len(health.assigned)))
+    INPUT_LAG.set_function(reading(lambda: health.lag))

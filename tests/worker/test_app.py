@@ -125,7 +125,11 @@ def test_web_server_answers_its_two_paths_exactly_and_head_probes():
     from streamfs.settings import Settings
     from streamfs.worker.app import Health, serve_http
 
-    server = serve_http(Settings(web_port=0), Health())
+    from streamfs.worker import metrics
+
+    health = Health()
+    metrics.report_health(health)
+    server = serve_http(Settings(web_port=0), health)
     base = f"http://127.0.0.1:{server.server_address[1]}"
 
     def status(path: str, method: str = "GET") -> tuple[int, bytes]:
@@ -143,6 +147,13 @@ def test_web_server_answers_its_two_paths_exactly_and_head_probes():
         assert status("/health?verbose=1")[0] == 503
         assert status("/metrics")[0] == 200 and b"streamfs_messages_total" in status("/metrics")[1]
         assert status("/healthz")[0] == status("/metricsfoo")[0] == 404
+        # /metrics says what /health says, read at each scrape
+        assert b"streamfs_ready 0.0" in status("/metrics")[1]
+        with health.lock:
+            health.ready, health.assigned, health.lag = True, ["in:0", "in:1"], 7
+        text = status("/metrics")[1]
+        assert b"streamfs_ready 1.0" in text and b"streamfs_assigned_partitions 2.0" in text
+        assert b"streamfs_input_lag_records 7.0" in text and status("/health")[0] == 200
     finally:
         server.shutdown()
         server.server_close()
