@@ -274,6 +274,11 @@ def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
         return None
 
 
+#: what to do with a stream whose publish stopped part way
+_LEFT_OPEN = ("it stays open without 'close': {}publish it again with --replace, or under "
+              "another --stream")
+
+
 @main.command()
 @click.argument("kind", type=click.Choice(["features", "instances"]))
 @click.argument("source")
@@ -410,17 +415,15 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             n = send_messages(messages, s.kafka_config(), topic, rate=rate, on_message=on_message)
     except InputFileError as exc:
         sent = counts["messages"]
-        note = (f" ({sent} message(s) of stream {stream_id!r} were already published; it stays "
-                "open without 'close': once the file is fixed, publish it again with --replace, "
-                "or under another --stream)") if sent else ""
+        note = (f" ({sent} message(s) of stream {stream_id!r} were already published; "
+                f"{_LEFT_OPEN.format('once the file is fixed, ')})") if sent else ""
         raise UsageProblem(f"{exc}{note}") from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
     except KeyboardInterrupt:
         sent = counts["messages"]
         click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
-                   + ("; it stays open without 'close': publish it again with --replace, or "
-                      "under another --stream" if sent else ""), err=True)
+                   + (f"; {_LEFT_OPEN.format('')}" if sent else ""), err=True)
         sys.exit(130)  # the shell's code for SIGINT
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None

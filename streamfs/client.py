@@ -67,10 +67,9 @@ class OutputReader:
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
-                raise TopicMissing(
-                    f"topic {topic!r} does not exist on this broker: start `streamfs worker` (it "
-                    "creates the catalogue's topics) or run `streamfs topics create` with the "
-                    "same --topic-prefix")
+                from streamfs.topics import missing_topic_message
+
+                raise TopicMissing(missing_topic_message(topic))
             assignment += [TopicPartition(topic, p, first_offset(self._consumer, topic, p))
                            for p in meta.partitions]
         self._consumer.assign(assignment)

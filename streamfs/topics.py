@@ -50,6 +50,13 @@ def replication_for(admin_config: dict, setting: int = 0) -> int:
     return min(3, len(AdminClient(admin_config).list_topics(timeout=30).brokers))
 
 
+def missing_topic_message(topic: str) -> str:
+    """What to say when ``topic`` does not exist yet: usually no worker has run."""
+    return (f"topic {topic!r} does not exist on this broker: start `streamfs worker` (it creates "
+            "the catalogue's topics) or run `streamfs topics create` with the same "
+            "--topic-prefix")
+
+
 class TopicMismatch(Exception):
     """A topic the catalogue (or the worker's changelogs) names exists with another number of
     partitions, or no longer exists."""

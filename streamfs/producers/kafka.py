@@ -70,10 +70,9 @@ class StreamPublisher:
         if meta is None or meta.error is not None:
             if meta is None or meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 # the usual first-hour case: published before any worker created the topics
-                raise DeliveryError(
-                    f"topic {self.topic!r} does not exist on this broker: start `streamfs "
-                    "worker` (it creates the catalogue's topics) or run `streamfs topics "
-                    "create` with the same --topic-prefix, then publish again")
+                from streamfs.topics import missing_topic_message
+
+                raise DeliveryError(f"{missing_topic_message(self.topic)}, then publish again")
             raise DeliveryError(f"topic {self.topic!r} is not available: {meta.error.str()}")
         self._wait_served(len(meta.partitions), timeout)
 
