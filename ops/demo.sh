@@ -29,7 +29,7 @@ worker_pid=$!
 
 $bin/streamfs produce features sklearn:breast_cancer --stream demo-breast-cancer \
   --algorithm saola --param test=fisher_z --param alpha=0.01 --block-bytes 20000
-echo "waiting for the final selection of stream demo-breast-cancer ..."
+echo "waiting for the final selection of stream demo-breast-cancer (a worker's first start after an install compiles its kernels first: a minute or two) ..."
 $bin/streamfs watch demo-breast-cancer --until-final --timeout 180 > .run/demo-updates.txt \
   || { echo "no final selection; worker log:"; tail -n 40 .run/demo-worker.log; exit 1; }
 echo "final selection, read back from ${STREAMFS_TOPIC_PREFIX}selected-features:"

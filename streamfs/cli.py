@@ -14,6 +14,7 @@ from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
 from streamfs.cli_options import HEADER_OPTION
 from streamfs.settings import Settings
+from streamfs.compile_notice import COMPILING, notice_while_compiling
 
 #: exit codes (README "Exit codes")
 EXIT_KAFKA = 1  # Kafka did not take the stream, or a client error
@@ -665,7 +666,9 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
                          n_features=X.shape[1], y=y, X=X, names=names, source=source)
     params.pop("n_features", None)
     try:
-        result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)
+        with notice_while_compiling(lambda m: click.echo(m, err=True),
+                                    COMPILING.format(what="up to 20 s")):
+            result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)

@@ -54,6 +54,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
 from streamfs.settings import Settings
+from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
                              changelog_specs, create_topics, load_catalogue, partition_problems,
                              replication_for, wait_for_topics)
@@ -1061,7 +1062,8 @@ def run_worker(settings: Settings) -> None:
     metrics.report_health(health)
     server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
     try:
-        warm_up()
+        with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
+            warm_up()
         freeze_startup_objects()
         prepare_topics(settings)
         worker = Worker(settings, health)
