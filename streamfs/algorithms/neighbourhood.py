@@ -45,6 +45,8 @@ import warnings
 import numpy as np
 from numba import njit
 
+from streamfs.algorithms.rounding import round_half_away
+
 CARDS = ("imbalanced", "consistency", "weight", "distance")
 
 
@@ -1004,4 +1006,4 @@ def row_order(D: np.ndarray, m: int | None = None) -> np.ndarray:
 
 def fallback_count(p: int) -> int:
     """``round(sqrt(p))`` with halves away from zero (MATLAB ``round``)."""
-    return int(math.floor(math.sqrt(p) + 0.5))
+    return round_half_away(math.sqrt(p))

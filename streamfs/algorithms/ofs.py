@@ -29,7 +29,8 @@ Partial input (the learner reads only ``B`` attributes of each instance):
 Conventions shared by all learners (documented choices where the paper is silent):
 
 * ``B = n_features_to_select``: an int, a fraction of ``d`` (float in ``(0, 1]``) or ``None``
-  for ``round(0.1 d)``; ``d`` is fixed when the stream opens (``n_features=`` or the first
+  for ``round(0.1 d)`` (fractions rounded halves up, as MATLAB's ``round`` in the authors'
+  scripts: ``d = 25`` keeps 3); ``d`` is fixed when the stream opens (``n_features=`` or the first
   instance).
 * labels: two classes, the larger one (in sort order) is ``+1``; more classes raise a
   ``ValueError`` naming them (pass ``classes=`` to fix the pair up front, or wrap the learner
@@ -99,6 +100,7 @@ from sklearn.utils.validation import (
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms.base import _SPARSE
 from streamfs.algorithms.measures import DBL_MAX, is_float_matrix
+from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
     check_bool,
@@ -140,6 +142,23 @@ def _rng_from_seed(random_state: Any) -> np.ndarray:
 
 def _rng_pack(state: int, inc: int) -> np.ndarray:
     return np.array([state >> 64, state & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
+
+
+def budget_for(k: int | float | None, d: int) -> int:
+    """The number of weights ``B`` a learner keeps: ``k`` features, a fraction ``k`` of ``d``
+    or, for ``None``, ``round(0.1 d)``; halves round up (MATLAB's ``round``), then ``B`` is
+    clipped to ``1..d``.
+
+    >>> budget_for(None, 25), budget_for(0.5, 5), budget_for(40, 30), budget_for(None, 4)
+    (3, 3, 30, 1)
+    """
+    if k is None:
+        B = round_half_away(0.1 * d)
+    elif isinstance(k, (float, np.floating)) and 0.0 < k <= 1.0:
+        B = round_half_away(float(k) * d)
+    else:
+        B = int(k)
+    return min(max(B, 1), d)
 
 
 class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
@@ -215,14 +234,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         raise NotImplementedError
 
     def _budget(self, d: int) -> int:
-        k = self.n_features_to_select
-        if k is None:
-            B = int(round(0.1 * d))
-        elif isinstance(k, (float, np.floating)) and 0.0 < k <= 1.0:
-            B = int(round(k * d))
-        else:
-            B = int(k)
-        return min(max(B, 1), d)
+        return budget_for(self.n_features_to_select, d)
 
     def _norm_mode(self) -> int:
         key = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize

@@ -43,6 +43,7 @@ from streamfs.algorithms.ofs import (
     PerceptronRandomPartial,
     PerceptronTruncation,
     RandomSelection,
+    budget_for,
 )
 
 PAPER_DATASETS = ("german", "spambase", "splice", "a8a")
@@ -75,7 +76,7 @@ def run_full_input(
     X, y = load(name)
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
-    B = int(round(0.1 * d)) if budget is None else budget
+    B = budget_for(budget, d)
     if scaling == "offline":
         X, norm = _offline_scale(X), False
     elif scaling in ("standardize", "l2"):
@@ -118,7 +119,7 @@ def run_partial_input(
     X, y = load(name)
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
-    B = int(round(budget * d)) if isinstance(budget, float) else int(budget)
+    B = budget_for(budget, d)
     if scaling == "offline":
         X, norm = _offline_scale(X), False
     elif scaling == "standardize":
@@ -175,7 +176,7 @@ def throughput_dense(n: int = 200_000, d: int = 120, block: int = 10_000, seed: 
         for s in range(0, n, block):
             m.partial_fit(X[s : s + block], y[s : s + block])
 
-    B = int(round(0.1 * d))
+    B = budget_for(None, d)
     OFS(B).partial_fit(X[:10], y[:10])  # JIT warm-up (cached on disk after the first run)
     OFSPartial(B, random_state=0).partial_fit(X[:10], y[:10])
     out = {"d": d, "n": n, "B": B, "block": block}

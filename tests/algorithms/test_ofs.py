@@ -716,3 +716,12 @@ def test_the_memory_bound_counts_the_arrays_the_learner_holds(cls, params):
     bare = cls(n_features_to_select=10, max_buffer_bytes=d * per - 1, **params)
     with pytest.raises(ValueError, match="exceeds max_buffer_bytes"):  # d from the first block
         bare.partial_fit(np.eye(d)[:2], [1, -1])
+
+
+@pytest.mark.parametrize("d, k, B", [(25, None, 3), (45, None, 5), (24, None, 2), (5, 0.5, 3),
+                                      (4, None, 1), (30, 40, 30)])
+def test_default_and_fractional_budgets_round_halves_up_as_the_authors_scripts(d, k, B):
+    # the authors' MATLAB scripts take round(0.1 d): 2.5 -> 3, where Python's round gives 2
+    rng = np.random.default_rng(0)
+    m = OFS(k, n_features=d).partial_fit(rng.normal(size=(200, d)), rng.choice([-1, 1], 200))
+    assert m.budget_ == len(m.selected_) == B
