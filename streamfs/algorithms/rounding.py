@@ -9,8 +9,10 @@ def round_half_away(x: float) -> int:
     """``x`` rounded to the nearest integer, halves away from zero (MATLAB's ``round``;
     Python's ``round`` sends halves to the even neighbour: ``round(2.5) == 2``).
 
-    >>> round_half_away(0.1 * 25), round(0.1 * 25), round_half_away(-2.5), round_half_away(0.49999999999999994)
-    (3, 2, -3, 0)
+    >>> round_half_away(0.1 * 25), round(0.1 * 25), round_half_away(-2.5)
+    (3, 2, -3)
+    >>> round_half_away(0.49999999999999994)  # floor(x + 0.5) would give 1
+    0
     """
     a = abs(x)
     whole = math.floor(a)
