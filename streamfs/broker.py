@@ -1,4 +1,4 @@
-"""Talking to the broker from the command line: fail fast with one clear line.
+"""Talking to the broker: fail fast with one clear line (the CLI, the producers, the readers).
 
 librdkafka retries an unreachable broker for minutes and logs every attempt; the CLI instead
 asks for the cluster's metadata with a deadline and reports the address it could not reach.
@@ -49,6 +49,16 @@ class RepeatFilter(logging.Filter):
 #: librdkafka's log lines go here instead of stderr, each kind at most once a minute
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
 KAFKA_LOGGER.addFilter(RepeatFilter())
+
+def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:
+    """``kafka_config`` with librdkafka's log lines sent to :data:`KAFKA_LOGGER` (each kind
+    at most once a minute) instead of straight to stderr, unless it names a ``logger``.
+
+    >>> with_kafka_logger({"bootstrap.servers": "b:9092"})["logger"] is KAFKA_LOGGER
+    True
+    """
+    return {"logger": KAFKA_LOGGER, **kafka_config}
+
 
 #: exit code of a CLI command that could not reach the broker (sysexits' EX_UNAVAILABLE)
 EXIT_UNREACHABLE = 69

@@ -42,6 +42,10 @@ class OutputReader:
     def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str) -> None:
         from confluent_kafka import Consumer
 
+        from streamfs.broker import with_kafka_logger
+
+        kafka_config = with_kafka_logger(kafka_config)
+        self._kafka_config = kafka_config
         self.topic = topic
         self.topics = (topic, *more_topics)
         self._n_partitions: int | None = None
@@ -61,8 +65,11 @@ class OutputReader:
         number of partitions."""
         from confluent_kafka import TopicPartition
 
+        from streamfs.broker import check_reachable
+
         if self._n_partitions is not None:
             return self._n_partitions
+        check_reachable(self._kafka_config)  # BrokerUnreachable naming the address, at once
         assignment = []
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)

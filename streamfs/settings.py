@@ -110,7 +110,6 @@ class Settings:
     def kafka_config(self) -> dict:
         """confluent-kafka client configuration (bootstrap plus security). librdkafka's log
         lines go to the ``streamfs.kafka`` logger, not straight to stderr."""
-        from streamfs.broker import KAFKA_LOGGER
+        from streamfs.broker import with_kafka_logger
 
-        return {"bootstrap.servers": self.bootstrap_servers, **self.security,
-                "logger": KAFKA_LOGGER}
+        return with_kafka_logger({"bootstrap.servers": self.bootstrap_servers, **self.security})

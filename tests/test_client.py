@@ -56,3 +56,16 @@ def test_an_offset_the_broker_cannot_give_falls_back_to_the_logical_first(kafka_
         assert first_offset(consumer, topic, 99) == OFFSET_BEGINNING
     finally:
         consumer.close()
+
+
+def test_a_reader_without_a_broker_names_the_address_at_once(capfd):
+    from streamfs.broker import BrokerUnreachable
+    from streamfs.client import current_selection
+    from streamfs.worker.process import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    # librdkafka's retries go to the streamfs.kafka logger, not as hundreds of stderr lines
+    # for the 30 s the topic query would wait
+    with pytest.raises(BrokerUnreachable, match=f"cannot reach Kafka at {address}"):
+        current_selection("s", {"bootstrap.servers": address}, "streamfs.selected-features")
+    assert "Connection refused" not in capfd.readouterr().err

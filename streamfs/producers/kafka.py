@@ -45,6 +45,9 @@ class StreamPublisher:
     def __init__(self, kafka_config: dict[str, Any], topic: str) -> None:
         from confluent_kafka import Producer
 
+        from streamfs.broker import with_kafka_logger
+
+        kafka_config = with_kafka_logger(kafka_config)
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
                 "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
                 # never let a broker with auto.create.topics.enable (Kafka's default) create
@@ -59,9 +62,13 @@ class StreamPublisher:
 
     def connect(self, timeout: float = 10.0) -> None:
         """Connect and fetch the topic's metadata now rather than on the first send; raises
-        :class:`DeliveryError` if the broker does not have the topic."""
+        :class:`DeliveryError` if the broker does not have the topic,
+        :class:`~streamfs.broker.BrokerUnreachable` at once if no broker answers."""
         from confluent_kafka import KafkaError, KafkaException
 
+        from streamfs.broker import check_reachable
+
+        check_reachable(admin_config(self._config), timeout)
         try:
             meta = self._producer.list_topics(self.topic, timeout=timeout).topics.get(self.topic)
         except KafkaException as exc:

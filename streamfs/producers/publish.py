@@ -20,8 +20,8 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
                   on_message: Callable[[dict], None] | None = None) -> int:
     """Send ``messages`` in order, optionally paced at ``rate`` items/s; returns the count.
 
-    Raises ``DeliveryError`` if the broker cannot be reached, the topic is not available or
-    the broker did not acknowledge every message. Nothing is sent before every partition of
+    Raises :class:`~streamfs.broker.BrokerUnreachable` if no broker answers, ``DeliveryError``
+    if the topic is not available or the broker did not acknowledge every message. Nothing is sent before every partition of
     ``topic`` is served (see :meth:`StreamPublisher.connect`): a topic created moments ago by
     any tool would otherwise lose its first records.
     """
@@ -43,6 +43,10 @@ def topic_block_budget(kafka_config: dict[str, Any], topic: str,
                        worker_limit: int | None = None) -> int:
     """:func:`~streamfs.producers.blocks.block_budget` of what ``topic`` accepts (its
     ``max.message.bytes``), capped at ``worker_limit`` (the worker's record limit) when given."""
+    from streamfs.broker import check_reachable, with_kafka_logger
+
+    kafka_config = with_kafka_logger(kafka_config)
+    check_reachable(kafka_config)  # else the limit's query waits 10 s for no broker
     limit = topic_message_limit(kafka_config, topic)
     if limit is not None and worker_limit is not None:
         limit = min(limit, worker_limit)
