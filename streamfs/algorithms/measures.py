@@ -166,6 +166,8 @@ def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = DBL_MAX, measu
     >>> value_problem(np.array([1.0, np.inf]), 5, names=["a", "b"])
     "X contains NaN or infinite values in columns [1] ('b')"
     """
+    # float64: a float32 amax would cast DBL_MAX to inf (numpy's overflow warning) first
+    amax = np.asarray(amax, dtype=np.float64)
     bad = np.flatnonzero(~(amax <= max_abs))  # NaN compares false
     if bad.size == 0:
         return None

@@ -188,3 +188,16 @@ def test_fused_sparse_relevance_equals_the_separate_kernels(X, seed, max_abs):
     assert within == values_within(seqsum, amax, max_abs)
     for want, got in ((dep, f_dep), (code, f_code), (mean, f_mean), (ss, f_ss)):
         assert want.dtype == got.dtype and want.tobytes() == got.tobytes()
+
+
+def test_float32_values_are_checked_without_an_overflow_warning():
+    import warnings
+
+    from streamfs.algorithms.opening import check_values
+    from streamfs.algorithms.saola import SAOLA
+
+    X = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in cast" was one
+        check_values("features", SAOLA(), X)
+        SAOLA().fit(X, np.arange(20) % 2)
