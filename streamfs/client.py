@@ -2,19 +2,112 @@
 
 The topic is compacted and keyed by stream id, so reading it from the beginning gives every
 stream's latest selection even to a subscriber that starts late.
+
+Records that are not valid streamfs messages (undecodable, without the envelope, a result or
+dead letter without the fields the readers use) are skipped: each kind of problem is logged once
+on the ``streamfs.client`` logger with the record's topic, partition and offset, and every skip
+is counted in the reader's ``skipped``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
-from typing import Any, Iterator
+from numbers import Integral
+from typing import Any, Iterator, Literal
 
 from streamfs.codec import CodecError, decode_any
+
+log = logging.getLogger("streamfs.client")
+
+#: consumer settings the readers depend on: EOF events end ``to_end`` reads and tell when the
+#: topics have been read to their end; ``read_committed`` shows each version exactly once
+REQUIRED_CONFIG = {"enable.partition.eof": True, "isolation.level": "read_committed"}
 
 
 class TopicMissing(RuntimeError):
     """A topic to read does not exist on the broker (no worker has created the topics yet)."""
+
+
+class InvalidRecord(ValueError):
+    """A record the readers cannot use; ``kind`` names the problem (one warning per kind)."""
+
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind} ({detail})" if detail else kind)
+        self.kind = kind
+
+
+class StreamRejected(RuntimeError):
+    """The worker dead-lettered input of a stream being waited for: its final result will not
+    come. ``letter`` is the dead letter (``reason``, ``topic``, ``partition``, ``offset``)."""
+
+    def __init__(self, letter: dict) -> None:
+        where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
+        super().__init__(f"the worker rejected input of stream {letter['stream']!r} ({where}): "
+                         f"{letter['reason']}")
+        self.letter = letter
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _check_result(message: dict) -> None:
+    """Raise :class:`InvalidRecord` unless ``message`` has what readers of results use
+    (topics/README.md, "Result messages")."""
+    for key, ok, what in (("stream", lambda v: isinstance(v, str), "a string"),
+                          ("algorithm", lambda v: isinstance(v, str), "a string"),
+                          ("version", _is_int, "an integer"),
+                          ("run", _is_int, "an integer"),
+                          ("selection", lambda v: isinstance(v, list), "a list")):
+        if key not in message:
+            if key == "run":  # results before runs existed: run 1
+                continue
+            raise InvalidRecord(f"result without {key!r}")
+        if not ok(message[key]):
+            raise InvalidRecord(f"result whose {key!r} is not {what}")
+    if not all(isinstance(i, dict) and _is_int(i.get("feature")) for i in message["selection"]):
+        raise InvalidRecord("result with a 'selection' item without an integer 'feature'")
+
+
+def _check_dead_letter(message: dict) -> None:
+    if not isinstance(message.get("reason"), str):
+        raise InvalidRecord("dead letter without a 'reason'")
+
+
+_CHECKS = {"result": _check_result, "dead_letter": _check_dead_letter}
+
+
+def read_record(value: bytes) -> dict:
+    """Decode an output record (msgpack or JSON) and check a result's or dead letter's fields;
+    :class:`InvalidRecord` says what is wrong."""
+    try:
+        message = decode_any(value)
+    except CodecError as exc:
+        raise InvalidRecord("not a streamfs message", str(exc)) from None
+    check = _CHECKS.get(message.get("kind"))
+    if check is not None:
+        check(message)
+    return message
+
+
+class Skipped:
+    """Counts the records a reader skips by kind of problem (``counts``); logs the first of
+    each kind with where it is, so a bad producer is seen without flooding the log."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, problem: InvalidRecord, topic: str, partition: int, offset: int) -> None:
+        if problem.kind not in self.counts:
+            log.warning("skipped %s[%d]@%d: %s (records with this problem are skipped and "
+                        "counted from now on)", topic, partition, offset, problem)
+        self.counts[problem.kind] = self.counts.get(problem.kind, 0) + 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
 
 
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
@@ -24,45 +117,73 @@ def first_offset(consumer: Any, topic: str, partition: int) -> int:
     between, auto.offset.reset=earliest applies. Where the broker cannot answer (a topic just
     created, its leader not known yet: NOT_LEADER_FOR_PARTITION), the logical offset, which
     librdkafka retries on its own; an error that lasts surfaces when consuming."""
-    from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING
+
+    return _watermark(consumer, topic, partition, 0, OFFSET_BEGINNING)
+
+
+def end_offset(consumer: Any, topic: str, partition: int) -> int:
+    """The partition's end (the next record's offset), as :func:`first_offset` does: a record
+    produced after this call is read, unlike with a logical OFFSET_END resolved later."""
+    from confluent_kafka import OFFSET_END
+
+    return _watermark(consumer, topic, partition, 1, OFFSET_END)
+
+
+def _watermark(consumer: Any, topic: str, partition: int, which: int, fallback: int) -> int:
+    from confluent_kafka import KafkaException, TopicPartition
 
     try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[0]
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[which]
     except KafkaException:
-        return OFFSET_BEGINNING
+        return fallback
+
+
+def _check_config(kafka_config: dict[str, Any]) -> None:
+    for key, value in REQUIRED_CONFIG.items():
+        if key in kafka_config and str(kafka_config[key]).lower() != str(value).lower():
+            raise ValueError(f"kafka_config[{key!r}] = {kafka_config[key]!r}: the readers need "
+                             f"{value!r} (leave the key out)")
 
 
 class OutputReader:
-    """Reads decoded messages (msgpack or JSON) of output topics from their beginning.
+    """Reads decoded messages (msgpack or JSON) of output topics from their beginning, or with
+    ``start="end"`` only what is published after :meth:`assign`.
 
     With several topics (say results and dead letters), messages of the topics interleave in
-    arrival order.
+    arrival order. ``kafka_config`` may not change :data:`REQUIRED_CONFIG` (``ValueError``).
     """
 
-    def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str) -> None:
+    def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str,
+                 start: Literal["beginning", "end"] = "beginning") -> None:
         from confluent_kafka import Consumer
 
         from streamfs.broker import with_kafka_logger
 
+        _check_config(kafka_config)
+        if start not in ("beginning", "end"):
+            raise ValueError(f"start must be 'beginning' or 'end', not {start!r}")
         kafka_config = with_kafka_logger(kafka_config)
         self._kafka_config = kafka_config
+        self._offset = first_offset if start == "beginning" else end_offset
         self.topic = topic
         self.topics = (topic, *more_topics)
+        self.skipped = Skipped()
+        #: every partition was read to its end (at once) since :meth:`messages` started
+        self.caught_up = False
         self._n_partitions: int | None = None
         self._consumer = Consumer({
             "group.id": f"streamfs-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "enable.partition.eof": True,
-            # results are written in transactions: see each committed version exactly once
-            "isolation.level": "read_committed",
             **kafka_config,
+            **REQUIRED_CONFIG,
         })
 
     def assign(self) -> int:
-        """Assign every partition of the topics from its first offset now, rather than when
-        :meth:`messages` starts (which it does unless this was called before it); returns the
-        number of partitions."""
+        """Assign every partition of the topics from its first offset (or end) now, rather than
+        when :meth:`messages` starts (which it does unless this was called before it); returns
+        the number of partitions. :class:`TopicMissing` if a topic does not exist."""
         from confluent_kafka import TopicPartition
 
         from streamfs.broker import check_reachable
@@ -77,7 +198,7 @@ class OutputReader:
                 from streamfs.topics import missing_topic_message
 
                 raise TopicMissing(missing_topic_message(topic))
-            assignment += [TopicPartition(topic, p, first_offset(self._consumer, topic, p))
+            assignment += [TopicPartition(topic, p, self._offset(self._consumer, topic, p))
                            for p in meta.partitions]
         self._consumer.assign(assignment)
         self._n_partitions = len(assignment)
@@ -86,13 +207,13 @@ class OutputReader:
     def messages(self, *, to_end: bool = False, timeout: float | None = None,
                  poll: float = 0.5) -> Iterator[tuple[str, dict] | None]:
         """Yield ``(topic, decoded message)`` in arrival order (per partition); ``None`` after each
-        ``poll`` seconds without one, so that callers can watch a clock or another topic.
-        ``to_end``: stop at the end of the topic as it is now. ``timeout``: raise
+        ``poll`` seconds without one, and when every partition has been read to its end (then
+        :attr:`caught_up` is true), so that callers can watch a clock or another topic.
+        ``to_end``: stop at the end of the topics as they are now. ``timeout``: raise
         ``TimeoutError`` after this many seconds."""
-        from confluent_kafka import KafkaError
-
         n_parts = self.assign()
-        self._n_partitions = None  # the next call reads from the beginning again
+        self._n_partitions = None  # the next call reads from the start again
+        self.caught_up = False
         at_end: set[tuple[str, int]] = set()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -101,22 +222,36 @@ class OutputReader:
             msg = self._consumer.poll(poll)
             if msg is None:
                 yield None
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add((msg.topic(), msg.partition()))
-                    if to_end and len(at_end) == n_parts:
+            elif msg.error():
+                self._note_end(msg, at_end)
+                if len(at_end) == n_parts:
+                    if to_end:
                         return
-                    continue
-                raise RuntimeError(f"consumer error on {self.topic}: {msg.error()}")
-            at_end.discard((msg.topic(), msg.partition()))
-            if msg.value() is None:
-                continue
-            try:
-                message = decode_any(msg.value())
-            except CodecError:
-                continue  # not ours; the topic is meant for streamfs messages only
-            yield msg.topic(), message
+                    self.caught_up = True
+                    yield None
+            else:
+                at_end.discard((msg.topic(), msg.partition()))
+                message = self._decoded(msg)
+                if message is not None:
+                    yield msg.topic(), message
+
+    def _note_end(self, msg: Any, at_end: set[tuple[str, int]]) -> None:
+        """Note a partition's end; raise on any other consumer error."""
+        from confluent_kafka import KafkaError
+
+        if msg.error().code() != KafkaError._PARTITION_EOF:
+            raise RuntimeError(f"consumer error on {self.topic}: {msg.error()}")
+        at_end.add((msg.topic(), msg.partition()))
+
+    def _decoded(self, msg: Any) -> dict | None:
+        """The record's message, or None for a tombstone or an invalid record (skipped)."""
+        if msg.value() is None:
+            return None
+        try:
+            return read_record(msg.value())
+        except InvalidRecord as problem:
+            self.skipped(problem, msg.topic(), msg.partition(), msg.offset())
+            return None
 
     def close(self) -> None:
         self._consumer.close()
@@ -128,41 +263,109 @@ class OutputReader:
         self.close()
 
 
+class _Finals:
+    """What ``until_final`` waits for: the newest run of each stream seen (or ``run``), whether
+    its latest result is final, and the dead letters of each stream by run."""
+
+    def __init__(self, run: int | None) -> None:
+        self.run = run
+        self.newest: dict[str, int] = {}
+        self.final: dict[str, bool] = {}
+        self.letters: dict[str, dict[int | None, dict]] = {}
+
+    def result(self, result: dict) -> None:
+        # a stream's results share a partition, in order: the last run seen is the newest
+        sid = result["stream"]
+        self.newest[sid] = result.get("run", 1)
+        self.final[sid] = bool(result.get("final"))
+
+    def dead_letter(self, letter: dict) -> None:
+        sid = letter.get("stream")
+        if letter.get("run_refused"):
+            # input of a run the stream never accepted (a re-used id): no run's, but its
+            # producer should hear of it
+            log.warning("input of stream %r from another run was refused: %s", sid,
+                        letter["reason"])
+        elif isinstance(sid, str):
+            self.letters.setdefault(sid, {})[letter.get("run")] = letter
+
+    def all_final(self) -> bool:
+        return bool(self.final) and all(self.final.values())
+
+    def rejection(self) -> dict | None:
+        """A dead letter of the watched run of a stream that is not final (a letter without a
+        run, written before the worker read the stream's header, counts for any run)."""
+        for sid, final in self.final.items():
+            letters = self.letters.get(sid, {})
+            letter = letters.get(self.run or self.newest[sid]) or letters.get(None)
+            if not final and letter is not None:
+                return letter
+        return None
+
+
 class SelectionReader(OutputReader):
-    """Reads result messages (decoded dicts) of the selected-features topic."""
+    """Reads result messages (decoded dicts) of the selected-features topic and, given
+    ``dead_letters`` (the dead-letter topic), notices when the worker rejects a stream's input.
+
+    ``start="end"``: only results published after :meth:`assign` (or the first read).
+
+    >>> from streamfs.topics import load_catalogue
+    >>> topics = load_catalogue("streamfs.")   # the topic names of a --topic-prefix
+    >>> topics["selected"].name, topics["dead_letter"].name
+    ('streamfs.selected-features', 'streamfs.dead-letter')
+    """
+
+    def __init__(self, kafka_config: dict[str, Any], topic: str, *,
+                 dead_letters: str | None = None,
+                 start: Literal["beginning", "end"] = "beginning") -> None:
+        super().__init__(kafka_config, topic, *([dead_letters] if dead_letters else []),
+                         start=start)
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
                 timeout: float | None = None, to_end: bool = False,
                 run: int | None = None) -> Iterator[dict]:
-        """Yield results in arrival order (per partition), from the beginning of the topic.
+        """Yield results in arrival order (per partition), from the start of the topic.
 
-        ``to_end``: stop at the end of the topic as it is now. ``until_final``: stop once the
-        final result of ``stream`` (or of every stream seen, if ``stream`` is None) has arrived.
-        ``timeout``: raise ``TimeoutError`` if that takes longer than this many seconds.
-        ``run``: only results of that run of the stream (a replaced stream starts run 2, ...).
+        ``to_end``: stop at the end of the topic as it is now. ``until_final``: read every
+        partition to its end, then stop as soon as the latest result of ``stream`` (or of every
+        stream seen, if ``stream`` is None; with none seen yet, wait for one) in its newest run
+        is final: the final of a run replaced since does not count. With ``dead_letters``, a
+        dead letter of that run of a stream not final raises :class:`StreamRejected`.
+        ``timeout``: raise ``TimeoutError`` after this many seconds.
+        ``run``: only results of that run (a replaced stream starts run 2, ...).
         """
-        open_streams: set[str] = set()
+        finals = _Finals(run)
         try:
             for item in self.messages(to_end=to_end, timeout=timeout):
-                if item is None or item[1].get("kind") != "result":
-                    continue
-                result = item[1]
-                if stream is not None and result.get("stream") != stream:
-                    continue
-                if run is not None and result.get("run", 1) != run:
-                    continue
-                yield result
-                if until_final:
-                    sid = result["stream"]
-                    if result.get("final"):
-                        open_streams.discard(sid)
-                        if stream is not None or not open_streams:
-                            return
-                    else:
-                        open_streams.add(sid)
+                if item is not None and stream in (None, item[1].get("stream")):
+                    result = self._taken(*item, finals, run)
+                    if result is not None:
+                        yield result
+                if until_final and self.caught_up:
+                    if finals.all_final():
+                        return
+                    if (letter := finals.rejection()) is not None:
+                        raise StreamRejected(letter)
         except TimeoutError:
-            raise TimeoutError(f"no final result for {stream or 'all streams'} on {self.topic} "
-                               f"after {timeout} s") from None
+            raise TimeoutError(self._timed_out(stream, until_final, timeout)) from None
+
+    def _taken(self, topic: str, message: dict, finals: _Finals, run: int | None) -> dict | None:
+        """``message`` if it is a result to yield; dead letters go to ``finals``."""
+        kind = message.get("kind")
+        if topic != self.topic:
+            if kind == "dead_letter":
+                finals.dead_letter(message)
+            return None
+        if kind != "result" or run not in (None, message.get("run", 1)):
+            return None
+        finals.result(message)
+        return message
+
+    def _timed_out(self, stream: str | None, until_final: bool, timeout: float | None) -> str:
+        watched = repr(stream) if stream else "every stream"
+        if until_final:
+            return f"no final result for {watched} on {self.topic} after {timeout} s"
+        return f"time is up: watched {watched} on {self.topic} for {timeout} s"
 
     def current_selections(self) -> dict[str, dict]:
         """The latest result of every stream on the topic now."""

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.kafka
 def _publish(kafka_config: dict, topic: str, *numbers: int) -> None:
     with StreamPublisher(kafka_config, topic) as pub:
         for i in numbers:
-            pub.send({"kind": "dead_letter", "stream": "s", "n": i})
+            pub.send({"kind": "dead_letter", "stream": "s", "reason": "r", "n": i})
 
 
 def test_reader_starts_at_the_log_start_and_follows_new_messages(kafka_config, topic_prefix):
@@ -69,3 +69,115 @@ def test_a_reader_without_a_broker_names_the_address_at_once(capfd):
     with pytest.raises(BrokerUnreachable, match=f"cannot reach Kafka at {address}"):
         current_selection("s", {"bootstrap.servers": address}, "streamfs.selected-features")
     assert "Connection refused" not in capfd.readouterr().err
+
+
+# --- results: what until_final waits for, invalid records, where reading starts -------------
+
+def _result(stream: str, version: int, *, run: int = 1, final: bool = False) -> dict:
+    return {"kind": "result", "stream": stream, "algorithm": "saola", "params": {}, "run": run,
+            "version": version, "final": final, "selection": [{"feature": version}]}
+
+
+def _put(kafka_config: dict, topic: str, *messages: dict | bytes) -> None:
+    """Records on partition 0, in this order (a reader sees them so), keyed by their stream."""
+    from confluent_kafka import Producer
+
+    from streamfs.codec import encode
+
+    producer = Producer(kafka_config)
+    for m in messages:
+        value = m if isinstance(m, bytes) else encode(m)
+        key = b"raw" if isinstance(m, bytes) else str(m.get("stream")).encode()
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def _versions(results) -> list[tuple[str, int]]:
+    return [(r["stream"], r["version"]) for r in results]
+
+
+def test_until_final_without_a_stream_waits_for_every_stream_seen(kafka_config, topic_prefix):
+    """A stream final before another one's first result was read does not end the wait."""
+    from streamfs.client import SelectionReader
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, topic, _result("a", 1, final=True), _result("b", 1))
+    with SelectionReader(kafka_config, topic) as reader:
+        updates = reader.updates(until_final=True, timeout=60)
+        seen = [next(updates), next(updates)]
+        _put(kafka_config, topic, _result("b", 2, final=True))  # "b" still open until now
+        seen += list(updates)
+    assert _versions(seen) == [("a", 1), ("b", 1), ("b", 2)]
+
+
+def test_until_final_waits_for_the_newest_run(kafka_config, topic_prefix):
+    """After a replace, the final of run 1 does not end the wait for the stream: run 2's does."""
+    from streamfs.client import SelectionReader
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, topic, _result("s1", 1), _result("s1", 2, final=True),
+         _result("s1", 3, run=2))
+    with SelectionReader(kafka_config, topic) as reader:
+        updates = reader.updates("s1", until_final=True, timeout=60)
+        seen = [next(updates) for _ in range(3)]
+        _put(kafka_config, topic, _result("s1", 4, run=2, final=True))
+        seen += list(updates)
+    assert _versions(seen) == [("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4)]
+
+
+def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_prefix):
+    from streamfs.client import SelectionReader, StreamRejected
+
+    topics = load_catalogue(topic_prefix)
+    letter = {"kind": "dead_letter", "stream": "r", "run": 1, "reason": "bad block",
+              "topic": "f", "partition": 0, "offset": 7}
+    _put(kafka_config, topics["selected"].name, _result("r", 1), _result("q", 1, run=2))
+    _put(kafka_config, topics["dead_letter"].name, letter, {**letter, "stream": "q"})
+    with SelectionReader(kafka_config, topics["selected"].name,
+                         dead_letters=topics["dead_letter"].name) as reader:
+        with pytest.raises(StreamRejected, match=r"stream 'r' \(f\[0\]@7\): bad block"):
+            list(reader.updates("r", until_final=True, timeout=60))
+        # "q" is in run 2: run 1's dead letter is not about it
+        with pytest.raises(TimeoutError, match="no final result for 'q'"):
+            list(reader.updates("q", until_final=True, timeout=3))
+
+
+def test_invalid_records_are_skipped_counted_and_named_once(kafka_config, topic_prefix, caplog):
+    from streamfs.client import SelectionReader, current_selection
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    no_version = b'{"v":1,"kind":"result","stream":"g6"}'
+    text_selection = {**_result("g7", 1), "selection": "x1,x2"}
+    _put(kafka_config, topic, no_version, text_selection, no_version, b"plain text",
+         _result("ok", 1))
+    assert current_selection("ok", kafka_config, topic)["version"] == 1
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="streamfs.client"):
+        with SelectionReader(kafka_config, topic) as reader:
+            assert list(reader.current_selections()) == ["ok"]
+    assert reader.skipped.counts == {"result without 'algorithm'": 2,
+                                     "result whose 'selection' is not a list": 1,
+                                     "not a streamfs message": 1}
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 3, warnings
+    assert f"skipped {topic}[0]@0: result without 'algorithm'" in warnings[0]
+
+
+def test_start_at_the_end_reads_only_what_comes_after(kafka_config, topic_prefix):
+    from streamfs.client import SelectionReader
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, topic, _result("old", 1, final=True))
+    with SelectionReader(kafka_config, topic, start="end") as reader:
+        reader.assign()
+        _put(kafka_config, topic, _result("new", 1, final=True))
+        assert _versions(reader.updates(until_final=True, timeout=60)) == [("new", 1)]
+
+
+@pytest.mark.parametrize("key,value", [("enable.partition.eof", False),
+                                       ("isolation.level", "read_uncommitted")])
+def test_config_that_breaks_the_reader_is_refused(key, value):
+    from streamfs.client import SelectionReader
+
+    with pytest.raises(ValueError, match=f"kafka_config\\['{key}'\\]"):
+        SelectionReader({"bootstrap.servers": "127.0.0.1:1", key: value}, "t")
