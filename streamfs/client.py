@@ -264,10 +264,11 @@ class OutputReader:
 
 
 class _Finals:
-    """What ``until_final`` waits for: the newest run of each stream seen (or ``run``), whether
-    its latest result is final, and the dead letters of each stream by run."""
+    """What ``until_final`` waits for: ``stream`` (or every stream seen) in its newest run seen
+    (or ``run``) with a final latest result; and the dead letters of each stream by run."""
 
-    def __init__(self, run: int | None) -> None:
+    def __init__(self, stream: str | None, run: int | None) -> None:
+        self.stream = stream
         self.run = run
         self.newest: dict[str, int] = {}
         self.final: dict[str, bool] = {}
@@ -289,16 +290,21 @@ class _Finals:
         elif isinstance(sid, str):
             self.letters.setdefault(sid, {})[letter.get("run")] = letter
 
+    def _open(self) -> list[str]:
+        """The watched streams without a final result (``stream`` even before its first)."""
+        watched = [self.stream] if self.stream is not None else list(self.final)
+        return [sid for sid in watched if not self.final.get(sid)]
+
     def all_final(self) -> bool:
-        return bool(self.final) and all(self.final.values())
+        return bool(self.final) and not self._open()
 
     def rejection(self) -> dict | None:
-        """A dead letter of the watched run of a stream that is not final (a letter without a
-        run, written before the worker read the stream's header, counts for any run)."""
-        for sid, final in self.final.items():
+        """A dead letter of the watched run of a stream not final (a letter without a run,
+        written before the worker read the stream's header, counts for any run)."""
+        for sid in self._open():
             letters = self.letters.get(sid, {})
-            letter = letters.get(self.run or self.newest[sid]) or letters.get(None)
-            if not final and letter is not None:
+            letter = letters.get(self.run or self.newest.get(sid, 1)) or letters.get(None)
+            if letter is not None:
                 return letter
         return None
 
@@ -334,7 +340,7 @@ class SelectionReader(OutputReader):
         ``timeout``: raise ``TimeoutError`` after this many seconds.
         ``run``: only results of that run (a replaced stream starts run 2, ...).
         """
-        finals = _Finals(run)
+        finals = _Finals(stream, run)
         try:
             for item in self.messages(to_end=to_end, timeout=timeout):
                 if item is not None and stream in (None, item[1].get("stream")):

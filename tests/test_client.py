@@ -137,6 +137,10 @@ def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_pref
                          dead_letters=topics["dead_letter"].name) as reader:
         with pytest.raises(StreamRejected, match=r"stream 'r' \(f\[0\]@7\): bad block"):
             list(reader.updates("r", until_final=True, timeout=60))
+        # rejected before any result (a refused open)
+        _put(kafka_config, topics["dead_letter"].name, {**letter, "stream": "none", "run": None})
+        with pytest.raises(StreamRejected, match="stream 'none'"):
+            list(reader.updates("none", until_final=True, timeout=60))
         # "q" is in run 2: run 1's dead letter is not about it
         with pytest.raises(TimeoutError, match="no final result for 'q'"):
             list(reader.updates("q", until_final=True, timeout=3))
