@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,10 +16,13 @@ from streamfs.cli_options import HEADER_OPTION
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
+if TYPE_CHECKING:
+    from streamfs.client import SelectionReader
+
 #: exit codes (README "Exit codes")
 EXIT_KAFKA = 1  # Kafka did not take the stream, or a client error
 EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: nothing published
-EXIT_TIMEOUT = 3  # watch --timeout passed
+EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 
 
@@ -87,9 +90,9 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
 
     Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing or has another
     partition count, or another Kafka error, 2 a mistake in the command or its input (nothing
-    published, unless the message says how much was), 3 watch timed out, 4 the worker rejected
-    the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the
-    worker met an error it cannot recover from (a supervisor restarts it).
+    published, unless the message says how much was), 3 watch --timeout passed, 4 the worker
+    rejected the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70
+    the worker met an error it cannot recover from (a supervisor restarts it).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -506,16 +509,22 @@ def _print_results(results: list[dict], as_json: bool) -> None:
 @click.option("--once", is_flag=True, help="Print the current selections and exit.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line (NDJSON).")
 @click.option("--until-final", is_flag=True,
-              help="Exit after the final result of STREAM; exit 4 with the reason if the worker "
-              "dead-letters its input.")
+              help="Read the topic to its end, then exit once the newest run of STREAM (of "
+              "every stream seen, without STREAM) has its final result; exit 4 with the reason "
+              "if the worker dead-letters input of that run.")
 @click.option("--run", "run", type=click.IntRange(min=1), default=None,
               help="Only results of this run of STREAM (after `produce --replace`).")
-@click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
+@click.option("--from-now", is_flag=True,
+              help="Only results published from now on (default: from the topic's start, so "
+              "every stream's latest selection comes first).")
+@click.option("--timeout", type=float, default=None,
+              help="Give up after this many seconds (exit 3).")
 @click.option("--app-id", envvar="STREAMFS_APP_ID", default=None,
               help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
-          until_final: bool, run: int | None, timeout: float | None, app_id: str | None) -> None:
+          until_final: bool, run: int | None, from_now: bool, timeout: float | None,
+          app_id: str | None) -> None:
     """Show selections from the selected-features topic (all streams, or STREAM)."""
     from streamfs.client import SelectionReader
     from streamfs.topics import load_catalogue
@@ -524,31 +533,50 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     _reachable(s)
     catalogue = load_catalogue(s.topic_prefix)
     topic = catalogue["selected"].name
+    group = app_id or s.app_id
     if once:
-        with SelectionReader(s.kafka_config(), topic) as reader:
-            latest = reader.current_selections()
-        results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
-        if not results:
-            click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
-            _warn_without_worker(s, app_id or s.app_id)
-            sys.exit(1)
-        _print_results(results, as_json)
-        return
-    _warn_without_worker(s, app_id or s.app_id)
-    if until_final and stream is not None:
-        sys.exit(_follow_stream(s, catalogue, stream, run, as_json, timeout))
-    with SelectionReader(s.kafka_config(), topic) as reader:
-        try:
-            last = None
-            for result in reader.updates(stream, until_final=until_final, timeout=timeout,
-                                         run=run):
-                last = result
-                _print_results([result], as_json)
-        except TimeoutError as exc:
-            click.echo(str(exc), err=True)
-            sys.exit(EXIT_TIMEOUT)
-        if until_final and last is None:
-            sys.exit(1)
+        if from_now:
+            raise UsageProblem("--once shows the current selections: --from-now does not apply")
+        sys.exit(_watch_once(s, topic, stream, as_json, group))
+    dead = catalogue["dead_letter"].name if until_final else None
+    with SelectionReader(s.kafka_config(), topic, dead_letters=dead,
+                         start="end" if from_now else "beginning") as reader:
+        reader.assign()  # a missing topic: one line (exit 1), before the worker warning
+        _warn_without_worker(s, group)
+        sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout))
+
+
+def _watch_once(settings: Settings, topic: str, stream: str | None, as_json: bool,
+                group: str) -> int:
+    from streamfs.client import SelectionReader
+
+    with SelectionReader(settings.kafka_config(), topic) as reader:
+        latest = reader.current_selections()
+    results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
+    if not results:
+        click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
+        _warn_without_worker(settings, group)
+        return 1
+    _print_results(results, as_json)
+    return 0
+
+
+def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
+                   as_json: bool, timeout: float | None) -> int:
+    """Print ``reader``'s updates; the exit code: 0 (the final results, see
+    :meth:`SelectionReader.updates`), 3 (time is up) or 4 (input dead-lettered)."""
+    from streamfs.client import StreamRejected
+
+    try:
+        for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run):
+            _print_results([result], as_json)
+    except TimeoutError as exc:
+        click.echo(str(exc), err=True)
+        return EXIT_TIMEOUT
+    except StreamRejected as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return EXIT_REJECTED
+    return 0
 
 
 def _warn_without_worker(settings: Settings, group: str) -> None:
@@ -557,53 +585,6 @@ def _warn_without_worker(settings: Settings, group: str) -> None:
     if group_members(settings.kafka_config(), group) == 0:
         click.echo(f"warning: no streamfs worker is consuming (consumer group {group!r} has no "
                    f"members): results arrive once `streamfs worker` runs", err=True)
-
-
-def _follow_stream(settings: Settings, catalogue: dict, stream: str, run: int | None,
-                   as_json: bool, timeout: float | None) -> int:
-    """Results of ``stream`` until its final one (exit 0), a dead letter of its input (4) or
-    the timeout (3). Dead letters count for the run being watched: ``run``, else the newest run
-    seen in the results (1 before any). Dead letters of a run the stream refused (an ``open``
-    re-using the id without ``--replace``, and what followed it) belong to no run: a warning."""
-    from streamfs.client import OutputReader
-
-    results, dead = catalogue["selected"].name, catalogue["dead_letter"].name
-    newest = 1
-    with OutputReader(settings.kafka_config(), results, dead) as reader:
-        try:
-            for item in reader.messages(timeout=timeout):
-                if item is None:
-                    continue
-                topic, message = item
-                if message.get("stream") != stream:
-                    continue
-                watched = run or newest
-                if topic == dead:
-                    if message.get("run_refused"):
-                        # input of a run the stream never accepted (a re-used id): not this
-                        # run's input, but its producer should hear of it
-                        click.echo(f"warning: input of stream {stream!r} from another run was "
-                                   f"refused: {message['reason']}", err=True)
-                        continue
-                    if (message.get("run") or watched) == watched:  # no run: no header read
-                        where = (f"{message.get('topic')}[{message.get('partition')}]"
-                                 f"@{message.get('offset')}")
-                        click.echo(f"Error: the worker rejected input of stream {stream!r} "
-                                   f"({where}): {message['reason']}", err=True)
-                        return EXIT_REJECTED
-                    continue
-                if message.get("kind") != "result":
-                    continue
-                newest = max(newest, message.get("run", 1))
-                if run is not None and message.get("run", 1) != run:
-                    continue
-                _print_results([message], as_json)
-                if message.get("final") and message.get("run", 1) == (run or newest):
-                    return 0
-        except TimeoutError:
-            click.echo(f"no final result for {stream!r} after {timeout} s", err=True)
-            return EXIT_TIMEOUT
-    return 1
 
 
 @main.command("dead-letters")

@@ -1,0 +1,69 @@
+"""`streamfs watch` against a real broker, on result records written straight to the topic
+(no worker: what the watch decides depends only on the records and their order)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streamfs.topics import load_catalogue
+from tests.cli.test_first_hour import streamfs
+from tests.test_client import _put, _result
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def selected(kafka_config, topic_prefix) -> str:
+    return load_catalogue(topic_prefix)["selected"].name
+
+
+def _versions(stdout: str) -> list[tuple[str, int]]:
+    return [(r["stream"], r["version"]) for r in map(json.loads, stdout.splitlines())]
+
+
+def test_until_final_without_a_stream_waits_for_every_stream(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, _result("a", 1, final=True), _result("b", 1))
+    out = streamfs("watch", "--until-final", "--json", "--timeout", "4", env=cli_env)
+    assert out.returncode == 3, out.stderr
+    assert _versions(out.stdout) == [("a", 1), ("b", 1)]
+    assert "no final result for every stream" in out.stderr
+    _put(kafka_config, selected, _result("b", 2, final=True))
+    out = streamfs("watch", "--until-final", "--json", "--timeout", "60", env=cli_env)
+    assert out.returncode == 0 and _versions(out.stdout)[-1] == ("b", 2), out.stderr
+
+
+def test_until_final_of_a_replaced_stream_is_its_newest_runs(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, _result("s1", 1), _result("s1", 2, final=True),
+         _result("s1", 3, run=2), _result("s1", 4, run=2, final=True))
+    out = streamfs("watch", "s1", "--until-final", "--json", "--timeout", "60", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    assert _versions(out.stdout) == [("s1", v) for v in (1, 2, 3, 4)]
+
+
+def test_invalid_results_are_skipped_with_one_warning(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, b'{"v":1,"kind":"result","stream":"g6"}',
+         {**_result("g6", 1), "version": None}, _result("g6", 2, final=True))
+    for args in (["--once"], ["g6", "--until-final"], ["--until-final"]):
+        out = streamfs("watch", *args, "--json", "--timeout", "60", env=cli_env)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert _versions(out.stdout) == [("g6", 2)], args
+        assert f"skipped {selected}[0]@0: result without 'algorithm'" in out.stderr
+        assert f"skipped {selected}[0]@1: result whose 'version' is not an integer" in out.stderr
+
+
+def test_a_timeout_without_until_final_says_the_time_is_up(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, _result("s3", 1, final=True))
+    out = streamfs("watch", "s3", "--json", "--timeout", "3", env=cli_env)
+    assert out.returncode == 3 and _versions(out.stdout) == [("s3", 1)]
+    assert "time is up: watched 's3'" in out.stderr and "no final" not in out.stderr
+
+
+def test_from_now_shows_only_new_results(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, _result("old", 1, final=True))
+    out = streamfs("watch", "--from-now", "--until-final", "--json", "--timeout", "3",
+                   env=cli_env)
+    assert out.returncode == 3 and out.stdout == "", out.stderr
+    refused = streamfs("watch", "--once", "--from-now", env=cli_env)
+    assert refused.returncode == 2 and "--from-now does not apply" in refused.stderr
