@@ -45,7 +45,7 @@ import click
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.codec import CodecError, decode_any
+from streamfs.client import InvalidRecord, Skipped, read_record
 
 __all__ = ["Downstream", "DownstreamError", "LabelCodes", "RestrictedModel", "follow", "main"]
 
@@ -362,13 +362,17 @@ class Downstream:
 
 def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
            echo: Callable[[str], None] = click.echo, timeout: float | None = None,
-           max_blocks: int | None = None, grace: float = 10.0) -> str:
+           max_blocks: int | None = None, grace: float = 10.0,
+           skipped: Skipped | None = None) -> str:
     """Poll ``consumer`` (assigned ``n_partitions`` partitions from their beginning, with
     ``enable.partition.eof``) into ``downstream`` until it has finished and every partition
     has been read to its end, or ``grace`` seconds after it finished (``"finished"``), or
     ``max_blocks`` instance blocks were read (``"max-blocks"``), or ``timeout`` seconds
-    passed (``"timeout"``)."""
+    passed (``"timeout"``). Records the readers cannot use are skipped as the client skips
+    them, counted in ``skipped``."""
     from confluent_kafka import KafkaError
+
+    skipped = Skipped() if skipped is None else skipped
 
     deadline = None if timeout is None else time.monotonic() + timeout
     at_end: set[tuple[str, int]] = set()
@@ -398,8 +402,9 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
         if msg.value() is None:
             continue
         try:
-            body = decode_any(msg.value())
-        except CodecError:
+            body = read_record(msg.value())
+        except InvalidRecord as problem:  # logged once per kind, counted
+            skipped(problem, msg.topic(), msg.partition(), msg.offset())
             continue
         for line in downstream.handle(body):
             echo(line)

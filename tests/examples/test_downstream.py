@@ -19,8 +19,8 @@ def result(version, features, final=False, names=None):
         if names is not None:
             item["name"] = names[k]
         items.append(item)
-    return {"kind": "result", "stream": SEL, "version": version, "final": final,
-            "selection": items}
+    return {"kind": "result", "stream": SEL, "algorithm": "saola", "version": version,
+            "final": final, "selection": items}
 
 
 def opened(n_features, feature_names=None):
@@ -190,6 +190,9 @@ class _Msg:
     def partition(self):
         return self._p
 
+    def offset(self):
+        return 0
+
     def value(self):
         return self._v
 
@@ -227,3 +230,19 @@ def test_follow_waits_for_the_ends_but_not_forever():
     assert follow(ds, FakeConsumer(msgs), 2, echo=lambda s: None, grace=0.0) == "finished"
     ds = Downstream(SEL, INST)
     assert follow(ds, FakeConsumer([]), 1, echo=lambda s: None, timeout=0.6) == "timeout"
+
+
+def test_follow_skips_results_it_cannot_use_and_counts_them():
+    """A malformed result on the topic (compaction keeps it) used to stop the model with a
+    TypeError or KeyError."""
+    from streamfs.client import Skipped
+
+    bad = [{**result(1, [0]), "selection": "x0,x1"}, {**result(1, [0]), "version": None},
+           {k: v for k, v in result(1, [0]).items() if k != "stream"}]
+    msgs = [_Msg("sel", 0, encode(m)) for m in bad]
+    msgs += [_Msg("sel", 0, encode(result(2, [0], final=True))), _Msg("inst", 0, encode(CLOSE))]
+    skipped = Skipped()
+    ds = Downstream(SEL, INST)
+    assert follow(ds, FakeConsumer(msgs), 2, echo=lambda s: None, grace=0.0,
+                  skipped=skipped) == "finished"
+    assert ds.summary()["selection_version"] == 2 and skipped.total == 3
