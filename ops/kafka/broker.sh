@@ -3,8 +3,9 @@
 #
 #   ops/kafka/broker.sh start    fetch jars (cached), format fresh storage, start, wait until ready
 #   ops/kafka/broker.sh stop     stop the broker started by `start` (by pid)
-#   ops/kafka/broker.sh restart  stop it and start it again on the same port and data (tests of
-#                                a broker outage; `start` would format fresh storage)
+#   ops/kafka/broker.sh restart  stop it (if running) and start it again on the same port and
+#                                data (tests of a broker outage; `start` would format fresh
+#                                storage)
 #   ops/kafka/broker.sh status   print the bootstrap address if running, exit 1 otherwise
 #   ops/kafka/broker.sh fetch    only fetch the jars
 #
@@ -129,10 +130,13 @@ launch() {
 }
 
 
-# Stop and start again on the same data and port (tests: a broker restart mid-stream).
+# Stop (if running) and start again on the same data and port (tests: a broker restart
+# mid-stream). The port comes from server.properties: `stop` removes the bootstrap file.
 restart() {
-  [ -f "$run/server.properties" ] || { log "nothing to restart in $run"; exit 1; }
-  local port; port=$(cat "$run/bootstrap" 2>/dev/null | sed 's/.*://')
+  [ -f "$run/server.properties" ] || { log "nothing to restart in $run: use start"; exit 1; }
+  local port
+  port=$(sed -n 's|^advertised.listeners=PLAINTEXT://.*:||p' "$run/server.properties")
+  running_pid >/dev/null || log "not running: starting it again on 127.0.0.1:$port"
   stop
   launch
 }
