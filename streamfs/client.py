@@ -53,19 +53,28 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+#: the fields of a result that readers use (topics/README.md, "Result messages"): key, check,
+#: what it must be; ``run`` may be absent (results before runs existed: run 1)
+_RESULT_FIELDS = (("stream", _is_str, "a string"), ("algorithm", _is_str, "a string"),
+                  ("version", _is_int, "an integer"), ("selection", _is_list, "a list"),
+                  ("run", _is_int, "an integer"))
+
+
 def _check_result(message: dict) -> None:
-    """Raise :class:`InvalidRecord` unless ``message`` has what readers of results use
-    (topics/README.md, "Result messages")."""
-    for key, ok, what in (("stream", lambda v: isinstance(v, str), "a string"),
-                          ("algorithm", lambda v: isinstance(v, str), "a string"),
-                          ("version", _is_int, "an integer"),
-                          ("run", _is_int, "an integer"),
-                          ("selection", lambda v: isinstance(v, list), "a list")):
-        if key not in message:
-            if key == "run":  # results before runs existed: run 1
-                continue
-            raise InvalidRecord(f"result without {key!r}")
-        if not ok(message[key]):
+    """Raise :class:`InvalidRecord` naming what is missing or wrong in a result."""
+    missing = [repr(key) for key, _, _ in _RESULT_FIELDS if key != "run" and key not in message]
+    if missing:
+        raise InvalidRecord(f"result without {', '.join(missing)}")
+    for key, ok, what in _RESULT_FIELDS:
+        if key in message and not ok(message[key]):
             raise InvalidRecord(f"result whose {key!r} is not {what}")
     if not all(isinstance(i, dict) and _is_int(i.get("feature")) for i in message["selection"]):
         raise InvalidRecord("result with a 'selection' item without an integer 'feature'")

@@ -159,12 +159,13 @@ def test_invalid_records_are_skipped_counted_and_named_once(kafka_config, topic_
     with caplog.at_level("WARNING", logger="streamfs.client"):
         with SelectionReader(kafka_config, topic) as reader:
             assert list(reader.current_selections()) == ["ok"]
-    assert reader.skipped.counts == {"result without 'algorithm'": 2,
+    assert reader.skipped.counts == {"result without 'algorithm', 'version', 'selection'": 2,
                                      "result whose 'selection' is not a list": 1,
                                      "not a streamfs message": 1}
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 3, warnings
-    assert f"skipped {topic}[0]@0: result without 'algorithm'" in warnings[0]
+    missing = "result without 'algorithm', 'version', 'selection'"
+    assert f"skipped {topic}[0]@0: {missing}" in warnings[0]
 
 
 def test_start_at_the_end_reads_only_what_comes_after(kafka_config, topic_prefix):

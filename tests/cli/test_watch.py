@@ -49,7 +49,8 @@ def test_invalid_results_are_skipped_with_one_warning(cli_env, kafka_config, sel
         out = streamfs("watch", *args, "--json", "--timeout", "60", env=cli_env)
         assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
         assert _versions(out.stdout) == [("g6", 2)], args
-        assert f"skipped {selected}[0]@0: result without 'algorithm'" in out.stderr
+        missing = "result without 'algorithm', 'version', 'selection'"
+        assert f"skipped {selected}[0]@0: {missing}" in out.stderr
         assert f"skipped {selected}[0]@1: result whose 'version' is not an integer" in out.stderr
 
 
