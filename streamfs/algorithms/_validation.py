@@ -193,8 +193,13 @@ def _listed(values: list, limit: int = 10) -> str:
     return head + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-def label_problem(y: Any, name: str, binary_only: bool = False) -> str | None:
-    """Why the labels ``y`` cannot work for algorithm ``name`` (one line), or ``None``.
+def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: int = 2,
+                  continuous: bool = True) -> str | None:
+    """Why the labels ``y`` cannot work for algorithm ``name`` (one line), or ``None``:
+    missing labels (NaN, None), bytes (they travel as text only once decoded), fewer than
+    ``min_classes`` classes, more than two for a ``binary_only`` learner and, unless
+    ``continuous``, real-valued targets (every instance its own class: scikit-learn's
+    ``check_classification_targets`` refuses them).
 
     >>> label_problem([1, 1, 1], "saola")
     'saola needs at least two classes: the labels have a single class (1)'
@@ -202,6 +207,8 @@ def label_problem(y: Any, name: str, binary_only: bool = False) -> str | None:
     'ofs is a binary classifier: the labels have 3 classes (0, 1, 2); map them to two classes first'
     >>> label_problem(["a", "b"], "ofs", binary_only=True) is None
     True
+    >>> label_problem([0.5, 1.25], "kofsd", continuous=False)
+    'kofsd takes class labels, not continuous values (such as 0.5): map them to classes first'
     """
     arr = np.asarray(y)
     if arr.ndim == 2 and 1 in arr.shape:
@@ -210,20 +217,18 @@ def label_problem(y: Any, name: str, binary_only: bool = False) -> str | None:
         return f"the labels must be a 1-D sequence, got shape {arr.shape}"
     if arr.size == 0:
         return "the labels are empty"
-    if arr.dtype.kind == "f":
-        bad = int(np.count_nonzero(np.isnan(arr)))
-        if bad:
-            return f"the labels contain NaN ({bad} of {arr.size}); every instance needs a class"
-    elif arr.dtype.kind == "O":
-        bad = sum(1 for v in arr if isinstance(v, float) and math.isnan(v))
-        if bad:
-            return f"the labels contain NaN ({bad} of {arr.size}); every instance needs a class"
+    missing = _missing_labels(arr)
+    if missing:
+        what = "NaN" if arr.dtype.kind == "f" else "None or NaN"
+        return f"the labels contain {what} ({missing} of {arr.size}); every instance needs a class"
+    if arr.dtype.kind == "S" or (arr.dtype.kind == "O" and any(isinstance(v, bytes) for v in arr)):
+        return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
     try:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
     except TypeError:
         return "the labels mix types that cannot be compared (e.g. numbers and strings)"
     k = len(classes)
-    if k < 2:
+    if k < min_classes:
         return (f"{name} needs at least two classes: the labels have a single class "
                 f"({_listed(classes)})")
     if binary_only and k > 2:
@@ -231,7 +236,21 @@ def label_problem(y: Any, name: str, binary_only: bool = False) -> str | None:
             f"{name} is a binary classifier: the labels have {k} classes ({_listed(classes)}); "
             "map them to two classes first"
         )
+    if not continuous:
+        fractional = [c for c in classes if isinstance(c, float) and not c.is_integer()]
+        if fractional:
+            return (f"{name} takes class labels, not continuous values (such as "
+                    f"{shown(fractional[0])}): map them to classes first")
     return None
+
+
+def _missing_labels(arr: np.ndarray) -> int:
+    """How many of the labels ``arr`` are NaN or None."""
+    if arr.dtype.kind == "f":
+        return int(np.count_nonzero(np.isnan(arr)))
+    if arr.dtype.kind == "O":
+        return sum(1 for v in arr if v is None or (isinstance(v, float) and math.isnan(v)))
+    return 0
 
 
 # ------------------------------------------------------------------------------ column names

@@ -38,6 +38,8 @@ class AlgorithmSpec:
     fixed: dict[str, Any] = field(default_factory=dict)  # parameters the name implies
     summary: str = ""
     binary_only: bool = False  # learns exactly two classes (the OFS family, GDM)
+    #: takes real-valued targets (SAOLA's tests); the others refuse them as scikit-learn does
+    continuous_labels: bool = False
 
     def load(self) -> type:
         module, cls = self.target.split(":")
@@ -71,18 +73,22 @@ class AlgorithmSpec:
         learner. Meant for a whole label vector (a feature stream's ``y``, or the labels of a
         data set about to be streamed): one block of an instance stream may hold a single
         class."""
-        problem = label_problem(y, self.name, self.binary_only)
+        problem = label_problem(y, self.name, self.binary_only,
+                                continuous=self.continuous_labels)
         if problem is not None:
             raise ValueError(problem)
 
 
 _SPECS = [
     AlgorithmSpec("saola", "features", "streamfs.algorithms.saola:SAOLA",
-                  summary="SAOLA (Yu et al. 2016): pairwise redundancy, min bound"),
+                  summary="SAOLA (Yu et al. 2016): pairwise redundancy, min bound",
+                  continuous_labels=True),
     AlgorithmSpec("saola-max", "features", "streamfs.algorithms.saola:SAOLA", {"bound": "max"},
-                  summary="SAOLA with max(dep(Fi), dep(Y)) bounds"),
+                  summary="SAOLA with max(dep(Fi), dep(Y)) bounds",
+                  continuous_labels=True),
     AlgorithmSpec("group-saola", "features", "streamfs.algorithms.saola:GroupSAOLA",
-                  summary="group-SAOLA: features arrive in groups"),
+                  summary="group-SAOLA: features arrive in groups",
+                  continuous_labels=True),
     AlgorithmSpec("kofsd", "features", "streamfs.algorithms.kofsd:KOFSD",
                   summary="K-OFSD (Zhou et al. 2017): k-NN rough-set dependency, imbalanced"),
     AlgorithmSpec("ofs", "instances", "streamfs.algorithms.ofs:OFS",
