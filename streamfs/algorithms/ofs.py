@@ -567,6 +567,12 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
             self._run(self._rows(M, start, start + len(ysign)), ysign, True)
         self._check_overflow(M)
 
+    def _check_values(self, X: Any, names: Any = None) -> None:
+        """The check of :meth:`_check_norms` on a block ``X`` about to be published (see
+        :func:`streamfs.algorithms.opening.check_values`); ``names`` are not needed: it names
+        rows."""
+        self._check_norms(self._as_csr(X, single=False))
+
     def _check_norms(self, M: _CSR) -> None:
         """``ValueError`` naming the rows whose L2 norm overflows float64 where instances are
         scaled to unit norm (they would silently become all zeros), before anything is

@@ -84,6 +84,22 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     return spec, algo, params
 
 
+def check_stored_column(n_instances: int, record_limit: int) -> None:
+    """``ValueError`` when a feature stream of ``n_instances`` rows cannot run under the record
+    limit: the worker stores each kept column (8 bytes a value) as one record.
+
+    >>> check_stored_column(1_100_000, 8 * 1024 * 1024)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: N = 1100000 instances: a stored column (8800000 bytes) would exceed the ...
+    """
+    if n_instances * 8 + 4096 > record_limit:
+        raise ValueError(
+            f"N = {n_instances} instances: a stored column ({n_instances * 8} bytes) would "
+            f"exceed the record limit of {record_limit} bytes; raise "
+            f"STREAMFS_MAX_MESSAGE_BYTES (and the topics' max.message.bytes)")
+
+
 def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
                  names: Any = None) -> None:
     """``ValueError`` with one clear line when the worker would refuse the values of ``X``:

@@ -40,7 +40,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
-from streamfs.algorithms.opening import check_open, check_stream_id
+from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 
 log = logging.getLogger(__name__)
@@ -430,12 +430,10 @@ class StreamProcessor:
             raise InvalidInput(str(exc)) from None
         entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}
         if y is not None:
-            if y.shape[0] * 8 + 4096 > self.max_message_bytes:
-                raise InvalidInput(
-                    f"N = {y.shape[0]} instances: a stored column ({y.shape[0] * 8} bytes) would "
-                    f"exceed the record limit of {self.max_message_bytes} bytes; raise "
-                    f"STREAMFS_MAX_MESSAGE_BYTES (and the topics' max.message.bytes)"
-                )
+            try:
+                check_stored_column(y.shape[0], self.max_message_bytes)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
             # the codec carries numeric arrays only: string labels travel as a list
             entries["__y__"] = y.tolist() if y.dtype.kind in "USO" else y
         else:
