@@ -243,44 +243,33 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     return params
 
 
-def _scan_instances(src: Any, source: str, kind: str, algorithm: str, params: dict) -> Any:
-    """The distinct labels of an instance source, its values checked as the worker checks
-    them (exit 2 naming the rows or features), in a pass over the file ahead of publishing."""
-    import numpy as np
-
-    from streamfs.algorithms.opening import check_open, check_values
+def _instance_params(src: Any, source: str, algorithm: str, params: dict,
+                     record_limit: int) -> dict:
+    """The parameters of an instance stream, its source's values and labels checked as the
+    worker checks them, in a pass over the file ahead of publishing (exit 2 naming the rows,
+    features or labels)."""
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.errors import InputDataError
 
     try:
-        algo = check_open(kind, algorithm, params, n_features=src.n_features)[1]
+        return check_instance_source(src, algorithm, params, record_limit)
+    except InputDataError as exc:  # the data's fault: say whose
+        raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    seen: set = set()
-    rows = 0
-    for X, y in src.chunks():
-        try:
-            check_values("instances", algo, X, first_row=rows, names=src.feature_names)
-        except ValueError as exc:
-            raise UsageProblem(f"{source}: {exc}") from None
-        rows += X.shape[0]
-        seen.update(np.unique(np.asarray(y)).tolist())
-    return np.array(sorted(seen, key=str))
 
 
 def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
     """The latest result of ``stream_id`` on the selected-features topic, if it has one."""
-    from streamfs.client import TopicMissing, current_selection
+    from streamfs.producers.checks import existing_stream
     from streamfs.topics import load_catalogue
 
     topic = load_catalogue(settings.topic_prefix)["selected"].name
-    try:
-        return current_selection(stream_id, settings.kafka_config(), topic)
-    except TopicMissing:  # topics not created yet: nothing exists
-        return None
+    return existing_stream(settings.kafka_config(), topic, stream_id)
 
 
 #: what to do with a stream whose publish stopped part way
-_LEFT_OPEN = ("it stays open without 'close': {}publish it again with --replace, or under "
-              "another --stream")
+_LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 
 
 @main.command()
@@ -334,7 +323,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.algorithms import registry
     from streamfs.producers import DeliveryError
     from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
-    from streamfs.producers.errors import InputFileError
+    from streamfs.producers.checks import check_block_bytes, check_groups_apply, exists_problem
+    from streamfs.producers.errors import StreamLeftOpen, left_open_message
     from streamfs.producers.files import check_groups, read_groups
     from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import rows_per_message, send_messages, topic_block_budget
@@ -350,6 +340,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise UsageProblem(f"--stream: {exc}") from None
     params = _parse_params(param)
     topic = load_catalogue(s.topic_prefix)[kind].name
+    record_limit = s.max_message_bytes  # the worker's; the topic's is asked once data is read
 
     def budget() -> int:
         """--block-bytes, else what the topic and the worker accept (asked once the data
@@ -360,10 +351,10 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
-    if groups_file and algorithm != "group-saola":  # others would ignore them
-        raise UsageProblem(f"--groups applies to group-saola only, not {algorithm!r}")
     try:
         registry.get(algorithm)  # an unknown name is refused before the file is read
+        check_groups_apply(algorithm, groups_file)
+        check_block_bytes(block_bytes, record_limit)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
@@ -378,32 +369,27 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 check_groups(groups, X.shape[1], groups_file)
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget(), shuffle_seed=shuffle_seed,
-                                               feature_names=names, naming=naming, **open_kw)
+                                               feature_names=names, naming=naming,
+                                               record_limit=record_limit, **open_kw)
             total, unit = X.shape[1], "columns"
             shape = f"{X.shape[0]}x{X.shape[1]}"
             position = None
         else:
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
-            labels = (None if params.get("classes") is not None
-                      else _scan_instances(src, source, kind, algorithm, params))
-            params = _check_open(kind, algorithm, params, n_features=src.n_features, y=labels)
-            params.pop("n_features", None)  # the worker takes d from the open message
+            params = _instance_params(src, source, algorithm, params, record_limit)
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
                 feature_names=src.feature_names, block_bytes=budget(),
-                max_rows=rows_per_message(rate),
+                max_rows=rows_per_message(rate), record_limit=record_limit,
                 naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)
             total, unit = src.progress()[1], src.unit
             shape = f"d={src.n_features}"
             position = src.progress
         existing = _existing_stream(s, stream_id)
-        if existing is not None and not replace:
-            state = "closed" if existing.get("final") else "open"
-            raise UsageProblem(
-                f"stream {stream_id!r} already exists ({state}, run {existing.get('run', 1)}, "
-                f"version {existing['version']}): choose another --stream, or pass --replace "
-                f"to start a new run under the same id")
+        problem = exists_problem(stream_id, existing, "another --stream", "--replace")
+        if problem is not None and not replace:
+            raise UsageProblem(problem)
 
         def count(message: dict) -> None:
             counts["messages"] += 1
@@ -416,18 +402,26 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 count(message)
                 advance(position()[0] if position else counts["items"], counts["items"])
 
-            n = send_messages(messages, s.kafka_config(), topic, rate=rate, on_message=on_message)
-    except InputFileError as exc:
-        sent = counts["messages"]
-        note = (f" ({sent} message(s) of stream {stream_id!r} were already published; "
-                f"{_LEFT_OPEN.format('once the file is fixed, ')})") if sent else ""
-        raise UsageProblem(f"{exc}{note}") from None
+            n = send_messages(messages, s.kafka_config(), topic, rate=rate, on_message=on_message,
+                              record_limit=record_limit)
+    except StreamLeftOpen as exc:
+        cause = exc.__cause__
+        data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1
+        note = left_open_message(cause, stream_id, exc.messages_sent, _LEFT_OPEN.format(
+            "once the file is fixed, " if data_fault else ""))
+        if data_fault:
+            raise UsageProblem(note) from None
+        raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {note}") \
+            from None
+    except ValueError as exc:  # data, labels or limits the worker would refuse: nothing sent
+        raise UsageProblem(str(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
     except KeyboardInterrupt:
         sent = counts["messages"]
         click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
-                   + (f"; {_LEFT_OPEN.format('')}" if sent else ""), err=True)
+                   + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}" if sent
+                      else ""), err=True)
         sys.exit(130)  # the shell's code for SIGINT
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None

@@ -3,10 +3,12 @@
 Blocks are bounded by bytes, not counts: a stream processor handles a few thousand messages a
 second, so each message should carry as many columns or instances as fit the size limit.
 
-The worker's own checks run first (:mod:`streamfs.algorithms.opening`): a stream it would
-refuse raises ``ValueError`` before its ``open`` is yielded; an instance block it would refuse
-(NaN or infinite values, or values beyond what GDM's sums hold) raises
-:class:`~streamfs.producers.errors.InputFileError` before that block is yielded.
+The worker's own checks run first (:mod:`streamfs.algorithms.opening`,
+:mod:`streamfs.producers.checks`): a stream it would refuse raises ``ValueError`` before its
+``open`` is yielded (:class:`~streamfs.producers.errors.InputDataError` when the data is at
+fault); a chunk of an instance stream it would refuse (NaN or infinite values, values beyond
+what the algorithm's sums hold, labels it cannot use) raises ``InputDataError`` before its
+blocks are yielded.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms.opening import check_open, check_stream_id, check_values
-from streamfs.producers.errors import InputFileError
+from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
+                                         check_values)
+from streamfs.producers.checks import check_chunk, check_groups_apply, sendable
+from streamfs.producers.errors import InputDataError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers
@@ -162,7 +166,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
                             shuffle_seed: int | None = None,
                             feature_names: Sequence[str] | None = None,
                             run: str | None = None, replace: bool = False,
-                            naming: dict | None = None) -> Iterator[dict]:
+                            naming: dict | None = None,
+                            record_limit: int | None = None) -> Iterator[dict]:
     """The messages of a feature stream: ``open`` (with ``y``), column blocks, ``close``.
 
     With ``feature_names`` (one per source column), every block carries the ``names`` of its
@@ -172,13 +177,20 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     each block carrying the group id (the group's position in ``groups``) of every column.
     ``shuffle_seed`` sends the columns in a seeded random order (see :func:`feature_order`).
     Whenever the sent order is not the source order, each block has ``columns``: the source
-    column index of each of its columns.
+    column index of each of its columns. ``record_limit``: the largest record the worker
+    stores (a stream whose kept columns would not fit is refused).
     """
     check_stream_id(stream)
-    X = X.tocsc() if sp.issparse(X) else np.asarray(X)
+    X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
     y = np.asarray(y)
+    check_groups_apply(algorithm, groups)
     _, algo, _ = check_open("features", algorithm, params, y=y)
-    check_values("features", algo, X, names=feature_names)
+    if record_limit is not None:
+        check_stored_column(y.shape[0], record_limit)
+    try:
+        check_values("features", algo, X, names=feature_names)
+    except ValueError as exc:  # the data's fault
+        raise InputDataError(str(exc)) from None
     labels = y.tolist() if y.dtype.kind in "OUS" else y
     order, gid, boundaries = feature_order(X.shape[1], groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(X.shape[1]))
@@ -233,11 +245,14 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
                                   block_bytes: int = DEFAULT_BLOCK_BYTES,
                                   max_rows: int | None = None, run: str | None = None,
                                   replace: bool = False,
-                                  naming: dict | None = None) -> Iterator[dict]:
+                                  naming: dict | None = None,
+                                  record_limit: int | None = None) -> Iterator[dict]:
     """An instance stream from row chunks ``(X, y)`` read incrementally (d known up front).
 
     Chunks are re-cut into byte-bounded blocks; a chunk's last, partial block waits for the
-    next chunk, so message boundaries do not depend on how the reader chunked the file.
+    next chunk, so message boundaries do not depend on how the reader chunked the file. Each
+    chunk is checked as the worker checks it (values, labels, rows wider than
+    ``record_limit``), the first before the ``open``.
 
     >>> chunks = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 2)), np.zeros(2))]
     >>> msgs = list(instance_messages_from_chunks("s", chunks, 2, "ofs", block_bytes=100))
@@ -245,41 +260,39 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     (['open', 'instances', 'instances', 'close'], [4, 1])
     """
     check_stream_id(stream)
-    _, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
-    # read the first chunk before 'open': a file that is bad from the start publishes nothing
-    it = iter(chunks)
-    first = next(it, None)
+    spec, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
     head = open_fields(run=run, replace=replace, naming=naming)
     if feature_names is not None and len(feature_names) != n_features:
         raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")
     rows = 0
+    seen: set = set()
 
-    def checked(X: Any) -> Any:
+    def checked(X: Any, y: Any) -> tuple[Any, np.ndarray]:
         nonlocal rows
-        try:
-            check_values("instances", algo, X, first_row=rows, names=feature_names)
-        except ValueError as exc:
-            raise InputFileError(str(exc)) from None
+        X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
+        if X.ndim != 2 or X.shape[1] != n_features:
+            raise InputDataError(f"data rows from {rows} on: a chunk of shape {X.shape}, the "
+                                 f"stream has d = {n_features}")
+        check_chunk(spec, algo, X, y, rows, feature_names, seen, record_limit)
         rows += X.shape[0]
-        return X
+        return X, np.asarray(y)
 
+    # check the first chunk before 'open': a source that is bad from the start publishes nothing
+    it = iter(chunks)
+    first = next(it, None)
     if first is not None:
-        checked(first[0])
+        first = checked(*first)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": dict(params or {}), "n_features": int(n_features),
            "feature_names": None if feature_names is None else [str(v) for v in feature_names],
            **head}
     seq = 0
     pending: list[tuple[Any, np.ndarray]] = []
-    for i, (X, y) in enumerate(itertools.chain([first] if first is not None else [], it)):
-        X = X.tocsr() if sp.issparse(X) else np.asarray(X)
-        if X.shape[1] != n_features:
-            raise ValueError(f"a chunk has {X.shape[1]} features, the stream has d = {n_features}")
-        if i:  # the first was checked before 'open'
-            checked(X)
+    later = (checked(*chunk) for chunk in it)
+    for X, y in itertools.chain([first] if first is not None else [], later):
         if X.shape[0] == 0:
             continue
-        X, y = _stack(pending + [(X, np.asarray(y))])
+        X, y = _stack(pending + [(X, y)])
         ranges = list(row_blocks(X, block_bytes, max_rows))
         for a, b in ranges[:-1]:
             seq += 1

@@ -1,5 +1,29 @@
 """Errors of the producer adapters."""
 
 
-class InputFileError(ValueError):
+class InputDataError(ValueError):
+    """Data the worker would refuse (values, labels, dtypes, shapes, names), found before it was
+    published: the message names the columns, rows or labels at fault."""
+
+
+class InputFileError(InputDataError):
     """A data file that cannot be read; the message names the file and where (line, column)."""
+
+
+class StreamLeftOpen(RuntimeError):
+    """A publish stopped after some of a stream's messages were delivered: the stream stays
+    open without ``close``. ``messages_sent`` says how many were delivered; the cause (the bad
+    data, or the failed delivery) is chained as ``__cause__``."""
+
+    def __init__(self, stream: str, messages_sent: int, cause: BaseException) -> None:
+        self.stream = stream
+        self.messages_sent = messages_sent
+        super().__init__(left_open_message(
+            cause, stream, messages_sent,
+            "publish it again with replace=True, or under another stream id"))
+
+
+def left_open_message(cause: BaseException, stream: str, sent: int, retry: str) -> str:
+    """What a publish stopped part way says: why, how many messages went out, and ``retry``."""
+    return (f"{cause} ({sent} message(s) of stream {stream!r} were already published; it stays "
+            f"open without 'close': {retry})")

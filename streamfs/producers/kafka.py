@@ -59,6 +59,8 @@ class StreamPublisher:
         self._config = kafka_config
         self.topic = topic
         self._errors: list[str] = []
+        #: messages the broker acknowledged
+        self.delivered = 0
 
     def connect(self, timeout: float = 10.0) -> None:
         """Connect and fetch the topic's metadata now rather than on the first send; raises
@@ -99,6 +101,8 @@ class StreamPublisher:
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
             self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")
+        else:
+            self.delivered += 1
 
     def send(self, message: dict) -> None:
         self.send_raw(message["stream"].encode(), encode(message))
@@ -129,6 +133,11 @@ class StreamPublisher:
         remaining = self._producer.flush(timeout)
         if remaining:
             raise DeliveryError(f"{remaining} message(s) still undelivered after {timeout} s")
+        self.raise_failures()
+
+    def raise_failures(self) -> None:
+        """:class:`DeliveryError` if a delivery report served so far says a message failed
+        (reports are served by every send, :meth:`poll` and :meth:`flush`)."""
         if self._errors:
             errors, self._errors = self._errors, []
             raise DeliveryError(f"{len(errors)} delivery failure(s); first: {errors[0]}")

@@ -9,53 +9,126 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from streamfs.producers.checks import sendable
+from streamfs.producers.errors import InputDataError
 
 
 def _is_frame(obj: Any) -> bool:
     return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
 
 
+def _numpy_values(values: Any, what: str) -> np.ndarray:
+    """A pandas column or Series as numpy: nullable dtypes (Int64, Float64, boolean) as their
+    numpy dtype when no value is missing; :class:`InputDataError` when some are."""
+    if not hasattr(values, "to_numpy"):
+        return np.asarray(values)
+    numpy_dtype = getattr(values.dtype, "numpy_dtype", None)  # pandas' nullable dtypes
+    if numpy_dtype is None:
+        return values.to_numpy()
+    missing = int(values.isna().sum())
+    if missing:
+        raise InputDataError(f"{what}: {missing} missing value(s) (NA); fill or drop them")
+    return values.to_numpy(dtype=numpy_dtype)
+
+
 def _labels(y: Any) -> np.ndarray:
-    arr = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    arr = _numpy_values(y, "the labels")
     arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {arr.shape}")
-    if arr.dtype.kind == "O":  # pandas text / categorical labels: numpy text for the codec
-        kinds = {type(v) for v in arr}
-        arr = np.array([str(v) for v in arr]) if not kinds <= {int, float, bool} else arr.astype(float)
-    return arr
+        raise InputDataError(f"labels must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind == "O" and not any(_unusable(v) for v in arr):
+        # pandas text / categorical labels: numpy text for the codec (numbers as numbers)
+        numbers = all(isinstance(v, Real) for v in arr)
+        arr = arr.astype(float) if numbers else np.array([str(v) for v in arr])
+    return arr  # missing or bytes labels stay as they are: label_problem names them
+
+
+def _unusable(label: Any) -> bool:
+    """A missing label (None, NaN) or bytes: left for the label checks to name."""
+    return label is None or isinstance(label, bytes) or (isinstance(label, float)
+                                                         and label != label)
+
+
+def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
+    """A DataFrame's feature values and column names; :class:`InputDataError` naming the
+    columns that are duplicated, unnamed, not numeric or have missing values."""
+    names = [str(c) for c in X.columns]
+    unnamed = [j for j, c in enumerate(X.columns) if c is None or (isinstance(c, float)
+                                                                  and np.isnan(c))]
+    if unnamed:
+        raise InputDataError(f"columns at position(s) {unnamed[:10]} have no name (None/NaN): "
+                             "name every column, the results name features by them")
+    unwritable = [j for j, n in enumerate(names) if not _utf8(n)]
+    if unwritable:
+        raise InputDataError(f"the names of columns at position(s) {unwritable[:10]} are not "
+                             "valid Unicode text (lone surrogates)")
+    dupes = sorted(n for n, k in Counter(names).items() if k > 1)
+    if dupes:
+        raise InputDataError(f"duplicate column names: {', '.join(dupes[:10])}")
+    bad = [n for n, t in zip(names, X.dtypes) if t.kind not in "biuf"]
+    if bad:
+        raise InputDataError(f"non-numeric feature column(s): {', '.join(bad[:5])}")
+    if not any(hasattr(t, "numpy_dtype") for t in X.dtypes):
+        return X.to_numpy(), names
+    # nullable columns (Int64, Float64, boolean) one by one, else they become objects
+    columns = [_numpy_values(X.iloc[:, j], f"column {n!r}") for j, n in enumerate(names)]
+    return np.column_stack(columns), names
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _label_column(X: Any, label: str | int) -> Any:
+    """The label column of frame ``X`` named ``label``, or at position ``label``."""
+    if label in X.columns:
+        return label
+    if isinstance(label, int) and not isinstance(label, bool) and -X.shape[1] <= label < X.shape[1]:
+        return X.columns[label]
+    raise InputDataError(f"label column {label!r} is not in the frame (columns: "
+                         f"{', '.join(str(c) for c in X.columns[:10])}"
+                         f"{' ...' if X.shape[1] > 10 else ''})")
 
 
 def from_objects(X: Any, y: Any = None, *, label: str | int | None = None
                  ) -> tuple[Any, np.ndarray, list[str] | None]:
-    """``(X, y, feature_names)`` from in-memory data.
+    """``(X, y, feature_names)`` from in-memory data; :class:`InputDataError` naming what is
+    wrong with it.
 
-    ``X``: ndarray, scipy.sparse matrix/array, or DataFrame (numeric columns; its label column
-    named or indexed by ``label`` when ``y`` is None). ``y``: array-like or Series.
+    ``X``: ndarray, scipy.sparse matrix/array, or DataFrame (numeric columns, nullable ones
+    without missing values; its label column named or indexed by ``label`` when ``y`` is
+    None). ``y``: array-like or Series. float16 values are widened to float32.
     """
     names = None
     if _is_frame(X):
         if y is None:
             if label is None:
-                raise ValueError("a DataFrame needs y= or label= (the label column)")
-            col = label if label in X.columns else X.columns[int(label)]
+                raise InputDataError("a DataFrame needs y= or label= (the label column)")
+            col = _label_column(X, label)
             y, X = X[col], X.drop(columns=[col])
-        bad = [str(c) for c in X.columns if X[c].dtype.kind not in "biuf"]
-        if bad:
-            raise ValueError(f"non-numeric feature column(s): {', '.join(bad[:5])}")
-        names = [str(c) for c in X.columns]
-        X = X.to_numpy()
+        elif label is not None:
+            raise InputDataError("give the labels as y= or as label= (a column), not both")
+        X, names = _frame_features(X)
     elif sp.issparse(X):
         X = sp.csc_matrix(X) if X.format == "csc" else sp.csr_matrix(X)  # also *_array types
     else:
         X = np.asarray(X)
     if y is None:
-        raise ValueError("labels y are required")
+        raise InputDataError("labels y are required")
     y = _labels(y)
-    if X.ndim != 2 or X.shape[0] != y.shape[0]:
-        raise ValueError(f"X of shape {X.shape} does not match {y.shape[0]} labels")
-    return X, y, names
+    if X.ndim != 2:
+        raise InputDataError(f"X must be 2-D (instances x features), got shape {X.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise InputDataError(f"X has {X.shape[0]} rows but there are {y.shape[0]} labels")
+    return sendable(X), y, names

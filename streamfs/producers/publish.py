@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+import itertools
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks)
-from streamfs.producers.kafka import StreamPublisher, topic_message_limit
+from streamfs.codec import encode
+from streamfs.producers.checks import (check_block_bytes, check_instance_source, exists_problem,
+                                       existing_stream, results_topic)
+from streamfs.producers.errors import InputDataError, StreamLeftOpen
+from streamfs.producers.kafka import DeliveryError, StreamPublisher, topic_message_limit
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 from streamfs.producers.sources import InstanceSource
@@ -17,32 +22,78 @@ PRODUCER_QUEUE_KBYTES = 32 * 1024
 
 def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic: str, *,
                   rate: float | None = None,
-                  on_message: Callable[[dict], None] | None = None) -> int:
+                  on_message: Callable[[dict], None] | None = None,
+                  record_limit: int | None = None) -> int:
     """Send ``messages`` in order, optionally paced at ``rate`` items/s; returns the count.
 
     Raises :class:`~streamfs.broker.BrokerUnreachable` if no broker answers, ``DeliveryError``
-    if the topic is not available or the broker did not acknowledge every message. Nothing is sent before every partition of
-    ``topic`` is served (see :meth:`StreamPublisher.connect`): a topic created moments ago by
-    any tool would otherwise lose its first records.
+    if the topic is not available or the broker did not acknowledge every message. Nothing is
+    sent before every partition of ``topic`` is served (see :meth:`StreamPublisher.connect`): a
+    topic created moments ago by any tool would otherwise lose its first records.
+
+    The publish stops at the first message that fails: bad data raised by ``messages``, a
+    record over ``record_limit`` bytes, or a delivery the broker refused (a stream's ``close``
+    is sent only once every message before it is acknowledged, so a stream with a gap is never
+    closed). If messages were delivered by then, :class:`StreamLeftOpen` says how many and how
+    to recover, chained to the cause; else the cause itself is raised.
     """
     if rate is not None:
         messages = throttle(messages, TokenBucket(rate))
     conf = {"queue.buffering.max.kbytes": PRODUCER_QUEUE_KBYTES, **kafka_config}
-    count = 0
-    with StreamPublisher(conf, topic) as pub:
-        pub.connect()
+    pub = StreamPublisher(conf, topic)
+    pub.connect()
+    count, stream = 0, ""
+    try:
         for message in messages:
-            pub.send(message)
+            stream = message["stream"]
+            value = encode(message)
+            check_record_size(message, len(value), record_limit)
+            if message["kind"] == "close":
+                pub.flush()  # every message before it acknowledged
+            pub.send_raw(stream.encode(), value)
+            pub.raise_failures()
             count += 1
             if on_message is not None:
                 on_message(message)
+        pub.flush()
+    except BaseException as exc:
+        delivered = _settle(pub)
+        if not delivered or not isinstance(exc, Exception):  # e.g. KeyboardInterrupt
+            raise
+        raise StreamLeftOpen(stream, delivered, exc) from exc
     return count
 
 
-def topic_block_budget(kafka_config: dict[str, Any], topic: str,
-                       worker_limit: int | None = None) -> int:
-    """:func:`~streamfs.producers.blocks.block_budget` of what ``topic`` accepts (its
-    ``max.message.bytes``), capped at ``worker_limit`` (the worker's record limit) when given."""
+def _settle(pub: StreamPublisher) -> int:
+    """Wait for what is in flight after a failure; how many messages were delivered."""
+    try:
+        pub.flush()
+    except DeliveryError:
+        pass  # the failure being reported already, or one after it: the count says what got in
+    return pub.delivered
+
+
+def check_record_size(message: dict, size: int, record_limit: int | None) -> None:
+    """:class:`InputDataError` for a message the broker or the worker would refuse by size."""
+    if record_limit is not None and size > record_limit:
+        raise InputDataError(
+            f"the {message['kind']!r} message (seq {message['seq']}) of stream "
+            f"{message['stream']!r} is {size} bytes, over the record limit of {record_limit} "
+            f"bytes (the topic's max.message.bytes, or the worker's STREAMFS_MAX_MESSAGE_BYTES)")
+
+
+def worker_record_limit() -> int:
+    """The worker's record limit as this environment sets it (STREAMFS_MAX_MESSAGE_BYTES)."""
+    from streamfs.settings import Settings
+
+    return Settings.from_env().max_message_bytes
+
+
+def topic_record_limit(kafka_config: dict[str, Any], topic: str,
+                       worker_limit: int | None = None) -> int | None:
+    """The largest record ``topic`` accepts (its ``max.message.bytes``), capped at
+    ``worker_limit`` (the worker's record limit) when given; None when the topic's limit
+    cannot be read."""
     from streamfs.broker import check_reachable, with_kafka_logger
 
     kafka_config = with_kafka_logger(kafka_config)
@@ -50,7 +101,42 @@ def topic_block_budget(kafka_config: dict[str, Any], topic: str,
     limit = topic_message_limit(kafka_config, topic)
     if limit is not None and worker_limit is not None:
         limit = min(limit, worker_limit)
-    return block_budget(limit)
+    return limit
+
+
+def topic_block_budget(kafka_config: dict[str, Any], topic: str,
+                       worker_limit: int | None = None) -> int:
+    """:func:`~streamfs.producers.blocks.block_budget` of :func:`topic_record_limit`."""
+    return block_budget(topic_record_limit(kafka_config, topic, worker_limit))
+
+
+def _limits(kafka_config: dict[str, Any], topic: str,
+            block_bytes: int | None) -> tuple[int, int]:
+    """``(block budget, record limit)`` of a publish to ``topic``."""
+    worker = worker_record_limit()
+    limit = topic_record_limit(kafka_config, topic, worker)
+    check_block_bytes(block_bytes, limit or worker)
+    return block_bytes or block_budget(limit), limit or worker
+
+
+def _publish(kafka_config: dict[str, Any], topic: str, kind: str, messages: Iterator[dict],
+             replace: bool, rate: float | None, record_limit: int) -> int:
+    """Send a stream whose ``open`` passed its checks, unless its id exists already (see
+    :func:`~streamfs.producers.checks.results_topic`)."""
+    head = next(messages)  # the data's checks run before the 'open' is yielded
+    results = results_topic(topic, kind)
+    if results is not None:
+        problem = exists_problem(head["stream"], existing_stream(kafka_config, results,
+                                                                 head["stream"]),
+                                 "another stream id", "replace=True")
+        if problem is not None and not replace:
+            raise StreamExists(problem)
+    return send_messages(itertools.chain([head], messages), kafka_config, topic, rate=rate,
+                         record_limit=record_limit)
+
+
+class StreamExists(ValueError):
+    """The stream id has results already: publish under another id, or with replace=True."""
 
 
 def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: Any, y: Any = None,
@@ -62,13 +148,20 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     """Publish ``X`` (ndarray, scipy.sparse or DataFrame) column-wise as a feature stream;
     a DataFrame's column names name the features in the results. ``block_bytes``: payload
     budget per message (default: :func:`~streamfs.producers.blocks.block_budget` of the
-    topic's ``max.message.bytes``)."""
+    topic's ``max.message.bytes``). Returns the number of messages sent.
+
+    Runs the checks of ``streamfs produce`` before the ``open``: the data, labels, algorithm
+    and parameters as the worker checks them (``ValueError``, :class:`InputDataError` for the
+    data's faults), and, when ``topic`` is a catalogue topic (``<prefix>features``), whether
+    the stream id has results on ``<prefix>selected-features`` already
+    (:class:`StreamExists`, unless ``replace``). Raises :class:`StreamLeftOpen` if the
+    publish stopped after some messages went out."""
     X, y, names = from_objects(X, y, label=label)
-    block_bytes = block_bytes or topic_block_budget(kafka_config, topic)
+    block_bytes, limit = _limits(kafka_config, topic, block_bytes)
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=block_bytes, shuffle_seed=shuffle_seed,
-                                       feature_names=names, replace=replace)
-    return send_messages(messages, kafka_config, topic, rate=rate)
+                                       feature_names=names, replace=replace, record_limit=limit)
+    return _publish(kafka_config, topic, "features", messages, replace, rate, limit)
 
 
 def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: Any,
@@ -76,15 +169,18 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
                       label: str | int | None = None, block_bytes: int | None = None,
                       rate: float | None = None, replace: bool = False) -> int:
     """Publish ``X`` (arrays, DataFrame, or an :class:`InstanceSource`) row-wise;
-    ``block_bytes`` as for :func:`produce_features`."""
+    ``block_bytes`` and the checks as for :func:`produce_features`. The labels are checked
+    whole before the ``open`` (an :class:`InstanceSource` is read once for this, unless
+    ``params`` gives the ``classes``)."""
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
-    block_bytes = block_bytes or topic_block_budget(kafka_config, topic)
+    block_bytes, limit = _limits(kafka_config, topic, block_bytes)
+    params = check_instance_source(source, algorithm, params, limit)
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
-        max_rows=rows_per_message(rate), replace=replace)
-    return send_messages(messages, kafka_config, topic, rate=rate)
+        max_rows=rows_per_message(rate), replace=replace, record_limit=limit)
+    return _publish(kafka_config, topic, "instances", messages, replace, rate, limit)
 
 
 def rows_per_message(rate: float | None) -> int | None:

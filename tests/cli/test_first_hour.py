@@ -89,7 +89,7 @@ MISTAKES = [
     (["features", "{csv}", "-a", "saola", "-p", "alpha=0.1", "-p", "alpha=0.2"],
      "--param 'alpha' given twice"),
     (["features", "{csv}", "-a", "saola", "--groups", "{csv}"],
-     "--groups applies to group-saola only, not 'saola'"),
+     "groups apply to group-saola only, not 'saola'"),
     (["instances", "{dir}", "-a", "ofs"], "is a directory, not a data file"),
     (["instances", "{npz}", "-a", "ofs", "--label", "0"], "a label column applies to CSV/TSV"),
 ]
@@ -146,7 +146,9 @@ def test_first_hour_through_the_worker(cli_env, kafka_config, topic_prefix, tmp_
                                        breast_cancer, start_worker):
     """Names from CSV, Parquet, a DataFrame and sklearn; re-used ids; keyless records;
     dead letters; NDJSON."""
-    from streamfs.producers.publish import produce_features
+    from streamfs.producers import StreamPublisher, feature_stream_messages
+    from streamfs.producers.objects import from_objects
+    from streamfs.producers.publish import StreamExists, produce_features
 
     start_worker()
     csv_path, parquet_path = tmp_path / "bc.csv", tmp_path / "bc.parquet"
@@ -175,7 +177,12 @@ def test_first_hour_through_the_worker(cli_env, kafka_config, topic_prefix, tmp_
     again = streamfs("produce", "features", csv_path, "--stream", "csv", "-a", "saola",
                      "--label", "target", env=cli_env)
     assert again.returncode == 2 and "stream 'csv' already exists (closed" in again.stderr
-    produce_features(kafka_config, features_topic, "csv", breast_cancer, label="target")
+    with pytest.raises(StreamExists, match=r"stream 'csv' already exists \(closed, run 1"):
+        produce_features(kafka_config, features_topic, "csv", breast_cancer, label="target")
+    with StreamPublisher(kafka_config, features_topic) as pub:  # a producer without the check
+        pub.connect()
+        X, y, _ = from_objects(breast_cancer, label="target")
+        pub.send_all(feature_stream_messages("csv", X, y, "saola"))
     # a keyless record
     from confluent_kafka import Producer
 

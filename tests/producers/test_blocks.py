@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 from streamfs.producers.blocks import instance_messages_from_chunks
-from streamfs.producers.errors import InputFileError
+from streamfs.producers.errors import InputDataError
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 
@@ -87,7 +87,7 @@ def test_objects_dataframe_series_and_sparse():
     assert Xs.format == "csr" and ys.tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match="non-numeric feature column"):
         from_objects(frame.assign(c=["x", "y", "z"]), label="b")
-    with pytest.raises(ValueError, match="does not match 2 labels"):
+    with pytest.raises(ValueError, match="X has 3 rows but there are 2 labels"):
         from_objects(np.ones((3, 2)), [1, 2])
 
 
@@ -156,12 +156,12 @@ def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
     chunks = [(X[:4], np.arange(4) % 2), (X[4:], np.arange(6) % 2)]
     messages = instance_messages_from_chunks("s", chunks, 3, "ofs", block_bytes=48)
     sent = []
-    with pytest.raises(InputFileError, match=re.escape("data rows [7]")):
+    with pytest.raises(InputDataError, match=re.escape("data rows [7]")):
         for m in messages:
             sent.append(m)
     assert sum(m["X"].shape[0] for m in sent if m["kind"] == "instances") <= 4
     with pytest.raises(ValueError, match="unknown parameter"):
         next(instance_messages_from_chunks("s", chunks, 3, "ofs", {"alfa": 1}))
     bad_first = [(X[4:], np.arange(6) % 2)]
-    with pytest.raises(InputFileError, match=re.escape("data rows [3]")):
+    with pytest.raises(InputDataError, match=re.escape("data rows [3]")):
         next(instance_messages_from_chunks("s", bad_first, 3, "ofs"))  # before 'open'

@@ -76,15 +76,27 @@ def test_shuffle_on_instances_is_a_usage_error(kafka_config, topic_prefix, tmp_p
     assert result.exit_code == 2 and "feature streams only" in result.output
 
 
-def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_path):
-    # one 8.8 MB block: the client takes it (16 MiB limit), the topic (8 MiB) refuses it
+def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_path,
+                                               monkeypatch):
+    # one 8.8 MB block: the client (16 MiB) and a worker allowing 16 MiB take it, the topic
+    # (8 MiB) refuses it after the 'open' went out
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 * 1024 * 1024))
     big = np.ones((1000, 1101))
     big[:, -1] = np.arange(1000) % 2  # the label column: two classes
     np.save(tmp_path / "big.npy", big)
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "big.npy", "--stream", "big",
-                  "-a", "saola", "--block-bytes", 20_000_000)
+                  "-a", "saola", "--block-bytes", 10_000_000)
     assert result.exit_code == 1, result.output
     assert "Kafka did not take the stream 'big'" in result.output
+    assert ("(1 message(s) of stream 'big' were already published; it stays open without "
+            "'close': publish it again with --replace, or under another --stream)") in result.output
+
+
+def test_block_bytes_over_the_record_limit_exits_2(kafka_config, topic_prefix, tmp_path):
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "any.npy", "--stream", "b",
+                  "-a", "saola", "--block-bytes", 20_000_000)
+    assert result.exit_code == 2, result.output
+    assert "block_bytes must be between 1 and the record limit of 8388608 bytes" in result.output
 
 
 def test_topics_not_created_yet_exits_1_saying_how_to_create_them(kafka_config, tmp_path):

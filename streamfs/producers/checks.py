@@ -1,0 +1,180 @@
+"""What a publish checks before its ``open``, shared by ``streamfs produce`` and the Python API
+(:func:`~streamfs.producers.publish.produce_features`,
+:func:`~streamfs.producers.publish.produce_instances`): a stream the worker would refuse is
+never started.
+
+>>> catalogue_role("p.instances"), catalogue_role("p.selected-features"), catalogue_role("mine")
+('instances', 'selected', None)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from streamfs.algorithms.opening import check_open, check_values
+from streamfs.producers.errors import InputDataError
+
+#: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
+_NUMERIC_KINDS = "biuf"
+
+
+def sendable(X: Any, what: str = "X") -> Any:
+    """``X`` with a dtype the codec carries: float16 widened to float32 (exact); other
+    non-numeric dtypes (object, complex, text, dates) refused with :class:`InputDataError`.
+
+    >>> sendable(np.zeros((1, 2), dtype=np.float16)).dtype
+    dtype('float32')
+    """
+    dtype = X.dtype
+    if dtype.kind == "f" and dtype.itemsize < 4:
+        return X.astype(np.float32)
+    if dtype.kind not in _NUMERIC_KINDS:
+        raise InputDataError(f"{what} has dtype {dtype}: only bool, integer and float values can "
+                             f"be published; convert it first (e.g. X.astype(float))")
+    return X
+
+
+def catalogue_role(topic: str) -> str | None:
+    """The catalogue role (features, instances, selected, dead_letter) whose suffix ends
+    ``topic`` (the longest that does), or None for a topic outside the catalogue's naming."""
+    from streamfs.topics import load_catalogue
+
+    matches = [(len(spec.name), role) for role, spec in load_catalogue("").items()
+               if topic.endswith(spec.name)]
+    return max(matches)[1] if matches else None
+
+
+def results_topic(topic: str, kind: str) -> str | None:
+    """The selected-features topic of the catalogue ``topic`` belongs to (same prefix), where
+    a stream id's existing results are; None for a topic outside the catalogue's naming.
+    Refuses (:class:`ValueError`) a catalogue topic that does not take ``kind`` streams."""
+    from streamfs.topics import load_catalogue
+
+    role = catalogue_role(topic)
+    if role is None:
+        return None
+    plain = load_catalogue("")
+    prefix = topic[:len(topic) - len(plain[role].name)]
+    if role != kind:
+        raise ValueError(f"topic {topic!r} is the catalogue's {role} topic: {kind[:-1]} streams "
+                         f"go to {prefix + plain[kind].name!r}")
+    return prefix + plain["selected"].name
+
+
+def existing_stream(kafka_config: dict[str, Any], results: str, stream: str) -> dict | None:
+    """The latest result of ``stream`` on the selected-features topic ``results``, if any."""
+    from streamfs.client import TopicMissing, current_selection
+
+    try:
+        return current_selection(stream, kafka_config, results)
+    except TopicMissing:  # topics not created yet: nothing exists
+        return None
+
+
+def exists_problem(stream: str, existing: dict | None, other_id: str, replace: str) -> str | None:
+    """Why ``stream`` may not be published (it has results already), naming the options
+    (``other_id``, ``replace``) as the caller spells them; None if it may."""
+    if existing is None:
+        return None
+    state = "closed" if existing.get("final") else "open"
+    return (f"stream {stream!r} already exists ({state}, run {existing.get('run', 1)}, "
+            f"version {existing['version']}): choose {other_id}, or pass {replace} to start a "
+            f"new run under the same id")
+
+
+def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
+    """A payload budget per message must be positive and within the record limit."""
+    if block_bytes is not None and not 0 < block_bytes <= record_limit:
+        raise ValueError(f"block_bytes must be between 1 and the record limit of {record_limit} "
+                         f"bytes, got {block_bytes}")
+
+
+def check_groups_apply(algorithm: str, groups: Any) -> None:
+    """group-saola needs its groups; any other algorithm would ignore them."""
+    if groups is not None and algorithm != "group-saola":
+        raise ValueError(f"groups apply to group-saola only, not {algorithm!r}")
+    if groups is None and algorithm == "group-saola":
+        raise ValueError("group-saola needs the groups of the columns (groups=, or --groups "
+                         "FILE: a JSON list of lists of column indices)")
+
+
+def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set) -> None:
+    """``InputDataError`` when the labels of one block of an instance stream would be refused:
+    not one per row, missing or unusable values, or (``seen``: the classes of the blocks
+    before, updated here) a class too many for a binary learner."""
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != n_rows:
+        raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {n_rows} "
+                             f"instances but labels of shape {y.shape}")
+    if not n_rows:
+        return
+    from streamfs.algorithms._validation import label_problem
+
+    problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
+    if problem is not None:
+        raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
+    seen.update(np.unique(y).tolist())
+    problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
+    if problem is not None:  # a class too many, counted over the blocks so far
+        raise InputDataError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
+
+
+def check_chunk(spec: Any, algo: Any, X: Any, y: Any, first_row: int, names: Any,
+                seen: set, record_limit: int | None = None) -> None:
+    """The worker's checks of one chunk of an instance stream (values, labels, and, given the
+    ``record_limit``, rows that would not fit one message), as :class:`InputDataError`."""
+    try:
+        check_values("instances", algo, X, first_row=first_row, names=names)
+    except ValueError as exc:
+        raise InputDataError(str(exc)) from None
+    check_labels_of_block(spec, y, X.shape[0], first_row, seen)
+    if record_limit is not None:
+        check_row_width(X, first_row, record_limit)
+
+
+#: room for the envelope of an instance block besides its values
+_ENVELOPE_BYTES = 4096
+
+
+def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
+    """``InputDataError`` naming the rows of ``X`` that alone would exceed ``record_limit``."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        width = np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize)
+    else:
+        width = np.full(X.shape[0], X.shape[1] * X.dtype.itemsize)
+    wide = np.flatnonzero(width + _ENVELOPE_BYTES > record_limit)
+    if wide.size:
+        raise InputDataError(
+            f"data rows {(wide[:10] + first_row).tolist()}{' ...' if wide.size > 10 else ''} "
+            f"need {int(width[wide[0]])} bytes each, over the record limit of {record_limit} "
+            f"bytes (the topic's max.message.bytes, or STREAMFS_MAX_MESSAGE_BYTES)")
+
+
+def scan_instances(src: Any, algorithm: str, params: dict | None,
+                   record_limit: int | None = None) -> np.ndarray:
+    """The distinct labels of an instance source, every chunk checked as the worker checks it
+    (:func:`check_chunk`), in a pass over the source ahead of publishing."""
+    spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features)
+    seen: set = set()
+    rows = 0
+    for X, y in src.chunks():
+        check_chunk(spec, algo, X, y, rows, src.feature_names, seen, record_limit)
+        rows += X.shape[0]
+    return np.array(sorted(seen, key=str))
+
+
+def check_instance_source(src: Any, algorithm: str, params: dict | None,
+                          record_limit: int | None = None) -> dict:
+    """The parameters to send for an instance stream from ``src``, its labels checked whole as
+    the worker would check them (a pass over the source: :func:`scan_instances`) unless
+    ``params`` gives the ``classes``."""
+    params = dict(params or {})
+    labels = (None if params.get("classes") is not None
+              else scan_instances(src, algorithm, params, record_limit))
+    params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels)[2]
+    params.pop("n_features", None)  # the worker takes d from the open message
+    return params

@@ -1,0 +1,183 @@
+"""The Python producer API through the real broker: what the worker would refuse is refused
+before the ``open``, and a publish that stops part way says how many messages went out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamfs.producers import (DeliveryError, InputDataError, StreamLeftOpen,
+                                feature_stream_messages, produce_features, produce_instances)
+from streamfs.producers.publish import send_messages
+from streamfs.producers.sources import InstanceSource
+from streamfs.topics import TopicSpec, create_topics, load_catalogue
+
+
+def records_on(kafka_config: dict, topic: str) -> int:
+    """How many records ``topic`` holds (the sum of its partitions' high watermarks)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**kafka_config, "group.id": "records-on"})
+    try:
+        parts = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                   for p in parts)
+    finally:
+        consumer.close()
+
+
+def _data(n: int = 200, d: int = 6, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += 2 * y
+    return X, y
+
+
+def _chunks(X: np.ndarray, y: np.ndarray, rows: int, fail_at: int | None = None,
+            labels: list | None = None) -> InstanceSource:
+    """A source of ``rows``-row chunks whose chunk ``fail_at`` raises; ``labels`` replace y."""
+    y = np.asarray(labels) if labels is not None else y
+
+    def chunks():
+        for i, a in enumerate(range(0, X.shape[0], rows)):
+            if i == fail_at:
+                raise RuntimeError("the reader broke")
+            yield X[a:a + rows], y[a:a + rows]
+
+    return InstanceSource(X.shape[1], chunks)
+
+
+def test_dtypes_are_cast_exactly_or_refused_before_the_open(kafka_config, topic_prefix,
+                                                            read_stream):
+    topic = load_catalogue(topic_prefix)["features"].name
+    X, y = _data()
+    produce_features(kafka_config, topic, "f16", X.astype(np.float16), y)
+    got = read_stream(topic, "f16")
+    assert got["X"].dtype == np.float32 and np.array_equal(got["X"], X.astype(np.float16))
+    frame = pd.DataFrame(X, columns=list("abcdef")).assign(n=pd.array(y * 3, dtype="Int64"))
+    produce_features(kafka_config, topic, "nullable", frame, y)
+    assert read_stream(topic, "nullable")["X"][:, -1].tolist() == (y * 3).tolist()
+    before = records_on(kafka_config, topic)
+    for bad, needle in [(X.astype(object), "dtype object"), (X.astype(complex), "complex128"),
+                        (X.astype(str), "dtype <U"),
+                        (frame.assign(n=pd.array([None] + [1] * 199, dtype="Int64")),
+                         "column 'n': 1 missing value")]:
+        with pytest.raises(InputDataError, match=needle):
+            produce_features(kafka_config, topic, "bad", bad, y)
+    assert records_on(kafka_config, topic) == before
+
+
+def test_a_refused_delivery_stops_the_publish_and_never_closes(kafka_config, topic_prefix):
+    tiny = TopicSpec("tiny", f"{topic_prefix}tiny", 1, 1, {"max.message.bytes": "200000"})
+    create_topics(kafka_config, {"tiny": tiny})
+    X, y = _data(n=100, d=1520)
+    # group-saola keeps a group in one message: the middle one (1.2 MB) is over the topic's limit
+    groups = [list(range(10)), list(range(10, 1510)), list(range(1510, 1520))]
+    messages = feature_stream_messages("gap", X, y, "group-saola", groups=groups,
+                                       block_bytes=9000)
+    with pytest.raises(StreamLeftOpen, match=r"were already published; it stays open without "
+                       r"'close': publish it again with replace=True") as info:
+        send_messages(messages, kafka_config, tiny.name)
+    assert isinstance(info.value.__cause__, DeliveryError)
+    assert "MSG_SIZE_TOO_LARGE" in str(info.value.__cause__)
+    # the open and the first block, maybe the third one in flight: never the close
+    assert info.value.messages_sent in (2, 3)
+    assert records_on(kafka_config, tiny.name) == info.value.messages_sent
+
+
+def test_an_error_mid_source_says_how_many_messages_went_out(kafka_config, topic_prefix):
+    topic = load_catalogue(topic_prefix)["instances"].name
+    X, y = _data(n=400, d=4)
+    X[350, 2] = np.nan
+    params = {"n_features_to_select": 2}
+    # the labels' pass over the source finds the NaN first: nothing is published
+    with pytest.raises(InputDataError, match=r"data rows \[350\]"):
+        produce_instances(kafka_config, topic, "nan", _chunks(X, y, 100), None, "ofs", params,
+                          block_bytes=1000)
+    with pytest.raises(RuntimeError, match="the reader broke"):
+        produce_instances(kafka_config, topic, "raise", _chunks(X, y, 100, fail_at=2), None,
+                          "ofs", params, block_bytes=1000)
+    assert records_on(kafka_config, topic) == 0
+    # with the classes given there is no first pass: the publish stops at the bad chunk
+    params["classes"] = [0, 1]
+    for stream, source, cause in [("nan", _chunks(X, y, 100), InputDataError),
+                                  ("raise", _chunks(X, y, 100, fail_at=2), RuntimeError)]:
+        before = records_on(kafka_config, topic)
+        with pytest.raises(StreamLeftOpen, match=f"of stream '{stream}' were already "
+                           "published; it stays open") as info:
+            produce_instances(kafka_config, topic, stream, source, None, "ofs", params,
+                              block_bytes=1000)
+        assert isinstance(info.value.__cause__, cause) and info.value.messages_sent > 1
+        assert records_on(kafka_config, topic) - before == info.value.messages_sent
+
+
+@pytest.mark.parametrize("algorithm,labels,needle", [
+    ("ofs", np.arange(200) % 3, "ofs is a binary classifier: the labels have 3 classes"),
+    ("gdm", np.where(np.arange(200) == 3, np.nan, np.arange(200) % 2), "contain NaN"),
+    ("ofs", pd.array([None] + [0, 1] * 99 + [0], dtype="Int64"), "1 missing value"),
+    ("gdm", np.linspace(0, 1, 200), "not continuous values"),
+    ("ofs", np.array([b"n", b"p"] * 100), "the labels are bytes: decode them"),
+    ("ofs", np.arange(190) % 2, "X has 200 rows but there are 190 labels"),
+])
+def test_labels_are_checked_before_the_open(kafka_config, topic_prefix, algorithm, labels,
+                                            needle):
+    topic = load_catalogue(topic_prefix)["instances"].name
+    X, _ = _data()
+    with pytest.raises(ValueError, match=needle):
+        produce_instances(kafka_config, topic, "labels", X, labels, algorithm)
+    assert records_on(kafka_config, topic) == 0
+
+
+def test_labels_of_every_chunk_are_checked(kafka_config, topic_prefix):
+    topic = load_catalogue(topic_prefix)["instances"].name
+    X, y = _data(n=300, d=4)
+    short = InstanceSource(4, lambda: iter([(X, y[:290])]))
+    with pytest.raises(InputDataError, match=r"300 instances but labels of shape \(290,\)"):
+        produce_instances(kafka_config, topic, "short", short, None, "ofs")
+    third = np.r_[y[:200], np.full(100, 2)]  # a third class from the third chunk on
+    with pytest.raises(InputDataError, match="the labels have 3 classes"):
+        produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
+                          "ofs")
+    assert records_on(kafka_config, topic) == 0
+    with pytest.raises(StreamLeftOpen, match="the labels have 3 classes") as info:
+        produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
+                          "ofs", {"classes": [0, 1]}, block_bytes=1000)
+    assert records_on(kafka_config, topic) == info.value.messages_sent > 1
+
+
+def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, topic_prefix,
+                                                                  monkeypatch):
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", "65536")  # the worker's record limit
+    topics = load_catalogue(topic_prefix)
+    features, instances = topics["features"].name, topics["instances"].name
+    X, y = _data()
+    wide, wide_y = _data(n=20, d=10_000)
+    named = pd.DataFrame(X[:, :1].repeat(2000, axis=1),
+                         columns=[f"{j:04d}" + "n" * 40 for j in range(2000)])
+    cases = [
+        (produce_features, features, _data(n=10_000, d=2), "saola", {},
+         r"a stored column \(80000 bytes\) would exceed the record limit of 65536 bytes"),
+        (produce_instances, instances, (named, y), "ofs", {},
+         r"the 'open' message \(seq 0\) of stream 'c' is \d+ bytes, over the record limit"),
+        (produce_instances, instances, (wide, wide_y), "ofs", {},
+         r"need 80000 bytes each, over the record limit of 65536"),
+        (produce_features, features, (X, y), "group-saola", {}, "group-saola needs the groups"),
+        (produce_features, features, (X, y), "saola", {"groups": [[0, 1, 2], [3, 4, 5]]},
+         "groups apply to group-saola only"),
+        (produce_instances, instances, (X * 1e154, y), "ofs", {},
+         r"have an L2 norm beyond float64"),
+        (produce_features, features, (X, np.linspace(0, 1, 200)), "kofsd", {},
+         "kofsd takes class labels, not continuous values"),
+        (produce_instances, features, (X, y), "ofs", {},
+         f"topic '{features}' is the catalogue's features topic: instance streams go to "
+         f"'{instances}'"),
+        (produce_features, features, (X, y), "saola", {"block_bytes": 0},
+         "block_bytes must be between 1 and the record limit of 65536 bytes, got 0"),
+    ]
+    for produce, topic, (data, labels), algorithm, kw, needle in cases:
+        with pytest.raises(ValueError, match=needle):
+            produce(kafka_config, topic, "c", data, labels, algorithm, **kw)
+    assert records_on(kafka_config, features) == records_on(kafka_config, instances) == 0
+
