@@ -56,18 +56,27 @@ def _column_bytes(X: Any, j0: int, j1: int) -> int:
 
 
 def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                  boundaries: Sequence[int] | None = None) -> Iterator[tuple[int, int]]:
+                  boundaries: Sequence[int] | None = None,
+                  extra: np.ndarray | None = None) -> Iterator[tuple[int, int]]:
     """Yield ``(start, stop)`` column ranges of at most ``block_bytes`` each.
 
     ``boundaries`` (sorted column positions) are never split: a range may end only at one of
     them, so a group of columns always travels in one message (a group larger than the budget
-    gets a message of its own).
+    gets a message of its own). ``extra[j]``: bytes column ``j`` adds besides its values (its
+    name, its source index), counted in the budget.
 
     >>> list(column_blocks(np.zeros((10, 7)), block_bytes=240))
     [(0, 3), (3, 6), (6, 7)]
+    >>> list(column_blocks(np.zeros((10, 7)), block_bytes=240, extra=np.full(7, 40)))
+    [(0, 2), (2, 4), (4, 6), (6, 7)]
     """
     X = X.tocsc() if sp.issparse(X) else X
     n = X.shape[1]
+    added = np.concatenate([[0], np.cumsum(extra)]) if extra is not None else None
+
+    def cost(j0: int, j1: int) -> int:
+        return _column_bytes(X, j0, j1) + (0 if added is None else int(added[j1] - added[j0]))
+
     cuts = list(boundaries) if boundaries is not None else list(range(1, n + 1))
     if cuts and cuts[-1] != n:
         cuts.append(n)
@@ -76,12 +85,23 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     for cut in cuts:
         if cut <= prev:
             continue
-        if cut - start > 0 and prev > start and _column_bytes(X, start, cut) > block_bytes:
+        if cut - start > 0 and prev > start and cost(start, cut) > block_bytes:
             yield start, prev
             start = prev
         prev = cut
     if prev > start:
         yield start, prev
+
+
+def _column_extra(n: int, names: list[str] | None, listed: int) -> np.ndarray | None:
+    """The bytes each of ``n`` columns adds to a block besides its values: its name (UTF-8
+    with msgpack's header) and ``listed`` integers per column (source index, group id)."""
+    if names is None and not listed:
+        return None
+    extra = np.full(n, 9 * listed, dtype=np.int64)
+    if names is not None:
+        extra += [len(name.encode("utf-8")) + 5 for name in names]
+    return extra
 
 
 def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
@@ -201,8 +221,10 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
            "params": dict(params or {}), "y": labels, **head}
     if reordered:
         X = X[:, order]
+    sent_names = None if feature_names is None else [str(feature_names[j]) for j in order]
+    extra = _column_extra(X.shape[1], sent_names, int(reordered) + int(gid is not None))
     seq = 0
-    for a, b in column_blocks(X, block_bytes, boundaries):
+    for a, b in column_blocks(X, block_bytes, boundaries, extra):
         seq += 1
         # dense blocks column-major: the worker reads them column by column, no transpose
         block = X[:, a:b] if sp.issparse(X) else np.asfortranarray(X[:, a:b])
@@ -212,8 +234,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
             msg["groups"] = gid[a:b].tolist()
         if reordered:
             msg["columns"] = order[a:b].tolist()
-        if feature_names is not None:
-            msg["names"] = [str(feature_names[j]) for j in order[a:b]]
+        if sent_names is not None:
+            msg["names"] = sent_names[a:b]
         yield msg
     yield {"kind": "close", "stream": stream, "seq": seq + 1, "run": head["run"]}
 

@@ -12,6 +12,7 @@ from streamfs.producers import (DeliveryError, InputDataError, StreamLeftOpen,
 from streamfs.producers.publish import send_messages
 from streamfs.producers.sources import InstanceSource
 from streamfs.topics import TopicSpec, create_topics, load_catalogue
+from tests.producers.conftest import consume_stream
 
 
 def records_on(kafka_config: dict, topic: str) -> int:
@@ -181,3 +182,14 @@ def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, 
             produce(kafka_config, topic, "c", data, labels, algorithm, **kw)
     assert records_on(kafka_config, features) == records_on(kafka_config, instances) == 0
 
+
+def test_blocks_count_the_feature_names_in_their_budget(kafka_config, topic_prefix, monkeypatch):
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", "200000")
+    topic = load_catalogue(topic_prefix)["features"].name
+    X = np.random.default_rng(3).normal(size=(10, 3000))
+    frame = pd.DataFrame(X, columns=[f"{j:05d}" + "x" * 95 for j in range(3000)])
+    produce_features(kafka_config, topic, "names", frame, np.arange(10) % 2)
+    sizes: list[int] = []
+    messages = consume_stream(kafka_config, topic, "names", sizes=sizes)
+    assert max(sizes) <= 200_000 and len(messages) > 3
+    assert [n for m in messages[1:-1] for n in m["names"]] == list(frame.columns)
