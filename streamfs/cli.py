@@ -249,10 +249,12 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
     worker checks them, in a pass over the file ahead of publishing (exit 2 naming the rows,
     features or labels)."""
     from streamfs.producers.checks import check_instance_source
-    from streamfs.producers.errors import InputDataError
+    from streamfs.producers.errors import InputDataError, InputFileError
 
     try:
         return check_instance_source(src, algorithm, params, record_limit)
+    except InputFileError:
+        raise  # it names the file and the line already
     except InputDataError as exc:  # the data's fault: say whose
         raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:

@@ -291,11 +291,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
 
     def checked(X: Any, y: Any) -> tuple[Any, np.ndarray]:
         nonlocal rows
-        X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
-        if X.ndim != 2 or X.shape[1] != n_features:
-            raise InputDataError(f"data rows from {rows} on: a chunk of shape {X.shape}, the "
-                                 f"stream has d = {n_features}")
-        check_chunk(spec, algo, X, y, rows, feature_names, seen, record_limit)
+        X = check_chunk(spec, algo, X, y, n_features, rows, feature_names, seen, record_limit)
         rows += X.shape[0]
         return X, np.asarray(y)
 

@@ -122,10 +122,15 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
         raise InputDataError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
 
 
-def check_chunk(spec: Any, algo: Any, X: Any, y: Any, first_row: int, names: Any,
-                seen: set, record_limit: int | None = None) -> None:
-    """The worker's checks of one chunk of an instance stream (values, labels, and, given the
-    ``record_limit``, rows that would not fit one message), as :class:`InputDataError`."""
+def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row: int,
+                names: Any, seen: set, record_limit: int | None = None) -> Any:
+    """``X`` of one chunk of an instance stream as it is sent (see :func:`sendable`), checked
+    as the worker checks it (width, values, labels, and, given the ``record_limit``, rows that
+    would not fit one message); :class:`InputDataError` naming the rows otherwise."""
+    X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise InputDataError(f"data rows from {first_row} on: a chunk of shape {X.shape}, the "
+                             f"stream has d = {n_features}")
     try:
         check_values("instances", algo, X, first_row=first_row, names=names)
     except ValueError as exc:
@@ -133,6 +138,7 @@ def check_chunk(spec: Any, algo: Any, X: Any, y: Any, first_row: int, names: Any
     check_labels_of_block(spec, y, X.shape[0], first_row, seen)
     if record_limit is not None:
         check_row_width(X, first_row, record_limit)
+    return X
 
 
 #: room for the envelope of an instance block besides its values
@@ -162,7 +168,8 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
     seen: set = set()
     rows = 0
     for X, y in src.chunks():
-        check_chunk(spec, algo, X, y, rows, src.feature_names, seen, record_limit)
+        check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
+                    record_limit)
         rows += X.shape[0]
     return np.array(sorted(seen, key=str))
 

@@ -33,6 +33,7 @@ def test_bad_input_file_exits_2_naming_the_line(kafka_config, topic_prefix, tmp_
     result = _run(kafka_config, topic_prefix, kind, path, "--stream", "s", "-a", "ofs")
     assert result.exit_code == 2, result.output
     assert needle in result.output and "Traceback" not in result.output
+    assert result.output.count(str(path)) == 1  # named once, not once more by the label pass
     assert "already published" not in result.output  # the first chunk is read before 'open'
 
 
