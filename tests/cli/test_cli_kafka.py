@@ -22,12 +22,6 @@ def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.Complete
 
 
 @pytest.fixture
-def cli_env(kafka_bootstrap, topic_prefix) -> dict:
-    return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
-            "STREAMFS_TOPIC_PREFIX": topic_prefix}
-
-
-@pytest.fixture
 def wdbc_csv(tmp_path):
     # the same 569 x 30 data as lofs_wdbc, bundled with scikit-learn: never skipped
     X, y = load_breast_cancer(return_X_y=True)

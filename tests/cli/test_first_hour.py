@@ -25,12 +25,6 @@ def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.Complete
                           text=True, capture_output=True, timeout=timeout)
 
 
-@pytest.fixture
-def cli_env(kafka_bootstrap, topic_prefix) -> dict:
-    return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
-            "STREAMFS_TOPIC_PREFIX": topic_prefix}
-
-
 def _topic_size(kafka_config: dict, topic: str) -> int:
     """Records on ``topic``; retried while a just-created topic's leaders are being elected."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
