@@ -61,16 +61,22 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, list)
 
 
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
 #: the fields of a result that readers use (topics/README.md, "Result messages"): key, check,
-#: what it must be; ``run`` may be absent (results before runs existed: run 1)
+#: what it must be; ``run`` may be absent (results before runs existed: run 1), ``final`` too
+#: (not final)
 _RESULT_FIELDS = (("stream", _is_str, "a string"), ("algorithm", _is_str, "a string"),
                   ("version", _is_int, "an integer"), ("selection", _is_list, "a list"),
-                  ("run", _is_int, "an integer"))
+                  ("run", _is_int, "an integer"), ("final", _is_bool, "true or false"))
 
 
 def _check_result(message: dict) -> None:
     """Raise :class:`InvalidRecord` naming what is missing or wrong in a result."""
-    missing = [repr(key) for key, _, _ in _RESULT_FIELDS if key != "run" and key not in message]
+    missing = [repr(key) for key, _, _ in _RESULT_FIELDS
+               if key not in ("run", "final") and key not in message]
     if missing:
         raise InvalidRecord(f"result without {', '.join(missing)}")
     for key, ok, what in _RESULT_FIELDS:

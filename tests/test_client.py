@@ -186,3 +186,16 @@ def test_config_that_breaks_the_reader_is_refused(key, value):
 
     with pytest.raises(ValueError, match=f"kafka_config\\['{key}'\\]"):
         SelectionReader({"bootstrap.servers": "127.0.0.1:1", key: value}, "t")
+
+
+def test_a_result_whose_final_is_not_a_boolean_is_invalid():
+    import json
+
+    from streamfs.client import InvalidRecord, read_record
+
+    result = {"v": 1, "kind": "result", "stream": "s", "algorithm": "saola", "version": 9,
+              "selection": [{"feature": 1}]}
+    assert read_record(json.dumps({**result, "final": True}).encode())["final"] is True
+    assert "final" not in read_record(json.dumps(result).encode())  # absent: not final
+    with pytest.raises(InvalidRecord, match="'final' is not true or false"):
+        read_record(json.dumps({**result, "final": "yes"}).encode())

@@ -91,12 +91,13 @@ def check_stored_column(n_instances: int, record_limit: int) -> None:
     >>> check_stored_column(1_100_000, 8 * 1024 * 1024)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: N = 1100000 instances: a stored column (8800000 bytes) would exceed the ...
+    ValueError: N = 1100000 instances: a stored column (8800000 bytes of values and up to 4096 ...
     """
     if n_instances * 8 + 4096 > record_limit:
         raise ValueError(
-            f"N = {n_instances} instances: a stored column ({n_instances * 8} bytes) would "
-            f"exceed the record limit of {record_limit} bytes; raise "
+            f"N = {n_instances} instances: a stored column ({n_instances * 8} bytes of values "
+            f"and up to 4096 of envelope) would exceed the record limit of {record_limit} "
+            f"bytes; raise "
             f"STREAMFS_MAX_MESSAGE_BYTES (and the topics' max.message.bytes)")
 
 

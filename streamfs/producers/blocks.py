@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms import registry
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
 from streamfs.producers.checks import check_chunk, check_groups_apply, sendable
@@ -204,6 +205,11 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
     y = np.asarray(y)
     check_groups_apply(algorithm, groups)
+    spec = registry.get(algorithm)  # an unknown name: ValueError
+    try:  # the labels are the data's fault, as its values are: InputDataError for both
+        spec.check_labels(y)
+    except ValueError as exc:
+        raise InputDataError(str(exc)) from None
     _, algo, _ = check_open("features", algorithm, params, y=y)
     if record_limit is not None:
         check_stored_column(y.shape[0], record_limit)

@@ -159,7 +159,8 @@ def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, 
                          columns=[f"{j:04d}" + "n" * 40 for j in range(2000)])
     cases = [
         (produce_features, features, _data(n=10_000, d=2), "saola", {},
-         r"a stored column \(80000 bytes\) would exceed the record limit of 65536 bytes"),
+         r"a stored column \(80000 bytes of values and up to 4096 of envelope\) would exceed "
+         r"the record limit of 65536 bytes"),
         (produce_instances, instances, (named, y), "ofs", {},
          r"the 'open' message \(seq 0\) of stream 'c' is \d+ bytes, over the record limit"),
         (produce_instances, instances, (wide, wide_y), "ofs", {},
@@ -193,3 +194,14 @@ def test_blocks_count_the_feature_names_in_their_budget(kafka_config, topic_pref
     messages = consume_stream(kafka_config, topic, "names", sizes=sizes)
     assert max(sizes) <= 200_000 and len(messages) > 3
     assert [n for m in messages[1:-1] for n in m["names"]] == list(frame.columns)
+
+
+@pytest.mark.parametrize("y", [np.r_[np.zeros(99), np.nan], np.ones(100),
+                               np.array([b"a", b"b"] * 50, dtype=object)])
+def test_label_faults_of_a_feature_stream_are_data_errors(y):
+    # as for instance streams (the README: data errors raise InputDataError)
+    from streamfs.producers import feature_stream_messages
+
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    with pytest.raises(InputDataError, match="labels"):
+        next(feature_stream_messages("s", X, y, "saola", {}))
