@@ -23,6 +23,8 @@ Progress = Callable[[str | None, int], None]
 Done = Callable[[dict, dict], None]
 
 SAOLA_FAMILY = ("saola", "saola-max", "group-saola")
+#: the instance-stream learners of Wang et al. (all but GDM)
+OFS_FAMILY = ("ofs", "ofs-partial", "ofs-rand", "pe-trun", "pe-rand", "rand")
 
 
 def _value(text: str) -> Any:
@@ -80,12 +82,30 @@ def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]
     return out
 
 
-def resolve_params(name: str, params: dict[str, Any], discrete: bool) -> dict[str, Any]:
-    """Defaults that depend on the data: the SAOLA family uses ``test="mi"`` on discrete
-    data (:func:`streamfs.evaluation.protocols.is_discrete`) and Fisher's z otherwise."""
+def resolve_params(name: str, params: dict[str, Any], discrete: bool,
+                   n_features: int | None = None) -> dict[str, Any]:
+    """Defaults that depend on the data, written out so that every reported number says how
+    it was made: the SAOLA family uses ``test="mi"`` on discrete data
+    (:func:`streamfs.evaluation.protocols.is_discrete`) and Fisher's z otherwise; the OFS
+    family shows its scaling (``normalize``) and, given ``n_features``, its budget ``B``
+    (``n_features_to_select``, ``round(0.1 d)`` by default). The values are the learners' own
+    defaults: the results do not change.
+
+    >>> resolve_params("ofs", {}, discrete=False, n_features=57)
+    {'normalize': True, 'n_features_to_select': 6}
+    """
     params = dict(params)
     if name in SAOLA_FAMILY and "test" not in params:
         params["test"] = "mi" if discrete else "fisher_z"
+    if name in OFS_FAMILY:
+        from streamfs.algorithms import registry
+        from streamfs.algorithms.ofs import budget_for
+
+        defaults = registry.get(name).load()().get_params()
+        params.setdefault("normalize", defaults["normalize"])
+        if n_features is not None:
+            params["n_features_to_select"] = budget_for(
+                params.get("n_features_to_select", defaults["n_features_to_select"]), n_features)
     return params
 
 
@@ -183,8 +203,8 @@ def evaluate_dataset(
     }
     cache: dict = {}
     plans = []
-    for name, params in algorithms:  # every parameter error before any work
-        params = resolve_params(name, params, discrete)
+    for name, given in algorithms:  # every parameter error before any work
+        params = resolve_params(name, given, discrete, X.shape[1])
         algo = P.Algorithm(name, params)
         kind = algo.kind
         algo.build()
@@ -200,14 +220,15 @@ def evaluate_dataset(
                  "orders": n_permutations if kind == "instances" and n_permutations > 0 else 0,
                  "trace": 1 if traces and kind == "features" else 0,
                  "curve": 1 if curve_ks else 0}
-        plans.append((name, params, algo, kind, yk, task, splits, units))
+        # the progress line names the parameters as given (short); the report, all of them
+        label = name + (" (" + ", ".join(f"{k}={v}" for k, v in given.items()) + ")"
+                        if given else "")
+        plans.append((name, label, params, algo, kind, yk, task, splits, units))
     report = progress or (lambda description, advance: None)
     report("start", sum(sum(p[-1].values()) for p in plans))
 
-    for name, params, algo, kind, yk, task, splits, units in plans:
+    for name, label, params, algo, kind, yk, task, splits, units in plans:
         started = time.perf_counter()
-        label = name + (" " + "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
-                        if params else "")
 
         def phase(what: str, run: Callable[[Callable[[], None]], Any]) -> Any:
             """Run one loop, ticking per unit; units skipped by the time budget are

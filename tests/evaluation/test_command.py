@@ -79,7 +79,7 @@ def test_evaluate_table_is_never_cut_when_piped(tmp_path):
     assert "…" not in out and "..." not in out
     # full algorithm names with their parameters, each on one line of the table
     assert "saola (alpha=0.0500000001, test=fisher_z)" in out
-    assert "ofs (n_features_to_select=2, eta=0.2000000001)" in out
+    assert "ofs (n_features_to_select=2, eta=0.2000000001, normalize=True)" in out
     header = next(line for line in out.splitlines() if "algorithm" in line)
     for c in COLUMNS:
         assert c in header  # no column folded over two lines or dropped

@@ -27,6 +27,15 @@ def test_is_discrete():
     assert resolve_params("kofsd", {}, discrete=True) == {}
 
 
+def test_ofs_family_reports_its_scaling_and_budget():
+    # the scaling decides what OFS picks on microarrays: every reported number says it
+    assert resolve_params("ofs", {}, False, 25) == {"normalize": True, "n_features_to_select": 3}
+    assert resolve_params("ofs-partial", {}, False, 25)["normalize"] is False
+    assert resolve_params("pe-trun", {"normalize": "standardize", "n_features_to_select": 0.5},
+                          False, 25) == {"normalize": "standardize", "n_features_to_select": 13}
+    assert "normalize" not in resolve_params("gdm", {}, False, 25)
+
+
 def test_make_splits_protocols():
     y = np.array([0] * 8 + [1] * 3)
     folds = list(P.make_splits(y, "kfold", n_folds=10))
