@@ -224,7 +224,11 @@ def synthetic_study(n_features_per_step: int = 100, max_iter: int = 10, seed: in
                       "redundant_pairs": redundant_pairs(X, sel),
                       **group_recovery(sel, groups, m, n_corr)}
     return {"shape": list(X.shape), "n_test": int(yt.size), "B": n_features_per_step,
-            "objective_history": model.objective_history_.tolist(), "results": rows}
+            "objective_history": model.objective_history_.tolist(),
+            "notes": {"B": "features added to the working set per round",
+                      "objective_history": "objective of the reduced problem (5) after each "
+                      "round: it rises as rounds add constraints (the primal falls)"},
+            "results": rows}
 
 
 # -------------------------------------------------------------------------------- digits
@@ -350,28 +354,34 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m streamfs.bench.gdm", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("synthetic")
-    s.add_argument("--B", type=int, default=100)
-    s.add_argument("--max-iter", type=int, default=10)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--m", type=int, default=10_000)
-    s.add_argument("--n", type=int, default=2048)
-    dg = sub.add_parser("digits")
-    dg.add_argument("--dataset", default="usps_test2007")
-    dg.add_argument("--pair", type=int, nargs=2, default=(3, 8))
-    dg.add_argument("--B", type=int, default=10)
-    dg.add_argument("--max-iter", type=int, default=10)
-    dg.add_argument("--tau", type=float, default=0.25)
-    do = sub.add_parser("dorothea")
-    do.add_argument("--B", type=int, default=50)
-    do.add_argument("--max-iter", type=int, default=10)
+    rounds = "cutting-plane rounds at most (T)"
+    per_round = "features added to the working set per round (B)"
+    s = sub.add_parser("synthetic", help="the paper's synthetic study (Sec. 4.1)")
+    s.add_argument("--B", type=int, default=100, help=per_round)
+    s.add_argument("--max-iter", type=int, default=10, help=rounds)
+    s.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
+    s.add_argument("--m", type=int, default=10_000, help="number of features")
+    s.add_argument("--n", type=int, default=2048, help="training instances (as many to test)")
+    dg = sub.add_parser("digits", help="support and affiliated pixels of two digits, a picture")
+    dg.add_argument("--dataset", default="usps_test2007", help="a dataset of 16x16 digits")
+    dg.add_argument("--pair", type=int, nargs=2, default=(3, 8), help="the two digits")
+    dg.add_argument("--B", type=int, default=10, help=per_round)
+    dg.add_argument("--max-iter", type=int, default=10, help=rounds)
+    dg.add_argument("--tau", type=float, default=0.25, help="GDM's correlation threshold tau")
+    dg.add_argument("--out", default=None,
+                    help=f"where to write the picture (default: {OUT_DIR}/gdm_<dataset>_"
+                    "<a>v<b>.png)")
+    do = sub.add_parser("dorothea", help="fit time on dorothea (100,000 sparse features)")
+    do.add_argument("--B", type=int, default=50, help=per_round)
+    do.add_argument("--max-iter", type=int, default=10, help=rounds)
     a = p.parse_args(argv)
     if a.cmd == "synthetic":
         res = synthetic_study(a.B, a.max_iter, a.seed, m=a.m, n=a.n)
         _print_table(res)
         print(json.dumps({k: v for k, v in res.items() if k != "results"}))
     elif a.cmd == "digits":
-        print(json.dumps(digits_study(a.dataset, tuple(a.pair), a.B, a.max_iter, a.tau), indent=1))
+        print(json.dumps(digits_study(a.dataset, tuple(a.pair), a.B, a.max_iter, a.tau,
+                                      out=a.out), indent=1))
     else:
         print(json.dumps(dorothea_timing(a.B, a.max_iter), indent=1))
 
