@@ -37,12 +37,14 @@ def sendable(X: Any, what: str = "X") -> Any:
     return X
 
 
-def catalogue_role(topic: str) -> str | None:
+def catalogue_role(topic: str, plain: dict | None = None) -> str | None:
     """The catalogue role (features, instances, selected, dead_letter) whose suffix ends
-    ``topic`` (the longest that does), or None for a topic outside the catalogue's naming."""
+    ``topic`` (the longest that does), or None for a topic outside the catalogue's naming;
+    ``plain``: the catalogue without a prefix, if the caller has read it already."""
     from streamfs.topics import load_catalogue
 
-    matches = [(len(spec.name), role) for role, spec in load_catalogue("").items()
+    plain = load_catalogue("") if plain is None else plain
+    matches = [(len(spec.name), role) for role, spec in plain.items()
                if topic.endswith(spec.name)]
     return max(matches)[1] if matches else None
 
@@ -53,10 +55,10 @@ def results_topic(topic: str, kind: str) -> str | None:
     Refuses (:class:`ValueError`) a catalogue topic that does not take ``kind`` streams."""
     from streamfs.topics import load_catalogue
 
-    role = catalogue_role(topic)
+    plain = load_catalogue("")  # read once for the role and the names
+    role = catalogue_role(topic, plain)
     if role is None:
         return None
-    plain = load_catalogue("")
     prefix = topic[:len(topic) - len(plain[role].name)]
     if role != kind:
         raise ValueError(f"topic {topic!r} is the catalogue's {role} topic: {kind[:-1]} streams "
