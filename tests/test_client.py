@@ -188,6 +188,19 @@ def test_config_that_breaks_the_reader_is_refused(key, value):
         SelectionReader({"bootstrap.servers": "127.0.0.1:1", key: value}, "t")
 
 
+def test_reader_config_ends_reads_soon_unless_the_user_says_otherwise():
+    from streamfs.client import REQUIRED_CONFIG, reader_config
+
+    config = reader_config({"bootstrap.servers": "b:9092"})
+    # the broker holds the fetch that finds a partition's end this long (librdkafka: 500 ms)
+    assert config["fetch.wait.max.ms"] == 50
+    assert config["bootstrap.servers"] == "b:9092" and not config["enable.auto.commit"]
+    assert reader_config({"fetch.wait.max.ms": 500})["fetch.wait.max.ms"] == 500
+    assert {k: config[k] for k in REQUIRED_CONFIG} == REQUIRED_CONFIG
+    # each reader in a group of its own: nothing it does moves another's offsets
+    assert reader_config({})["group.id"] != reader_config({})["group.id"]
+
+
 def test_a_result_whose_final_is_not_a_boolean_is_invalid():
     import json
 
