@@ -37,7 +37,6 @@ The logic lives in :class:`Downstream`, fed decoded messages, without Kafka:
 from __future__ import annotations
 
 import time
-import uuid
 from collections import deque
 from typing import Any, Callable, Iterable
 
@@ -427,6 +426,7 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
          max_blocks: int | None, timeout: float | None, replay: int, grace: float) -> None:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    from streamfs.client import reader_config
     from streamfs.settings import Settings
     from streamfs.topics import load_catalogue
 
@@ -436,9 +436,8 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
     initial = [int(c) if c.strip().lstrip("-").isdigit() else c.strip()
                for c in classes.split(",")] if classes else []
     downstream = Downstream(selection_stream, instance_stream, classes=initial, replay=replay)
-    consumer = Consumer({**settings.kafka_config(), "group.id": f"downstream-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "enable.partition.eof": True, "isolation.level": "read_committed"})
+    # the project's readers' settings: read_committed, partition ends reported and soon known
+    consumer = Consumer(reader_config(settings.kafka_config()))
     try:
         # assigned (not subscribed) from the beginning: every record produced before this
         # process started is read, and no group rebalance delays the first fetch
