@@ -58,6 +58,7 @@ from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
 from streamfs.algorithms.neighbourhood import (
     CARDS,
+    LIST_CHUNK_KEYS,
     add_feature,
     dependencies,
     fallback_count,
@@ -109,8 +110,9 @@ class KOFSD(FeatureStreamSelector):
         Upper and lower thresholds of the ``"distance"`` card, ``0 <= gamma2 < gamma1 <= 1``
         (the paper gives no values; defaults 0.75 and 0.25).
     max_buffer_bytes:
-        The most the distances on ``S`` may take, ``8 N^2`` bytes and each instance's nearest
-        candidates (default 1 GiB: ``N`` up to about 11,500); more instances are refused when
+        The most the distances on ``S`` may take, ``8 N^2`` bytes, each instance's nearest
+        candidates and 8 MiB of sort keys (default 1 GiB: ``N`` up to about 11,500; the
+        process's peak for ``N`` = 6,000 was 1.1 times this count); more instances are refused when
         the class vector arrives, with the largest ``N`` that fits.
 
     Attributes
@@ -334,7 +336,8 @@ class KOFSD(FeatureStreamSelector):
 
     def _check_n_instances(self, n: int) -> None:
         """``ValueError`` with the numbers when the distances on ``S`` for ``n`` instances
-        (``8 N^2`` bytes, and each row's nearest candidates) exceed ``max_buffer_bytes``:
+        (``8 N^2`` bytes, each row's nearest candidates and the 8 MiB of keys sorted at a time
+        to find them) exceed ``max_buffer_bytes``:
         refused at ``open`` rather than at the first relevant feature, where an allocation
         the system promised but cannot keep gets the worker killed."""
         need = self._buffer_bytes(n)
@@ -346,12 +349,15 @@ class KOFSD(FeatureStreamSelector):
                     lo, mid - 1)
             most = lo
             raise ValueError(
-                f"kofsd distances of N={n} x N x 8 bytes (and the nearest candidates) = {need} "
+                f"kofsd distances of N={n} x N x 8 bytes (and the nearest candidates, the sort "
+                f"keys) = {need} "
                 f"bytes exceed max_buffer_bytes={int(self.max_buffer_bytes)}; use at most "
                 f"N = {most} instances or a larger max_buffer_bytes")
 
     def _buffer_bytes(self, n: int) -> int:
-        return 8 * n * n + 4 * n * min(n, max(_NEAR, 4 * (int(self.k) + 1)))
+        # D, each row's nearest candidates (int32), the keys sorted at a time to find them
+        m = min(n, max(_NEAR, 4 * (int(self.k) + 1)))
+        return 8 * n * n + 4 * n * m + 8 * min(n * n, n * max(1, LIST_CHUNK_KEYS // n))
 
     def _init_labels(self, y: Any) -> None:
         y = np.asarray(y)

@@ -925,6 +925,10 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
     return dep, near_ok, b
 
 
+#: keys sorted at a time by :func:`nearest_lists` (8 MiB of them)
+LIST_CHUNK_KEYS = 1 << 20
+
+
 def nearest_lists(D: np.ndarray, out: np.ndarray) -> None:
     """``out[i]``: the ``m = out.shape[1]`` columns of row ``i`` of ``D`` (finite, no -0.0:
     squared distances) with the smallest values, ascending, ties by index.
@@ -942,9 +946,16 @@ def nearest_lists(D: np.ndarray, out: np.ndarray) -> None:
     if m >= n or bits > _MAX_INDEX_BITS:
         out[:] = np.argsort(D, axis=1, kind="stable")[:, :m]
         return
-    keys = _packed_keys(D.T.view(np.uint64), bits)  # keys[i]: row i's
-    keys.sort(axis=1)
-    _finish_lists(keys, D, bits, out)
+    # a few rows' keys at a time: all N x N keys at once doubled the memory K-OFSD needs
+    # (its guard counts D's 8 N^2 bytes; the peak was 16 N^2), for no gain in speed
+    U = D.T.view(np.uint64)  # U[:, i] is row i of D
+    step = max(1, LIST_CHUNK_KEYS // n)
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        keys = _packed_keys(U[:, r0:r1], bits)  # keys[i]: row r0 + i's
+        keys.sort(axis=1)
+        _finish_lists(keys, D[r0:r1], bits, out[r0:r1])
+        del keys  # before the next chunk's: one chunk of keys alive at a time
 
 
 @njit(cache=True, nogil=True)
@@ -953,12 +964,12 @@ def _finish_lists(keys, D, bits, out):
     columns by ``(D, index)``: an insertion sort of the first ``m`` keys and of those after
     them that equal the ``m``-th but for the index bits (any later key is larger in the other
     bits, so its value is larger)."""
-    n = D.shape[0]
+    rows, n = keys.shape
     m = out.shape[1]
     shift = np.uint64(bits)
     low = np.uint64((1 << bits) - 1)
     idx = np.empty(n, dtype=np.int64)
-    for i in range(n):
+    for i in range(rows):
         row = D[i]
         last = keys[i, m - 1] >> shift
         size = m

@@ -761,6 +761,29 @@ def test_candidate_lists_match_stable_argsort(n, kind):
         assert np.array_equal(row_order(D, m), np.argsort(D, axis=1, kind="stable")[:, :m])
 
 
+def test_candidate_lists_sort_a_few_rows_at_a_time():
+    """All N x N sort keys at once doubled K-OFSD's memory (its guard counts D's 8 N^2 bytes);
+    the lists are made a chunk of rows at a time, the same lists as one stable argsort."""
+    import tracemalloc
+
+    from streamfs.algorithms.neighbourhood import LIST_CHUNK_KEYS
+
+    n, m = 2000, 64
+    assert n * n > 3 * LIST_CHUNK_KEYS  # several chunks
+    rng = np.random.default_rng(5)
+    D = rng.integers(0, 50, size=(n, n)).astype(float)
+    row_order(D[:200, :200], m)  # compiled before the memory is traced
+    tracemalloc.start()
+    try:
+        lists = row_order(D, m)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # one chunk of keys (8 MiB) and the lists: not a key per entry of D, nor two chunks
+    assert peak < 1.5 * 8 * LIST_CHUNK_KEYS < 8 * n * n / 2.5
+    assert np.array_equal(lists, np.argsort(D, axis=1, kind="stable")[:, :m])
+
+
 def test_refit_starts_from_scratch():
     rng = np.random.default_rng(4)
     y = np.r_[np.zeros(30, int), np.ones(6, int)]
