@@ -329,7 +329,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.producers.errors import StreamLeftOpen, left_open_message
     from streamfs.producers.files import check_groups, read_groups
     from streamfs.producers.names import naming_rule
-    from streamfs.producers.publish import rows_per_message, send_messages, topic_block_budget
+    from streamfs.producers.publish import items_per_message, send_messages, topic_block_budget
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
@@ -372,7 +372,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget(), shuffle_seed=shuffle_seed,
                                                feature_names=names, naming=naming,
-                                               record_limit=record_limit, **open_kw)
+                                               record_limit=record_limit,
+                                               max_columns=items_per_message(rate), **open_kw)
             total, unit = X.shape[1], "columns"
             shape = f"{X.shape[0]}x{X.shape[1]}"
             position = None
@@ -383,7 +384,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
                 feature_names=src.feature_names, block_bytes=budget(),
-                max_rows=rows_per_message(rate), record_limit=record_limit,
+                max_rows=items_per_message(rate), record_limit=record_limit,
                 naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)
             total, unit = src.progress()[1], src.unit
             shape = f"d={src.n_features}"

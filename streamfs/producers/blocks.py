@@ -58,8 +58,10 @@ def _column_bytes(X: Any, j0: int, j1: int) -> int:
 
 def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
                   boundaries: Sequence[int] | None = None,
-                  extra: np.ndarray | None = None) -> Iterator[tuple[int, int]]:
-    """Yield ``(start, stop)`` column ranges of at most ``block_bytes`` each.
+                  extra: np.ndarray | None = None,
+                  max_columns: int | None = None) -> Iterator[tuple[int, int]]:
+    """Yield ``(start, stop)`` column ranges of at most ``block_bytes`` (and ``max_columns``)
+    each.
 
     ``boundaries`` (sorted column positions) are never split: a range may end only at one of
     them, so a group of columns always travels in one message (a group larger than the budget
@@ -69,6 +71,8 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     >>> list(column_blocks(np.zeros((10, 7)), block_bytes=240))
     [(0, 3), (3, 6), (6, 7)]
     >>> list(column_blocks(np.zeros((10, 7)), block_bytes=240, extra=np.full(7, 40)))
+    [(0, 2), (2, 4), (4, 6), (6, 7)]
+    >>> list(column_blocks(np.zeros((10, 7)), max_columns=2))
     [(0, 2), (2, 4), (4, 6), (6, 7)]
     """
     X = X.tocsc() if sp.issparse(X) else X
@@ -86,7 +90,8 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     for cut in cuts:
         if cut <= prev:
             continue
-        if cut - start > 0 and prev > start and cost(start, cut) > block_bytes:
+        if prev > start and ((max_columns is not None and cut - start > max_columns)
+                             or cost(start, cut) > block_bytes):
             yield start, prev
             start = prev
         prev = cut
@@ -188,7 +193,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
                             feature_names: Sequence[str] | None = None,
                             run: str | None = None, replace: bool = False,
                             naming: dict | None = None,
-                            record_limit: int | None = None) -> Iterator[dict]:
+                            record_limit: int | None = None,
+                            max_columns: int | None = None) -> Iterator[dict]:
     """The messages of a feature stream: ``open`` (with ``y``), column blocks, ``close``.
 
     With ``feature_names`` (one per source column), every block carries the ``names`` of its
@@ -199,7 +205,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     ``shuffle_seed`` sends the columns in a seeded random order (see :func:`feature_order`).
     Whenever the sent order is not the source order, each block has ``columns``: the source
     column index of each of its columns. ``record_limit``: the largest record the worker
-    stores (a stream whose kept columns would not fit is refused).
+    stores (a stream whose kept columns would not fit is refused). ``max_columns``: the most
+    columns a block carries (a group is never split).
     """
     check_stream_id(stream)
     X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
@@ -230,7 +237,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     sent_names = None if feature_names is None else [str(feature_names[j]) for j in order]
     extra = _column_extra(X.shape[1], sent_names, int(reordered) + int(gid is not None))
     seq = 0
-    for a, b in column_blocks(X, block_bytes, boundaries, extra):
+    for a, b in column_blocks(X, block_bytes, boundaries, extra, max_columns):
         seq += 1
         # dense blocks column-major: the worker reads them column by column, no transpose
         block = X[:, a:b] if sp.issparse(X) else np.asfortranarray(X[:, a:b])

@@ -160,7 +160,8 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     block_bytes, limit = _limits(kafka_config, topic, block_bytes)
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=block_bytes, shuffle_seed=shuffle_seed,
-                                       feature_names=names, replace=replace, record_limit=limit)
+                                       feature_names=names, replace=replace, record_limit=limit,
+                                       max_columns=items_per_message(rate))
     return _publish(kafka_config, topic, "features", messages, replace, rate, limit)
 
 
@@ -179,14 +180,15 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
-        max_rows=rows_per_message(rate), replace=replace, record_limit=limit)
+        max_rows=items_per_message(rate), replace=replace, record_limit=limit)
     return _publish(kafka_config, topic, "instances", messages, replace, rate, limit)
 
 
-def rows_per_message(rate: float | None) -> int | None:
-    """With a rate, a message carries at most one second's worth, so replay looks smooth.
+def items_per_message(rate: float | None) -> int | None:
+    """With a rate, a message carries at most one second's worth of rows (instance streams) or
+    columns (feature streams), so a replay is paced rather than a wait and then one block.
 
-    >>> rows_per_message(None), rows_per_message(0.2), rows_per_message(500)
+    >>> items_per_message(None), items_per_message(0.2), items_per_message(500)
     (None, 1, 500)
     """
     return None if rate is None else max(1, int(rate))

@@ -211,6 +211,26 @@ def test_rate_limited_replay_is_paced(kafka_config, topic_prefix, read_stream, t
 
 
 
+def test_rate_limited_feature_stream_sends_a_second_of_columns_per_message(kafka_config,
+                                                                           topic_prefix):
+    import time
+
+    rng = np.random.default_rng(15)
+    X, y = rng.normal(size=(30, 50)), rng.integers(0, 2, 30)
+    topics = load_catalogue(topic_prefix)
+    create_topics(kafka_config, {"features": topics["features"]})
+    t0 = time.monotonic()
+    n = produce_features(kafka_config, topics["features"].name, "paced-f", X, y, "saola",
+                         rate=20)
+    elapsed = time.monotonic() - t0
+    # was: every column in one message, sent after the wait; now 20 columns a message
+    got = consume_stream(kafka_config, topics["features"].name, "paced-f")
+    widths = [m["X"].shape[1] for m in got if m["kind"] == "features"]
+    assert widths == [20, 20, 10] and n == 2 + 3
+    assert elapsed >= 1.0  # 50 columns at 20/s with a 1 s burst
+    _exact(reassemble(got)["X"], X)
+
+
 def test_publisher_connect_then_send(kafka_config, topic_prefix):
     topics = load_catalogue(topic_prefix)
     create_topics(kafka_config, {"features": topics["features"]})
