@@ -70,6 +70,8 @@ EXIT_FATAL = 70
 TXN_CALL_SECONDS = 15
 #: how often an idle worker checks that its topics still exist
 TOPIC_CHECK_SECONDS = 10
+#: how often closed streams past their retention are looked for, busy or idle
+SWEEP_SECONDS = 60
 
 
 def offset_metadata(changelog_end: int) -> str:
@@ -519,7 +521,7 @@ class Worker:
 
     def _loop(self) -> None:
         s = self.settings
-        next_sweep = time.monotonic() + 60
+        next_sweep = time.monotonic() + SWEEP_SECONDS
         next_lag = next_topic_check = 0.0
         while self.running:
             try:
@@ -532,9 +534,12 @@ class Worker:
                         # stops getting its messages, without an error (seen in the test)
                         next_topic_check = time.monotonic() + TOPIC_CHECK_SECONDS
                         self._check_topics()
-                    if time.monotonic() > next_sweep:
-                        next_sweep = time.monotonic() + 60
-                        self._sweep_closed(s.closed_retention)
+                # when due, not only when idle: a worker that always has input never idles,
+                # and its closed streams' headers would pile up
+                if time.monotonic() > next_sweep:
+                    next_sweep = time.monotonic() + SWEEP_SECONDS
+                    self._settle()  # the sweep's transaction after the batch's, never beside it
+                    self._sweep_closed(s.closed_retention)
             except Rewind:
                 self._rewind()
             if self.rewind_due:
