@@ -539,8 +539,10 @@ class StreamProcessor:
             # redeliveries and refuse late or re-used messages); columns, algorithm state, block
             # maps and names are deleted (tombstones on the compacted changelog).
             old_keys = self._record_keys(stream, header)
-            header.update(status="closed", closed_at=timestamp, states={}, columns=[], maps=[],
-                          name_blocks=[])
+            # the retention (STREAMFS_CLOSED_RETENTION) counts from the worker's clock: the
+            # record's timestamp is the producer's, and a replay of history sends old ones
+            header.update(status="closed", closed_at=time.time(), states={}, columns=[],
+                          maps=[], name_blocks=[])
             plan.writes.append((header_key(stream), packb(header)))
             plan.writes.extend((k, None) for k in old_keys)
             self._forget(stream)

@@ -431,6 +431,21 @@ def test_a_closed_stream_keeps_only_its_header():
     assert "already exists (closed" in dead[0]["reason"]
 
 
+def test_a_closed_stream_s_retention_counts_from_the_worker_s_clock():
+    """A replay of history carries record timestamps of a year ago: had the retention counted
+    from them, the header would go at the next sweep and a redelivery be applied again."""
+    import time
+
+    X, y = _data()
+    store: dict = {}
+    processor = StreamProcessor("features", store)
+    closing = time.time()
+    for m in feature_stream_messages("s", X, y, "saola"):
+        _apply(processor, processor.handle("s", encode(m), timestamp=closing - 365 * 86400))
+    header = unpackb(store[header_key("s")])
+    assert header["status"] == "closed" and header["closed_at"] >= closing
+
+
 def _run_deferred(processor, messages, flush_every):
     """As the worker does: steps with ``defer=True``, a checkpoint every ``flush_every``
     messages (the batch), and after the last one."""
