@@ -325,7 +325,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.algorithms import registry
     from streamfs.producers import DeliveryError
     from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
-    from streamfs.producers.checks import check_block_bytes, check_groups_apply, exists_problem
+    from streamfs.producers.checks import (check_block_bytes, check_groups_apply, continuing,
+                                           exists_problem)
     from streamfs.producers.errors import StreamLeftOpen, left_open_message
     from streamfs.producers.files import check_groups, read_groups
     from streamfs.producers.names import naming_rule
@@ -405,8 +406,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 count(message)
                 advance(position()[0] if position else counts["items"], counts["items"])
 
-            n = send_messages(messages, s.kafka_config(), topic, rate=rate, on_message=on_message,
-                              record_limit=record_limit)
+            n = send_messages(continuing(messages, existing), s.kafka_config(), topic,
+                              rate=rate, on_message=on_message, record_limit=record_limit)
     except StreamLeftOpen as exc:
         cause = exc.__cause__
         data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1

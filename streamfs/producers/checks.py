@@ -9,7 +9,7 @@ never started.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -85,6 +85,19 @@ def exists_problem(stream: str, existing: dict | None, other_id: str, replace: s
     return (f"stream {stream!r} already exists ({state}, run {existing.get('run', 1)}, "
             f"version {existing['version']}): choose {other_id}, or pass {replace} to start a "
             f"new run under the same id")
+
+
+def continuing(messages: Iterator[dict], existing: dict | None) -> Iterator[dict]:
+    """``messages`` with their ``open`` saying where the stream id's results stand (the run
+    and version of ``existing``, its latest result): a worker that no longer holds the id's
+    header (dropped after its retention) starts the new run after them, not at run 1,
+    version 1, which readers keeping the highest version would never show."""
+    head = next(messages)
+    if existing is not None:
+        head = {**head, "continue_from": {"run": existing.get("run", 1),
+                                          "version": existing["version"]}}
+    yield head
+    yield from messages
 
 
 def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:

@@ -8,8 +8,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks)
 from streamfs.codec import encode
-from streamfs.producers.checks import (check_block_bytes, check_instance_source, exists_problem,
-                                       existing_stream, results_topic)
+from streamfs.producers.checks import (check_block_bytes, check_instance_source, continuing,
+                                       exists_problem, existing_stream, results_topic)
 from streamfs.producers.errors import InputDataError, StreamLeftOpen
 from streamfs.producers.kafka import DeliveryError, StreamPublisher, topic_message_limit
 from streamfs.producers.objects import from_objects
@@ -125,14 +125,14 @@ def _publish(kafka_config: dict[str, Any], topic: str, kind: str, messages: Iter
     :func:`~streamfs.producers.checks.results_topic`)."""
     head = next(messages)  # the data's checks run before the 'open' is yielded
     results = results_topic(topic, kind)
+    existing = None
     if results is not None:
-        problem = exists_problem(head["stream"], existing_stream(kafka_config, results,
-                                                                 head["stream"]),
-                                 "another stream id", "replace=True")
+        existing = existing_stream(kafka_config, results, head["stream"])
+        problem = exists_problem(head["stream"], existing, "another stream id", "replace=True")
         if problem is not None and not replace:
             raise StreamExists(problem)
-    return send_messages(itertools.chain([head], messages), kafka_config, topic, rate=rate,
-                         record_limit=record_limit)
+    return send_messages(continuing(itertools.chain([head], messages), existing), kafka_config,
+                         topic, rate=rate, record_limit=record_limit)
 
 
 class StreamExists(ValueError):

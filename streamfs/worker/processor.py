@@ -173,6 +173,22 @@ def _as_format(X: Any, fmt: str) -> Any:
     return sp.csc_matrix(X) if fmt == "csc" else sp.csr_matrix(X)
 
 
+def _continue_from(message: dict) -> tuple[int, int] | None:
+    """The run and version of the stream id's latest result as the producer read them from the
+    results topic (``continue_from`` of an ``open``), or None."""
+    value = message.get("continue_from")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"run", "version"}:
+        raise InvalidInput(f"'continue_from' must be a map with 'run' and 'version' only, "
+                           f"got {value!r}")
+    for name, number in value.items():
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise InvalidInput(f"'continue_from' {name!r} must be an integer >= 0, "
+                               f"got {number!r}")
+    return value["run"], value["version"]
+
+
 def _finite(arr: Any, what: str) -> None:
     values = arr.data if sp.issparse(arr) else np.asarray(arr)
     if values.dtype.kind == "f" and not np.isfinite(values).all():
@@ -410,6 +426,9 @@ class StreamProcessor:
 
     def _open(self, stream: str, message: dict, timestamp: float | None = None,
               previous: dict | None = None) -> Plan:
+        after = _continue_from(message)
+        if previous is None and after is not None:  # else the header knows better
+            self._run_of_message = after[0] + 1
         name = message.get("algorithm")
         y = None
         if self.kind == "features":
@@ -449,6 +468,9 @@ class StreamProcessor:
             "opened_at": timestamp, "closed_at": None,
         }
         plan = Plan(stream=stream, algorithm=name)
+        if previous is None and after is not None:
+            # no header (dropped after its retention): go on after the producer's last result
+            header.update(run=after[0] + 1, version=after[1])
         if previous is not None:  # replace: a new run under the same id, versions go on
             header.update(run=previous.get("run", 1) + 1, version=previous["version"],
                           past_runs=previous.get("past_runs", []) + [previous.get("run_token")])

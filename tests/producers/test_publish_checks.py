@@ -205,3 +205,33 @@ def test_label_faults_of_a_feature_stream_are_data_errors(y):
     X = np.random.default_rng(0).normal(size=(100, 3))
     with pytest.raises(InputDataError, match="labels"):
         next(feature_stream_messages("s", X, y, "saola", {}))
+
+
+def test_a_replace_tells_the_worker_where_the_id_s_results_stand(kafka_config, topic_prefix,
+                                                                tmp_path):
+    """`streamfs produce --replace` and replace=True put the run and version of the id's latest
+    result in the open: a worker that dropped the id's header goes on after them."""
+    from click.testing import CliRunner
+    from confluent_kafka import Producer
+
+    from streamfs.cli import main
+    from streamfs.codec import encode
+
+    topics = load_catalogue(topic_prefix)
+    X, y = _data()
+    results = Producer(kafka_config)
+    for stream in ("api", "cli"):
+        results.produce(topics["selected"].name, key=stream.encode(), value=encode(
+            {"kind": "result", "stream": stream, "algorithm": "saola", "run": 1, "version": 7,
+             "final": True, "selection": []}))
+    assert results.flush(30) == 0
+    produce_features(kafka_config, topics["features"].name, "api", X, y, replace=True)
+    data = tmp_path / "d.csv"
+    data.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
+    out = CliRunner().invoke(main, ["-b", kafka_config["bootstrap.servers"], "--topic-prefix",
+                                    topic_prefix, "produce", "features", str(data), "--stream",
+                                    "cli", "-a", "saola", "--replace", "--no-progress"])
+    assert out.exit_code == 0 and "run 2 replacing run 1" in out.output, out.output
+    for stream in ("api", "cli"):
+        opening = consume_stream(kafka_config, topics["features"].name, stream)[0]
+        assert opening["continue_from"] == {"run": 1, "version": 7}, stream

@@ -395,6 +395,42 @@ def test_replace_starts_a_new_run_whose_versions_continue():
     assert list(processor.store) == [header_key("s")]  # closed: the old run's records are gone
 
 
+def test_a_run_opened_without_a_header_continues_after_the_producer_s_last_result():
+    """The header of a closed stream went with its retention; the producer read run 1,
+    version 7 from the results topic: the new run is 2, its versions from 8."""
+    X, y = _data()
+    replay = list(feature_stream_messages("s", X, y, "saola", replace=True))
+    replay[0]["continue_from"] = {"run": 1, "version": 7}
+    results, dead = _run(StreamProcessor("features", {}), replay)
+    assert not dead
+    results = [decode(r) for r in results]
+    assert {r["run"] for r in results} == {2}
+    assert [r["version"] for r in results] == list(range(8, 8 + len(results)))
+
+
+def test_a_stream_s_header_knows_better_than_continue_from():
+    X, y = _data()
+    processor = StreamProcessor("features", {})
+    first, _ = _run(processor, list(feature_stream_messages("s", X, y, "saola")))
+    replay = list(feature_stream_messages("s", X, y, "saola", replace=True))
+    replay[0]["continue_from"] = {"run": 5, "version": 0}
+    second, dead = _run(processor, replay)
+    assert not dead
+    assert [(r["run"], r["version"]) for r in map(decode, second)][0] == (2, len(first) + 1)
+
+
+@pytest.mark.parametrize("value,needle", [
+    ([1, 2], "'continue_from' must be a map with 'run' and 'version' only, got [1, 2]"),
+    ({"run": 1}, "'continue_from' must be a map with 'run' and 'version' only"),
+    ({"run": 1, "version": -1}, "'continue_from' 'version' must be an integer >= 0, got -1"),
+    ({"run": True, "version": 3}, "'continue_from' 'run' must be an integer >= 0, got True"),
+])
+def test_a_malformed_continue_from_is_dead_lettered(value, needle):
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    assert needle in _reasons([dict(opening, continue_from=value)])[0]
+
+
 def test_results_and_dead_letters_in_json():
     import json
 
