@@ -140,10 +140,18 @@ def unpack_column(data: bytes) -> np.ndarray:
 
 
 def _iso(timestamp: float) -> str:
-    """A Kafka record timestamp (seconds) as UTC ISO 8601."""
+    """A timestamp (seconds since the epoch) as UTC ISO 8601."""
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def _standing(header: dict) -> str:
+    """Where an existing stream stands, for a dead letter: status, when, run and version."""
+    status = header["status"]
+    when = header.get("closed_at") if status == "closed" else header.get("opened_at")
+    at = f" at {_iso(when)}" if when is not None else ""
+    return f"{status}{at}, run {header.get('run', 1)}, version {header['version']}"
 
 
 def _names(names: Any, n: int, what: str) -> list[str]:
@@ -266,7 +274,7 @@ class StreamProcessor:
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
             stream = self._check_stream_id(key_stream, message)
-            plan = self._apply(stream, message, timestamp)
+            plan = self._apply(stream, message, timestamp, raw)
             if not defer and stream in self._dirty:
                 plan.writes.extend(self._checkpoint(stream))
             return plan
@@ -326,8 +334,10 @@ class StreamProcessor:
             raise InvalidInput(f"record key {key!r} differs from the stream id {body!r}")
         return body
 
-    def _apply(self, stream: str, message: dict, timestamp: float | None) -> Plan:
+    def _apply(self, stream: str, message: dict, timestamp: float | None, raw: bytes) -> Plan:
         kind = message["kind"]
+        # an open's bytes, to tell its redelivery from another open without a run token
+        open_digest = _digest(raw) if kind == "open" else None
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
@@ -342,15 +352,15 @@ class StreamProcessor:
         if run is not None and not isinstance(run, str):
             raise InvalidInput(f"'run' must be a string, got {run!r}")
         if header is not None:
-            verdict = self._match_run(stream, header, kind, seq, run, message)
+            verdict = self._match_run(stream, header, kind, seq, run, message, open_digest)
             if verdict == "skip":
                 return Plan(skipped=True, stream=stream)  # redelivered: already applied
             if verdict == "replace":
-                return self._open(stream, message, timestamp, previous=header)
+                return self._open(stream, message, open_digest, timestamp, previous=header)
         if kind == "open":
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
-            return self._open(stream, message, timestamp)
+            return self._open(stream, message, open_digest, timestamp)
         if header is None:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
         if header["status"] == "closed":
@@ -389,15 +399,18 @@ class StreamProcessor:
             raise _ConsumedInvalid(str(exc), header) from None
 
     def _match_run(self, stream: str, header: dict, kind: str, seq: int, run: str | None,
-                   message: dict) -> str:
+                   message: dict, open_digest: str | None) -> str:
         """``"skip"`` (a redelivery), ``"replace"`` (an ``open`` with ``replace`` starting a new
         run) or ``"apply"``; raises :class:`InvalidInput` for a message of another run.
 
         Producers stamp every message of one run of a stream with the same random ``run``
         token, which tells a redelivered message from a new run re-using the stream id.
-        Messages without a token (other producers) fall back to sequence numbers alone.
+        Messages without a token (other producers) fall back to sequence numbers alone, but
+        for an ``open`` (see :meth:`_tokenless_open`).
         """
         current = header.get("run_token")
+        if run is None and current is None and kind == "open":
+            return self._tokenless_open(stream, header, message, open_digest)
         if run != current:
             if run is not None and run in header.get("past_runs", []):
                 return "skip"  # a redelivery from a run that has since been replaced
@@ -408,13 +421,10 @@ class StreamProcessor:
             # (neither the current one nor a later run that a --replace may start).
             self._run_of_message, self._refused_run = None, True
             if kind == "open":
-                status = header["status"]
-                when = header.get("closed_at") if status == "closed" else header.get("opened_at")
-                at = f" at {_iso(when)}" if when is not None else ""
                 raise InvalidInput(
-                    f"stream {stream!r} already exists ({status}{at}, run {header.get('run', 1)}, "
-                    f"version {header['version']}): use a new stream id, or send 'open' with "
-                    f"replace=true (streamfs produce --replace) to start a new run")
+                    f"stream {stream!r} already exists ({_standing(header)}): use a new stream "
+                    f"id, or send 'open' with replace=true (streamfs produce --replace) to start "
+                    f"a new run")
             raise InvalidInput(
                 f"{kind!r} (seq {seq}) belongs to run {run!r}, but stream {stream!r} is at run "
                 f"{current!r} (was its 'open' rejected?)")
@@ -424,7 +434,23 @@ class StreamProcessor:
             raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
         return "apply"
 
-    def _open(self, stream: str, message: dict, timestamp: float | None = None,
+    def _tokenless_open(self, stream: str, header: dict, message: dict, digest: str) -> str:
+        """``"skip"``, ``"replace"`` or :class:`InvalidInput` for an ``open`` without a run token
+        on a stream whose ``open`` had none: only the stream's own ``open``, byte for byte, is a
+        redelivery; another one re-uses the id, which ``replace`` allows."""
+        if digest == header.get("open_digest", digest):  # headers of older workers: no digest
+            return "skip"
+        if message.get("replace") is True:
+            self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
+            return "replace"
+        self._run_of_message, self._refused_run = None, True
+        raise InvalidInput(
+            f"stream {stream!r} already exists ({_standing(header)}) and this 'open' differs "
+            f"from its own: a re-used stream id. Without a 'run' token an 'open' is taken as a "
+            f"redelivery only if it is byte-identical; stamp every message of a run with the "
+            f"same 'run' token (streamfs produce does), or send replace=true to start a new run")
+
+    def _open(self, stream: str, message: dict, digest: str, timestamp: float | None = None,
               previous: dict | None = None) -> Plan:
         after = _continue_from(message)
         if previous is None and after is not None:  # else the header knows better
@@ -464,7 +490,7 @@ class StreamProcessor:
             "algorithm": name, "params": params, "kind": self.kind, "last_seq": 0,
             "version": 0, "status": "open", "states": {}, "columns": [],
             "selection": None, "rejected": 0, "n_items": 0, "maps": [], "name_blocks": [],
-            "run": 1, "run_token": message.get("run"), "past_runs": [],
+            "run": 1, "run_token": message.get("run"), "past_runs": [], "open_digest": digest,
             "opened_at": timestamp, "closed_at": None,
         }
         plan = Plan(stream=stream, algorithm=name)

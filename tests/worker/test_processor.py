@@ -431,6 +431,38 @@ def test_a_malformed_continue_from_is_dead_lettered(value, needle):
     assert needle in _reasons([dict(opening, continue_from=value)])[0]
 
 
+def _tokenless(messages):
+    return [{k: v for k, v in m.items() if k != "run"} for m in messages]
+
+
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_tokenless_open_is_a_redelivery_only_if_byte_identical(closed):
+    X, y = _data()
+    first = _tokenless(feature_stream_messages("s", X, y, "saola"))
+    processor = StreamProcessor("features", {})
+    _run(processor, first if closed else first[:-1])
+    again, dead = _run(processor, first[:1])  # redelivered: skipped
+    assert not again and not dead
+    other = _tokenless(feature_stream_messages("s", X, y, "saola", {"alpha": 0.2}))
+    _, dead = _run(processor, other[:1])
+    state = "closed" if closed else "open"
+    assert dead[0]["reason"].startswith(f"stream 's' already exists ({state}")
+    assert "a re-used stream id" in dead[0]["reason"] and "'run' token" in dead[0]["reason"]
+    assert "replace=true" in dead[0]["reason"] and dead[0]["run_refused"]
+
+
+def test_a_tokenless_replace_starts_a_new_run():
+    X, y = _data()
+    processor = StreamProcessor("features", {})
+    first, _ = _run(processor, _tokenless(feature_stream_messages("s", X, y, "saola")))
+    replay = _tokenless(feature_stream_messages("s", X[:, ::-1].copy(), y, "saola",
+                                                {"alpha": 0.2}, replace=True))
+    second, dead = _run(processor, replay[:1] + replay)  # the open twice: once applied
+    assert not dead and {decode(r)["run"] for r in second} == {2}
+    assert [decode(r)["version"] for r in first + second] == \
+        list(range(1, len(first) + len(second) + 1))
+
+
 def test_results_and_dead_letters_in_json():
     import json
 
