@@ -66,6 +66,11 @@ class _ConsumedInvalid(InvalidInput):
         self.header = header
 
 
+class _Unreadable(InvalidInput):
+    """A message that cannot be read (too large, undecodable): if its key names an open stream,
+    that stream lost it."""
+
+
 class StateLost(Exception):
     """A step failed part-way through the algorithm of a stream whose state is newer in memory
     than in the store (checkpoint deferred): its state cannot be trusted and the unpersisted
@@ -152,6 +157,15 @@ def _standing(header: dict) -> str:
     when = header.get("closed_at") if status == "closed" else header.get("opened_at")
     at = f" at {_iso(when)}" if when is not None else ""
     return f"{status}{at}, run {header.get('run', 1)}, version {header['version']}"
+
+
+def _lost_reason(stream: str, lost: dict) -> str:
+    """Why a stream that lost an unreadable message refuses the messages after it."""
+    where = (f"{lost['topic']}[{lost['partition']}]@{lost['offset']}: "
+             if lost.get("topic") is not None else "")
+    return (f"stream {stream!r} lost a message the worker could not read ({where}"
+            f"{lost['reason']}) and cannot go on without it: publish the stream again "
+            f"(streamfs produce --replace, or an 'open' with replace=true)")
 
 
 def _names(names: Any, n: int, what: str) -> list[str]:
@@ -260,7 +274,7 @@ class StreamProcessor:
             if raw is None or len(raw) == 0:
                 raise InvalidInput("empty message (tombstone or zero bytes) on an input topic")
             if len(raw) > self.max_message_bytes:
-                raise InvalidInput(
+                raise _Unreadable(
                     f"message of {len(raw)} bytes exceeds the worker limit of "
                     f"{self.max_message_bytes} bytes (STREAMFS_MAX_MESSAGE_BYTES)"
                 )
@@ -269,7 +283,7 @@ class StreamProcessor:
                 # values are not copied (the selectors never write into their input)
                 message = decode(raw, writeable=False)
             except CodecError as exc:
-                raise InvalidInput(str(exc)) from None
+                raise _Unreadable(str(exc)) from None
             key_stream = stream
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
@@ -285,6 +299,14 @@ class StreamProcessor:
             elif not defer:
                 plan.writes.extend(self._checkpoint(stream))
             return plan
+        except _Unreadable as exc:
+            header = self._note_lost(stream, str(exc), origin)
+            plan = self._reject(stream, raw, str(exc), origin)
+            if header is not None:
+                plan.writes.append((header_key(stream), packb(header)))
+            elif not defer and stream in self._dirty:
+                plan.writes.extend(self._checkpoint(stream))
+            return plan
         except InvalidInput as exc:
             return self._reject(stream, raw, str(exc), origin)
         except StateLost:
@@ -295,6 +317,26 @@ class StreamProcessor:
             log.exception("internal error on stream %r", stream)
             self._cache.pop(stream, None)  # state in the store is untouched
             return self._reject(stream, raw, f"internal error: {type(exc).__name__}: {exc}", origin)
+
+    def _note_lost(self, stream: str | None, reason: str, origin: dict) -> dict | None:
+        """Note in the header of the open stream keyed ``stream`` (if any) that it lost an
+        unreadable message, so that its later messages say so rather than report a sequence
+        gap. Returns the header to write, None if there is none or it waits in memory for the
+        stream's checkpoint."""
+        header = self._dirty.get(stream) if stream is not None else None
+        if header is None and stream is not None:
+            raw_header = self.store.get(header_key(stream))
+            header = unpackb(raw_header) if raw_header is not None else None
+        if header is None or header["status"] != "open" or header.get("lost"):
+            return None
+        self._run_of_message = header.get("run", 1)
+        header = dict(header, lost={**origin, "reason": reason})
+        if stream in self._cache:
+            self._cache[stream] = (header, self._cache[stream][1])
+        if stream in self._dirty:
+            self._dirty[stream] = header
+            return None
+        return header
 
     def flush(self) -> list[tuple[str, bytes | None]]:
         """The records that checkpoint every stream stepped with ``defer=True`` since the last
@@ -365,6 +407,8 @@ class StreamProcessor:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
         if header["status"] == "closed":
             raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
+        if header.get("lost"):  # stuck: a message is missing for good
+            raise InvalidInput(_lost_reason(stream, header["lost"]))
         if seq != header["last_seq"] + 1:
             # Not applied: later messages of this stream will be refused the same way, so the
             # producer's gap is visible in the dead-letter topic rather than silently merged.

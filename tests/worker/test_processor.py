@@ -7,7 +7,8 @@ from streamfs.algorithms import registry
 from streamfs.codec import decode, encode, unpackb
 from streamfs.offline import run_offline
 from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.worker.processor import StreamProcessor, header_key, pack_column, unpack_column
+from streamfs.worker.processor import (Plan, StreamProcessor, header_key, pack_column,
+                                       unpack_column)
 
 
 def _data(n=120, p=40, seed=0):
@@ -461,6 +462,35 @@ def test_a_tokenless_replace_starts_a_new_run():
     assert not dead and {decode(r)["run"] for r in second} == {2}
     assert [decode(r)["version"] for r in first + second] == \
         list(range(1, len(first) + len(second) + 1))
+
+
+@pytest.mark.parametrize("defer", [False, True])
+@pytest.mark.parametrize("unreadable", [b"\xc1 not msgpack", b"\x00" * 70_000])
+def test_a_stream_that_lost_an_unreadable_message_says_so_not_sequence_gap(unreadable, defer):
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 6))
+    store: dict = {}
+    processor = StreamProcessor("features", store, max_message_bytes=65_536)
+
+    def handle(raw, offset):
+        plan = processor.handle("s", raw, origin={"topic": "in", "partition": 3, "offset": offset},
+                                defer=defer)
+        _apply(processor, plan)
+        _apply(processor, Plan(writes=processor.flush()))
+        return decode(plan.dead_letter)["reason"] if plan.dead_letter else None
+
+    assert handle(encode(msgs[0]), 0) is None
+    assert handle(encode(msgs[1]), 1) is None
+    lost = handle(unreadable, 2)  # message seq 2, lost for good
+    assert "lost" not in lost
+    for offset, message in enumerate(msgs[3:], 3):
+        reason = handle(encode(message), offset)
+        assert reason.startswith("stream 's' lost a message the worker could not read (in[3]@2: ")
+        assert "publish the stream again" in reason and "--replace" in reason
+    processor = StreamProcessor("features", store)  # a restart: the store still says so
+    assert "lost a message" in handle(encode(msgs[-1]), 99)
+    replay = list(feature_stream_messages("s", X, y, "saola", replace=True))
+    assert not _run(processor, replay)[1]  # a new run goes through
 
 
 def test_results_and_dead_letters_in_json():
