@@ -237,7 +237,21 @@ def unpackb(data: bytes, *, writeable: bool = True) -> Any:
     except CodecError:
         raise
     except Exception as exc:  # noqa: BLE001 - msgpack raises many types for garbage
-        raise CodecError(f"undecodable message ({type(exc).__name__}: {exc})") from None
+        raise CodecError(f"undecodable message: {_unpack_problem(exc)}") from None
+
+
+def _unpack_problem(exc: Exception) -> str:
+    """What msgpack's ``exc`` means to a producer's author (its own text is terse, or empty)."""
+    if isinstance(exc, msgpack.ExtraData):
+        return (f"not one msgpack value: {len(exc.extra)} more bytes follow a complete value "
+                f"(another encoding, such as JSON or text, or several values in one record?)")
+    if isinstance(exc, msgpack.StackError):
+        return "values nested too deeply (over msgpack's limit of nested arrays and maps)"
+    if isinstance(exc, msgpack.FormatError):
+        return "not msgpack: a byte that msgpack never uses where a value should start"
+    if "incomplete input" in str(exc):
+        return "truncated: the bytes end inside a msgpack value"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:

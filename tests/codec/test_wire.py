@@ -1,5 +1,6 @@
 import msgpack
 import numpy as np
+
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
@@ -195,6 +196,19 @@ def test_random_bytes_raise_codec_error_or_decode(data):
 def test_malformed_envelopes_say_what_is_wrong(payload, reason):
     with pytest.raises(CodecError, match=reason):
         decode(payload)
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (b"\x00garbage", "not one msgpack value: 7 more bytes follow a complete value"),
+    (b'{"kind": "open"}', "another encoding, such as JSON"),
+    (b"\x91" * 5000, "values nested too deeply"),
+    (b"\xc1", "not msgpack: a byte that msgpack never uses"),
+    (b"\x92\x01", "truncated: the bytes end inside a msgpack value"),
+])
+def test_undecodable_bytes_are_explained_in_words(payload, reason):
+    with pytest.raises(CodecError) as info:
+        unpackb(payload)
+    assert str(info.value).startswith("undecodable message: ") and reason in str(info.value)
 
 
 def test_truncated_array_payload_is_rejected():
