@@ -222,6 +222,10 @@ def _labels(y: Any, what: str) -> np.ndarray:
         if not y:
             raise InvalidInput(f"{what} is empty")
         kinds = {type(v) for v in y}
+        other = kinds - {str, int, float, bool}
+        if other:
+            raise InvalidInput(f"{what} holds {sorted(k.__name__ for k in other)} values: a "
+                               f"label is a string or a number")
         if not (kinds <= {str} or kinds <= {int, float, bool}):
             raise InvalidInput(f"{what} mixes label types {sorted(k.__name__ for k in kinds)}")
         y = np.asarray(y)

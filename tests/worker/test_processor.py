@@ -493,6 +493,15 @@ def test_a_stream_that_lost_an_unreadable_message_says_so_not_sequence_gap(unrea
     assert not _run(processor, replay)[1]  # a new run goes through
 
 
+@pytest.mark.parametrize("labels,kind", [([None] * 120, "NoneType"), ([b"a"] * 120, "bytes"),
+                                         ([[1]] * 120, "list"), ([1, None] * 60, "NoneType")])
+def test_labels_of_no_label_type_are_named(labels, kind):
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    assert _reasons([dict(opening, y=labels)]) == [
+        f"class vector 'y' holds ['{kind}'] values: a label is a string or a number"]
+
+
 def test_results_and_dead_letters_in_json():
     import json
 
