@@ -1111,8 +1111,12 @@ class GroupSAOLA(_SAOLABase):
             if len(group_ids) != len(groups):
                 raise ValueError("group_ids must have one id per group")
             known = {gid for gid, _ in self._st_groups}
-            if len(set(group_ids)) != len(group_ids) or known & set(group_ids):
+            if len(set(group_ids)) != len(group_ids):
                 raise ValueError("group ids must be unique")
+            reused = next((gid for gid in group_ids if gid in known), None)
+            if reused is not None:
+                raise ValueError(f"group ids must be unique: {reused!r} was used by an earlier "
+                                 f"block (a group's columns all come in one block)")
             for gid in group_ids:
                 if not isinstance(gid, (int, np.integer, str)):
                     raise ValueError("group ids must be ints or strings")

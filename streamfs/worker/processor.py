@@ -211,6 +211,26 @@ def _continue_from(message: dict) -> tuple[int, int] | None:
     return value["run"], value["version"]
 
 
+def _group_runs(groups: Any, n_columns: int) -> dict:
+    """The groups and group ids of a group-saola block from its ``groups`` (one id a column):
+    a group is a run of equal ids, so an id that comes back after another is refused."""
+    if not isinstance(groups, list) or len(groups) != n_columns:
+        raise InvalidInput("a group-saola block needs 'groups': one group id per column")
+    starts = [0] + [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
+    ids = [groups[a] for a in starts]
+    seen: set = set()
+    for gid in ids:
+        if not isinstance(gid, (int, str)) or isinstance(gid, bool):
+            raise InvalidInput(f"group ids must be integers or strings, got {gid!r}")
+        if gid in seen:
+            raise InvalidInput(f"group id {gid!r} comes back after another group in 'groups': "
+                               f"a group's columns must be contiguous in the block (one run of "
+                               f"equal ids)")
+        seen.add(gid)
+    bounds = starts + [len(groups)]
+    return {"groups": [np.arange(a, b) for a, b in zip(bounds, bounds[1:])], "group_ids": ids}
+
+
 def _finite(arr: Any, what: str) -> None:
     values = arr.data if sp.issparse(arr) else np.asarray(arr)
     if values.dtype.kind == "f" and not np.isfinite(values).all():
@@ -665,18 +685,23 @@ class StreamProcessor:
         # second pass over every value, with a temporary array as large as the block
         kwargs = {}
         if header["algorithm"] == "group-saola":
-            groups = message.get("groups")
-            if not isinstance(groups, list) or len(groups) != X.shape[1]:
-                raise InvalidInput("a group-saola block needs 'groups': one group id per column")
-            starts = [0] + [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
-            bounds = starts + [len(groups)]
-            kwargs["groups"] = [np.arange(a, b) for a, b in zip(bounds, bounds[1:])]
-            kwargs["group_ids"] = [groups[a] for a in starts]
+            kwargs = _group_runs(message.get("groups"), X.shape[1])
+        elif message.get("groups") is not None:
+            raise InvalidInput(f"'groups' apply to group-saola streams only, not to "
+                               f"{header['algorithm']!r}")
         columns = message.get("columns")
         if columns is not None:
             columns = np.asarray(columns)
             if columns.shape != (X.shape[1],) or columns.dtype.kind not in "iu":
                 raise InvalidInput("'columns' must list one source column index per column")
+            if columns.size and columns.min() < 0:
+                raise InvalidInput(f"'columns' holds a negative source column index "
+                                   f"({int(columns.min())})")
+            unique, counts = np.unique(columns, return_counts=True)
+            if (counts > 1).any():
+                raise InvalidInput(f"'columns' names source column {int(unique[counts > 1][0])} "
+                                   f"more than once: each column of a block is another source "
+                                   f"column")
         names = message.get("names")
         if names is not None:
             names = _names(names, X.shape[1], "'names' of a feature block")

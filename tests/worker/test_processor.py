@@ -502,6 +502,36 @@ def test_labels_of_no_label_type_are_named(labels, kind):
         f"class vector 'y' holds ['{kind}'] values: a label is a string or a number"]
 
 
+def test_group_ids_that_are_not_contiguous_or_come_back_are_named():
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X[:, :8], y, "group-saola",
+                                        groups=[[0, 1, 2, 3], [4, 5, 6, 7]]))
+    opening, block = msgs[0], msgs[1]
+    assert block["groups"] == [0, 0, 0, 0, 1, 1, 1, 1]
+    split = dict(block, groups=[1, 2, 1, 2, 3, 3, 3, 3])
+    again = dict(block, seq=2, X=X[:, 8:16], groups=[1] * 8)
+    reasons = _reasons([opening, dict(block, groups=[1, 1, 1, 1, 2, 2, 2, 2]), again])
+    assert reasons == ["rejected by group-saola: group ids must be unique: 1 was used by an "
+                       "earlier block (a group's columns all come in one block)"]
+    assert _reasons([opening, split]) == [
+        "group id 1 comes back after another group in 'groups': a group's columns must be "
+        "contiguous in the block (one run of equal ids)"]
+    assert _reasons([opening, dict(block, groups=[[1]] * 8)]) == [
+        "group ids must be integers or strings, got [1]"]
+
+
+def test_groups_on_another_algorithm_and_bad_columns_are_dead_lettered():
+    X, y = _data()
+    opening, block = list(feature_stream_messages("s", X[:, :4], y, "saola"))[:2]
+    assert _reasons([opening, dict(block, groups=[0, 0, 1, 1])]) == [
+        "'groups' apply to group-saola streams only, not to 'saola'"]
+    assert _reasons([opening, dict(block, columns=[1, 1, 1, 1])]) == [
+        "'columns' names source column 1 more than once: each column of a block is another "
+        "source column"]
+    assert _reasons([opening, dict(block, columns=[-1, 0, 1, 2])]) == [
+        "'columns' holds a negative source column index (-1)"]
+
+
 def test_results_and_dead_letters_in_json():
     import json
 
