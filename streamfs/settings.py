@@ -60,6 +60,9 @@ class Settings:
     # An open transaction of a worker that stopped answering is aborted after this long; a new
     # owner of its partitions waits for that before restoring their state.
     transaction_timeout: float = 20.0
+    # The most an open may ask for in 'max_buffer_bytes' (the memory guard of K-OFSD, GDM and
+    # the OFS family, whose own default is 1 GiB): producers cannot lift it on a shared worker.
+    max_buffer_bytes: int = 1 << 30
     # A closed stream keeps a small header (to refuse late or re-used messages) this long.
     closed_retention: float = 7 * 24 * 3600.0
     # Local copies of the partitions' state (restarts then read only the changelog's tail);
@@ -94,7 +97,8 @@ class Settings:
     def check(self) -> None:
         """``ValueError`` naming a setting the worker could not run with (before it starts:
         a supervisor would otherwise restart it in a loop)."""
-        for name in ("batch_ms", "batch_bytes", "batch_messages", "max_message_bytes"):
+        for name in ("batch_ms", "batch_bytes", "batch_messages", "max_message_bytes",
+                     "max_buffer_bytes"):
             if not 0 < getattr(self, name) < float("inf"):
                 raise ValueError(f"STREAMFS_{name.upper()} must be more than 0, got "
                                  f"{getattr(self, name)!r}")

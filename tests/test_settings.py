@@ -25,6 +25,7 @@ def test_the_app_id_follows_the_topic_prefix_unless_set(monkeypatch):
     ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be more than 0"),
     ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be more than 0"),
     ("STREAMFS_MAX_MESSAGE_BYTES", "0", "STREAMFS_MAX_MESSAGE_BYTES must be more than 0"),
+    ("STREAMFS_MAX_BUFFER_BYTES", "0", "STREAMFS_MAX_BUFFER_BYTES must be more than 0"),
     ("STREAMFS_SESSION_TIMEOUT", "0.5", "STREAMFS_SESSION_TIMEOUT must be 6 to 1800 seconds"),
     ("STREAMFS_TRANSACTION_TIMEOUT", "1000", "STREAMFS_TRANSACTION_TIMEOUT must be 1 to 900"),
     ("STREAMFS_BATCH_BYTES", "1.5", "STREAMFS_BATCH_BYTES must be a whole number"),

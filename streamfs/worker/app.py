@@ -150,6 +150,7 @@ class PartitionState:
         self.store: dict[str, bytes] = {}
         self.processor = StreamProcessor(role, self.store,
                                          max_message_bytes=settings.max_message_bytes,
+                                         max_buffer_bytes=settings.max_buffer_bytes,
                                          output_format=settings.result_format)
 
 

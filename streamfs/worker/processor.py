@@ -260,12 +260,14 @@ class StreamProcessor:
 
     def __init__(self, kind: str, store: MutableMapping[str, bytes], *,
                  max_message_bytes: int = 8 * 1024 * 1024,
+                 max_buffer_bytes: int = 1 << 30,
                  output_format: str = "msgpack") -> None:
         if kind not in ("features", "instances"):
             raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
         self.kind = kind
         self.store = store
         self.max_message_bytes = max_message_bytes
+        self.max_buffer_bytes = max_buffer_bytes  # the most an open's params may ask for
         if output_format not in FORMATS:
             raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
         self.output_format = output_format
@@ -541,6 +543,10 @@ class StreamProcessor:
                                          n_features=message.get("n_features"))
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
+        asked = params.get("max_buffer_bytes", 0)
+        if asked > self.max_buffer_bytes:
+            raise InvalidInput(f"max_buffer_bytes={asked} exceeds this worker's cap of "
+                               f"{self.max_buffer_bytes} bytes (STREAMFS_MAX_BUFFER_BYTES)")
         entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}
         if y is not None:
             try:

@@ -696,6 +696,27 @@ def test_a_kofsd_open_whose_distances_would_not_fit_is_dead_lettered():
     assert len(reasons) == 1 and "exceed max_buffer_bytes=10000; use at most N = " in reasons[0]
 
 
+def test_an_open_above_the_worker_s_buffer_cap_is_dead_lettered():
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "kofsd"))
+    capped = StreamProcessor("features", {}, max_buffer_bytes=1 << 20)
+    _, dead = _run(capped, [dict(opening, params={"max_buffer_bytes": (1 << 20) + 1})])
+    assert [d["reason"] for d in dead] == [
+        "max_buffer_bytes=1048577 exceeds this worker's cap of 1048576 bytes "
+        "(STREAMFS_MAX_BUFFER_BYTES)"]
+    _, dead = _run(capped, [dict(opening, params={"max_buffer_bytes": 1 << 20})])
+    assert not dead
+
+
+def test_the_worker_s_buffer_cap_comes_from_its_settings(monkeypatch):
+    from streamfs.settings import Settings
+    from streamfs.worker.app import PartitionState
+
+    monkeypatch.setenv("STREAMFS_MAX_BUFFER_BYTES", "4096")
+    state = PartitionState("features", Settings.from_env())
+    assert state.processor.max_buffer_bytes == 4096
+
+
 def test_an_instance_open_whose_state_would_not_fit_is_dead_lettered():
     opening = next(instance_stream_messages("i", np.ones((4, 3)), np.arange(4) % 2, "ofs"))
     reasons = _reasons([dict(opening, n_features=10**10)], "instances")
