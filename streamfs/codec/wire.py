@@ -124,7 +124,8 @@ def _unpack_ndarray(data: bytes, writeable: bool = True) -> np.ndarray:
                          f"[dtype, shape, bytes, 'F'], got {len(order)} more item(s) "
                          f"{', '.join(map(repr, order))}")
     if not isinstance(key, str) or key not in _DTYPES:
-        raise CodecError(f"unsupported array dtype {key!r}")
+        raise CodecError(f"unsupported array dtype {key!r}: one of {', '.join(_DTYPES)} "
+                         f"(numpy's little-endian type strings)")
     if (
         not isinstance(shape, list)
         or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)

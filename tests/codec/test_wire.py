@@ -317,3 +317,27 @@ def test_decoding_in_place_gives_what_msgpack_gives(fields, rows, names):
                 assert (v != whole[k]).nnz == 0 and v.format == whole[k].format
             else:
                 assert packb(v) == packb(whole[k])  # (NaN too)
+
+
+def test_a_producer_written_from_the_topics_readme_is_understood():
+    """topics/README.md's sketch of the wire format, for producers in other code: dense and
+    sparse arrays, and the accepted dtype strings named when one is not."""
+
+    def ext1(a):
+        a = np.ascontiguousarray(a)
+        return msgpack.packb([a.dtype.newbyteorder("<").str, list(a.shape),
+                              a.astype(a.dtype.newbyteorder("<")).tobytes()])
+
+    X = np.arange(6.0).reshape(2, 3)
+    M = sp.random(5, 4, density=0.5, format="csc", random_state=0)
+    value = msgpack.packb({"v": 1, "kind": "features", "stream": "s1", "seq": 1, "run": "t",
+                           "X": msgpack.ExtType(1, ext1(X)),
+                           "M": msgpack.ExtType(2, msgpack.packb(
+                               ["csc", list(M.shape), ext1(M.indptr), ext1(M.indices),
+                                ext1(M.data)]))})
+    got = decode(value)
+    assert np.array_equal(got["X"], X) and (got["M"] != M).nnz == 0
+    named = msgpack.packb({"v": 1, "kind": "features",
+                           "X": msgpack.ExtType(1, msgpack.packb(["float64", [1], bytes(8)]))})
+    with pytest.raises(CodecError, match=r"'float64': one of \|b1, .*<f8"):
+        decode(named)
