@@ -270,6 +270,26 @@ def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
     return existing_stream(settings.kafka_config(), topic, stream_id)
 
 
+#: group-saola's groups, read and checked the same way by `produce features` and `select`
+GROUPS_OPTION = click.option(
+    "--groups", "groups_file", type=click.Path(dir_okay=False),
+    help="Features: JSON list of lists of column indices (group-saola groups).")
+
+
+def _groups(groups_file: str | None, n_columns: int) -> list[list[int]] | None:
+    """The groups of ``--groups FILE``, a partition of the data's ``n_columns`` (exit 2)."""
+    from streamfs.producers.files import check_groups, read_groups
+
+    if groups_file is None:
+        return None
+    try:
+        groups = read_groups(groups_file)
+        check_groups(groups, n_columns, groups_file)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    return groups
+
+
 #: what to do with a stream whose publish stopped part way
 _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 
@@ -288,8 +308,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               "worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be read).")
 @click.option("--shuffle-seed", type=int, default=None,
               help="Features: send the columns in a seeded random order (blocks carry `columns`).")
-@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Features: JSON list of lists of column indices (group-saola groups).")
+@GROUPS_OPTION
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Replay speed: instances/s (instance streams) or features/s (feature streams).")
 @click.option("--n-features", type=click.IntRange(min=1), default=None,
@@ -328,7 +347,6 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.producers.checks import (check_block_bytes, check_groups_apply, continuing,
                                            exists_problem)
     from streamfs.producers.errors import StreamLeftOpen, left_open_message
-    from streamfs.producers.files import check_groups, read_groups
     from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import items_per_message, send_messages, topic_block_budget
     from streamfs.producers.sources import open_instances
@@ -356,7 +374,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
     try:
         registry.get(algorithm)  # an unknown name is refused before the file is read
-        check_groups_apply(algorithm, groups_file)
+        check_groups_apply(algorithm, groups_file, "--groups FILE")
         check_block_bytes(block_bytes, record_limit)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
@@ -367,9 +385,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source)
-            groups = read_groups(groups_file) if groups_file else None
-            if groups is not None:
-                check_groups(groups, X.shape[1], groups_file)
+            groups = _groups(groups_file, X.shape[1])
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget(), shuffle_seed=shuffle_seed,
                                                feature_names=names, naming=naming,
@@ -628,26 +644,31 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
 @click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
 @HEADER_OPTION
+@GROUPS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           header: bool | None, as_json: bool) -> None:
+           header: bool | None, groups_file: str | None, as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
     from streamfs.offline import offline_params, run_offline
+    from streamfs.producers.checks import check_groups_apply
 
     params = _parse_params(param)
-    X, y, names, naming = _load_data(source, label, header)
     try:
         kind = registry.get(algorithm).kind
+        check_groups_apply(algorithm, groups_file, "--groups FILE")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    X, y, names, naming = _load_data(source, label, header)
+    groups = _groups(groups_file, X.shape[1])
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
                          n_features=X.shape[1], y=y, X=X, names=names, source=source)
     params.pop("n_features", None)
     try:
         with notice_while_compiling(lambda m: click.echo(m, err=True),
                                     COMPILING.format(what="up to 20 s")):
-            result = run_offline(algorithm, X, y, params, feature_names=names, naming=naming)
+            result = run_offline(algorithm, X, y, params, groups=groups, feature_names=names,
+                                 naming=naming)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)

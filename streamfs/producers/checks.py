@@ -107,13 +107,14 @@ def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
                          f"bytes, got {block_bytes}")
 
 
-def check_groups_apply(algorithm: str, groups: Any) -> None:
-    """group-saola needs its groups; any other algorithm would ignore them."""
+def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> None:
+    """group-saola needs its groups; any other algorithm would ignore them. ``option``: how the
+    caller spells the groups' argument, for the message."""
     if groups is not None and algorithm != "group-saola":
         raise ValueError(f"groups apply to group-saola only, not {algorithm!r}")
     if groups is None and algorithm == "group-saola":
-        raise ValueError("group-saola needs the groups of the columns (groups=, or --groups "
-                         "FILE: a JSON list of lists of column indices)")
+        raise ValueError(f"group-saola needs the groups of the columns ({option}: a JSON list "
+                         f"of lists of column indices)")
 
 
 def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set) -> None:

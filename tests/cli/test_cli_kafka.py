@@ -131,3 +131,62 @@ def test_a_bad_kernel_thread_count_is_refused_before_anything_runs(tmp_path, com
     # one line naming the setting, not a rejected stream
     assert out.stderr.strip() == (
         "Error: STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'")
+
+
+@pytest.fixture
+def grouped_csv(tmp_path):
+    """8 columns in 3 groups, two of them relevant (columns 1 and 5)."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 80)
+    X = rng.normal(size=(80, 8))
+    X[:, 1] += 2 * y
+    X[:, 5] += 1.5 * y
+    path = tmp_path / "g.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"f{j}" for j in range(8)] + ["class"])
+        for row, label in zip(X, y):
+            w.writerow([repr(float(v)) for v in row] + [int(label)])
+    groups = [[0, 1, 2], [3, 4], [5, 6, 7]]
+    (tmp_path / "groups.json").write_text(json.dumps(groups))
+    return path, X, y, groups
+
+
+def test_select_runs_group_saola_with_groups_as_produce_and_the_worker_do(
+        cli_env, grouped_csv, start_worker):
+    from streamfs.algorithms.saola import GroupSAOLA
+
+    path, X, y, groups = grouped_csv
+    groups_file = str(path.parent / "groups.json")
+    offline = streamfs("select", str(path), "--label", "class", "-a", "group-saola",
+                       "--groups", groups_file, "--json", env=cli_env)
+    assert offline.returncode == 0, offline.stderr
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
+    picked = [(s["feature"], s["group"]) for s in result["selection"]]
+    fitted = GroupSAOLA().fit(X, y, groups=groups)
+    assert picked == [(f, fitted.group_of_[f]) for f in fitted.selected_]
+    assert picked  # the relevant columns are found
+
+    start_worker()
+    produced = streamfs("produce", "features", str(path), "--label", "class", "--stream",
+                        "cli-groups", "-a", "group-saola", "--groups", groups_file, env=cli_env)
+    assert produced.returncode == 0, produced.stderr
+    waited = streamfs("watch", "cli-groups", "--until-final", "--timeout", "240", "--json",
+                      env=cli_env)
+    assert waited.returncode == 0, waited.stderr
+    final = json.loads(waited.stdout.splitlines()[-1])
+    assert final["final"] and [(s["feature"], s["group"]) for s in final["selection"]] == picked
+
+
+def test_select_asks_group_saola_for_the_groups_by_its_own_option(grouped_csv):
+    path, *_ = grouped_csv
+    out = streamfs("select", str(path), "--label", "class", "-a", "group-saola",
+                   env=dict(os.environ))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "group-saola needs the groups of the columns (--groups FILE: " in out.stderr
+    assert "groups=" not in out.stderr  # the Python API's argument: no option of the command
+    bad = path.parent / "bad.json"
+    bad.write_text("[[0, 1], [1, 2]]")
+    out = streamfs("select", str(path), "--label", "class", "-a", "group-saola", "--groups",
+                   str(bad), env=dict(os.environ))
+    assert out.returncode == 2 and f"{bad}: column 1 is in groups 0 and 1" in out.stderr
