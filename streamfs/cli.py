@@ -407,8 +407,9 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             shape = f"d={src.n_features}"
             position = src.progress
         existing = _existing_stream(s, stream_id)
-        problem = exists_problem(stream_id, existing, "another --stream", "--replace")
-        if problem is not None and not replace:
+        problem = exists_problem(stream_id, existing, kind, "another --stream", "--replace",
+                                 replace)
+        if problem is not None:
             raise UsageProblem(problem)
 
         def count(message: dict) -> None:

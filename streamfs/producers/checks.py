@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms import registry
 from streamfs.algorithms.opening import check_open, check_values
 from streamfs.producers.errors import InputDataError
 
@@ -76,15 +77,31 @@ def existing_stream(kafka_config: dict[str, Any], results: str, stream: str) -> 
         return None
 
 
-def exists_problem(stream: str, existing: dict | None, other_id: str, replace: str) -> str | None:
-    """Why ``stream`` may not be published (it has results already), naming the options
-    (``other_id``, ``replace``) as the caller spells them; None if it may."""
+_A_STREAM = {"features": "a feature stream", "instances": "an instance stream"}
+
+
+def exists_problem(stream: str, existing: dict | None, kind: str, other_id: str,
+                   replace_option: str, replace: bool) -> str | None:
+    """Why ``stream`` may not be published as a ``kind`` stream (``features``, ``instances``)
+    given its ``existing`` latest result, naming the options (``other_id``,
+    ``replace_option``) as the caller spells them; None if it may.
+
+    An id with results of the other kind of stream is refused even with ``replace``: each
+    input topic's streams are the worker's own, so the new stream would not replace the old
+    one but publish versions from 1 again under the same key, among the old ones."""
     if existing is None:
         return None
     state = "closed" if existing.get("final") else "open"
-    return (f"stream {stream!r} already exists ({state}, run {existing.get('run', 1)}, "
-            f"version {existing['version']}): choose {other_id}, or pass {replace} to start a "
-            f"new run under the same id")
+    where = f"{state}, run {existing.get('run', 1)}, version {existing['version']}"
+    spec = registry.ALGORITHMS.get(existing.get("algorithm"))
+    if spec is not None and spec.kind != kind:
+        return (f"stream {stream!r} already exists as {_A_STREAM[spec.kind]} of "
+                f"{spec.name!r} ({where}): {_A_STREAM[kind]} under the same id would mix "
+                f"its results with those, even with {replace_option}; choose {other_id}")
+    if replace:
+        return None
+    return (f"stream {stream!r} already exists ({where}): choose {other_id}, or pass "
+            f"{replace_option} to start a new run under the same id")
 
 
 def continuing(messages: Iterator[dict], existing: dict | None) -> Iterator[dict]:

@@ -128,15 +128,17 @@ def _publish(kafka_config: dict[str, Any], topic: str, kind: str, messages: Iter
     existing = None
     if results is not None:
         existing = existing_stream(kafka_config, results, head["stream"])
-        problem = exists_problem(head["stream"], existing, "another stream id", "replace=True")
-        if problem is not None and not replace:
+        problem = exists_problem(head["stream"], existing, kind, "another stream id",
+                                 "replace=True", replace)
+        if problem is not None:
             raise StreamExists(problem)
     return send_messages(continuing(itertools.chain([head], messages), existing), kafka_config,
                          topic, rate=rate, record_limit=record_limit)
 
 
 class StreamExists(ValueError):
-    """The stream id has results already: publish under another id, or with replace=True."""
+    """The stream id has results already: publish under another id, or with replace=True
+    (not for an id whose results are of the other kind of stream: another id only)."""
 
 
 def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: Any, y: Any = None,
@@ -154,7 +156,8 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     and parameters as the worker checks them (``ValueError``, :class:`InputDataError` for the
     data's faults), and, when ``topic`` is a catalogue topic (``<prefix>features``), whether
     the stream id has results on ``<prefix>selected-features`` already
-    (:class:`StreamExists`, unless ``replace``). Raises :class:`StreamLeftOpen` if the
+    (:class:`StreamExists`, unless ``replace``; even with it if they are an instance
+    stream's). Raises :class:`StreamLeftOpen` if the
     publish stopped after some messages went out."""
     X, y, names = from_objects(X, y, label=label)
     block_bytes, limit = _limits(kafka_config, topic, block_bytes)

@@ -128,3 +128,21 @@ def test_progress_bar_path(kafka_config, topic_prefix, tmp_path):
     assert result.exit_code == 0, result.output
     assert "1,000 instances" in result.output  # the bar
     assert "published 19 messages (1000 instances, d=3)" in result.output  # 62 rows of 32 B each
+
+
+def test_an_id_with_feature_stream_results_is_refused_for_instances_even_with_replace(
+        kafka_config, topic_prefix, tmp_path):
+    from tests.producers.test_publish_checks import records_on
+    from tests.test_client import _put, _result
+
+    topics = load_catalogue(topic_prefix)
+    _put(kafka_config, topics["selected"].name, _result("slow1", 13, final=True))
+    data = tmp_path / "d.csv"
+    data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
+    result = _run(kafka_config, topic_prefix, "instances", data, "--stream", "slow1", "-a", "ofs",
+                  "--replace")
+    assert result.exit_code == 2, result.output
+    assert ("stream 'slow1' already exists as a feature stream of 'saola' (closed, run 1, "
+            "version 13): an instance stream under the same id would mix its results with "
+            "those, even with --replace; choose another --stream") in result.output
+    assert records_on(kafka_config, topics["instances"].name) == 0

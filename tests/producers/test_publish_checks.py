@@ -235,3 +235,27 @@ def test_a_replace_tells_the_worker_where_the_id_s_results_stand(kafka_config, t
     for stream in ("api", "cli"):
         opening = consume_stream(kafka_config, topics["features"].name, stream)[0]
         assert opening["continue_from"] == {"run": 1, "version": 7}, stream
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_an_id_with_results_of_the_other_kind_is_refused_even_with_replace(
+        kafka_config, topic_prefix, replace):
+    """A feature stream and an instance stream under one id would publish their results under
+    one key, versions going backwards: the producer refuses it, --replace or not."""
+    from streamfs.producers.publish import StreamExists
+    from tests.test_client import _put, _result
+
+    topics = load_catalogue(topic_prefix)
+    features, instances = topics["features"].name, topics["instances"].name
+    _put(kafka_config, topics["selected"].name, {**_result("slow1", 13, final=True)},
+         {**_result("fast1", 2), "algorithm": "ofs"})
+    X, y = _data()
+    with pytest.raises(StreamExists, match=(
+            r"stream 'slow1' already exists as a feature stream of 'saola' \(closed, run 1, "
+            r"version 13\): an instance stream under the same id would mix its results with "
+            r"those, even with replace=True; choose another stream id")):
+        produce_instances(kafka_config, instances, "slow1", X, y, "ofs", replace=replace)
+    with pytest.raises(StreamExists, match=r"stream 'fast1' already exists as an instance "
+                       r"stream of 'ofs' \(open, run 1, version 2\): a feature stream"):
+        produce_features(kafka_config, features, "fast1", X, y, "saola", replace=replace)
+    assert records_on(kafka_config, features) == records_on(kafka_config, instances) == 0
