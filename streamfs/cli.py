@@ -646,14 +646,24 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
 @HEADER_OPTION
 @GROUPS_OPTION
+@click.option("--as-stream", "as_stream", default="offline", show_default=True, metavar="ID",
+              help="Run as the worker runs stream ID: the random learners (ofs-partial, rand, "
+              "ofs-rand, pe-rand) without a random_state are seeded from the stream id, so the "
+              "result is the worker's final one for stream ID on the same data and parameters.")
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           header: bool | None, groups_file: str | None, as_json: bool) -> None:
+           header: bool | None, groups_file: str | None, as_stream: str,
+           as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
+    from streamfs.algorithms.opening import check_stream_id
     from streamfs.offline import offline_params, run_offline
     from streamfs.producers.checks import check_groups_apply
 
+    try:
+        check_stream_id(as_stream)
+    except ValueError as exc:
+        raise UsageProblem(f"--as-stream: {exc}") from None
     params = _parse_params(param)
     try:
         kind = registry.get(algorithm).kind
@@ -668,8 +678,8 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     try:
         with notice_while_compiling(lambda m: click.echo(m, err=True),
                                     COMPILING.format(what="up to 20 s")):
-            result = run_offline(algorithm, X, y, params, groups=groups, feature_names=names,
-                                 naming=naming)
+            result = run_offline(algorithm, X, y, params, stream=as_stream, groups=groups,
+                                 feature_names=names, naming=naming)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)

@@ -1,0 +1,49 @@
+"""`streamfs select --as-stream ID`: the random learners draw what the worker draws for ID."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from streamfs.cli import main
+from streamfs.offline import run_offline
+
+
+@pytest.mark.parametrize("algorithm", ["ofs-partial", "pe-rand"])
+def test_select_as_stream_seeds_as_the_worker_does_for_that_id(tmp_path, algorithm):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 20))
+    y = (X[:, :6].sum(axis=1) > 0).astype(int)
+    path = tmp_path / "d.npz"
+    np.savez(path, X=X, y=y)
+    params = {"n_features_to_select": 4}
+
+    def worker(stream: str) -> list:
+        """The worker's final selection of ``stream``: its StreamProcessor fed a producer's
+        messages (smaller blocks than select's)."""
+        final = run_offline(algorithm, X, y, params, stream=stream, block_bytes=4096)
+        return [final["params"]["random_state"], *((i["feature"], i["score"])
+                                                   for i in final["selection"])]
+
+    def select(*args: str) -> list:
+        out = CliRunner().invoke(main, ["select", str(path), "-a", algorithm, "-p",
+                                        "n_features_to_select=4", "--json", *args])
+        assert out.exit_code == 0, out.output
+        final = json.loads(out.output)
+        return [final["params"]["random_state"], *((i["feature"], i["score"])
+                                                   for i in final["selection"])]
+
+    assert worker("s7")[1:] != worker("s8")[1:]  # the seed matters on this data
+    for stream in ("s7", "s8"):
+        assert select("--as-stream", stream) == worker(stream)
+    assert select() == worker("offline")  # the default, as before
+
+
+def test_as_stream_refuses_an_id_the_worker_would(tmp_path):
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.zeros((4, 2)), y=[0, 1, 0, 1])
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "rand", "--as-stream", ""])
+    assert out.exit_code == 2 and "--as-stream: the stream id is empty" in out.output
