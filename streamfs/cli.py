@@ -591,6 +591,10 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     except StreamRejected as exc:
         click.echo(f"Error: {exc}", err=True)
         return EXIT_REJECTED
+    finally:  # each refused run was shown once, at its first message: now how many it had
+        for (sid, _), n in reader.refused.counts.items():
+            click.echo(f"warning: {n} message(s) of another run of stream {sid!r} were refused "
+                       f"(streamfs dead-letters --stream {sid})", err=True)
     return 0
 
 

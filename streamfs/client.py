@@ -11,13 +11,14 @@ is counted in the reader's ``skipped``.
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 import uuid
 from numbers import Integral
 from typing import Any, Iterator, Literal
 
-from streamfs.codec import CodecError, decode_any
+from streamfs.codec import CodecError, decode, decode_any
 
 log = logging.getLogger("streamfs.client")
 
@@ -129,6 +130,35 @@ class Skipped:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+
+class Refused:
+    """Counts the dead letters of runs a stream never accepted (``run_refused``: its id re-used
+    by another producer) by stream and the refused run's token (``counts``); logs the first of
+    each run: a refused publish dead-letters every one of its messages."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str | None, str | None], int] = {}
+
+    def __call__(self, letter: dict) -> None:
+        key = (letter.get("stream"), _run_token(letter))
+        if key not in self.counts:
+            log.warning("input of stream %r from another run was refused: %s (that run's other "
+                        "refused messages are counted, not shown)", key[0], letter["reason"])
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+
+def _run_token(letter: dict) -> str | None:
+    """The producer's run token in a dead letter's original message; None where it cannot be
+    read (truncated, not a streamfs message, a producer without tokens)."""
+    original = letter.get("original")
+    try:
+        if isinstance(original, str):  # the JSON output format's base64
+            original = base64.b64decode(original, validate=True)
+        token = decode(original).get("run") if isinstance(original, bytes) else None
+    except ValueError:  # CodecError, or base64's binascii.Error
+        return None
+    return token if isinstance(token, str) else None
 
 
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
@@ -295,9 +325,10 @@ class _Finals:
     """What ``until_final`` waits for: ``stream`` (or every stream seen) in its newest run seen
     (or ``run``) with a final latest result; and the dead letters of each stream by run."""
 
-    def __init__(self, stream: str | None, run: int | None) -> None:
+    def __init__(self, stream: str | None, run: int | None, refused: Refused) -> None:
         self.stream = stream
         self.run = run
+        self.refused = refused
         self.newest: dict[str, int] = {}
         self.final: dict[str, bool] = {}
         self.letters: dict[str, dict[int | None, dict]] = {}
@@ -313,8 +344,7 @@ class _Finals:
         if letter.get("run_refused"):
             # input of a run the stream never accepted (a re-used id): no run's, but its
             # producer should hear of it
-            log.warning("input of stream %r from another run was refused: %s", sid,
-                        letter["reason"])
+            self.refused(letter)
         elif isinstance(sid, str):
             self.letters.setdefault(sid, {})[letter.get("run")] = letter
 
@@ -340,6 +370,8 @@ class _Finals:
 class SelectionReader(OutputReader):
     """Reads result messages (decoded dicts) of the selected-features topic and, given
     ``dead_letters`` (the dead-letter topic), notices when the worker rejects a stream's input.
+    Dead letters of a run the stream never accepted (its id re-used) are logged once per stream
+    and run, and counted in ``refused.counts``.
 
     ``start="end"``: only results published after :meth:`assign` (or the first read).
 
@@ -354,6 +386,7 @@ class SelectionReader(OutputReader):
                  start: Literal["beginning", "end"] = "beginning") -> None:
         super().__init__(kafka_config, topic, *([dead_letters] if dead_letters else []),
                          start=start)
+        self.refused = Refused()
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
                 timeout: float | None = None, to_end: bool = False,
@@ -368,7 +401,7 @@ class SelectionReader(OutputReader):
         ``timeout``: raise ``TimeoutError`` after this many seconds.
         ``run``: only results of that run (a replaced stream starts run 2, ...).
         """
-        finals = _Finals(stream, run)
+        finals = _Finals(stream, run, self.refused)
         try:
             for item in self.messages(to_end=to_end, timeout=timeout):
                 if item is not None and stream in (None, item[1].get("stream")):

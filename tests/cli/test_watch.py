@@ -68,3 +68,33 @@ def test_from_now_shows_only_new_results(cli_env, kafka_config, selected):
     assert out.returncode == 3 and out.stdout == "", out.stderr
     refused = streamfs("watch", "--once", "--from-now", env=cli_env)
     assert refused.returncode == 2 and "--from-now does not apply" in refused.stderr
+
+
+def test_refused_input_of_another_run_is_shown_once_per_run_with_its_count(
+        cli_env, kafka_config, topic_prefix, selected):
+    """A refused publish dead-letters every one of its messages: one warning per stream and
+    refused run, and its count at the end, not a line per message."""
+    from streamfs.codec import encode
+
+    def letter(token: str, seq: int) -> dict:
+        original = encode({"kind": "close", "stream": "d1", "seq": seq, "run": token})
+        return {"kind": "dead_letter", "stream": "d1", "run": None, "run_refused": True,
+                "reason": f"seq {seq} of run {token}", "original": original,
+                "topic": "features", "partition": 0, "offset": seq}
+
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    _put(kafka_config, dead, *(letter("tok-b", seq) for seq in range(32)),
+         *(letter("tok-c", seq) for seq in range(3)))
+    _put(kafka_config, selected, _result("d1", 1, final=True))
+    out = streamfs("watch", "d1", "--until-final", "--json", "--timeout", "60", env=cli_env)
+    assert out.returncode == 0 and _versions(out.stdout) == [("d1", 1)], out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "another run" in line]
+    assert warnings == [
+        "WARNING streamfs.client: input of stream 'd1' from another run was refused: seq 0 of "
+        "run tok-b (that run's other refused messages are counted, not shown)",
+        "WARNING streamfs.client: input of stream 'd1' from another run was refused: seq 0 of "
+        "run tok-c (that run's other refused messages are counted, not shown)",
+        "warning: 32 message(s) of another run of stream 'd1' were refused "
+        "(streamfs dead-letters --stream d1)",
+        "warning: 3 message(s) of another run of stream 'd1' were refused "
+        "(streamfs dead-letters --stream d1)"], out.stderr
