@@ -337,7 +337,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     Before publishing anything it checks what the worker would refuse: the algorithm and the
     kind of stream it consumes, its parameters (names, types, ranges), the labels (two classes
     at least; exactly two for the OFS family; instance files are read once more for this),
-    and whether the stream id exists already (see --replace). Exit codes: see `streamfs -h`.
+    and whether the stream id exists already (see --replace). Exit codes: see `streamfs -h`;
+    0 means published: `streamfs watch ID --until-final` says whether the worker accepted it.
     """
     from confluent_kafka import KafkaException
 
