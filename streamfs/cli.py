@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -453,6 +454,10 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         f"{existing.get('run', 1)}"
     click.echo(f"published {n} messages ({counts['items']} {what}, {shape}) of stream "
                f"{stream_id!r}{run} to {topic}")
+    if existing is not None:
+        # a watch started before the new run's first result would take the old run's final
+        click.echo(f"its final selection: streamfs watch {shlex.quote(stream_id)} --run "
+                   f"{existing.get('run', 1) + 1} --until-final", err=True)
 
 
 def _progress_bar(show: bool, description: str, total: int | None, unit: str, items: str):

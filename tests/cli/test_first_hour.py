@@ -200,6 +200,8 @@ def test_first_hour_through_the_worker(cli_env, kafka_config, topic_prefix, tmp_
     replaced = streamfs("produce", "features", csv_path, "--stream", "csv", "-a", "saola",
                         "-p", "alpha=0.05", "--label", "target", "--replace", env=cli_env)
     assert replaced.returncode == 0 and "run 2 replacing run 1" in replaced.stdout
+    # how to wait for the new run's final, which a plain --until-final may miss (README)
+    assert "streamfs watch csv --run 2 --until-final" in replaced.stderr
     out = streamfs("watch", "csv", "--until-final", "--run", "2", "--json", "--timeout", "240",
                    env=cli_env)
     assert out.returncode == 0, out.stderr
