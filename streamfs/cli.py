@@ -496,6 +496,44 @@ def _json_line(message: dict) -> str:
     return json.dumps(_plain(message), separators=(",", ":"), ensure_ascii=False)
 
 
+def _nothing_selected(result: dict) -> str | None:
+    """Why a final selection is empty, when every feature failed the relevance test: an empty
+    table alone does not say that the threshold, not the data, is the thing to change."""
+    counters = result.get("counters", {})
+    seen = counters.get("n_features_seen", 0)
+    if not result.get("final") or result["selection"] or not seen:
+        return None
+    if counters.get("n_irrelevant") != seen:
+        return None
+    return (f"nothing selected: all {seen} features failed the relevance test"
+            + (f"; {rule}" if (rule := _relevance_rule(result)) else ""))
+
+
+def _relevance_rule(result: dict) -> str | None:
+    """The relevance test of ``result``'s algorithm with the values it ran with."""
+    import inspect
+
+    from streamfs.algorithms import registry
+
+    try:
+        spec = registry.get(result["algorithm"])
+    except ValueError:
+        return None
+    defaults = {k: p.default for k, p in
+                inspect.signature(spec.load().__init__).parameters.items()}
+    used = {**defaults, **spec.fixed, **result.get("params", {})}
+    if "saola" in spec.name and used.get("test") == "fisher_z":
+        return (f"a feature is relevant when its Fisher z-test p-value is below alpha "
+                f"({used['alpha']}); a larger alpha admits more")
+    if "saola" in spec.name:
+        return (f"a feature is relevant when its symmetrical uncertainty with the label exceeds "
+                f"delta ({used['delta']}); a smaller delta admits more")
+    if spec.name == "kofsd":
+        return (f"a feature is relevant when its dependency Dep_K({{f}}) exceeds alpha "
+                f"({used['alpha']}); a smaller alpha admits more")
+    return None
+
+
 def _print_results(results: list[dict], as_json: bool) -> None:
     if as_json:
         for r in results:
@@ -523,6 +561,8 @@ def _print_results(results: list[dict], as_json: bool) -> None:
                           "" if score is None else f"{score:.4g}",
                           aff + (f" (+{more})" if more > 0 else ""))
         console.print(table)
+        if (why := _nothing_selected(r)) is not None:
+            console.print(why, markup=False)
 
 
 @main.command()

@@ -47,3 +47,33 @@ def test_as_stream_refuses_an_id_the_worker_would(tmp_path):
     np.savez(path, X=np.zeros((4, 2)), y=[0, 1, 0, 1])
     out = CliRunner().invoke(main, ["select", str(path), "-a", "rand", "--as-stream", ""])
     assert out.exit_code == 2 and "--as-stream: the stream id is empty" in out.output
+
+
+@pytest.mark.parametrize("algorithm, params, rule", [
+    ("kofsd", [], "exceeds alpha (0.5); a smaller alpha admits more"),
+    ("saola", ["-p", "alpha=1e-300"], "p-value is below alpha (1e-300)"),
+    ("saola-max", ["-p", "test=mi", "-p", "delta=0.99"], "exceeds delta (0.99)"),
+])
+def test_an_empty_selection_names_the_relevance_test_that_emptied_it(tmp_path, algorithm,
+                                                                     params, rule):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)  # ten classes: no pixel reaches K-OFSD's default 0.5
+    path = tmp_path / "digits.npz"
+    np.savez(path, X=X, y=y)
+    out = CliRunner().invoke(main, ["select", str(path), "-a", algorithm, *params])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "nothing selected: all 64 features failed the relevance test" in text
+    assert rule in text
+
+
+def test_a_selection_with_features_has_no_empty_note(tmp_path):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    path = tmp_path / "digits.npz"
+    np.savez(path, X=X, y=y)
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "kofsd", "-p", "alpha=0.1"])
+    assert out.exit_code == 0, out.output
+    assert "nothing selected" not in out.output
