@@ -13,7 +13,7 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
-from streamfs.cli_options import HEADER_OPTION
+from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -269,12 +269,6 @@ def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
 
     topic = load_catalogue(settings.topic_prefix)["selected"].name
     return existing_stream(settings.kafka_config(), topic, stream_id)
-
-
-#: group-saola's groups, read and checked the same way by `produce features` and `select`
-GROUPS_OPTION = click.option(
-    "--groups", "groups_file", type=click.Path(dir_okay=False),
-    help="Features: JSON list of lists of column indices (group-saola groups).")
 
 
 def _groups(groups_file: str | None, n_columns: int) -> list[list[int]] | None:

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import HEADER_OPTION
+from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION
 
 from .report import (
     COLUMNS,
@@ -73,6 +73,7 @@ __all__ = ["evaluate"]
 @click.option("--seed", default=0, show_default=True)
 @click.option("--label", default=None, help="Label column of a CSV/Parquet input.")
 @HEADER_OPTION
+@GROUPS_OPTION
 @click.option("--json", "json_out", default=None, metavar="FILE",
               help="Write the results as JSON lines (NDJSON, one line per algorithm, written "
                    "as each is done) to FILE ('-': stdout, no table).")
@@ -84,7 +85,8 @@ __all__ = ["evaluate"]
               help="Progress bar on stderr  [default: when stderr is a terminal]")
 def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stability_runs,
              stability_weight, permutations, one_vs_rest, baselines, mi_bins, time_budget,
-             max_instances, seed, label, header, json_out, md_out, plots_dir, show_progress):
+             max_instances, seed, label, header, groups_file, json_out, md_out, plots_dir,
+             show_progress):
     """Evaluate selectors on DATA (a file, a dataset name or sklearn:NAME).
 
     Each algorithm selects on the training part of every split; 1-NN, a linear SVM and a
@@ -109,6 +111,12 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             X, y, names, naming = load_named(data, label=label, header=header)
             names = names or rule_names(naming, X.shape[1])  # as `select` and the worker name them
             per_algo = parse_params(list(algorithms), list(params))
+            groups = None
+            if groups_file is not None:
+                from streamfs.producers.files import check_groups, read_groups
+
+                groups = read_groups(groups_file)
+                check_groups(groups, X.shape[1], groups_file)
             if json_out == "-":
                 json_fh = sys.stdout
             elif json_out:
@@ -128,7 +136,7 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
                 time_budget=float("inf") if time_budget is None else time_budget,
                 max_instances=max_instances, seed=seed, traces=plots_dir is not None,
                 curve_ks=_ks(X.shape[1]) if plots_dir is not None else None, mi_bins=mi_bins,
-                feature_names=names, progress=progress, on_algorithm=done,
+                feature_names=names, groups=groups, progress=progress, on_algorithm=done,
             )
     except (ValueError, FileNotFoundError) as exc:
         from streamfs.cli import UsageProblem

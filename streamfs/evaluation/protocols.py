@@ -66,6 +66,8 @@ class Algorithm:
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    #: group-saola's groups: lists of column indices partitioning the columns
+    groups: list[list[int]] | None = None
 
     @property
     def kind(self) -> str:
@@ -102,6 +104,8 @@ class Algorithm:
             features = model.selected_
         elif self.kind == "batch":
             features = model.fit(X, y).support_
+        elif self.groups is not None:
+            features = model.fit(X, y, groups=self.groups).selected_
         else:
             features = model.fit(X, y).selected_
         return np.asarray(features, dtype=np.int64), time.perf_counter() - start
@@ -449,11 +453,32 @@ def selection_trace(algorithm: Algorithm, X: Any, y: np.ndarray, n_points: int =
     ``n_points`` column blocks (the instance-stream analogue is ``size_curve``)."""
     Xc = X.tocsc() if sp.issparse(X) else X
     model = algorithm.build()
+    if algorithm.groups is not None:  # whole groups per block, in the order listed
+        return _group_trace(model, Xc, y, algorithm.groups, n_points)
     cuts = np.unique(np.linspace(0, X.shape[1], n_points + 1).round().astype(int))[1:]
     out, prev = [], 0
     for i, c in enumerate(cuts):
         model.partial_fit(Xc[:, prev:c], y if i == 0 else None)
         out.append([int(c), len(model.selected_)])
+        prev = c
+    model.finish()
+    out[-1][1] = len(model.selected_)
+    return out
+
+
+def _group_trace(model: Any, Xc: Any, y: np.ndarray, groups: list[list[int]],
+                 n_points: int) -> list:
+    """:func:`selection_trace` of group-saola: blocks of whole groups."""
+    cuts = np.unique(np.linspace(0, len(groups), n_points + 1).round().astype(int))[1:]
+    out, prev, seen = [], 0, 0
+    for i, c in enumerate(cuts):
+        chunk = groups[prev:c]
+        columns = np.concatenate([np.asarray(g, dtype=np.int64) for g in chunk])
+        sizes = np.cumsum([0] + [len(g) for g in chunk])
+        model.partial_fit(Xc[:, columns], y if i == 0 else None,
+                          groups=[np.arange(a, b) for a, b in zip(sizes[:-1], sizes[1:])])
+        seen += len(columns)
+        out.append([seen, len(model.selected_)])
         prev = c
     model.finish()
     out[-1][1] = len(model.selected_)

@@ -154,6 +154,7 @@ def evaluate_dataset(
     curve_ks: list[int] | None = None,
     mi_bins: int | None = None,
     feature_names: list[str] | None = None,
+    groups: list[list[int]] | None = None,
     progress: Progress | None = None,
     on_algorithm: Done | None = None,
 ) -> dict:
@@ -168,12 +169,21 @@ def evaluate_dataset(
 
     ``feature_names`` (one per column, if the data has them) name the features of each
     entry's ``feature_frequency`` (not stored whole: JSON lines stay small on wide data).
+    ``groups`` (lists of column indices partitioning the columns) are group-saola's, which
+    needs them; no other algorithm takes them.
     ``progress`` (see :data:`Progress`) is told about every unit of work: a split, a
     stability run, an order of the mistake rate, a trace or a curve, per algorithm.
     ``on_algorithm`` (see :data:`Done`) gets each algorithm's entry as soon as it is done.
     """
     if feature_names is not None and len(feature_names) != X.shape[1]:
         raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} features")
+    from streamfs.producers.checks import check_groups_apply
+
+    if groups is not None and all(name != "group-saola" for name, _ in algorithms):
+        raise ValueError("groups apply to group-saola only, which is not among the algorithms")
+    for name, _ in algorithms:
+        if name == "group-saola":
+            check_groups_apply(name, groups, "--groups FILE")
     codes, classes = P.encode_labels(np.asarray(y).ravel())
     full = (X, codes)  # the online mistake rate always streams every instance
     note = ""
@@ -205,7 +215,7 @@ def evaluate_dataset(
     plans = []
     for name, given in algorithms:  # every parameter error before any work
         params = resolve_params(name, given, discrete, X.shape[1])
-        algo = P.Algorithm(name, params)
+        algo = P.Algorithm(name, params, groups if name == "group-saola" else None)
         kind = algo.kind
         algo.build()
         yk, task = codes, "all classes"

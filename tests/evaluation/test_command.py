@@ -114,3 +114,32 @@ def test_evaluate_names_selected_features_of_sklearn_data():
     names = [str(n) for n in load_breast_cancer().feature_names]
     shown = line.split(": ", 1)[1].split(", ")
     assert shown and all(item.rsplit(" ", 1)[0] in names for item in shown)
+
+
+def test_evaluate_group_saola_takes_its_groups_from_a_file(tmp_path):
+    path = _data(tmp_path)
+    groups = tmp_path / "groups.json"
+    groups.write_text("[[0, 1, 2], [3, 4, 5, 6, 7]]")
+    res = CliRunner().invoke(evaluate, [
+        str(path), "-a", "group-saola", "-a", "saola", "--groups", str(groups), "--protocol",
+        "holdout", "--stability-runs", "0", "--no-baselines", "--plots", str(tmp_path / "p"),
+        "--json", str(tmp_path / "r.json")])
+    assert res.exit_code == 0, res.output
+    group_saola, saola = load_results(tmp_path / "r.json")["algorithms"]
+    assert all(4 in s for s in group_saola["selections"])
+    # the trace fed whole groups: 3 columns, then 5 more; SAOLA's fed one column at a time
+    assert [seen for seen, _ in group_saola["selection_trace"]] == [3, 8]
+    assert [seen for seen, _ in saola["selection_trace"]] == list(range(1, 9))
+
+
+def test_evaluate_refuses_group_saola_without_groups_and_groups_without_it(tmp_path):
+    path = _data(tmp_path)
+    groups = tmp_path / "groups.json"
+    groups.write_text("[[0, 1, 2], [3, 4, 5, 6, 7]]")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[[0, 1, 2], [3, 4]]")
+    for args, needle in ((["-a", "group-saola"], "group-saola needs the groups"),
+                         (["-a", "saola", "--groups", str(groups)], "group-saola only"),
+                         (["-a", "group-saola", "--groups", str(bad)], "bad.json")):
+        res = CliRunner().invoke(evaluate, [str(path), *args])
+        assert res.exit_code == 2 and needle in res.output, (args, res.output)

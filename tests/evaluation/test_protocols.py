@@ -148,3 +148,12 @@ def test_subsample_keeps_every_class_when_dropping_few_rows():
     idx = subsample(y, 2000)
     assert len(idx) == 2000 and len(np.unique(idx)) == 2000
     assert (np.bincount(y[idx]) >= np.bincount(y) - 1).all()
+
+
+def test_group_saola_selects_with_its_groups():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 4)), np.repeat([0, 1], 20)
+    with pytest.raises(ValueError, match="groups must partition"):
+        P.Algorithm("group-saola", {}, [[0, 1]]).select(X, y)  # the groups reach its fit
+    features, _ = P.Algorithm("group-saola", {}, [[0, 1], [2, 3]]).select(X, y)
+    assert set(features) <= {0, 1, 2, 3}
