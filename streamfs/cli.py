@@ -339,12 +339,13 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     from streamfs.algorithms import registry
     from streamfs.producers import DeliveryError
-    from streamfs.producers.blocks import feature_stream_messages, instance_messages_from_chunks
+    from streamfs.producers.blocks import (block_budget, feature_stream_messages,
+                                           instance_messages_from_chunks)
     from streamfs.producers.checks import (check_block_bytes, check_groups_apply, continuing,
                                            exists_problem)
     from streamfs.producers.errors import StreamLeftOpen, left_open_message
     from streamfs.producers.names import naming_rule
-    from streamfs.producers.publish import items_per_message, send_messages, topic_block_budget
+    from streamfs.producers.publish import items_per_message, send_messages, topic_record_limit
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
@@ -361,9 +362,14 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     def budget() -> int:
         """--block-bytes, else what the topic and the worker accept (asked once the data
-        passed its checks: a broken file is reported before an unreachable broker)."""
+        passed its checks: a broken file is reported before an unreachable broker); the
+        record limit becomes the lower of the topic's and the worker's."""
+        nonlocal record_limit
         _reachable(s)
-        return block_bytes or topic_block_budget(s.kafka_config(), topic, s.max_message_bytes)
+        limit = topic_record_limit(s.kafka_config(), topic, s.max_message_bytes)
+        record_limit = limit or record_limit
+        check_block_bytes(block_bytes, record_limit)  # --block-bytes over the topic's limit
+        return block_bytes or block_budget(limit)
 
     zb: bool | str = "auto" if zero_based is None else zero_based
     if kind == "instances" and (shuffle_seed is not None or groups_file):
@@ -382,8 +388,9 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source)
             groups = _groups(groups_file, X.shape[1])
+            budget_bytes = budget()  # before record_limit is read below
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
-                                               block_bytes=budget(), shuffle_seed=shuffle_seed,
+                                               block_bytes=budget_bytes, shuffle_seed=shuffle_seed,
                                                feature_names=names, naming=naming,
                                                record_limit=record_limit,
                                                max_columns=items_per_message(rate), **open_kw)
@@ -394,9 +401,10 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
             params = _instance_params(src, source, algorithm, params, record_limit)
+            budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
-                feature_names=src.feature_names, block_bytes=budget(),
+                feature_names=src.feature_names, block_bytes=budget_bytes,
                 max_rows=items_per_message(rate), record_limit=record_limit,
                 naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)
             total, unit = src.progress()[1], src.unit

@@ -229,15 +229,18 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     reordered = not np.array_equal(order, np.arange(X.shape[1]))
     if feature_names is not None and len(feature_names) != X.shape[1]:
         raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} columns")
-    head = open_fields(run=run, replace=replace, naming=naming)
-    yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
-           "params": dict(params or {}), "y": labels, **head}
     if reordered:
         X = X[:, order]
     sent_names = None if feature_names is None else [str(feature_names[j]) for j in order]
     extra = _column_extra(X.shape[1], sent_names, int(reordered) + int(gid is not None))
+    blocks = list(column_blocks(X, block_bytes, boundaries, extra, max_columns))
+    if record_limit is not None and gid is not None:
+        _check_group_blocks(X, blocks, extra, gid, order, record_limit)
+    head = open_fields(run=run, replace=replace, naming=naming)
+    yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
+           "params": dict(params or {}), "y": labels, **head}
     seq = 0
-    for a, b in column_blocks(X, block_bytes, boundaries, extra, max_columns):
+    for a, b in blocks:
         seq += 1
         # dense blocks column-major: the worker reads them column by column, no transpose
         block = X[:, a:b] if sp.issparse(X) else np.asfortranarray(X[:, a:b])
@@ -251,6 +254,23 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
             msg["names"] = sent_names[a:b]
         yield msg
     yield {"kind": "close", "stream": stream, "seq": seq + 1, "run": head["run"]}
+
+
+def _check_group_blocks(X: Any, blocks: list[tuple[int, int]], extra: np.ndarray | None,
+                        gid: np.ndarray, order: np.ndarray, record_limit: int) -> None:
+    """``InputDataError`` before the ``open`` when a group's columns alone are more bytes than
+    a record may hold: a group travels in one message, so the stream could not be sent whole
+    (found only after the ``open``, it left the stream open on the topic)."""
+    for a, b in blocks:
+        size = _column_bytes(X, a, b) + (0 if extra is None else int(extra[a:b].sum()))
+        if size > record_limit and gid[a] == gid[b - 1]:
+            columns = order[a:b].tolist()
+            shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")
+            raise InputDataError(
+                f"group {int(gid[a])} ({b - a} columns: {shown}) needs {size} bytes in one "
+                f"message, over the record limit of {record_limit} bytes (the topic's "
+                f"max.message.bytes, or the worker's STREAMFS_MAX_MESSAGE_BYTES): a group "
+                f"travels in one message; split it into smaller groups")
 
 
 def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,

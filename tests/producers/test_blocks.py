@@ -165,3 +165,17 @@ def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
     bad_first = [(X[4:], np.arange(6) % 2)]
     with pytest.raises(InputDataError, match=re.escape("data rows [3]")):
         next(instance_messages_from_chunks("s", bad_first, 3, "ofs"))  # before 'open'
+
+
+def test_a_group_larger_than_a_record_is_refused_before_the_open():
+    X = np.ones((100, 20))  # 800 bytes a column
+    y = np.arange(100) % 2
+    groups = [list(range(12)), list(range(12, 20))]  # 9,600 and 6,400 bytes
+    msgs = feature_stream_messages("s", X, y, "group-saola", groups=groups, shuffle_seed=2,
+                                   block_bytes=2000, record_limit=9000)
+    with pytest.raises(InputDataError, match=r"group 0 \(12 columns: .*\) needs 9\d{3} bytes "
+                                             r"in one message, over the record limit of 9000"):
+        next(msgs)  # the open is never yielded
+    fits = list(feature_stream_messages("s", X, y, "group-saola", groups=groups,
+                                        block_bytes=2000, record_limit=10000))
+    assert [len(m["groups"]) for m in fits[1:-1]] == [12, 8]  # a message of its own each

@@ -80,8 +80,13 @@ def test_shuffle_on_instances_is_a_usage_error(kafka_config, topic_prefix, tmp_p
 def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_path,
                                                monkeypatch):
     # one 8.8 MB block: the client (16 MiB) and a worker allowing 16 MiB take it, the topic
-    # (8 MiB) refuses it after the 'open' went out
+    # (8 MiB) refuses it after the 'open' went out. The producer reads the topic's limit and
+    # would refuse such a block first (below); here the limit is unreadable, as where the
+    # broker denies the producer DescribeConfigs, so the broker is the one that refuses.
+    from streamfs.producers import publish
+
     monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 * 1024 * 1024))
+    monkeypatch.setattr(publish, "topic_message_limit", lambda *args, **kw: None)
     big = np.ones((1000, 1101))
     big[:, -1] = np.arange(1000) % 2  # the label column: two classes
     np.save(tmp_path / "big.npy", big)
@@ -91,6 +96,36 @@ def test_message_refused_by_the_broker_exits_1(kafka_config, topic_prefix, tmp_p
     assert "Kafka did not take the stream 'big'" in result.output
     assert ("(1 message(s) of stream 'big' were already published; it stays open without "
             "'close': publish it again with --replace, or under another --stream)") in result.output
+
+
+def test_block_bytes_over_the_topics_limit_exits_2_before_the_open(kafka_config, topic_prefix,
+                                                                   tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 * 1024 * 1024))  # the worker's
+    big = np.ones((1000, 1101))
+    big[:, -1] = np.arange(1000) % 2
+    np.save(tmp_path / "big.npy", big)
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "big.npy", "--stream", "big",
+                  "-a", "saola", "--block-bytes", 10_000_000)
+    assert result.exit_code == 2, result.output
+    assert "block_bytes must be between 1 and the record limit of 8388608 bytes" in result.output
+    assert "already published" not in result.output
+
+
+def test_a_group_over_the_topics_limit_exits_2_before_the_open(kafka_config, topic_prefix,
+                                                               tmp_path, monkeypatch):
+    # the worker would take 16 MiB; the catalogue's topic takes 8 MiB, a 9.6 MB group does not
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 * 1024 * 1024))
+    X = np.ones((1000, 1201))
+    X[:, -1] = np.arange(1000) % 2
+    np.save(tmp_path / "wide.npy", X)
+    groups = tmp_path / "g.json"
+    groups.write_text(f"[{list(range(1200))}]")
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "wide.npy", "--stream", "g",
+                  "-a", "group-saola", "--groups", groups)
+    assert result.exit_code == 2, result.output
+    assert ("group 0 (1200 columns: 0, 1, 2, 3, 4, ...) needs 9610800 bytes in one message, over "
+            "the record limit of 8388608 bytes") in result.output
+    assert "already published" not in result.output
 
 
 def test_block_bytes_over_the_record_limit_exits_2(kafka_config, topic_prefix, tmp_path):
