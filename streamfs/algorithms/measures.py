@@ -194,11 +194,16 @@ def column_abs_max(X: Any) -> np.ndarray:
     A = np.asarray(X)
     if A.ndim == 1:
         A = A[:, None]
-    if A.dtype.kind not in "f":
-        return np.abs(A.astype(np.float64)).max(axis=0, initial=0.0)
     step = max(1, (1 << 20) // max(1, A.shape[0]))
-    return np.concatenate([np.abs(A[:, j:j + step]).max(axis=0, initial=0.0)
-                           for j in range(0, A.shape[1], step)] or [np.zeros(0)])
+
+    def chunk_max(B: np.ndarray) -> np.ndarray:
+        # integers as floats, a chunk at a time: |int8 -128| does not fit int8, and a whole
+        # float64 copy of a uint8 matrix is 8 times its size (dorothea: 1.3 GB more)
+        return np.abs(B if B.dtype.kind == "f" else B.astype(np.float64)).max(axis=0,
+                                                                              initial=0.0)
+
+    return np.concatenate([chunk_max(A[:, j:j + step]) for j in range(0, A.shape[1], step)]
+                          or [np.zeros(0)])
 
 
 def is_float_matrix(X: Any, fmt: str) -> bool:

@@ -201,3 +201,15 @@ def test_float32_values_are_checked_without_an_overflow_warning():
         warnings.simplefilter("error")  # numpy's "overflow encountered in cast" was one
         check_values("features", SAOLA(), X)
         SAOLA().fit(X, np.arange(20) % 2)
+
+
+def test_column_abs_max_of_integer_and_bool_columns_in_chunks():
+    from streamfs.algorithms.measures import column_abs_max
+
+    A = np.array([[-128, 5, 0], [3, 127, -1]], dtype=np.int8)
+    assert column_abs_max(A).tolist() == [128.0, 127.0, 1.0]  # |-128| does not fit int8
+    assert column_abs_max(np.array([[True, False]])).tolist() == [1.0, 0.0]
+    wide = np.zeros((3, 1_000_000), dtype=np.uint8)  # more columns than one chunk holds
+    wide[1, 999_999] = 255
+    out = column_abs_max(wide)
+    assert out.shape == (1_000_000,) and out[-1] == 255.0 and out[:-1].max() == 0.0
