@@ -651,7 +651,9 @@ def _warn_without_worker(settings: Settings, group: str) -> None:
 
     if group_members(settings.kafka_config(), group) == 0:
         click.echo(f"warning: no streamfs worker is consuming (consumer group {group!r} has no "
-                   f"members): results arrive once `streamfs worker` runs", err=True)
+                   f"members): results arrive once `streamfs worker` runs and has joined it (a "
+                   f"worker joins after loading its kernels; its first start after an install "
+                   f"compiles them first, a minute or two)", err=True)
 
 
 @main.command("dead-letters")
