@@ -87,6 +87,25 @@ def _numbers_columns(row: list[str]) -> bool:
     return any(values == [str(j) for j in range(start, start + len(values))] for start in (0, 1))
 
 
+def _refuse_duplicate_names(names: list[str], path: Path) -> None:
+    """:class:`InputFileError` naming a header's first name given to two columns: results
+    would carry two features of that name, and a label named so would be ambiguous (the
+    Python API refuses such DataFrame columns too). Empty names are left to the naming rule.
+
+    >>> _refuse_duplicate_names(["a", "", "b", ""], Path("d.csv"))
+    >>> _refuse_duplicate_names(["a", "b", "a"], Path("d.csv"))
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputFileError: d.csv, line 1: duplicate column name 'a' (columns 0 and 2): name each column once
+    """
+    first: dict[str, int] = {}
+    for j, name in enumerate(names):
+        if name and name in first:
+            raise InputFileError(f"{path}, line 1: duplicate column name {name!r} (columns "
+                                 f"{first[name]} and {j}): name each column once")
+        first.setdefault(name, j)
+
+
 class DelimitedReader:
     """Chunks ``(X, y)`` of a delimited text file without holding the whole file.
 
@@ -122,6 +141,7 @@ class DelimitedReader:
         self.label_col = label_index(names, label, self.width, self.path)
         self.feature_names = None
         if names:
+            _refuse_duplicate_names(names, self.path)
             # unnamed columns are named by the rule for features without names: x<index>
             self.feature_names = [n or f"x{j}" for j, n in
                                   enumerate(n for c, n in enumerate(names) if c != self.label_col)]

@@ -77,3 +77,31 @@ def test_a_selection_with_features_has_no_empty_note(tmp_path):
     out = CliRunner().invoke(main, ["select", str(path), "-a", "kofsd", "-p", "alpha=0.1"])
     assert out.exit_code == 0, out.output
     assert "nothing selected" not in out.output
+
+
+def _bc_csv(tmp_path, name="bc.csv", rename=None, sep=","):
+    """scikit-learn's breast cancer as a CSV with a header and a text label column "class"
+    (last), as an outside tester wrote it; ``rename`` maps column positions to new names."""
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame
+    frame["class"] = frame.pop("target").map({0: "malignant", 1: "benign"})
+    if rename:
+        frame.columns = [rename.get(j, c) for j, c in enumerate(frame.columns)]
+    path = tmp_path / name
+    frame.to_csv(path, index=False, sep=sep)
+    return path
+
+
+def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
+    path = _bc_csv(tmp_path, rename={5: "mean radius"})
+    for args in (["select", str(path), "--label", "class", "-a", "saola"],
+                 ["evaluate", str(path), "--label", "class", "-a", "saola"],
+                 ["produce", "features", str(path), "--label", "class", "-a", "saola",
+                  "--stream", "s"],
+                 ["produce", "instances", str(path), "--label", "class", "-a", "ofs",
+                  "--stream", "s"]):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 2, (args, out.output)
+        assert out.output.strip() == (f"Error: {path}, line 1: duplicate column name 'mean "
+                                      "radius' (columns 0 and 5): name each column once"), args

@@ -192,6 +192,19 @@ def test_sources_that_are_not_data_files_are_named(tmp_path):
         load_file(str(tmp_path / "d.txt"))
 
 
+def test_csv_header_with_a_duplicate_name_is_refused(tmp_path):
+    """Two columns of one name would give results two features of that name (the Python
+    API refuses such DataFrame columns); unnamed columns are left to the naming rule."""
+    path = tmp_path / "dup.csv"
+    path.write_text("a,b,a,class\n1,2,3,x\n4,5,6,y\n")
+    for read in (load_file, open_instances):
+        with pytest.raises(InputFileError, match=r"dup.csv, line 1: duplicate column name 'a' "
+                                                 r"\(columns 0 and 2\)"):
+            read(str(path))
+    path.write_text(",b,,class\n1,2,3,x\n4,5,6,y\n")
+    assert DelimitedReader(path).feature_names == ["x0", "b", "x2"]
+
+
 def test_csv_columns_without_names_get_the_rule_s_names(tmp_path, caplog):
     """``DataFrame.to_csv()`` writes its index as a first column without a name."""
     import pandas as pd
