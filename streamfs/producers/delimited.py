@@ -87,6 +87,25 @@ def _numbers_columns(row: list[str]) -> bool:
     return any(values == [str(j) for j in range(start, start + len(values))] for start in (0, 1))
 
 
+def _delimiter_hint(text: str, delimiter: str) -> str:
+    """A hint for ``text`` (a field) that seems to hold another separator than ``delimiter``:
+    the delimiter comes from the suffix, so a file of the other kind fails on its first line.
+
+    >>> _delimiter_hint("a;b;c", ",")
+    "; it holds ';': streamfs reads ',' (.csv) and tab (.tsv) separators only: convert the file"
+    >>> _delimiter_hint("a\\tb", ","), _delimiter_hint("1.5", ",")
+    ('; it holds tabs: name a tab-separated file .tsv', '')
+    """
+    if delimiter != "\t" and "\t" in text:
+        return "; it holds tabs: name a tab-separated file .tsv"
+    if delimiter != "," and "," in text:
+        return "; it holds ',': name a comma-separated file .csv"
+    if ";" in text:
+        return ("; it holds ';': streamfs reads ',' (.csv) and tab (.tsv) separators only: "
+                "convert the file")
+    return ""
+
+
 def _refuse_duplicate_names(names: list[str], path: Path) -> None:
     """:class:`InputFileError` naming a header's first name given to two columns: results
     would carry two features of that name, and a label named so would be ambiguous (the
@@ -126,7 +145,8 @@ class DelimitedReader:
         self.width = len(first)
         if self.width < 2:
             raise InputFileError(f"{self.path}, line 1: needs at least one feature and a label "
-                                 f"column, found {self.width} field(s) (delimiter {delimiter!r})")
+                                 f"column, found {self.width} field(s) (delimiter {delimiter!r})"
+                                 + _delimiter_hint(first[0] if first else "", delimiter))
         if header is None:
             by_name = label is not None and not str(label).lstrip("-").isdigit()
             li = label_index(None, label if not by_name else None, self.width, self.path)
@@ -204,7 +224,8 @@ class DelimitedReader:
                     col = j if j < self.label_col else j + 1
                     name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
                     raise InputFileError(f"{self.path}, line {line}, column {col}{name}: "
-                                         f"not a number: {v!r}")
+                                         f"not a number: {v!r}"
+                                         + _delimiter_hint(v, self.delimiter))
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Chunks ``(X, y)``: ``X`` float64, ``y`` typed as described in the class docstring."""

@@ -105,3 +105,23 @@ def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
         assert out.exit_code == 2, (args, out.output)
         assert out.output.strip() == (f"Error: {path}, line 1: duplicate column name 'mean "
                                       "radius' (columns 0 and 5): name each column once"), args
+
+
+def test_a_file_of_another_separator_gets_a_hint(tmp_path):
+    """The separator follows the suffix (',' .csv, tab .tsv): a ';' or tab file said only
+    "delimiter ','"."""
+    semi = _bc_csv(tmp_path, sep=";")
+    tabs = _bc_csv(tmp_path, name="tabs.csv", sep="\t")
+    commas = _bc_csv(tmp_path, name="commas.tsv")
+    for path, hint in ((semi, "it holds ';': streamfs reads ',' (.csv) and tab (.tsv) "
+                              "separators only: convert the file"),
+                       (tabs, "it holds tabs: name a tab-separated file .tsv"),
+                       (commas, "it holds ',': name a comma-separated file .csv")):
+        out = CliRunner().invoke(main, ["select", str(path), "--label", "class", "-a", "saola"])
+        assert out.exit_code == 2, out.output
+        assert out.output.startswith(f"Error: {path}, line 1: needs at least one feature")
+        assert out.output.rstrip().endswith(hint), out.output
+    path = tmp_path / "mixed.csv"  # two ','-fields, one of them holding a ';'
+    path.write_text("a,b,y\n1;2,3,0\n4;5,6,1\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
+    assert out.exit_code == 2 and "not a number: '1;2'; it holds ';'" in out.output
