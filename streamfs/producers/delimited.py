@@ -57,6 +57,23 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     return idx % width
 
 
+def default_label_note(label: str | int | None, names: list[str] | None, width: int) -> str:
+    """What to add to an error about a feature column when ``label`` was not given: the last
+    column was taken as the label, which the error would not say (a label column elsewhere is
+    then read as a feature).
+
+    >>> default_label_note(None, ["a", "class", "b"], 3)
+    "; the last column, 2 ('b'), was taken as the label by default: name the label with --label"
+    >>> default_label_note("class", ["a", "class", "b"], 3)
+    ''
+    """
+    if label is not None:
+        return ""
+    name = f" ({names[-1]!r})" if names else ""
+    return (f"; the last column, {width - 1}{name}, was taken as the label by default: name "
+            "the label with --label")
+
+
 def labels_from_text(values: list[str]) -> np.ndarray:
     """Numbers become int64 (all integral) or float64; anything else stays text."""
     if values and all(is_number(v) for v in values):
@@ -158,6 +175,7 @@ class DelimitedReader:
                       "pandas writes them); pass --no-header if it is data")
         self.header = header
         names = [h.strip() for h in first] if header else None
+        self.label, self.names = label, names  # for errors that name the columns
         self.label_col = label_index(names, label, self.width, self.path)
         self.feature_names = None
         if names:
@@ -223,9 +241,13 @@ class DelimitedReader:
                 if not is_number(v):
                     col = j if j < self.label_col else j + 1
                     name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
+                    # a column of text throughout may be the label; a stray value is a typo
+                    text = not any(is_number(r[j]) for r in values)
                     raise InputFileError(f"{self.path}, line {line}, column {col}{name}: "
                                          f"not a number: {v!r}"
-                                         + _delimiter_hint(v, self.delimiter))
+                                         + _delimiter_hint(v, self.delimiter)
+                                         + (default_label_note(self.label, self.names,
+                                                               self.width) if text else ""))
 
     def chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Chunks ``(X, y)``: ``X`` float64, ``y`` typed as described in the class docstring."""

@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.producers.delimited import DelimitedReader, label_index, labels_from_text
+from streamfs.producers.delimited import (DelimitedReader, default_label_note, label_index,
+                                          labels_from_text)
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.libsvm import LibsvmReader
 
@@ -231,5 +232,7 @@ def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndar
         if X[name].dtype.kind not in "biuf":
             col = j if j < li else j + 1
             raise InputFileError(f"{path}, column {col} ({str(name)!r}): not numeric "
-                                 f"(dtype {X[name].dtype})")
+                                 f"(dtype {X[name].dtype})"
+                                 + default_label_note(label, list(map(str, frame.columns)),
+                                                      frame.shape[1]))
     return X.to_numpy(dtype=np.float64), y

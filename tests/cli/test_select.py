@@ -125,3 +125,25 @@ def test_a_file_of_another_separator_gets_a_hint(tmp_path):
     path.write_text("a,b,y\n1;2,3,0\n4;5,6,1\n")
     out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
     assert out.exit_code == 2 and "not a number: '1;2'; it holds ';'" in out.output
+
+
+def test_a_text_column_says_the_last_was_taken_as_the_label_by_default(tmp_path):
+    """Without --label the last column is the label: a label column elsewhere is read as a
+    feature, and its "not a number" alone did not say why."""
+    import pandas as pd
+
+    path = _bc_csv(tmp_path)
+    frame = pd.read_csv(path)
+    frame.insert(3, "class", frame.pop("class"))
+    frame.to_csv(path, index=False)
+    frame.to_parquet(tmp_path / "bc.parquet")
+    note = ("; the last column, 30 ('worst fractal dimension'), was taken as the label by "
+            "default: name the label with --label")
+    for source, error in ((path, "line 2, column 3 ('class'): not a number: 'malignant'"),
+                          (tmp_path / "bc.parquet", "column 3 ('class'): not numeric")):
+        out = CliRunner().invoke(main, ["select", str(source), "-a", "saola"])
+        assert out.exit_code == 2 and error in out.output, out.output
+        assert out.output.rstrip().endswith(note), out.output
+    path.write_text("a,class,b\n1,x,oops\n2,y,3\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "--label", "class"])
+    assert out.exit_code == 2 and out.output.rstrip().endswith("not a number: 'oops'")  # given
