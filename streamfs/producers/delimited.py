@@ -164,12 +164,18 @@ class DelimitedReader:
             raise InputFileError(f"{self.path}, line 1: needs at least one feature and a label "
                                  f"column, found {self.width} field(s) (delimiter {delimiter!r})"
                                  + _delimiter_hint(first[0] if first else "", delimiter))
+        #: how the first row was taken when ``header`` is None: "data" or "header" by the
+        #: numbers in it (checked against the labels of the first chunk), else None
+        self._guessed: str | None = None
+        self._first = first
         if header is None:
             by_name = label is not None and not str(label).lstrip("-").isdigit()
             li = label_index(None, label if not by_name else None, self.width, self.path)
             header = by_name or any(not is_number(v) for j, v in enumerate(first) if j != li)
+            self._guessed = None if by_name else "header" if header else "data"
             if not header and _numbers_columns(first):
                 header = True  # a guess, said out loud: --no-header reads the row as data
+                self._guessed = None
                 shown = ",".join(first[:3] + ["…"] if len(first) > 3 else first)
                 _note(f"{self.path}: first row {shown} read as a header of column numbers (as "
                       "pandas writes them); pass --no-header if it is data")
@@ -217,11 +223,35 @@ class DelimitedReader:
                 lines.append(reader.line_num)
                 if len(rows) == self.chunk_rows:
                     self.bytes_read = fh.buffer.raw.tell()  # type: ignore[attr-defined]
-                    yield self._parse(rows, lines)
+                    yield self._checked(self._parse(rows, lines))
                     rows, lines = [], []
             if rows:
-                yield self._parse(rows, lines)
+                yield self._checked(self._parse(rows, lines))
         self.bytes_read = self.size
+
+    def _checked(self, chunk: tuple[np.ndarray, list[str], list[int]]
+                 ) -> tuple[np.ndarray, list[str], list[int]]:
+        """``chunk``, noting on stderr when its labels make the header guess doubtful: a
+        first row read as data whose label occurs in no other row (a header of numeric names,
+        such as years), or one read as a header, mostly numbers, whose label field is one of
+        the labels (a data row with a missing or text value). The rule itself stays as it is;
+        only the first chunk is looked at (bounded memory)."""
+        guessed, self._guessed = self._guessed, None
+        labels = chunk[1]
+        first = self._first[self.label_col].strip()
+        shown = ",".join(self._first[:4] + ["…"] if len(self._first) > 4 else self._first)
+        features = [v for j, v in enumerate(self._first) if j != self.label_col]
+        if guessed == "data" and len(labels) > 2 and len(set(labels[1:])) < len(labels) - 1 \
+                and first not in labels[1:]:  # the other labels are classes, it is not one
+            _note(f"{self.path}: first row {shown} read as data (its features are numbers), "
+                  f"but its label {first!r} occurs in no other row: pass --header if it is "
+                  "a header")
+        elif guessed == "header" and first in labels \
+                and 2 * sum(map(is_number, features)) >= len(features):
+            _note(f"{self.path}: first row {shown} read as a header (not every feature is a "
+                  f"number), but its label {first!r} is one of the labels: pass --no-header "
+                  "if it is data")
+        return chunk
 
     def _parse(self, rows: list[list[str]], lines: list[int]
                ) -> tuple[np.ndarray, list[str], list[int]]:

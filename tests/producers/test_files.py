@@ -176,6 +176,38 @@ def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):
     assert not DelimitedReader(path).header
 
 
+def test_a_doubtful_header_guess_is_noted_and_the_rule_unchanged(tmp_path, caplog):
+    """A header of numeric names (years) is read as data, as the rule says, but its label
+    occurs in no other row: said on stderr; the reverse for a mostly numeric first row read
+    as a header whose label is one of the labels (a data row with a missing value)."""
+    rng = np.random.default_rng(0)
+    body = "".join(f"{a:.3f},{b:.3f},{c:.3f},{int(a > 0)}\n"
+                   for a, b, c in rng.normal(size=(20, 3)))
+    path = tmp_path / "years.csv"
+    path.write_text("2019,2020,2021,2022\n" + body)
+    X, y = load_file(str(path))
+    assert X.shape == (21, 3) and sorted(set(y.tolist())) == [0, 1, 2022]  # the rule stands
+    assert ("years.csv: first row 2019,2020,2021,2022 read as data (its features are numbers), "
+            "but its label '2022' occurs in no other row: pass --header if it is a header"
+            in caplog.text)
+    caplog.clear()
+    assert load_file(str(path), header=False)[0].shape == (21, 3)
+    assert "read as data" not in caplog.text  # said only for a guess
+    path = tmp_path / "plain.csv"  # a first row of data with a class seen again: no note
+    path.write_text(body)
+    load_file(str(path))
+    path = tmp_path / "hole.csv"
+    path.write_text("1,,5,0\n" + body)
+    assert load_file(str(path))[0].shape == (20, 3)
+    assert ("hole.csv: first row 1,,5,0 read as a header (not every feature is a number), but "
+            "its label '0' is one of the labels: pass --no-header if it is data" in caplog.text)
+    assert "plain.csv" not in caplog.text
+    path = tmp_path / "named.csv"  # an ordinary header: no note
+    path.write_text("a,b,c,y\n" + body)
+    load_file(str(path))
+    assert "named.csv" not in caplog.text
+
+
 def test_sources_that_are_not_data_files_are_named(tmp_path):
     with pytest.raises(InputFileError, match="is a directory, not a data file"):
         load_file(str(tmp_path))
