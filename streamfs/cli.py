@@ -13,7 +13,7 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
-from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION
+from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION, param_value
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -28,7 +28,8 @@ EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``k=v`` pairs; values are parsed as JSON when they can be (numbers, null, true...)."""
+    """``k=v`` pairs; values as :func:`~streamfs.cli_options.param_value` reads them (JSON
+    when they parse: numbers, null, true...; ``[a,b]`` as a list of texts)."""
     params: dict[str, Any] = {}
     for pair in pairs:
         if "=" not in pair:
@@ -36,10 +37,7 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
         key, value = pair.split("=", 1)
         if key in params:  # the last one would win without a word
             raise UsageProblem(f"--param {key!r} given twice")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+        params[key] = param_value(value)
     return params
 
 

@@ -28,11 +28,14 @@ OFS_FAMILY = ("ofs", "ofs-partial", "ofs-rand", "pe-trun", "pe-rand", "rand")
 
 
 def _value(text: str) -> Any:
-    """``"0.05"`` -> 0.05, ``"3"`` -> 3, ``"none"`` -> None, ``"true"`` -> True, else text.
+    """``"0.05"`` -> 0.05, ``"3"`` -> 3, ``"none"`` -> None, ``"true"`` -> True, lists as
+    `select` reads them (:func:`streamfs.cli_options.param_value`), else text.
 
-    >>> [_value(v) for v in ["3", "0.05", "None", "false", "mi"]]
-    [3, 0.05, None, False, 'mi']
+    >>> [_value(v) for v in ["3", "0.05", "None", "false", "mi", "[a,b]", '["a",2]', "1e-3"]]
+    [3, 0.05, None, False, 'mi', ['a', 'b'], ['a', 2], 0.001]
     """
+    from streamfs.cli_options import param_value
+
     low = text.lower()
     if low in ("none", "null"):
         return None
@@ -43,7 +46,7 @@ def _value(text: str) -> Any:
             return cast(text)
         except ValueError:
             pass
-    return text
+    return param_value(text)
 
 
 def _accepted(name: str) -> list[str]:

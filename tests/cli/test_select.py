@@ -147,3 +147,20 @@ def test_a_text_column_says_the_last_was_taken_as_the_label_by_default(tmp_path)
     path.write_text("a,class,b\n1,x,oops\n2,y,3\n")
     out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "--label", "class"])
     assert out.exit_code == 2 and out.output.rstrip().endswith("not a number: 'oops'")  # given
+
+
+def test_a_bracketed_list_of_bare_words_is_a_list_of_texts(tmp_path):
+    """`-p classes=[benign,malignant]`, as the README writes it (the shell eats the quotes of
+    the JSON form), is the list of two texts, in select as in evaluate; numbers stay numbers."""
+    from streamfs.cli import _parse_params
+    from streamfs.evaluation.runner import parse_params
+
+    path = _bc_csv(tmp_path)
+    for classes in ("[benign,malignant]", '["benign","malignant"]', "[ benign, 'malignant' ]"):
+        out = CliRunner().invoke(main, ["select", str(path), "--label", "class", "-a", "ofs",
+                                        "-p", f"classes={classes}", "--json"])
+        assert out.exit_code == 0, out.output
+        assert json.loads(out.output)["params"]["classes"] == ["benign", "malignant"]
+    assert _parse_params(("classes=[0,1]", "x=[a,1.5,null]")) == {"classes": [0, 1],
+                                                                  "x": ["a", 1.5, None]}
+    assert parse_params(["ofs"], ["classes=[a,b]"]) == {"ofs": {"classes": ["a", "b"]}}
