@@ -13,7 +13,7 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
-from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION, param_value
+from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, param_value
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -44,11 +44,6 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
 def _settings(ctx: click.Context) -> Settings:
     return ctx.obj["settings"]
 
-
-#: the registry's names (kept equal by a test: importing the registry would load numpy for
-#: every command, even `--help`)
-ALGORITHMS_HELP = ("Algorithm: saola, saola-max, group-saola or kofsd (feature streams); ofs, "
-                   "ofs-partial, pe-trun, rand, ofs-rand, pe-rand or gdm (instance streams).")
 
 
 class UsageProblem(click.ClickException):

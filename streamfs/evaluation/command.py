@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import GROUPS_OPTION, HEADER_OPTION
+from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION
 
 from .report import (
     COLUMNS,
@@ -41,8 +41,7 @@ __all__ = ["evaluate"]
 @click.command("evaluate")
 @click.argument("data")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, required=True,
-              help="Registry name (saola, saola-max, group-saola, kofsd, ofs, ofs-partial) or "
-                   "gdm; repeat for a side-by-side table.")
+              help=ALGORITHMS_HELP + " Repeat for a side-by-side table.")
 @click.option("-p", "--param", "params", multiple=True, metavar="[ALGO:]KEY=VALUE",
               help="Parameter for ALGO, or for every listed algorithm accepting KEY.")
 @click.option("--protocol", type=click.Choice(["holdout", "repeated", "kfold"]),

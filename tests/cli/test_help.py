@@ -16,6 +16,9 @@ def test_algorithm_help_lists_every_algorithm_of_the_registry_by_its_stream_kind
     kinds = {name: kind + "s" for names, kind in listed.items()
              for name in re.split(r", | or ", names)}
     assert kinds == {name: spec.kind for name, spec in registry.ALGORITHMS.items()}
-    for command in ("select", "produce"):
+    for command in ("select", "produce", "evaluate"):
         out = CliRunner().invoke(main, [command, "--help"]).output
-        assert "saola-max, group-saola or kofsd" in " ".join(out.split()), command
+        text = "".join(out.split())  # the help wraps at spaces and after hyphens
+        assert "saola,saola-max,group-saolaorkofsd(featurestreams)" in text, command
+        assert "ofs,ofs-partial,pe-trun,rand,ofs-rand,pe-randorgdm(instancestreams)" in text, \
+            command
