@@ -47,14 +47,19 @@ __all__ = ["evaluate"]
 @click.option("--protocol", type=click.Choice(["holdout", "repeated", "kfold"]),
               default="repeated", show_default=True,
               help="Fixed split, repeated random splits or stratified k-fold.")
-@click.option("--repeats", default=10, show_default=True, help="Random splits (repeated).")
-@click.option("--test-size", default=0.3, show_default=True, help="Test fraction of a split.")
-@click.option("--folds", default=10, show_default=True, help="Folds (kfold).")
-@click.option("--stability-runs", default=10, show_default=True,
-              help="Runs on random 4/5 subsamples for the stability measure (0: skip).")
+@click.option("--repeats", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Random splits (repeated).")
+@click.option("--test-size", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.3, show_default=True, help="Test fraction of a split.")
+@click.option("--folds", type=click.IntRange(min=2), default=10, show_default=True,
+              help="Folds (kfold; at most the smallest class's size).")
+@click.option("--stability-runs", type=click.IntRange(min=0), default=10, show_default=True,
+              callback=lambda ctx, param, value: _stability_runs(value),
+              help="Runs on random 4/5 subsamples for the stability measure (0: skip; else at "
+                   "least 2).")
 @click.option("--stability-weight", type=click.Choice(["su", "correlation"]), default="su",
               show_default=True, help="Edge weight of the matching: SU or |correlation|.")
-@click.option("--permutations", default=20, show_default=True,
+@click.option("--permutations", type=click.IntRange(min=0), default=20, show_default=True,
               help="Random orders for the online mistake rate of instance-stream learners.")
 @click.option("--one-vs-rest", "one_vs_rest", default=None, metavar="LABEL",
               help="Class against the rest for binary-only learners (OFS family, GDM) and "
@@ -62,12 +67,12 @@ __all__ = ["evaluate"]
                    "smallest).")
 @click.option("--baselines/--no-baselines", default=True, show_default=True,
               help="SelectKBest (f_classif, mutual_info_classif) at the same k.")
-@click.option("--mi-bins", type=int, default=None,
+@click.option("--mi-bins", type=click.IntRange(min=2), default=None,
               help="Discretise continuous features into this many equal-frequency bins for "
                    "the mutual_info_classif baseline (default: its k-NN estimator; slow).")
-@click.option("--time-budget", type=float, default=None,
+@click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per algorithm and loop; no new split/run starts after it.")
-@click.option("--max-instances", type=int, default=None,
+@click.option("--max-instances", type=click.IntRange(min=1), default=None,
               help="Evaluate on a stratified random subsample of this many instances.")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--label", default=None, help="Label column of a CSV/Parquet input.")
@@ -153,6 +158,14 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
     if plots_dir:
         for path in plot(result, plots_dir):
             click.echo(f"wrote {path}", err=json_out == "-")
+
+
+def _stability_runs(value: int) -> int:
+    """``--stability-runs``: 0 skips the measure, which compares runs, so one run is refused
+    (it was skipped without a word)."""
+    if value == 1:
+        raise click.BadParameter("1 run: the measure compares 2 or more (0 skips it)")
+    return value
 
 
 @contextlib.contextmanager

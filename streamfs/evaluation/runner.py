@@ -180,6 +180,8 @@ def evaluate_dataset(
     """
     if feature_names is not None and len(feature_names) != X.shape[1]:
         raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} features")
+    _check_protocol(n_repeats, test_size, n_folds, stability, n_permutations, time_budget,
+                    mi_bins, max_instances)
     from streamfs.producers.checks import check_groups_apply
 
     if groups is not None and all(name != "group-saola" for name, _ in algorithms):
@@ -281,6 +283,31 @@ def evaluate_dataset(
             on_algorithm(result, entry)
         result["algorithms"].append(entry)
     return result
+
+
+def _check_protocol(n_repeats: int, test_size: float, n_folds: int, stability: int,
+                    n_permutations: int, time_budget: float, mi_bins: int | None,
+                    max_instances: int | None) -> None:
+    """ValueError naming the first setting the protocol cannot run with (the CLI's options
+    check the same ranges): 0 repeats failed deep inside, 1 fold ran 2 without a word.
+
+    >>> _check_protocol(10, 0.3, 1, 10, 20, 1.0, None, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_folds must be at least 2, got 1
+    """
+    for name, value, ok, rule in (
+            ("n_repeats", n_repeats, n_repeats >= 1, "at least 1"),
+            ("test_size", test_size, 0 < test_size < 1, "between 0 and 1 (exclusive)"),
+            ("n_folds", n_folds, n_folds >= 2, "at least 2"),
+            ("stability", stability, stability == 0 or stability >= 2, "0 (skip) or at least 2"),
+            ("n_permutations", n_permutations, n_permutations >= 0, "at least 0"),
+            ("time_budget", time_budget, time_budget > 0, "above 0"),
+            ("mi_bins", mi_bins, mi_bins is None or mi_bins >= 2, "None or at least 2"),
+            ("max_instances", max_instances, max_instances is None or max_instances >= 1,
+             "None or at least 1")):
+        if not ok:
+            raise ValueError(f"{name} must be {rule}, got {value!r}")
 
 
 def feature_frequency(selections: list[list[int]],

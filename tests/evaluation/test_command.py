@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from streamfs.evaluation.command import evaluate
@@ -143,3 +144,32 @@ def test_evaluate_refuses_group_saola_without_groups_and_groups_without_it(tmp_p
                          (["-a", "group-saola", "--groups", str(bad)], "bad.json")):
         res = CliRunner().invoke(evaluate, [str(path), *args])
         assert res.exit_code == 2 and needle in res.output, (args, res.output)
+
+
+def test_evaluate_refuses_protocol_settings_it_cannot_run_with(tmp_path):
+    """Exit 2 naming the option: 0 repeats died on an IndexError (exit 1), 1 fold ran 2 folds
+    under a 1-fold title, and the rest ran with values that mean nothing."""
+    path = _data(tmp_path)
+    for option, value, needle in (
+            ("--repeats", "0", "0 is not in the range x>=1"),
+            ("--repeats", "-1", "-1 is not in the range x>=1"),
+            ("--folds", "1", "1 is not in the range x>=2"),
+            ("--folds", "0", "0 is not in the range x>=2"),
+            ("--stability-runs", "-1", "-1 is not in the range x>=0"),
+            ("--stability-runs", "1", "1 run: the measure compares 2 or more (0 skips it)"),
+            ("--permutations", "-1", "-1 is not in the range x>=0"),
+            ("--time-budget", "-5", "-5.0 is not in the range x>0"),
+            ("--mi-bins", "0", "0 is not in the range x>=2"),
+            ("--max-instances", "0", "0 is not in the range x>=1"),
+            ("--test-size", "1", "1.0 is not in the range 0<x<1"),
+            ("--test-size", "0", "0.0 is not in the range 0<x<1")):
+        res = CliRunner().invoke(evaluate, [str(path), "-a", "saola", "--protocol", "kfold",
+                                            option, value])
+        assert res.exit_code == 2, (option, value, res.output)
+        assert f"Invalid value for '{option}': {needle}" in res.output, res.output
+    from streamfs.evaluation.runner import evaluate_dataset
+
+    X, y = np.load(path)["X"], np.load(path)["y"]
+    with pytest.raises(ValueError, match="n_repeats must be at least 1, got 0"):
+        evaluate_dataset(X, y, [("saola", {})], n_repeats=0)  # the Python API too
+
