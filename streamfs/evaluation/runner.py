@@ -196,11 +196,18 @@ def evaluate_dataset(
         keep = subsample(codes, max_instances, seed)
         X, codes = X[keep], codes[keep]
         note = f"stratified subsample of {max_instances} of {len(y)} instances"
+    counts = np.bincount(codes, minlength=len(classes))
+    if counts.min() < 2:  # stratified splits need two of each: sklearn's words named no class
+        rare = classes[int(np.argmin(counts))].item()
+        raise ValueError(f"class {rare!r} has {counts.min()} instance"
+                         + (f" in the subsample of max_instances={max_instances}" if note else "")
+                         + ": the stratified splits need at least 2 of every class")
+    if one_vs_rest is not None:  # refused even where no algorithm takes it (it did nothing)
+        P.one_vs_rest(codes, classes, one_vs_rest)
     X = P.prepare_X(X)
     if not note:
         full = (X, codes)
     discrete = P.is_discrete(X)
-    counts = np.bincount(codes, minlength=len(classes))
     result: dict = {
         "data": data_name,
         "n_instances": int(X.shape[0]),

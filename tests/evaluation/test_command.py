@@ -173,3 +173,18 @@ def test_evaluate_refuses_protocol_settings_it_cannot_run_with(tmp_path):
     with pytest.raises(ValueError, match="n_repeats must be at least 1, got 0"):
         evaluate_dataset(X, y, [("saola", {})], n_repeats=0)  # the Python API too
 
+
+def test_evaluate_refuses_a_one_vs_rest_label_that_is_no_class(tmp_path):
+    """Also where no algorithm takes it (saola), on binary and multi-class data alike; and a
+    subsample too small for stratified splits says which class it starved."""
+    path = _data(tmp_path)
+    for data, classes in ((str(path), "['neg', 'pos']"), ("sklearn:iris", "['0', '1', '2']")):
+        for algorithm in ("saola", "ofs"):
+            res = CliRunner().invoke(evaluate, [data, "-a", algorithm, "--one-vs-rest", "nope"])
+            assert res.exit_code == 2, res.output
+            assert res.output == (f"Error: one-vs-rest label 'nope' not among the classes "
+                                  f"{classes}\n")
+    res = CliRunner().invoke(evaluate, [str(path), "-a", "saola", "--max-instances", "3"])
+    assert res.exit_code == 2 and res.output == (
+        "Error: class 'pos' has 1 instance in the subsample of max_instances=3: the stratified "
+        "splits need at least 2 of every class\n"), res.output
