@@ -37,6 +37,7 @@ def _item(text: str) -> Any:
     except json.JSONDecodeError:
         return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text
 
+
 #: the registry's names, in the help of select, produce and evaluate (kept equal by a test:
 #: importing the registry would load numpy for every command, even `--help`)
 ALGORITHMS_HELP = ("Algorithm: saola, saola-max, group-saola or kofsd (feature streams); ofs, "
