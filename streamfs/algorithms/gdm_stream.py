@@ -315,6 +315,11 @@ class GDMStream(SelectorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> "GDMStream":
         """Forget everything, stream ``X`` in one block, then :meth:`finish`."""
+        self._validate_params()
+        if y is None:  # before scikit-learn's checks, which would call it a 0-d array
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
         validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least

@@ -269,3 +269,10 @@ def test_scikit_learn_contract_names_tags_and_fit_errors():
         col = GDMStream(n_features_per_step=2, refit_every=1000).fit(X, y.reshape(-1, 1))
     assert col.support_.tolist() == GDMStream(n_features_per_step=2,
                                               refit_every=1000).fit(X, y).support_.tolist()
+
+
+def test_fit_without_y_says_so_as_the_other_selectors_do():
+    X, _ = _data(n=50, d=12)
+    with pytest.raises(ValueError, match=r"^GDMStream requires y to be passed, but the target "
+                                         r"y is None$"):
+        GDMStream().fit(X, None)
