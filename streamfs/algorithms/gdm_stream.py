@@ -30,7 +30,9 @@ State (:meth:`GDMStream.to_state`) is plain data. The window is laid out as one 
 sequence of rows ``[x_1 … x_d, label code]`` numbered from the first instance of the stream;
 ``"columns"`` maps chunk ``k`` to a copy of the values at flat positions ``[k·C, (k+1)·C)``
 with ``C = 131072`` (1 MiB), for the complete chunks that overlap the window, and ``"tail"``
-holds the incomplete last chunk. A complete chunk's values inside the window never change, so
+holds the incomplete last chunk. The column names of a learner fed data frames travel under
+``"feature_names"`` (a list of ``str``, present only when there are names), as in the other
+selectors' states. A complete chunk's values inside the window never change, so
 the worker writes each chunk record once (``to_state(stored_columns=...)`` copies only the
 chunks it does not hold yet) and deletes it when the window has moved past it
 (values of instances already forgotten may read as 0). The last fit's support, weights and
@@ -419,6 +421,8 @@ class GDMStream(SelectorMixin, BaseEstimator):
             "affiliated_corr": {int(z): np.asarray(v, np.float64).copy()
                                 for z, v in self.affiliated_corr_.items()},
         }
+        if hasattr(self, "feature_names_in_"):
+            state["feature_names"] = [str(n) for n in self.feature_names_in_]
         state["tail"] = self._flat(tail_start, b)
         stored = set(stored_columns)
         state["columns"] = {k: None if k in stored else self._flat(k * CHUNK_VALUES,
@@ -441,6 +445,9 @@ class GDMStream(SelectorMixin, BaseEstimator):
         model.n_refits_ = int(c["n_refits"])
         model.last_fit_at_ = int(c["last_fit_at"])
         model.classes_seen_ = list(state["classes"])
+        names = state.get("feature_names")  # absent: no names (and states before they were kept)
+        if names is not None:
+            model.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
         f = state["fit"]
         model._set_fit(
             f["support"], f["weights"],

@@ -276,3 +276,25 @@ def test_fit_without_y_says_so_as_the_other_selectors_do():
     with pytest.raises(ValueError, match=r"^GDMStream requires y to be passed, but the target "
                                          r"y is None$"):
         GDMStream().fit(X, None)
+
+
+def test_state_keeps_the_feature_names():
+    import pandas as pd
+
+    X, y = _data(n=200, d=12, seed=3)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(12)])
+    model = GDMStream(refit_every=100, **PARAMS)
+    model.partial_fit(frame.iloc[:150], y[:150])
+    state = unpackb(packb(model.to_state()))
+    assert state["feature_names"] == list(frame.columns)
+    back = GDMStream.from_state(state)
+    assert back.feature_names_in_.tolist() == list(frame.columns)
+    assert back.get_feature_names_out().tolist() == model.get_feature_names_out().tolist()
+    assert back.get_feature_names_out().tolist() == [f"f{j}" for j in sorted(model.support_)]
+    # the restored learner checks the next block's names as the live one does
+    for m in (model, back):
+        m.partial_fit(frame.iloc[150:], y[150:])
+        with pytest.raises(ValueError, match="feature names should match"):
+            m.partial_fit(frame[frame.columns[::-1]].iloc[:5], y[:5])
+    assert back.selection() == model.selection()
+    assert "feature_names" not in GDMStream(**PARAMS).partial_fit(X[:20], y[:20]).to_state()
