@@ -32,6 +32,7 @@ __all__ = [
     "check_budget",
     "check_random_state",
     "check_bool",
+    "check_state_algorithm",
     "label_problem",
     "column_names",
     "shown",
@@ -183,6 +184,27 @@ def check_random_state(name: str, value: Any) -> None:
         f"{name} must be None, an integer >= 0, a numpy Generator or RandomState, got "
         f"{shown(value)}"
     )
+
+
+def check_state_algorithm(state: Any, owner: str, accepted: Sequence[str], *,
+                          default: str | None = None) -> str:
+    """The algorithm a ``to_state()`` dict records (``default`` for states written before it
+    was recorded); ``ValueError`` naming it and what ``owner.from_state`` restores when that is
+    not one of ``accepted``.
+
+    >>> check_state_algorithm({"algorithm": "SAOLA"}, "OFS", ["OFS"])
+    Traceback (most recent call last):
+    ...
+    ValueError: OFS.from_state was given a state of algorithm 'SAOLA', not of 'OFS'
+    """
+    found = state.get("algorithm", default) if isinstance(state, dict) else None
+    if found not in accepted:
+        want = (shown(accepted[0]) if len(accepted) == 1
+                else "one of " + ", ".join(shown(a) for a in accepted))
+        what = ("a state that records no algorithm" if found is None
+                else f"a state of algorithm {shown(found)}")
+        raise ValueError(f"{owner}.from_state was given {what}, not of {want}")
+    return found
 
 
 # ------------------------------------------------------------------------------------ labels

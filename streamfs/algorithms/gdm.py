@@ -39,7 +39,14 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._validation import _listed, binary_sparse_tags, check_int, check_number, label_problem
+from ._validation import (
+    _listed,
+    binary_sparse_tags,
+    check_int,
+    check_number,
+    check_state_algorithm,
+    label_problem,
+)
 from .base import _SPARSE, _check_width, _input_names, _inverse
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
 from .measures import column_abs_max, max_abs_for_sums, value_problem
@@ -62,6 +69,14 @@ def selection_items(fitted: Any) -> list[dict]:
         }
         for z, wz in zip(fitted.support_, fitted.weights_)
     ]
+
+
+def _unnamed_gdm_state(state: Any) -> str | None:
+    """The algorithm of a GDM or GDMStream state written before states recorded it."""
+    params = state.get("params") if isinstance(state, dict) else None
+    if not isinstance(params, dict):
+        return None
+    return "GDMStream" if "refit_every" in params else "GDM"
 
 
 def theorem1_bound(alpha: np.ndarray, tau: float) -> float:
@@ -528,7 +543,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def to_state(self) -> dict:
         """Plain-data snapshot (str/int dict keys, numpy arrays, python scalars)."""
-        state: dict = {"params": {p: getattr(self, p) for p in self._PARAMS}}
+        state: dict = {"algorithm": "GDM", "params": {p: getattr(self, p) for p in self._PARAMS}}
         if not hasattr(self, "support_"):
             return state
         state["fitted"] = {
@@ -556,6 +571,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     @classmethod
     def from_state(cls, state: dict) -> "GDM":
         """Rebuild a model from :meth:`to_state` output."""
+        # states written before they recorded the algorithm: GDMStream's have refit_every
+        check_state_algorithm(state, cls.__name__, ["GDM"], default=_unnamed_gdm_state(state))
         p = state["params"]
         model = cls(**{k: p[k] for k in cls._PARAMS})
         f = state.get("fitted")

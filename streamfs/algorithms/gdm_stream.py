@@ -68,8 +68,8 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._validation import _listed, check_int
-from .gdm import GDM, selection_items
+from ._validation import _listed, check_int, check_state_algorithm
+from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures import column_abs_max, value_problem
 
 __all__ = ["GDMStream"]
@@ -401,7 +401,8 @@ class GDMStream(SelectorMixin, BaseEstimator):
         earlier state of this learner (a complete chunk's values never change while it is in
         the window); they map to ``None`` instead of a copy. The worker passes the chunks it
         has stored, so a checkpoint copies only the new ones."""
-        state: dict = {"params": {p: _py(getattr(self, p)) for p in self._PARAMS}}
+        state: dict = {"algorithm": "GDMStream",
+                       "params": {p: _py(getattr(self, p)) for p in self._PARAMS}}
         if not hasattr(self, "n_seen_"):
             return state
         w = self.n_features_in_ + 1
@@ -433,6 +434,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
     @classmethod
     def from_state(cls, state: dict) -> "GDMStream":
         """Rebuild a learner from :meth:`to_state` output."""
+        check_state_algorithm(state, cls.__name__, ["GDMStream"], default=_unnamed_gdm_state(state))
         p = state["params"]
         model = cls(**{k: p[k] for k in cls._PARAMS})
         model._validate_params()

@@ -53,7 +53,13 @@ import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from streamfs.algorithms._validation import check_choice, check_int, check_number, shown
+from streamfs.algorithms._validation import (
+    check_choice,
+    check_int,
+    check_number,
+    check_state_algorithm,
+    shown,
+)
 from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
 from streamfs.algorithms.neighbourhood import (
@@ -268,8 +274,7 @@ class KOFSD(FeatureStreamSelector):
     @classmethod
     def from_state(cls, state: dict) -> "KOFSD":
         """Rebuild a selector that continues exactly where ``to_state`` was taken."""
-        if state.get("algorithm") != "kofsd":
-            raise ValueError(f"not a K-OFSD state: algorithm={state.get('algorithm')!r}")
+        check_state_algorithm(state, cls.__name__, ["kofsd"])
         params = dict(state["params"])
         if state.get("version", 1) < 2:
             # version 1 had other "weight"/"distance" cards (and gamma1 < gamma2): a state of

@@ -108,6 +108,7 @@ from streamfs.algorithms._validation import (
     check_int,
     check_number,
     check_random_state,
+    check_state_algorithm,
     column_names,
     shown,
     writable,
@@ -886,9 +887,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     @classmethod
     def from_state(cls, state: dict) -> "InstanceStreamSelector":
         """Rebuild a learner from :meth:`to_state` output."""
-        target = _REGISTRY.get(state["algorithm"], cls)
-        if not issubclass(target, cls):
-            raise TypeError(f"state of {state['algorithm']} cannot restore a {cls.__name__}")
+        # the base class restores any learner of the family, a learner its own kind (and kinds
+        # derived from it)
+        kinds = [name for name, c in _REGISTRY.items() if issubclass(c, cls)]
+        target = _REGISTRY[check_state_algorithm(state, cls.__name__, kinds)]
         obj = target(**state["params"])
         if "n_features" not in state:
             return obj

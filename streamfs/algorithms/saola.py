@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ._validation import check_choice, check_int, check_number
+from ._validation import check_choice, check_int, check_number, check_state_algorithm
 from .base import FeatureStreamSelector
 from .measures import (
     ColumnBlock,
@@ -748,8 +748,7 @@ class _SAOLABase(FeatureStreamSelector):
 
     @classmethod
     def _from_base_state(cls, state: dict, **extra: Any) -> "_SAOLABase":
-        if state.get("algorithm") != cls._algorithm:
-            raise ValueError(f"state is for {state.get('algorithm')!r}, not {cls._algorithm!r}")
+        check_state_algorithm(state, cls.__name__, [cls._algorithm])
         obj = cls(**state["params"], **extra)
         if not state["started"]:
             return obj

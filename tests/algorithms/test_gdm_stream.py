@@ -298,3 +298,24 @@ def test_state_keeps_the_feature_names():
             m.partial_fit(frame[frame.columns[::-1]].iloc[:5], y[:5])
     assert back.selection() == model.selection()
     assert "feature_names" not in GDMStream(**PARAMS).partial_fit(X[:20], y[:20]).to_state()
+
+
+def test_states_record_the_algorithm_and_older_states_without_it_still_load():
+    X, y = _data(n=150, d=12, seed=5)
+    stream = GDMStream(refit_every=100, **PARAMS).fit(X, y)
+    batch = GDM(**PARAMS).fit(X, y)
+    s_state, b_state = stream.to_state(), batch.to_state()
+    assert s_state["algorithm"] == "GDMStream" and b_state["algorithm"] == "GDM"
+    with pytest.raises(ValueError, match="^GDM.from_state was given a state of algorithm "
+                                         "'GDMStream', not of 'GDM'$"):
+        GDM.from_state(s_state)
+    # written before states named their algorithm: told apart by GDMStream's refit_every
+    old_stream = {k: v for k, v in s_state.items() if k != "algorithm"}
+    old_batch = {k: v for k, v in b_state.items() if k != "algorithm"}
+    assert GDMStream.from_state(old_stream).selection() == stream.selection()
+    assert GDM.from_state(old_batch).selection() == batch.selection()
+    with pytest.raises(ValueError, match="^GDMStream.from_state was given a state of algorithm "
+                                         "'GDM', not of 'GDMStream'$"):
+        GDMStream.from_state(old_batch)
+    with pytest.raises(ValueError, match="records no algorithm"):
+        GDMStream.from_state({"no": "params"})

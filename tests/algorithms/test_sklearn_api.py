@@ -21,6 +21,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.gdm import GDM
+from streamfs.algorithms.gdm_stream import GDMStream
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.ofs import (
     OFS,
@@ -351,6 +352,21 @@ def test_pickle_and_state_round_trip_agree(estimator):
     restored = type(est).from_state(est.to_state())
     np.testing.assert_array_equal(restored.get_support(indices=True),
                                   est.get_support(indices=True))
+
+
+def test_from_state_refuses_the_state_of_another_algorithm():
+    X, y = _clf_data()
+    fitted = [_seeded(e).fit(X, y) for e in ESTIMATORS + [GDMStream(n_features_per_step=3)]]
+    states = [(type(m), m.to_state()) for m in fitted]
+    assert all(isinstance(state["algorithm"], str) for _, state in states)
+    for owner in [type(m) for m in fitted] + [InstanceStreamSelector]:
+        for kind, state in states:
+            if issubclass(kind, owner):  # a learner's own kind, or the family's base class
+                assert type(owner.from_state(state)) is kind
+                continue
+            with pytest.raises(ValueError, match=rf"^{owner.__name__}\.from_state was given a "
+                               rf"state of algorithm '{state['algorithm']}', not of "):
+                owner.from_state(state)
 
 
 def test_fit_equals_reference_stream_api():
