@@ -24,6 +24,7 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = [
     "check_number",
@@ -33,6 +34,8 @@ __all__ = [
     "check_random_state",
     "check_bool",
     "check_state_algorithm",
+    "check_label_types",
+    "check_targets",
     "label_problem",
     "column_names",
     "shown",
@@ -218,9 +221,9 @@ def _listed(values: list, limit: int = 10) -> str:
 def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: int = 2,
                   continuous: bool = True) -> str | None:
     """Why the labels ``y`` cannot work for algorithm ``name`` (one line), or ``None``:
-    missing labels (NaN, None), bytes (they travel as text only once decoded), fewer than
-    ``min_classes`` classes, more than two for a ``binary_only`` learner and, unless
-    ``continuous``, real-valued targets (every instance its own class: scikit-learn's
+    missing labels (NaN, None), bytes (they travel as text only once decoded), strings
+    mixed with numbers, fewer than ``min_classes`` classes, more than two for a
+    ``binary_only`` learner and, unless ``continuous``, real-valued targets (every instance its own class: scikit-learn's
     ``check_classification_targets`` refuses them).
 
     >>> label_problem([1, 1, 1], "saola")
@@ -245,6 +248,8 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
         return f"the labels contain {what} ({missing} of {arr.size}); every instance needs a class"
     if arr.dtype.kind == "S" or (arr.dtype.kind == "O" and any(isinstance(v, bytes) for v in arr)):
         return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
+    if len(_label_kinds(arr)) > 1:
+        return "the labels mix strings and numbers: use one type for every label"
     try:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
     except TypeError:
@@ -264,6 +269,41 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
             return (f"{name} takes class labels, not continuous values (such as "
                     f"{shown(fractional[0])}): map them to classes first")
     return None
+
+
+def _label_kinds(values: Any) -> set[bool]:
+    """``{is a string}`` over the labels ``values`` (an array or a sequence)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind != "O":
+        return {values.dtype.kind in "US"} if values.size else set()
+    items = values.ravel() if isinstance(values, np.ndarray) else values
+    return {isinstance(v, (str, np.str_)) for v in items}
+
+
+def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
+    """scikit-learn's ``ValueError`` for labels that mix strings with numbers (or other
+    values), in ``y`` or between ``y`` and the ``known`` labels of earlier blocks: such labels
+    have no order (numpy's and Python's sorts raise a bare ``TypeError``) and are easily one
+    class written two ways (``1`` and ``"1"``).
+
+    >>> check_label_types(np.array(["a", 1], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: Mix of label input types (string and number)
+    >>> check_label_types(np.array([2, 1]), known=["a"])
+    Traceback (most recent call last):
+    ...
+    ValueError: Mix of label input types (string and number)
+    """
+    if len(_label_kinds(y) | _label_kinds(known)) > 1:
+        raise ValueError("Mix of label input types (string and number)")
+
+
+def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> None:
+    """Class labels for a classifier: :func:`check_label_types`, then scikit-learn's
+    ``check_classification_targets`` (which would fail on mixed labels with a bare
+    ``TypeError``)."""
+    check_label_types(y, known)
+    check_classification_targets(y)
 
 
 def _missing_labels(arr: np.ndarray) -> int:

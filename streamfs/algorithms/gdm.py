@@ -31,7 +31,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
@@ -45,6 +44,7 @@ from ._validation import (
     check_int,
     check_number,
     check_state_algorithm,
+    check_targets,
     label_problem,
 )
 from .base import _SPARSE, _check_width, _input_names, _inverse
@@ -373,7 +373,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             raise ValueError(problem)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        check_classification_targets(y)
+        check_targets(y)
         yy = self._encode(y)
         S = _Standardised(X)
         S.tau = self.tau

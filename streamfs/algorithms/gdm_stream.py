@@ -65,10 +65,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._validation import _listed, check_int, check_state_algorithm
+from ._validation import _listed, check_int, check_state_algorithm, check_targets
 from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures import column_abs_max, value_problem
 
@@ -297,7 +296,8 @@ class GDMStream(SelectorMixin, BaseEstimator):
         n = X.shape[0]
         if n == 0:
             return self
-        check_classification_targets(y)  # as GDM.fit will, before anything is changed
+        # as GDM.fit will, before anything is changed; labels of earlier blocks included
+        check_targets(y, self.classes_seen_)
         codes = self._codes_of(y)
         r = int(self.refit_every)
         last = ((self.n_seen_ + n) // r) * r  # the last refit point this block reaches
@@ -326,7 +326,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
             delattr(self, name)
         validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
             raise ValueError(f"GDM needs two classes, y has one class ({_listed(np.unique(y))})")
         return self.partial_fit(X, y).finish()

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from streamfs.algorithms._validation import (
@@ -58,6 +57,7 @@ from streamfs.algorithms._validation import (
     check_int,
     check_number,
     check_state_algorithm,
+    check_targets,
     shown,
 )
 from streamfs.algorithms.base import FeatureStreamSelector
@@ -373,7 +373,7 @@ class KOFSD(FeatureStreamSelector):
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite labels")
         # classes are categories: real-valued targets would make every instance its own class
-        check_classification_targets(y)
+        check_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError("y has a single class: the dependency is undefined")

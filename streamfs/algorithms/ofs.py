@@ -88,7 +88,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_array,
     check_consistent_length,
@@ -108,7 +107,9 @@ from streamfs.algorithms._validation import (
     check_int,
     check_number,
     check_random_state,
+    check_label_types,
     check_state_algorithm,
+    check_targets,
     column_names,
     shown,
     writable,
@@ -390,6 +391,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         uniq, first = np.unique(y, return_index=True)
         new = [_py(u) for u, _ in sorted(zip(uniq, first), key=lambda t: t[1])]
         labels = list(self._labels) + [c for c in new if c not in self._labels]
+        check_label_types(labels)  # a block's own labels were checked; not with earlier ones
         if len(labels) > 2:
             raise ValueError(self._multiclass_message(labels))
         provisional = labels[0]
@@ -647,7 +649,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                           ensure_all_finite=True, ensure_min_samples=1)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        check_classification_targets(y)
+        check_targets(y)
         labels = [_py(c) for c in np.unique(y)]
         if len(labels) > 2:
             raise ValueError(self._multiclass_message(labels))
@@ -681,7 +683,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         if classes is not None:
             self._set_classes(classes)
         M = self._as_csr(X, single=False)
-        y = _block_labels(y)
+        y = _block_labels(y, self._labels)
         n = M[0].size - 1
         if y.shape[0] != n:
             raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
@@ -923,14 +925,15 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         return obj
 
 
-def _block_labels(y: Any) -> np.ndarray:
+def _block_labels(y: Any, known: list) -> np.ndarray:
     """A block's labels as a 1-D array (a column vector with scikit-learn's warning), with
-    scikit-learn's errors for NaN and for continuous values; a block may hold one class."""
+    scikit-learn's errors for NaN, for continuous values and for strings mixed with numbers
+    (``known``: the labels of earlier blocks); a block may hold one class."""
     y = column_or_1d(y, warn=True)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
     if y.size:
-        check_classification_targets(y)
+        check_targets(y, known)
     return y
 
 
@@ -1336,6 +1339,7 @@ class OneVsRest:
     def partial_fit(self, X: Any, y: Any) -> "OneVsRest":
         """Learn the rows of ``X`` in order (classes open at their first row)."""
         y = np.asarray(y)
+        check_label_types(y, getattr(self, "classes_", ()))
         uniq, first = np.unique(y, return_index=True)
         order = sorted(zip(first.tolist(), (u.item() for u in uniq)))
         if not hasattr(self, "learners_"):

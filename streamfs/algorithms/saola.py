@@ -41,7 +41,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ._validation import check_choice, check_int, check_number, check_state_algorithm
+from ._validation import (
+    check_choice,
+    check_int,
+    check_label_types,
+    check_number,
+    check_state_algorithm,
+)
 from .base import FeatureStreamSelector
 from .measures import (
     ColumnBlock,
@@ -384,6 +390,8 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
         arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1 or len(arr) == 0:
         raise ValueError("y must be a non-empty 1-D vector of class labels")
+    # as scikit-learn: as text, 1 and "1" would silently become one class
+    check_label_types(arr)
     if arr.dtype.kind in "biuf":
         num = arr.astype(np.float64)
         if not np.all(np.isfinite(num)):

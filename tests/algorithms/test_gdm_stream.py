@@ -319,3 +319,11 @@ def test_states_record_the_algorithm_and_older_states_without_it_still_load():
         GDMStream.from_state(old_batch)
     with pytest.raises(ValueError, match="records no algorithm"):
         GDMStream.from_state({"no": "params"})
+
+
+def test_labels_of_another_type_than_earlier_blocks_are_refused():
+    X, y = _data(n=60, d=12, labels=("yes", "no"))
+    model = GDMStream(refit_every=1000, **PARAMS).partial_fit(X[:30], y[:30])
+    with pytest.raises(ValueError, match=r"^Mix of label input types \(string and number\)$"):
+        model.partial_fit(X[30:], np.where(y[30:] == "yes", 1, 0))
+    assert model.n_seen_ == 30 and sorted(model.classes_seen_) == ["no", "yes"]

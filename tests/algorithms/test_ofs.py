@@ -647,6 +647,10 @@ def test_one_vs_rest_matches_binary_learners_and_round_trips():
     assert [abs(s["score"]) for s in sel] == sorted((abs(s["score"]) for s in sel), reverse=True)
     with pytest.raises(ValueError, match="full-input"):
         OneVsRest(OFSPartial(2)).partial_fit(X, y)
+    with pytest.raises(ValueError, match="^Mix of label input types"):
+        OneVsRest(OFS(3)).partial_fit(X[:4], np.array(["x", 1, "y", 2], dtype=object))
+    with pytest.raises(ValueError, match="^Mix of label input types"):
+        ovr.partial_fit(X[:2], np.array([1, 2]))
 
 
 def _overflowing(seed=0, n=40, d=6):
@@ -758,3 +762,18 @@ def test_unscaled_values_beyond_the_limit_are_refused_before_learning(make):
         check_values("instances", make(), X * 1e100)
     check_values("instances", make(), X * 1e30)
     assert make().partial_fit(X * 1e30, y).n_seen_ == 100
+
+
+@pytest.mark.parametrize("make", [lambda: OFS(2, n_features=3),
+                                  lambda: OFSPartial(2, n_features=3, random_state=0)])
+def test_labels_of_another_type_than_the_first_block_are_refused(make):
+    x = np.array([0.5, -1.0, 2.0])
+    for first, then in (("a", 1), (1, "a")):
+        m = make().learn_one(x, first)
+        with pytest.raises(ValueError, match=r"^Mix of label input types \(string and number\)$"):
+            m.learn_one(x, then)
+        with pytest.raises(ValueError, match=r"^Mix of label input types"):
+            m.partial_fit(x[None, :], np.array([then], dtype=object))
+        assert m.classes_.tolist() == [first] and m.n_seen_ == 1
+        m.learn_one(x, first)  # the stream goes on
+        assert m.n_seen_ == 2

@@ -223,6 +223,13 @@ def test_check_labels_messages():
         registry.get("rand").check_labels(np.arange(12))
 
 
+def test_check_labels_names_labels_mixing_strings_and_numbers():
+    mixed = np.array(["a", 1, "a", 1], dtype=object)
+    for name in ("saola", "kofsd", "ofs", "gdm"):
+        with pytest.raises(ValueError, match="^the labels mix strings and numbers"):
+            registry.get(name).check_labels(mixed)
+
+
 def test_check_labels_accepts_what_works():
     for name, spec in registry.ALGORITHMS.items():
         spec.check_labels(["no", "yes", "no"])

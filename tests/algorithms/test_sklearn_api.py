@@ -163,6 +163,20 @@ def test_fit_requires_y():
             est.fit(X, None)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS + [GDMStream(n_features_per_step=3)],
+                         ids=lambda e: type(e).__name__)
+def test_labels_mixing_strings_and_numbers_are_refused_as_scikit_learn_does(estimator):
+    """Mixed labels have no order (a bare TypeError from the sort) and may be one class
+    written two ways; SAOLA, which takes real-valued targets, refuses them too."""
+    X, _ = _clf_data()
+    y = np.array(["a", 1] * (len(X) // 2), dtype=object)
+    for learn in ("fit", "partial_fit")[:2 if hasattr(estimator, "partial_fit") else 1]:
+        est = _seeded(estimator)
+        with pytest.raises(ValueError, match=r"^Mix of label input types \(string and number\)$"):
+            getattr(est, learn)(X, y)
+        assert not hasattr(est, "selected_") or len(est.selected_) == 0
+
+
 def test_inverse_transform_puts_columns_back_in_output_order():
     X, y = _clf_data()
     g = GroupSAOLA().fit(X, y, groups=[list(range(19, -1, -1))])  # one group, reversed
