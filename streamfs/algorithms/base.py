@@ -4,7 +4,9 @@ A feature stream fixes the instances (and the class vector ``y``) and delivers f
 block of columns at a time. Every selector:
 
 * stores its constructor parameters only (learned attributes end in ``_``); the parameters are
-  checked by ``_validate_params()`` at the start of ``fit`` and ``partial_fit``;
+  checked by ``_validate_params()`` at the start of ``fit`` and ``partial_fit``, and are fixed
+  once the stream has started: ``partial_fit`` refuses parameters changed since then, ``fit``
+  starts over with them (:mod:`streamfs.algorithms._stream_params`);
 * learns from one block with ``partial_fit(X_block, y)``: the first call fixes ``y``, later
   calls may pass ``y`` again (it must be equal) or ``None``; columns get global indices
   ``n_features_seen_, n_features_seen_ + 1, ...`` in arrival order;
@@ -52,6 +54,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ._stream_params import StreamParamsMixin
 from ._validation import column_names, writable
 from .measures import DBL_MAX
 
@@ -60,7 +63,7 @@ from .measures import DBL_MAX
 _SPARSE = ("csr", "csc", "coo")
 
 
-class FeatureStreamSelector(SelectorMixin, BaseEstimator):
+class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
     """Base class: selection bookkeeping shared by every feature-stream algorithm."""
 
     #: global 0-based indices of the selected features, in the algorithm's output order
@@ -116,6 +119,7 @@ class FeatureStreamSelector(SelectorMixin, BaseEstimator):
 
     def _stream_step(self, X: Any, y: Any, **kwargs: Any) -> "FeatureStreamSelector":
         self._validate_params()
+        self._check_stream_params()
         X, names = self._begin_block(X, batch=False)
         before = int(getattr(self, "n_features_seen_", 0))
         self._partial_fit(X, y, **kwargs)

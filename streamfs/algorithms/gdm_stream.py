@@ -23,6 +23,10 @@ at ``open``. The buffer is allocated once at the first block; pages are committe
 operating system as rows are written. GDM's own working memory during a fit comes on top
 (a few vectors of the window's length and a few columns of it, not a copy of the window).
 
+Parameters are fixed once the stream has started: ``partial_fit`` and ``finish`` refuse
+parameters changed since (``fit`` starts over with them), see
+:mod:`streamfs.algorithms._stream_params`.
+
 Labels: any two values; ``GDM`` maps them (sorted, the larger is ``+1``). A third class raises
 ``ValueError`` before anything is learned from the block.
 
@@ -67,6 +71,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from ._stream_params import StreamParamsMixin
 from ._validation import _listed, check_int, check_state_algorithm, check_targets
 from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures import column_abs_max, value_problem
@@ -97,7 +102,7 @@ def _reverse_rows(a: np.ndarray, lo: int, hi: int, block: int) -> None:
         j -= k
 
 
-class GDMStream(SelectorMixin, BaseEstimator):
+class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
     """GDM refitted on a sliding window of an instance stream (see the module docstring).
 
     Parameters
@@ -175,6 +180,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
     # ------------------------------------------------------------------ buffer
     def _init(self, d: int) -> None:
         self._validate_params(d)
+        self._begin_stream_params()
         self.n_features_in_ = int(d)
         self.n_seen_ = 0
         self.n_refits_ = 0
@@ -279,6 +285,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
         the features) with their labels; fit GDM when the count of instances seen reaches a
         multiple of ``refit_every``."""
         self._validate_params()
+        self._check_stream_params()
         first = not hasattr(self, "n_seen_")
         if first and self.n_features is not None and getattr(X, "ndim", 2) == 2 \
                 and np.shape(X)[1] != self.n_features:
@@ -311,6 +318,8 @@ class GDMStream(SelectorMixin, BaseEstimator):
 
     def finish(self) -> "GDMStream":
         """Fit GDM on the window (the stream is closing), unless the last fit was on it."""
+        if hasattr(self, "n_seen_"):
+            self._check_stream_params()
         if hasattr(self, "n_seen_") and self.last_fit_at_ != self.n_seen_:
             self._refit()
         return self
@@ -394,6 +403,9 @@ class GDMStream(SelectorMixin, BaseEstimator):
         full[0][...] = np.where(mask[:, :d], rows[:, :d], full[0])
         full[1][...] = np.where(mask[:, d], rows[:, d], full[1])
 
+    def _state_params(self) -> dict:
+        return {p: _py(getattr(self, p)) for p in self._PARAMS}
+
     def to_state(self, stored_columns: Collection[int] = ()) -> dict:
         """Plain-data snapshot; see the module docstring for the layout of the window.
 
@@ -401,8 +413,7 @@ class GDMStream(SelectorMixin, BaseEstimator):
         earlier state of this learner (a complete chunk's values never change while it is in
         the window); they map to ``None`` instead of a copy. The worker passes the chunks it
         has stored, so a checkpoint copies only the new ones."""
-        state: dict = {"algorithm": "GDMStream",
-                       "params": {p: _py(getattr(self, p)) for p in self._PARAMS}}
+        state: dict = {"algorithm": "GDMStream", "params": self._state_params()}
         if not hasattr(self, "n_seen_"):
             return state
         w = self.n_features_in_ + 1
@@ -429,13 +440,13 @@ class GDMStream(SelectorMixin, BaseEstimator):
         state["columns"] = {k: None if k in stored else self._flat(k * CHUNK_VALUES,
                                                                     (k + 1) * CHUNK_VALUES)
                             for k in range(a // CHUNK_VALUES, b // CHUNK_VALUES)}
-        return state
+        return self._put_stream_params(state)
 
     @classmethod
     def from_state(cls, state: dict) -> "GDMStream":
         """Rebuild a learner from :meth:`to_state` output."""
         check_state_algorithm(state, cls.__name__, ["GDMStream"], default=_unnamed_gdm_state(state))
-        p = state["params"]
+        p, later = cls._stream_params_of(state)
         model = cls(**{k: p[k] for k in cls._PARAMS})
         model._validate_params()
         c = state.get("counters")
@@ -465,4 +476,5 @@ class GDMStream(SelectorMixin, BaseEstimator):
             model._unflat(np.asarray(values, dtype=np.float64), int(k) * CHUNK_VALUES)
         model._unflat(np.asarray(state["tail"], dtype=np.float64),
                       (b // CHUNK_VALUES) * CHUNK_VALUES)
+        model._set_later_params(later)
         return model

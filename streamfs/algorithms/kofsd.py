@@ -204,6 +204,7 @@ class KOFSD(FeatureStreamSelector):
         single-feature dependency when nothing was selected."""
         if not hasattr(self, "n_features_seen_"):
             raise ValueError("finish() called before any partial_fit")
+        self._check_stream_params()
         if self.compat == "zhou" and not self._sel and self.n_features_seen_ > 0:
             scores = np.asarray(self._pending, dtype=np.float64)
             m = min(fallback_count(self.n_features_seen_), scores.size)
@@ -232,7 +233,7 @@ class KOFSD(FeatureStreamSelector):
             if (name.endswith("_") and not name.startswith("__")) or name in self._STATE:
                 delattr(self, name)
 
-    def _params(self) -> dict:
+    def _state_params(self) -> dict:
         return {
             "k": int(self.k),
             "alpha": float(self.alpha),
@@ -246,7 +247,7 @@ class KOFSD(FeatureStreamSelector):
 
     def to_state(self) -> dict:
         """Plain-data snapshot; kept columns under ``"columns"`` as ``{feature: array}``."""
-        state: dict = {"algorithm": "kofsd", "version": 2, "params": self._params()}
+        state: dict = {"algorithm": "kofsd", "version": 2, "params": self._state_params()}
         if not hasattr(self, "n_features_seen_"):
             state["fitted"] = False
             return state
@@ -269,13 +270,14 @@ class KOFSD(FeatureStreamSelector):
             if self._fallback is None
             else {"features": self._fallback[0].copy(), "scores": self._fallback[1].copy()},
         )
-        return state
+        return self._put_stream_params(state)
 
     @classmethod
     def from_state(cls, state: dict) -> "KOFSD":
         """Rebuild a selector that continues exactly where ``to_state`` was taken."""
         check_state_algorithm(state, cls.__name__, ["kofsd"])
-        params = dict(state["params"])
+        started, later = cls._stream_params_of(state)
+        params = dict(started)
         if state.get("version", 1) < 2:
             # version 1 had other "weight"/"distance" cards (and gamma1 < gamma2): a state of
             # those cannot continue; for the other cards the thresholds were unused
@@ -289,6 +291,7 @@ class KOFSD(FeatureStreamSelector):
         if not state["fitted"]:
             return self
         self._validate_params()
+        self._begin_stream_params()
         self.classes_ = np.asarray(state["classes"])
         self._y = np.asarray(state["y"], dtype=np.int64)
         self._large = int(state["large"])
@@ -319,6 +322,7 @@ class KOFSD(FeatureStreamSelector):
             else (np.asarray(fb["features"], np.int64), np.asarray(fb["scores"], np.float64))
         )
         self._publish()
+        self._set_later_params(later)
         return self
 
     # ---------------------------------------------------------------- internals
@@ -380,6 +384,7 @@ class KOFSD(FeatureStreamSelector):
         if self.k >= y.shape[0]:
             raise ValueError(f"k={self.k} needs more than k instances, y has {y.shape[0]}")
         self._check_n_instances(y.shape[0])
+        self._begin_stream_params()
         self._large = large_class_code(classes, y_enc, self.compat)
         self.classes_ = classes
         self.large_class_ = None if self._large < 0 else classes[self._large]

@@ -53,7 +53,10 @@ Conventions shared by all learners (documented choices where the paper is silent
   ``"standardize"`` (running z-scores of the observed attributes, divided by ``sqrt(d)`` so
   that ``E||x||^2 = 1``).
 * parameters are checked by ``_validate_params()`` when the stream opens and at the start of
-  ``fit`` / ``partial_fit`` (constructors only store them).
+  ``fit`` / ``partial_fit`` (constructors only store them); once the stream is open they are
+  fixed: a learning step (``partial_fit``, ``learn_one``, ``attributes_to_observe``,
+  ``learn_observed``) refuses parameters changed since, ``fit`` starts over with them
+  (:mod:`streamfs.algorithms._stream_params`).
 * NaN and inf: refused by ``fit``, ``predict`` and ``decision_function``, and by
   ``partial_fit`` / ``learn_one`` of the full-input learners. Partial-input learners read
   only ``B`` attributes of an instance, so their ``partial_fit`` / ``learn_one`` do not look
@@ -97,6 +100,7 @@ from sklearn.utils.validation import (
 )
 
 from streamfs.algorithms import ofs_kernels as _k
+from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms.base import _SPARSE
 from streamfs.algorithms.measures import DBL_MAX, is_float_matrix
 from streamfs.algorithms.rounding import round_half_away
@@ -168,7 +172,7 @@ def budget_for(k: int | float | None, d: int) -> int:
     return min(max(B, 1), d)
 
 
-class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
+class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, BaseEstimator):
     """Base class of the instance-stream learners: budgeted linear classifiers whose non-zero
     weights are the selected features.
 
@@ -233,8 +237,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
                 ) from None
 
     def _state_params(self) -> dict:
-        """The parameters in constructor order (the order ``to_state`` has always used)."""
-        return {name: getattr(self, name) for name in _init_names(type(self))}
+        """The parameters in constructor order (the order ``to_state`` has always used); a
+        random generator as ``None`` (the generator's state, saved apart, supersedes it)."""
+        params = {name: getattr(self, name) for name in _init_names(type(self))}
+        rs = params.get("random_state")
+        if rs is not None:
+            params["random_state"] = int(rs) if isinstance(rs, (int, np.integer)) else None
+        return params
 
     def _kernel_params(self, d: int, B: int) -> tuple[list[float], int, int]:
         """``([eta, decay, radius, threshold, epsilon], obs_mode, weighted)``."""
@@ -301,6 +310,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def _allocate(self, d: int) -> None:
         self._check_memory(d)
+        self._begin_stream_params()
         self.d_ = d
         self.n_features_in_ = d
         self.budget_ = B = self._budget(d)
@@ -670,6 +680,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         like the ``classes`` parameter; later calls may repeat the same pair.
         """
         self._validate_params()
+        self._check_stream_params()
         first = not hasattr(self, "d_")
         if not first and self.n_seen_ == 0 and not hasattr(self, "feature_names_in_"):
             # opened early (n_features=, attributes_to_observe) but not fed yet: take names
@@ -748,6 +759,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         >>> m.n_seen_, m.selected_.tolist(), m.classes_.tolist()
         (2, [1], ['ham', 'spam'])
         """
+        self._check_stream_params()
         M = self._as_csr(x, single=True)
         if self._pending is not None:
             idx = self._pending
@@ -850,11 +862,6 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
     def to_state(self) -> dict:
         """Plain-data snapshot; ``from_state`` continues bit-identically (RNG included)."""
         state: dict = {"algorithm": type(self).__name__, "params": self._state_params()}
-        rs = state["params"].get("random_state")
-        if rs is not None and not isinstance(rs, (int, np.integer)):
-            state["params"]["random_state"] = None  # the generator state below supersedes it
-        elif rs is not None:
-            state["params"]["random_state"] = int(rs)
         if not hasattr(self, "d_"):
             return state
         n = int(self._ist[0])
@@ -884,7 +891,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         )
         if hasattr(self, "feature_names_in_"):
             state["feature_names"] = [str(n) for n in self.feature_names_in_]
-        return state
+        return self._put_stream_params(state)
 
     @classmethod
     def from_state(cls, state: dict) -> "InstanceStreamSelector":
@@ -893,7 +900,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         # derived from it)
         kinds = [name for name, c in _REGISTRY.items() if issubclass(c, cls)]
         target = _REGISTRY[check_state_algorithm(state, cls.__name__, kinds)]
-        obj = target(**state["params"])
+        params, later = cls._stream_params_of(state)
+        obj = target(**params)
         if "n_features" not in state:
             return obj
         obj._validate_params()
@@ -922,6 +930,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, BaseEstimator):
         names = state.get("feature_names")
         if names is not None:
             obj.feature_names_in_ = np.asarray([str(v) for v in names], dtype=object)
+        obj._set_later_params(later)
         return obj
 
 
@@ -966,6 +975,7 @@ class _PartialMixin:
     def attributes_to_observe(self) -> np.ndarray:
         """Indices the learner will read from the next instance (draws from its generator;
         repeated calls return the same pending choice until :meth:`learn_observed`)."""
+        self._check_stream_params()
         self._ensure_init(None)
         if self._pending is None:
             m = _k.choose(self._cidx, self._heap, self._mark, self._rng, self._fp, self._ip,
@@ -975,6 +985,7 @@ class _PartialMixin:
 
     def learn_observed(self, idx: Any, values: Any, y: Any) -> "_PartialMixin":
         """Learn from the values of the attributes returned by :meth:`attributes_to_observe`."""
+        self._check_stream_params()
         if self._pending is None:
             raise RuntimeError("call attributes_to_observe() first")
         idx = np.asarray(idx, dtype=np.int64)
@@ -1154,6 +1165,7 @@ class RandomSelection(InstanceStreamSelector):
 
     def attributes_to_observe(self) -> np.ndarray:
         """The fixed attributes, ascending."""
+        self._check_stream_params()
         if self.redraw:
             raise ValueError("RandomSelection(redraw=True) reads whole instances: it has no "
                              "fixed attributes to observe")

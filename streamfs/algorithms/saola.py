@@ -429,7 +429,7 @@ class _SAOLABase(FeatureStreamSelector):
 
     # -- parameters -----------------------------------------------------------------------
 
-    def _params(self) -> dict:
+    def _state_params(self) -> dict:
         return {
             "test": self.test,
             "alpha": float(self.alpha),
@@ -469,6 +469,7 @@ class _SAOLABase(FeatureStreamSelector):
                 f"class as a number (as the authors' implementation does): with "
                 f"{np.unique(num).size} classes the selection depends on how they are coded; "
                 "test='mi' treats them as categories", UserWarning, stacklevel=3)
+        self._begin_stream_params()
         self._st_n = n
         self._st_y = num
         self._st_classes = classes
@@ -729,7 +730,7 @@ class _SAOLABase(FeatureStreamSelector):
 
     def _base_state(self) -> dict:
         if not self._is_started():
-            return {"algorithm": self._algorithm, "version": 1, "params": self._params(),
+            return {"algorithm": self._algorithm, "version": 1, "params": self._state_params(),
                     "started": False}
         aff = {}
         for f in self.selected_:
@@ -738,10 +739,10 @@ class _SAOLABase(FeatureStreamSelector):
                 "features": np.asarray([p[0] for p in lst], dtype=np.int64),
                 "strengths": np.asarray([p[1] for p in lst], dtype=np.float64),
             }
-        return self._names_state({
+        return self._put_stream_params(self._names_state({
             "algorithm": self._algorithm,
             "version": 1,
-            "params": self._params(),
+            "params": self._state_params(),
             "started": True,
             "y": self._st_y.copy(),
             "classes": None if self._st_classes is None else list(self._st_classes),
@@ -752,12 +753,13 @@ class _SAOLABase(FeatureStreamSelector):
             "scores": self.scores_.copy(),
             "affiliated": aff,
             "columns": {int(f): self._st_raw[int(f)].copy() for f in self.selected_},
-        })
+        }))
 
     @classmethod
     def _from_base_state(cls, state: dict, **extra: Any) -> "_SAOLABase":
         check_state_algorithm(state, cls.__name__, [cls._algorithm])
-        obj = cls(**state["params"], **extra)
+        params, later = cls._stream_params_of(state)
+        obj = cls(**params, **extra)
         if not state["started"]:
             return obj
         obj._validate_params()
@@ -781,6 +783,8 @@ class _SAOLABase(FeatureStreamSelector):
                 [int(g), float(d)] for g, d in zip(np.asarray(a["features"]),
                                                    np.asarray(a["strengths"]))
             ]
+        # the rest of the state does not depend on the parameters
+        obj._set_later_params(later)
         return obj
 
 
@@ -868,8 +872,8 @@ class SAOLA(_SAOLABase):
                          n_bins=n_bins)
         self.max_features = max_features
 
-    def _params(self) -> dict:
-        p = super()._params()
+    def _state_params(self) -> dict:
+        p = super()._state_params()
         p["max_features"] = None if self.max_features is None else int(self.max_features)
         return p
 
