@@ -450,48 +450,80 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
 
     # ------------------------------------------------------------------ input conversion
     def _feature_index(self) -> dict[str, int] | None:
-        """``{name: index}`` of ``feature_names_in_`` (built once), or ``None``."""
+        """``{name: index}`` of ``feature_names_in_`` (built once), or ``None``. Slots not
+        named yet (``None``: names taken from dict keys, see :meth:`_key_index`) are left out."""
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             return None
         cache = self.__dict__.get("_name_pos")
         if cache is None or cache[0] is not names:
-            cache = (names, {str(n): i for i, n in enumerate(names)})
+            cache = (names, {str(n): i for i, n in enumerate(names) if n is not None})
             self._name_pos = cache
         return cache[1]
 
-    def _key_index(self, key: Any, names: dict[str, int] | None) -> int:
-        """Feature index of one dict key: an int index or a name of ``feature_names_in_``."""
+    def _key_index(self, key: Any, names: dict[str, int] | None, learn: bool = False) -> int:
+        """Feature index of one dict key: an int index or a feature name; -1 for a name not
+        seen yet when not ``learn``-ing (its weight is 0: it adds nothing to a score).
+
+        A learner that starts on dicts with names as keys (no DataFrame gave it
+        ``feature_names_in_``, no instance taught it features by position) names its features
+        from the keys it learns from, as River's learners take features from their input: the
+        first new name is feature 0, the next 1, and so on, up to ``n_features`` names."""
         if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
             return int(key)
-        if isinstance(key, str):
-            if names is None:
-                raise ValueError(
-                    f"{type(self).__name__} has no feature names, so dict keys must be int "
-                    f"feature indices, got {key!r}; fit or partial_fit it on a pandas "
-                    "DataFrame to use column names as keys"
-                )
-            if key not in names:
-                raise ValueError(
-                    f"unknown feature name {key!r}: not one of the {len(names)} names in "
-                    "feature_names_in_"
-                )
+        if not isinstance(key, str):
+            raise ValueError(
+                f"dict keys must be int feature indices or str feature names, got {key!r}")
+        if names is not None and key in names:
             return names[key]
-        raise ValueError(
-            f"dict keys must be int feature indices or str feature names, got {key!r}"
-        )
+        if names is None and self.n_seen_ > 0:  # it learned features by position
+            raise ValueError(
+                f"{type(self).__name__} has no feature names, so dict keys must be int "
+                f"feature indices, got {key!r}; fit or partial_fit it on a pandas "
+                "DataFrame, or start it on dicts with names as keys, to use names")
+        if names is not None and len(names) == self.d_:
+            raise ValueError(
+                f"unknown feature name {key!r}: not one of the {len(names)} names in "
+                f"feature_names_in_ (the learner has {self.d_} features, all named)")
+        if not learn:
+            return -1
+        return self._name_feature(key)
 
-    def _dict_to_csr(self, x: dict) -> _CSR:
+    def _name_feature(self, key: str) -> int:
+        """Give the first feature without a name the name ``key``; its index."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = self.feature_names_in_ = np.full(self.d_, None, dtype=object)
+        index = self._feature_index()
+        # names from keys fill the slots in order; _key_index saw a slot left
+        free = len(index)
+        while names[free] is not None:
+            free += 1
+        names[free] = key  # in place: the cached index is updated alongside
+        index[key] = free
+        return free
+
+    def _dict_to_csr(self, x: dict, learn: bool = False) -> _CSR:
         self._ensure_init(None)
         n = len(x)
         if all(type(k) is int for k in x):
             keys = np.fromiter(x.keys(), dtype=np.int64, count=n)
         else:
             names = self._feature_index()
-            keys = np.fromiter((self._key_index(k, names) for k in x), dtype=np.int64, count=n)
+            keys = np.fromiter((self._key_index(k, names, learn) for k in x), dtype=np.int64,
+                               count=n)
+            if (keys < 0).any():  # names not seen yet weigh 0: left out
+                x = {k: x[k] for k, j in zip(list(x), keys.tolist()) if j >= 0}
+                keys = keys[keys >= 0]
+                n = keys.size
             if np.unique(keys).size != n:
                 raise ValueError("a feature appears twice in the dict (by index and by name)")
-        vals = np.fromiter((float(v) for v in x.values()), dtype=np.float64, count=n)
+        try:
+            vals = np.fromiter((float(v) for v in x.values()), dtype=np.float64, count=n)
+        except (TypeError, ValueError):
+            bad = next(k for k, v in x.items() if not _is_float(v))
+            raise ValueError(f"the value of feature {bad!r} is not a number: {x[bad]!r}") \
+                from None
         if keys.size and (keys.min() < 0 or keys.max() >= self.d_):
             raise ValueError(f"feature index out of range [0, {self.d_})")
         if not self._partial and not np.isfinite(vals).all():
@@ -502,16 +534,17 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         keys, vals = keys[keep], vals[keep]
         return np.array([0, keys.size], dtype=np.int64), keys, vals
 
-    def _as_csr(self, X: Any, single: bool) -> _CSR:
+    def _as_csr(self, X: Any, single: bool, learn: bool = False) -> _CSR:
         """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
-        dense, sparse and dict inputs run through identical arithmetic."""
+        dense, sparse and dict inputs run through identical arithmetic. ``learn``: a dict's
+        new names name features (see :meth:`_key_index`)."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
-            return self._dict_to_csr(X)
+            return self._dict_to_csr(X, learn)
         if single and getattr(X, "ndim", None) == 1 and hasattr(X, "index") \
                 and hasattr(X, "to_dict"):
             # a pandas Series (df.iloc[i], iterrows()): its labels say which feature each
             # value is, not its positions
-            return self._dict_to_csr(X.to_dict())
+            return self._dict_to_csr(X.to_dict(), learn)
         if sp.issparse(X):
             # X itself where it is one already (the worker's decoded blocks, whose canonical
             # flag the decoder set); copied below only where it must change
@@ -750,9 +783,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """Predict ``x`` (counted in ``mistakes_``), then learn from ``(x, y)``.
 
         ``x``: a dict ``{feature: value}`` (absent features are 0) whose keys are int feature
-        indices or, once the learner knows them, names of ``feature_names_in_``; or a dense
-        1-D array or a scipy sparse row. Dict input needs the dimension up front
-        (``n_features=``) unless the learner has already seen data.
+        indices or names: those of ``feature_names_in_`` (a DataFrame's), or, for a learner
+        started on dicts keyed by name (River's datasets), names taken in the order they
+        first come; or a dense 1-D array or a scipy sparse row. Dict input needs the
+        dimension up front (``n_features=``) unless the learner has already seen data.
 
         >>> m = OFS(n_features_to_select=1, n_features=3, normalize=False)
         >>> m = m.learn_one({0: 0.5, 2: 1.0}, "spam").learn_one({1: 2.0}, "ham")
@@ -760,7 +794,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         (2, [1], ['ham', 'spam'])
         """
         self._check_stream_params()
-        M = self._as_csr(x, single=True)
+        M = self._as_csr(x, single=True, learn=True)
         if self._pending is not None:
             idx = self._pending
             _, cols, data = M
@@ -808,6 +842,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         out = {}
         for key, value in x.items():
             i = self._key_index(key, names)
+            if i == -1 and isinstance(key, str):
+                continue  # a name the learner has not seen: not selected
             if not 0 <= i < self.d_:
                 raise ValueError(f"feature index out of range [0, {self.d_})")
             if i in selected:
@@ -889,8 +925,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 "pending": None if self._pending is None else self._pending.copy(),
             }
         )
-        if hasattr(self, "feature_names_in_"):
-            state["feature_names"] = [str(n) for n in self.feature_names_in_]
+        if hasattr(self, "feature_names_in_"):  # None: not named yet (dict input)
+            state["feature_names"] = [None if n is None else str(n)
+                                      for n in self.feature_names_in_]
         return self._put_stream_params(state)
 
     @classmethod
@@ -929,7 +966,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         obj._pending = None if pend is None else np.asarray(pend, dtype=np.int64)
         names = state.get("feature_names")
         if names is not None:
-            obj.feature_names_in_ = np.asarray([str(v) for v in names], dtype=object)
+            obj.feature_names_in_ = np.asarray([None if v is None else str(v) for v in names],
+                                               dtype=object)
         obj._set_later_params(later)
         return obj
 
@@ -953,6 +991,14 @@ def _one_label(y: Any) -> Any:
     if isinstance(y, (float, np.floating)) and not np.isfinite(y):
         raise ValueError(f"the label y must be finite, got {y}")
     return y
+
+
+def _is_float(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _py(value: Any) -> Any:

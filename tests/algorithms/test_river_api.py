@@ -92,9 +92,39 @@ def test_string_keys_need_names():
         m.predict_one({"attr_1": 1.0})
     with pytest.raises(ValueError, match="has no feature names"):
         m.transform_one({"3": 1.0})  # digit strings are names too, never indices
-    fresh = OFS(3, n_features=12)
+    fresh = OFS(3, n_features=12).learn_one({0: 1.0}, "pos")  # features by position
     with pytest.raises(ValueError, match="has no feature names"):
         fresh.learn_one({"attr_1": 1.0}, "pos")
+
+
+def test_a_learner_started_on_named_dicts_names_its_features_from_the_keys():
+    """River's datasets yield dicts keyed by name: a learner started on them takes the names
+    in the order they first come (as a DataFrame's columns would name them)."""
+    rows = [({"a": 1.0, "b": 0.5}, 1), ({"b": -1.0, "c": 2.0}, 0), ({"a": 0.3, "d": 1.0}, 1),
+            ({"c": 1.0}, 0)] * 5
+    m = OFS(2, n_features=5, normalize=False)
+    for x, y in rows:
+        m.learn_one(x, y)
+    assert m.feature_names_in_.tolist() == ["a", "b", "c", "d", None]
+    # the same stream with positions in that order learns the same weights
+    ref = OFS(2, n_features=5, normalize=False)
+    for x, y in rows:
+        ref.learn_one({"abcd".index(k): v for k, v in x.items()}, y)
+    assert m.selected_.tolist() == ref.selected_.tolist()
+    assert m.decision_function({"a": 1.0, "c": 1.0}) == ref.decision_function({0: 1.0, 2: 1.0})
+    assert m.get_feature_names_out().tolist() == ["abcd"[i] for i in sorted(ref.selected_)]
+    # a name not seen yet weighs 0 in a prediction, and is never selected
+    assert m.predict_one({"a": 1.0, "new": 9.0}) == m.predict_one({"a": 1.0})
+    assert "new" not in m.transform_one({"new": 1.0, **{k: 1.0 for k in "abcd"}})
+    back = OFS.from_state(unpackb(packb(m.to_state())))  # the names and the free slot
+    assert back.feature_names_in_.tolist() == ["a", "b", "c", "d", None]
+    m.learn_one({"e": 1.0}, 1)
+    back.learn_one({"e": 1.0}, 1)
+    assert m.feature_names_in_.tolist() == back.feature_names_in_.tolist()
+    with pytest.raises(ValueError, match="unknown feature name 'f'.*5 features, all named"):
+        m.learn_one({"f": 1.0}, 1)
+    with pytest.raises(ValueError, match="the value of feature 'a' is not a number: None"):
+        m.learn_one({"a": None}, 1)
 
 
 def test_bad_keys():
