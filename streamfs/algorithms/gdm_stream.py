@@ -123,6 +123,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
     ----------
     n_seen_ : instances seen; ``n_buffered_`` : instances in the window;
     n_refits_ : GDM fits run; ``last_fit_at_`` : ``n_seen_`` at the last fit (0: none yet);
+    n_iter_ : cutting-plane iterations of the last fit (0: none yet);
     selected_, support_ : support features of the last fit, by decreasing ``|w|``;
     weights_, affiliated_, affiliated_corr_ : as in :class:`~streamfs.algorithms.gdm.GDM`.
     """
@@ -184,6 +185,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self.n_features_in_ = int(d)
         self.n_seen_ = 0
         self.n_refits_ = 0
+        self.n_iter_ = 0
         self.last_fit_at_ = 0
         self.classes_seen_: list = []
         self._X = np.empty((int(self.max_instances), int(d)), dtype=np.float64)
@@ -269,6 +271,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         model = self._gdm().fit(self._X[:n], y)
         self._set_fit(model.support_, model.weights_, model.affiliated_, model.affiliated_corr_)
         self.n_refits_ += 1
+        self.n_iter_ = int(model.n_iter_)
         self.last_fit_at_ = self.n_seen_
 
     def _check_values(self, X: Any, names: Any = None) -> None:
@@ -422,7 +425,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         state["counters"] = {
             "d": int(self.n_features_in_), "n_seen": int(self.n_seen_),
             "n_buffered": int(self.n_buffered_), "n_refits": int(self.n_refits_),
-            "last_fit_at": int(self.last_fit_at_),
+            "last_fit_at": int(self.last_fit_at_), "n_iter": int(self.n_iter_),
         }
         state["classes"] = [_py(c) for c in self.classes_seen_]
         state["fit"] = {
@@ -457,6 +460,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         model.n_buffered_ = int(c["n_buffered"])
         model.n_refits_ = int(c["n_refits"])
         model.last_fit_at_ = int(c["last_fit_at"])
+        model.n_iter_ = int(c.get("n_iter", 0))  # (states before it was kept: 0)
         model.classes_seen_ = list(state["classes"])
         names = state.get("feature_names")  # absent: no names (and states before they were kept)
         if names is not None:

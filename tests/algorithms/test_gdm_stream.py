@@ -327,3 +327,13 @@ def test_labels_of_another_type_than_earlier_blocks_are_refused():
     with pytest.raises(ValueError, match=r"^Mix of label input types \(string and number\)$"):
         model.partial_fit(X[30:], np.where(y[30:] == "yes", 1, 0))
     assert model.n_seen_ == 30 and sorted(model.classes_seen_) == ["no", "yes"]
+
+
+def test_n_iter_is_the_last_fits_and_survives_a_state_round_trip():
+    X, y = _data()
+    m = GDMStream(refit_every=100)
+    assert m.partial_fit(X[:50], y[:50]).n_iter_ == 0  # no fit yet
+    m.partial_fit(X[50:], y[50:])
+    assert m.n_buffered_ == len(y)  # the last fit's window: every instance
+    assert m.n_iter_ == m._gdm().fit(X, y).n_iter_ >= 1
+    assert GDMStream.from_state(unpackb(packb(m.to_state()))).n_iter_ == m.n_iter_
