@@ -226,6 +226,12 @@ def evaluate_dataset(
     cache: dict = {}
     plans = []
     for name, given in algorithms:  # every parameter error before any work
+        if "classes" in given and name in OFS_FAMILY:
+            # the learners see the labels coded 0/1 (a class against the rest), so the data's
+            # own labels given as classes would be refused as absent from y
+            raise ValueError(f"{name}: evaluate sets classes itself (it codes the labels 0/1, "
+                             "one class against the rest: --one-vs-rest picks it); leave out "
+                             "-p classes=")
         params = resolve_params(name, given, discrete, X.shape[1])
         algo = P.Algorithm(name, params, groups if name == "group-saola" else None)
         kind = algo.kind

@@ -188,3 +188,10 @@ def test_evaluate_refuses_a_one_vs_rest_label_that_is_no_class(tmp_path):
     assert res.exit_code == 2 and res.output == (
         "Error: class 'pos' has 1 instance in the subsample of max_instances=3: the stratified "
         "splits need at least 2 of every class\n"), res.output
+
+
+def test_evaluate_says_that_it_sets_the_classes_itself(tmp_path):
+    path = _data(tmp_path)
+    res = CliRunner().invoke(evaluate, [str(path), "-a", "ofs", "-p", "classes=[neg,pos]"])
+    assert res.exit_code == 2, res.output
+    assert "ofs: evaluate sets classes itself" in res.output
