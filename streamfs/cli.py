@@ -506,17 +506,13 @@ def _nothing_selected(result: dict) -> str | None:
 
 def _relevance_rule(result: dict) -> str | None:
     """The relevance test of ``result``'s algorithm with the values it ran with."""
-    import inspect
-
     from streamfs.algorithms import registry
 
     try:
         spec = registry.get(result["algorithm"])
+        used = spec.build(result.get("params", {})).get_params()  # defaults filled in
     except ValueError:
         return None
-    defaults = {k: p.default for k, p in
-                inspect.signature(spec.load().__init__).parameters.items()}
-    used = {**defaults, **spec.fixed, **result.get("params", {})}
     if "saola" in spec.name and used.get("test") == "fisher_z":
         return (f"a feature is relevant when its Fisher z-test p-value is below alpha "
                 f"({used['alpha']}); a larger alpha admits more")

@@ -323,8 +323,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         """Fit GDM on the window (the stream is closing), unless the last fit was on it."""
         if hasattr(self, "n_seen_"):
             self._check_stream_params()
-        if hasattr(self, "n_seen_") and self.last_fit_at_ != self.n_seen_:
-            self._refit()
+            if self.last_fit_at_ != self.n_seen_:
+                self._refit()
         return self
 
     def fit(self, X: Any, y: Any) -> "GDMStream":

@@ -450,35 +450,24 @@ def online_mistakes(
 
 def selection_trace(algorithm: Algorithm, X: Any, y: np.ndarray, n_points: int = 50) -> list:
     """``[[features seen, selection size], ...]`` of a feature-stream selector fed ``X`` in
-    ``n_points`` column blocks (the instance-stream analogue is ``size_curve``)."""
+    ``n_points`` column blocks (group-saola: blocks of whole groups, in the order listed; the
+    instance-stream analogue is ``size_curve``)."""
     Xc = X.tocsc() if sp.issparse(X) else X
     model = algorithm.build()
-    if algorithm.groups is not None:  # whole groups per block, in the order listed
-        return _group_trace(model, Xc, y, algorithm.groups, n_points)
-    cuts = np.unique(np.linspace(0, X.shape[1], n_points + 1).round().astype(int))[1:]
+    groups = algorithm.groups
+    lengths = np.ones(X.shape[1], np.int64) if groups is None else np.array([len(g) for g in groups])
+    order = None if groups is None else np.concatenate([np.asarray(g, np.int64) for g in groups])
+    ends = np.concatenate([[0], np.cumsum(lengths)])  # columns sent before each unit
+    cuts = np.unique(np.linspace(0, len(lengths), n_points + 1).round().astype(int))[1:]
     out, prev = [], 0
     for i, c in enumerate(cuts):
-        model.partial_fit(Xc[:, prev:c], y if i == 0 else None)
-        out.append([int(c), len(model.selected_)])
-        prev = c
-    model.finish()
-    out[-1][1] = len(model.selected_)
-    return out
-
-
-def _group_trace(model: Any, Xc: Any, y: np.ndarray, groups: list[list[int]],
-                 n_points: int) -> list:
-    """:func:`selection_trace` of group-saola: blocks of whole groups."""
-    cuts = np.unique(np.linspace(0, len(groups), n_points + 1).round().astype(int))[1:]
-    out, prev, seen = [], 0, 0
-    for i, c in enumerate(cuts):
-        chunk = groups[prev:c]
-        columns = np.concatenate([np.asarray(g, dtype=np.int64) for g in chunk])
-        sizes = np.cumsum([0] + [len(g) for g in chunk])
-        model.partial_fit(Xc[:, columns], y if i == 0 else None,
-                          groups=[np.arange(a, b) for a, b in zip(sizes[:-1], sizes[1:])])
-        seen += len(columns)
-        out.append([seen, len(model.selected_)])
+        a, b = int(ends[prev]), int(ends[c])
+        kwargs = {}
+        if groups is not None:  # the block's groups, by position in it
+            kwargs["groups"] = [np.arange(ends[u], ends[u + 1]) - a for u in range(prev, c)]
+        block = Xc[:, a:b] if order is None else Xc[:, order[a:b]]
+        model.partial_fit(block, y if i == 0 else None, **kwargs)
+        out.append([b, len(model.selected_)])
         prev = c
     model.finish()
     out[-1][1] = len(model.selected_)
