@@ -229,9 +229,7 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, accept_sparse=_SPARSE, dtype=None,
                           ensure_all_finite=True)
         cols = np.asarray(self.selected_, dtype=np.int64)
-        if sp.issparse(X):
-            return sp.csc_matrix(X)[:, cols]
-        return np.asarray(X)[:, cols]
+        return take_columns(X, cols)
 
     def inverse_transform(self, X: Any) -> Any:
         """Put the columns of a transformed ``X`` back at their places, zeros elsewhere."""
@@ -283,6 +281,15 @@ def _input_names(est: Any, input_features: Any, n: int) -> np.ndarray:
     return names
 
 
+def take_columns(X: Any, cols: np.ndarray) -> Any:
+    """The columns ``cols`` of a validated ``X``, in that order. Sparse input comes back as
+    CSR of the same container (``csr_array`` or ``csr_matrix``), as scikit-learn's selectors
+    return it."""
+    if sp.issparse(X):
+        return X.tocsr()[:, cols]
+    return np.asarray(X)[:, cols]
+
+
 def _inverse(est: Any, X: Any, cols: np.ndarray, n: int) -> Any:
     check_is_fitted(est)
     X = check_array(X, accept_sparse=_SPARSE, dtype=None, ensure_min_features=0)
@@ -291,10 +298,11 @@ def _inverse(est: Any, X: Any, cols: np.ndarray, n: int) -> Any:
             f"X has {X.shape[1]} columns but {type(est).__name__} selected {cols.size} features"
         )
     if sp.issparse(X):
+        # a csc_matrix, as scikit-learn's SelectorMixin.inverse_transform gives (OFS uses it)
         place = sp.csr_matrix(
             (np.ones(cols.size), (np.arange(cols.size), cols)), shape=(cols.size, n)
         )
-        return sp.csr_matrix(X @ place).astype(X.dtype)
+        return sp.csc_matrix(sp.csr_matrix(X) @ place, dtype=X.dtype)
     out = np.zeros((X.shape[0], n), dtype=X.dtype)
     out[:, cols] = X
     return out

@@ -47,7 +47,7 @@ from ._validation import (
     check_targets,
     label_problem,
 )
-from .base import _SPARSE, _check_width, _input_names, _inverse
+from .base import _SPARSE, _check_width, _input_names, _inverse, take_columns
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
 from .measures import column_abs_max, max_abs_for_sums, value_problem
 
@@ -514,9 +514,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     def transform(self, X: Any) -> Any:
         """The support columns of ``X``, in ``support_`` order."""
         X = self._check_X(X)
-        if sp.issparse(X):
-            return sp.csc_matrix(X)[:, self.support_]
-        return np.asarray(X)[:, self.support_]
+        return take_columns(X, self.support_)
 
     def inverse_transform(self, X: Any) -> Any:
         """Put the columns of a transformed ``X`` back at their places, zeros elsewhere."""

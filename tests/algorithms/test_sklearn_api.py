@@ -218,6 +218,27 @@ def test_inverse_transform_puts_columns_back_in_output_order():
     np.testing.assert_array_equal(sparse_back.toarray(), back)
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csc_matrix, sp.csr_array, sp.coo_array],
+                         ids=lambda c: c.__name__)
+def test_sparse_transform_returns_what_scikit_learns_selectors_return(estimator, container):
+    """CSR of the input's container (a sparse array stays an array), as SelectKBest gives;
+    the same values as the dense transform; inverse_transform gives what SelectKBest's does."""
+    from sklearn.feature_selection import SelectKBest
+
+    X, y = _clf_data()
+    est = _seeded(estimator).fit(X, y)
+    Xs = container(X)
+    ours = est.transform(Xs)
+    kbest = SelectKBest(k=3).fit(Xs, y)
+    theirs = kbest.transform(Xs)
+    assert (type(ours), ours.format) == (type(theirs), theirs.format)
+    np.testing.assert_array_equal(ours.toarray(), est.transform(X))
+    back = est.inverse_transform(ours)
+    assert type(back) is type(kbest.inverse_transform(theirs))
+    np.testing.assert_array_equal(back.toarray(), est.inverse_transform(est.transform(X)))
+
+
 # ------------------------------------------------------------------------------ pipelines
 def test_grid_search_over_pipeline_with_saola():
     X, y = _clf_data(n=300)
