@@ -106,7 +106,8 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ learning
     def partial_fit(self, X: Any, y: Any = None) -> "FeatureStreamSelector":
-        """Consume one block of new columns (dense array, scipy.sparse or data frame)."""
+        """Consume one block of new columns (dense array, scipy.sparse or data frame); a
+        1-D array is one new column."""
         return self._stream_step(X, y)
 
     def finish(self) -> "FeatureStreamSelector":

@@ -412,6 +412,8 @@ class KOFSD(FeatureStreamSelector):
 
     def _check_block(self, X: Any) -> np.ndarray:
         X = X.toarray() if sp.issparse(X) else np.asarray(X)
+        if X.ndim == 1:  # one new column, as SAOLA takes it
+            X = X[:, None]
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (instances x new features), got shape {X.shape}")
         if X.shape[0] != self._y.shape[0]:

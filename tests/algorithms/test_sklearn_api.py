@@ -366,6 +366,18 @@ def test_feature_stream_refuses_a_name_seen_before_and_keeps_its_state():
     np.testing.assert_array_equal(sel.to_state()["selected"], before["selected"])
 
 
+@pytest.mark.parametrize("cls", [SAOLA, KOFSD])
+def test_feature_stream_takes_a_1d_array_as_one_column(cls):
+    X, y = _clf_data()
+    one_by_one = cls()
+    for j in range(X.shape[1]):
+        one_by_one.partial_fit(X[:, j], y)
+    assert one_by_one.n_features_seen_ == X.shape[1]
+    assert one_by_one.selected_.tolist() == cls().fit(X, y).selected_.tolist()
+    with pytest.raises(ValueError, match="2-D"):
+        cls().partial_fit(X[None], y)
+
+
 def test_feature_stream_blocks_with_and_without_names():
     X, y = _clf_data()
     df = _frame(X)
