@@ -92,7 +92,8 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     @abstractmethod
     def to_state(self) -> dict:
-        """Plain-data snapshot of parameters and learned state."""
+        """Plain-data snapshot of parameters and learned state (dicts, lists, numbers,
+        numpy arrays): ``streamfs.codec.packb`` turns it into bytes, ``unpackb`` back."""
 
     @classmethod
     @abstractmethod
