@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import logging
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -123,23 +123,35 @@ def _delimiter_hint(text: str, delimiter: str) -> str:
     return ""
 
 
-def _refuse_duplicate_names(names: list[str], path: Path) -> None:
-    """:class:`InputFileError` naming a header's first name given to two columns: results
-    would carry two features of that name, and a label named so would be ambiguous (the
-    Python API refuses such DataFrame columns too). Empty names are left to the naming rule.
+def refuse_duplicate_names(names: Sequence[str], where: str, *, skip_empty: bool = False,
+                           kind: str = "column") -> None:
+    """:class:`InputFileError` naming every name given to two or more columns: results would
+    carry two features of that name, and a label named so would be ambiguous (the Python API
+    refuses such DataFrame columns too). ``where`` starts the message (the file, and the line
+    of a header); ``skip_empty`` leaves empty names to the naming rule (a CSV header's).
 
-    >>> _refuse_duplicate_names(["a", "", "b", ""], Path("d.csv"))
-    >>> _refuse_duplicate_names(["a", "b", "a"], Path("d.csv"))
+    >>> refuse_duplicate_names(["a", "", "b", ""], "d.csv, line 1", skip_empty=True)
+    >>> refuse_duplicate_names(["a", "b", "a"], "d.csv, line 1")
     Traceback (most recent call last):
     ...
     streamfs.producers.errors.InputFileError: d.csv, line 1: duplicate column name 'a' (columns 0 and 2): name each column once
+    >>> refuse_duplicate_names(["a", "b", "b", "a", "b"], "d.parquet")
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputFileError: d.parquet: duplicate column names 'a' (columns 0 and 3), 'b' (columns 1, 2 and 4): name each column once
     """
-    first: dict[str, int] = {}
+    where_of: dict[str, list[int]] = {}
     for j, name in enumerate(names):
-        if name and name in first:
-            raise InputFileError(f"{path}, line 1: duplicate column name {name!r} (columns "
-                                 f"{first[name]} and {j}): name each column once")
-        first.setdefault(name, j)
+        if name or not skip_empty:
+            where_of.setdefault(name, []).append(j)
+    dupes = [(name, js) for name, js in where_of.items() if len(js) > 1]
+    if not dupes:
+        return
+    listed = ", ".join(f"{name!r} ({kind}s {', '.join(map(str, js[:-1]))} and {js[-1]})"
+                       for name, js in dupes[:10])
+    more = f" and {len(dupes) - 10} more" if len(dupes) > 10 else ""
+    raise InputFileError(f"{where}: duplicate {kind} name{'s' if len(dupes) > 1 else ''} "
+                         f"{listed}{more}: name each {kind} once")
 
 
 class DelimitedReader:
@@ -185,7 +197,7 @@ class DelimitedReader:
         self.label_col = label_index(names, label, self.width, self.path)
         self.feature_names = None
         if names:
-            _refuse_duplicate_names(names, self.path)
+            refuse_duplicate_names(names, f"{self.path}, line 1", skip_empty=True)
             # unnamed columns are named by the rule for features without names: x<index>
             self.feature_names = [n or f"x{j}" for j, n in
                                   enumerate(n for c, n in enumerate(names) if c != self.label_col)]

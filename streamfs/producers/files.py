@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.producers.delimited import (DelimitedReader, default_label_note, label_index,
-                                          labels_from_text)
+                                          labels_from_text, refuse_duplicate_names)
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.libsvm import LibsvmReader
 
@@ -217,12 +217,25 @@ def _h5_variable(node: Any) -> Any:
     return None
 
 
-def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A Parquet table: numeric feature columns plus one label column."""
+def open_parquet(path: Path) -> Any:
+    """The ``pyarrow.parquet.ParquetFile`` at ``path``; :class:`InputFileError` for a file
+    that is not Parquet, or whose columns repeat a name (pyarrow writes such files, but
+    reading them by name fails)."""
     import pyarrow.parquet as pq
 
     try:
-        frame = pq.read_table(path).to_pandas()
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+        raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    refuse_duplicate_names(pf.schema_arrow.names, str(path))
+    return pf
+
+
+def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A Parquet table: numeric feature columns plus one label column."""
+    pf = open_parquet(path)
+    try:
+        frame = pf.read().to_pandas()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path)

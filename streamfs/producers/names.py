@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from streamfs.producers.delimited import DelimitedReader, label_index
+from streamfs.producers.delimited import DelimitedReader, label_index, refuse_duplicate_names
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES
+from streamfs.producers.files import LIBSVM_SUFFIXES, open_parquet
 
 
 def load_named(source: str, *, label: str | int | None = None, header: bool | None = None,
@@ -84,19 +84,25 @@ def source_feature_names(source: str, *, label: str | int | None = None,
         return DelimitedReader(path, label=label, header=header,
                                delimiter="\t" if suffix == ".tsv" else ",").feature_names
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        names = pq.ParquetFile(path).schema_arrow.names
+        names = open_parquet(path).schema_arrow.names
         li = label_index(names, label, len(names), path)
         return [n for j, n in enumerate(names) if j != li]
     if suffix == ".npz":
         with np.load(path, allow_pickle=False) as data:
             if "feature_names" in data:
-                return [str(v) for v in data["feature_names"].ravel()]
+                return _once_each([str(v) for v in data["feature_names"].ravel()], path)
         return None
     if suffix == ".mat":
-        return _mat_names(path)
+        return _once_each(_mat_names(path), path)
     return None
+
+
+def _once_each(names: list[str] | None, path: Path) -> list[str] | None:
+    """``names`` stored with the data (``.npz``, ``.mat``), refused if one repeats (see
+    :func:`~streamfs.producers.delimited.refuse_duplicate_names`)."""
+    if names is not None:
+        refuse_duplicate_names(names, f"{path}, feature names", kind="feature")
+    return names
 
 
 def _mat_names(path: Path) -> list[str] | None:

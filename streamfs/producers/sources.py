@@ -20,7 +20,7 @@ import numpy as np
 
 from streamfs.producers.delimited import DelimitedReader, label_index
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES, check_source, load_file
+from streamfs.producers.files import LIBSVM_SUFFIXES, check_source, load_file, open_parquet
 from streamfs.producers.libsvm import DEFAULT_CHUNK_BYTES, LibsvmReader
 
 Chunk = tuple[Any, np.ndarray]
@@ -114,12 +114,7 @@ def _npy_source(path: Path, label: str | int | None, chunk_bytes: int) -> Instan
 
 
 def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> InstanceSource:
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
-        raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    pf = open_parquet(path)
     names = pf.schema_arrow.names
     li = label_index(names, label, len(names), path)
     for j, f in enumerate(pf.schema_arrow):

@@ -107,6 +107,30 @@ def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
                                       "radius' (columns 0 and 5): name each column once"), args
 
 
+def test_every_command_refuses_a_parquet_file_with_a_duplicate_name(tmp_path):
+    """pyarrow writes such files; `produce instances` failed with a KeyError traceback, the
+    others with "not a readable Parquet file (Multiple matches for FieldRef...)"."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = pd.read_csv(_bc_csv(tmp_path))
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    path = tmp_path / "bc.parquet"
+    pq.write_table(table.rename_columns([*table.column_names[:5], "mean radius",
+                                         *table.column_names[6:]]), path)
+    for args in (["select", str(path), "--label", "class", "-a", "saola"],
+                 ["evaluate", str(path), "--label", "class", "-a", "saola"],
+                 ["produce", "features", str(path), "--label", "class", "-a", "saola",
+                  "--stream", "s"],
+                 ["produce", "instances", str(path), "--label", "class", "-a", "ofs",
+                  "--stream", "s"]):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 2, (args, out.output)
+        assert out.output.strip() == (f"Error: {path}: duplicate column name 'mean radius' "
+                                      "(columns 0 and 5): name each column once"), args
+
+
 def test_a_file_of_another_separator_gets_a_hint(tmp_path):
     """The separator follows the suffix (',' .csv, tab .tsv): a ';' or tab file said only
     "delimiter ','"."""

@@ -233,6 +233,10 @@ def test_csv_header_with_a_duplicate_name_is_refused(tmp_path):
         with pytest.raises(InputFileError, match=r"dup.csv, line 1: duplicate column name 'a' "
                                                  r"\(columns 0 and 2\)"):
             read(str(path))
+    path.write_text("a,b,a,b,class\n1,2,3,4,x\n")  # every duplicated name is named
+    with pytest.raises(InputFileError, match=r"dup.csv, line 1: duplicate column names 'a' "
+                                             r"\(columns 0 and 2\), 'b' \(columns 1 and 3\): "):
+        load_file(str(path))
     path.write_text(",b,,class\n1,2,3,x\n4,5,6,y\n")
     assert DelimitedReader(path).feature_names == ["x0", "b", "x2"]
 
@@ -340,6 +344,40 @@ def test_parquet_whole_and_streamed(tmp_path):
         load_file(str(tmp_path / "bad.parquet"), label="cls")
     with pytest.raises(InputFileError, match=r"column 5 \('e'\): not numeric"):
         open_instances(str(tmp_path / "bad.parquet"), label="cls")
+
+
+def test_parquet_with_a_duplicate_name_is_refused(tmp_path):
+    """pyarrow writes such a file (pandas does not); reading it said "not a readable Parquet
+    file (Multiple matches for FieldRef...)" whole, and a KeyError when streamed. Refused as a
+    CSV header is, every duplicated name named."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamfs.producers.names import source_feature_names
+
+    path = tmp_path / "dup.parquet"
+    columns = [pa.array(np.arange(4.0) + k) for k in range(5)]
+    for names, error in ((["a", "b", "a", "c", "cls"], "duplicate column name 'a' (columns 0 "
+                                                         "and 2)"),
+                         (["a", "cls", "b", "b", "cls"], "duplicate column names 'cls' (columns "
+                                                         "1 and 4), 'b' (columns 2 and 3)")):
+        pq.write_table(pa.table(columns, names=names), path)
+        for read in (load_file, open_instances, source_feature_names):
+            with pytest.raises(InputFileError) as info:
+                read(str(path), label="cls")
+            assert str(info.value) == f"{path}: {error}: name each column once", read
+
+
+def test_npz_feature_names_with_a_duplicate_are_refused(tmp_path):
+    from streamfs.producers.names import load_named
+
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones((4, 3)), y=np.arange(4) % 2, feature_names=np.array(["a", "b", "a"]))
+    for read in (load_named, open_instances):
+        with pytest.raises(InputFileError) as info:
+            read(str(path))
+        assert str(info.value) == (f"{path}, feature names: duplicate feature name 'a' "
+                                   "(features 0 and 2): name each feature once")
 
 
 def test_unknown_suffix_and_missing_file(tmp_path):
