@@ -154,6 +154,38 @@ def refuse_duplicate_names(names: Sequence[str], where: str, *, skip_empty: bool
                          f"{listed}{more}: name each {kind} once")
 
 
+def _feature_names(names: list[str], label_col: int, path: Path) -> list[str]:
+    """A header's feature names (``label_col`` left out), unnamed columns named by the rule
+    for features without names, ``x<feature index>``; :class:`InputFileError` if such a name
+    is already a named column's (results would carry two features of one name).
+
+    >>> _feature_names(["", "b", "", "class"], 3, Path("d.csv"))
+    ['x0', 'b', 'x2']
+    >>> _feature_names(["class", "", "x0"], 0, Path("d.csv"))
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputFileError: d.csv, line 1: column 1 has no name and would be named 'x0' (unnamed columns are named x<feature index>), the name of column 2: name every column
+    """
+    features = [(c, n) for c, n in enumerate(names) if c != label_col]
+    named = {n: c for c, n in features if n}
+    out: list[str] = []
+    clashes: list[str] = []
+    for j, (c, name) in enumerate(features):
+        if not name:
+            name = f"x{j}"
+            if name in named:
+                clashes.append(f"column {c} has no name and would be named {name!r}"
+                               + (" (unnamed columns are named x<feature index>)"
+                                  if not clashes else "")
+                               + f", the name of column {named[name]}")
+        out.append(name)
+    if clashes:
+        more = f"; {len(clashes) - 10} more" if len(clashes) > 10 else ""
+        raise InputFileError(f"{path}, line 1: {'; '.join(clashes[:10])}{more}: name every "
+                             "column")
+    return out
+
+
 class DelimitedReader:
     """Chunks ``(X, y)`` of a delimited text file without holding the whole file.
 
@@ -198,9 +230,7 @@ class DelimitedReader:
         self.feature_names = None
         if names:
             refuse_duplicate_names(names, f"{self.path}, line 1", skip_empty=True)
-            # unnamed columns are named by the rule for features without names: x<index>
-            self.feature_names = [n or f"x{j}" for j, n in
-                                  enumerate(n for c, n in enumerate(names) if c != self.label_col)]
+            self.feature_names = _feature_names(names, self.label_col, self.path)
             if names[0] == "" and self.label_col != 0:
                 _note(f"{self.path}: column 0 has no name, named x0 (the index pandas writes "
                       "unless to_csv(index=False)? It would be a feature like any other)")

@@ -241,6 +241,28 @@ def test_csv_header_with_a_duplicate_name_is_refused(tmp_path):
     assert DelimitedReader(path).feature_names == ["x0", "b", "x2"]
 
 
+def test_csv_column_named_as_the_rule_names_an_unnamed_one_is_refused(tmp_path):
+    """An unnamed column is named x<feature index>: a column already named so gave results
+    two features of that name. Refused as a duplicate name is."""
+    path = tmp_path / "clash.csv"
+    path.write_text("x1,,class\n1,2,a\n3,4,b\n")
+    for read in (load_file, open_instances):
+        with pytest.raises(InputFileError) as info:
+            read(str(path))
+        assert str(info.value) == (f"{path}, line 1: column 1 has no name and would be named "
+                                   "'x1' (unnamed columns are named x<feature index>), the name "
+                                   "of column 0: name every column")
+    path.write_text("class,,x0,,x3,x2\n" + "a,1,2,3,4,5\n")  # feature index, not column
+    with pytest.raises(InputFileError) as info:
+        DelimitedReader(path, label="class")
+    assert str(info.value).endswith(": column 1 has no name and would be named 'x0' (unnamed "
+                                    "columns are named x<feature index>), the name of column 2; "
+                                    "column 3 has no name and would be named 'x2', the name of "
+                                    "column 5: name every column")
+    path.write_text("class,,x1,x2\na,1,2,3\n")  # no clash: the unnamed column is x0
+    assert DelimitedReader(path, label="class").feature_names == ["x0", "x1", "x2"]
+
+
 def test_csv_columns_without_names_get_the_rule_s_names(tmp_path, caplog):
     """``DataFrame.to_csv()`` writes its index as a first column without a name."""
     import pandas as pd
