@@ -39,7 +39,9 @@ Conventions shared by all learners (documented choices where the paper is silent
   because every update rule is odd in ``y``.
 * mistakes: a margin ``y w.x <= 0`` counts as a mistake (a zero score carries no information;
   the authors' experiment scripts count the same way); ``predict_one`` breaks the tie towards
-  the positive class.
+  the positive class. Before any label (none seen, none given by ``classes``) ``predict_one``
+  returns ``None``, as River's classifiers do, and ``predict`` raises ``NotFittedError``; with
+  one label seen, both predict that label.
 * truncation keeps the ``B`` largest ``|w_i|``; ties keep the lower feature index.
 * state: ``to_state()`` is plain data (support in heap order with the lazy scale, counters,
   running statistics, the PCG64 generator with its 128-bit words as decimal strings, a pending
@@ -90,6 +92,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import (
     check_array,
@@ -445,8 +448,16 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         return np.where(pos, 1.0, -1.0)
 
     def _decode(self, score: np.ndarray) -> np.ndarray:
-        cl = self._labels if len(self._labels) == 2 else [-1, 1]
-        return np.where(score >= 0.0, cl[-1], cl[0])
+        """Labels of scores: the positive class for ``score >= 0``; the only label seen, if
+        one; :class:`NotFittedError` if none (a class would be made up)."""
+        if not self._labels:
+            raise NotFittedError(f"{type(self).__name__} has learned no label yet: call "
+                                 "fit, partial_fit or learn_one first")
+        return np.where(score >= 0.0, self._labels[-1], self._labels[0])
+
+    def _knows_a_label(self) -> bool:
+        """Whether a label has been seen, or given by ``classes``."""
+        return bool(getattr(self, "_labels", None)) or self.classes is not None
 
     # ------------------------------------------------------------------ input conversion
     def _feature_index(self) -> dict[str, int] | None:
@@ -810,7 +821,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """Label predicted for one instance without learning from it.
 
         ``x`` as in :meth:`learn_one`; with names, the keys are the columns of the data
-        frame the learner was fitted on. Ties (score 0) go to the positive class.
+        frame the learner was fitted on. Ties (score 0) go to the positive class. ``None``
+        before any label was learned or given by ``classes``, as River's classifiers do (``x``
+        is then not looked at); with one label seen, that label.
 
         >>> import pandas as pd
         >>> X = pd.DataFrame({"a": [1.0, -1.0, 0.5, -0.5], "b": [0.1, 0.2, -0.1, 0.0]})
@@ -818,6 +831,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         >>> m.predict_one({"a": 2.0}), m.predict_one({0: -2.0})
         ('yes', 'no')
         """
+        if not self._knows_a_label():
+            return None
         M = self._as_csr(x, single=True)
         return self._decode(self._run(M, np.zeros(1), False))[0].item()
 
@@ -1422,6 +1437,9 @@ class OneVsRest:
         return np.asarray(self.classes_, dtype=object)[self.decision_function(X).argmax(1)]
 
     def predict_one(self, x: Any) -> Any:
+        """The class of the largest score; ``None`` before any label was learned."""
+        if not getattr(self, "learners_", None):
+            return None
         scores = [m.decision_function(np.asarray(x)[None, :] if not sp.issparse(x)
                                       and not isinstance(x, dict) else x)[0]
                   for m in self.learners_]

@@ -11,10 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sklearn.exceptions import NotFittedError
+
 from streamfs.algorithms.ofs import (
     OFS,
     InstanceStreamSelector,
     OFSPartial,
+    OneVsRest,
     PerceptronTruncation,
     RandomSelection,
 )
@@ -148,11 +151,47 @@ def test_bad_keys():
 
 def test_dict_api_without_any_frame_uses_indices():
     m = OFS(2, n_features=4, normalize=False)
-    assert m.predict_one({}) in (-1, 1)  # nothing learned yet: a tie, positive class
+    assert m.predict_one({}) is None  # nothing learned yet (River's convention)
     for x, t in [({0: 1.0}, "a"), ({1: 1.0}, "b"), ({0: 0.5, 3: 0.1}, "a")]:
         m.learn_one(x, t)
     assert m.predict_one({0: 1.0}) == "a" and m.predict_one({1: 1.0}) == "b"
     assert set(m.transform_one({0: 1.0, 1: 2.0, 2: 3.0})) <= {0, 1, 3}
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_predict_one_is_none_before_any_label(make):
+    """River's classifiers predict None until they have seen a label (its base Classifier:
+    no class to pick); ours made up the class 1, one the stream has perhaps never had. With
+    one label seen, that label is the prediction (it was -1 or 1); scikit-learn's predict
+    still refuses a learner that has learned nothing."""
+    X, y = _stream()
+    fresh = make()
+    assert fresh.predict_one(X[0]) is None and fresh.predict_one({0: 1.0}) is None
+    with pytest.raises(NotFittedError):
+        fresh.predict(X[:2])  # predict_one opened nothing
+    opened = make().set_params(n_features=len(NAMES))
+    assert opened.predict_one({0: 1.0}) is None and opened.predict_one({"attr_1": 1.0}) is None
+    one = make().partial_fit(X[:1], ["pos"])
+    for x in (X[1], -X[1], {}, {2: 5.0}, {2: -5.0}):
+        assert one.predict_one(x) == "pos", x
+    assert one.predict(np.vstack([X[1], -X[1]])).tolist() == ["pos", "pos"]
+    given = make().set_params(classes=["neg", "pos"])  # the classes are known: a tie, "pos"
+    assert given.predict_one(np.zeros(len(NAMES))) == "pos"
+
+
+def test_predict_of_an_opened_learner_without_labels_is_not_fitted():
+    m = OFSPartial(3, n_features=len(NAMES), random_state=1)
+    m.attributes_to_observe()  # opens the stream, learns nothing
+    with pytest.raises(NotFittedError, match="has learned no label yet"):
+        m.predict(np.zeros((1, len(NAMES))))
+    assert m.predict_one(np.zeros(len(NAMES))) is None
+
+
+def test_one_vs_rest_predict_one_is_none_before_any_label():
+    m = OneVsRest(OFS(2))
+    assert m.predict_one({0: 1.0}) is None  # was AttributeError: no learners yet
+    m.learn_one(np.eye(3)[0], "a")
+    assert m.predict_one(np.eye(3)[1]) == "a"
 
 
 def test_names_survive_state_for_the_dict_api():
