@@ -32,7 +32,8 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 * A failed transaction is aborted and the worker rewinds: state restored from the changelog,
   input re-read from the committed offsets. Nothing is skipped and nothing is applied twice.
 
-``/health`` (503 until the assignment is restored) and ``/metrics`` are served on the web port.
+``/health`` (readiness: 503 until the assignment is restored, and during a rebalance), ``/live``
+(liveness: 503 once the loop has stopped turning) and ``/metrics`` are served on the web port.
 """
 
 from __future__ import annotations
@@ -154,25 +155,47 @@ class PartitionState:
                                          output_format=settings.result_format)
 
 
-class Health:
-    """What ``/health`` reports; written by the worker loop, read by the web thread."""
+def loop_stall_seconds(session_timeout: float) -> float:
+    """How long the loop may go without polling: the consumer's ``max.poll.interval.ms``
+    (librdkafka's default, 300 s, or the session timeout if longer, as librdkafka requires).
+    Past it the consumer leaves the group, and ``/live`` says the loop is stalled."""
+    return max(300.0, session_timeout)
 
-    def __init__(self) -> None:
+
+class Health:
+    """What ``/health`` (readiness) and ``/live`` (liveness) report; written by the worker
+    loop, read by the web thread."""
+
+    def __init__(self, stall_seconds: float = loop_stall_seconds(0.0)) -> None:
         self.lock = threading.Lock()
+        self.stall_seconds = stall_seconds
         self.assigned: list[str] = []
         self.ready = False
         self.ready_at: float | None = None  # wall clock of the last completed assignment
         self.last_batch = time.monotonic()
+        self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
         self.lag = 0
 
     def snapshot(self) -> tuple[int, dict]:
         with self.lock:
             idle = time.monotonic() - self.last_batch
-            body = {"status": "ok" if self.ready else "starting", "assigned": list(self.assigned),
+            if self.ready:
+                status = "ok"
+            else:  # a worker that was ready and lost its partitions is in a rebalance
+                status = "starting" if self.ready_at is None else "rebalancing"
+            body = {"status": status, "assigned": list(self.assigned),
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.ready and self.lag > 0 and idle > 60:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
             return (200 if body["status"] == "ok" else 503), body
+
+    def liveness(self) -> tuple[int, dict]:
+        """200 while the loop turns (also during a rebalance, when ``/health`` says 503);
+        503 once it has not turned for ``stall_seconds``."""
+        since = time.monotonic() - self.loop_at
+        alive = since < self.stall_seconds
+        return (200 if alive else 503), {"status": "alive" if alive else "stalled",
+                                         "loop_seconds": round(since, 1)}
 
 
 def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
@@ -184,11 +207,12 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
             path = self.path.split("?", 1)[0]  # a query string is ignored, not another path
             if path == "/metrics":
                 code, body, ctype = 200, generate_latest(), CONTENT_TYPE_LATEST
-            elif path == "/health":
-                code, payload = health.snapshot()
+            elif path in ("/health", "/live"):
+                code, payload = health.snapshot() if path == "/health" else health.liveness()
                 body, ctype = json.dumps(payload).encode(), "application/json"
             else:
-                code, body, ctype = 404, b"not found: /health and /metrics only\n", "text/plain"
+                code, body, ctype = (404, b"not found: /health, /live and /metrics only\n",
+                                     "text/plain")
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
@@ -247,7 +271,7 @@ class Worker:
         # (role, partition) -> the changelog offset that every record written for it (restored,
         # or committed by this worker) lies before; committed with the partition's offsets
         self.changelog_high: dict[tuple[str, int], int] = {}
-        self.health = health or Health()
+        self.health = health or Health(loop_stall_seconds(settings.session_timeout))
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
@@ -268,6 +292,7 @@ class Worker:
             "isolation.level": "read_committed",
             "session.timeout.ms": int(s.session_timeout * 1000),
             "heartbeat.interval.ms": int(min(3.0, s.session_timeout / 3) * 1000),
+            "max.poll.interval.ms": int(loop_stall_seconds(s.session_timeout) * 1000),
             **fetch_config(s.max_message_bytes),
         })
 
@@ -525,6 +550,7 @@ class Worker:
         next_sweep = time.monotonic() + SWEEP_SECONDS
         next_lag = next_topic_check = 0.0
         while self.running:
+            self.health.loop_at = time.monotonic()
             try:
                 if self._fetch():
                     self._process()
@@ -1064,7 +1090,7 @@ def run_worker(settings: Settings) -> None:
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
-    health = Health()  # /health answers 503 until the partitions are assigned and restored
+    health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored
     metrics.report_health(health)
     server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
     try:

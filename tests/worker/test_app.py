@@ -1,5 +1,6 @@
 """The worker's pure helpers (no broker)."""
 
+import json
 import subprocess
 import sys
 
@@ -154,6 +155,26 @@ def test_web_server_answers_its_two_paths_exactly_and_head_probes():
         text = status("/metrics")[1]
         assert b"streamfs_ready 1.0" in text and b"streamfs_assigned_partitions 2.0" in text
         assert b"streamfs_input_lag_records 7.0" in text and status("/health")[0] == 200
+        # liveness: the loop turning, whatever the assignment
+        code, body = status("/live")
+        assert code == 200 and json.loads(body)["status"] == "alive"
+        with health.lock:  # a rebalance took the partitions of a worker that was ready
+            health.ready_at, health.ready, health.assigned = 1.0, False, []
+        code, body = status("/health")
+        assert code == 503 and json.loads(body)["status"] == "rebalancing"
+        assert status("/live")[0] == 200  # a probe must not restart a worker in a rebalance
+        health.loop_at -= health.stall_seconds + 1  # the loop has not turned for too long
+        code, body = status("/live")
+        assert code == 503 and json.loads(body)["status"] == "stalled"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_loop_stall_limit_is_the_consumers_max_poll_interval():
+    """librdkafka refuses max.poll.interval.ms below session.timeout.ms: a long session
+    timeout lifts both."""
+    from streamfs.worker.app import loop_stall_seconds
+
+    assert loop_stall_seconds(30.0) == 300.0
+    assert loop_stall_seconds(600.0) == 600.0
