@@ -365,7 +365,10 @@ def decode(data: bytes, *, writeable: bool = True) -> dict:
     message = unpackb(data, writeable=writeable)
     if not isinstance(message, dict):
         raise CodecError(f"message is a {type(message).__name__}, expected a map")
-    version = message.get("v")
+    if "v" not in message:
+        raise CodecError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not a "
+                         "streamfs message?")
+    version = message["v"]
     if version != WIRE_VERSION:
         raise CodecError(f"unsupported wire version {version!r} (this worker reads {WIRE_VERSION})")
     if message.get("kind") not in KINDS:

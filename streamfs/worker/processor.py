@@ -495,9 +495,16 @@ class StreamProcessor:
                     f"stream {stream!r} already exists ({_standing(header)}): use a new stream "
                     f"id, or send 'open' with replace=true (streamfs produce --replace) to start "
                     f"a new run")
+            closed = " (the stream is closed)" if header["status"] == "closed" else ""
+            why = closed or " (was its 'open' rejected?)"
+            if run is None:
+                raise InvalidInput(
+                    f"{kind!r} (seq {seq}) carries no run token, but stream {stream!r} was "
+                    f"opened with run {current!r}{closed}: every message of a run carries the "
+                    f"token of its 'open'")
             raise InvalidInput(
                 f"{kind!r} (seq {seq}) belongs to run {run!r}, but stream {stream!r} is at run "
-                f"{current!r} (was its 'open' rejected?)")
+                f"{current!r}{why}")
         if seq <= header["last_seq"]:
             return "skip"
         if kind == "open":

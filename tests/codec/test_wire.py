@@ -341,3 +341,10 @@ def test_a_producer_written_from_the_topics_readme_is_understood():
                            "X": msgpack.ExtType(1, msgpack.packb(["float64", [1], bytes(8)]))})
     with pytest.raises(CodecError, match=r"'float64': one of \|b1, .*<f8"):
         decode(named)
+
+
+def test_a_map_without_wire_version_names_the_missing_key():
+    with pytest.raises(CodecError, match="missing wire version 'v'"):
+        decode(packb({"kind": "open", "stream": "s"}))
+    with pytest.raises(CodecError, match="unsupported wire version 99"):
+        decode(packb({"v": 99, "kind": "open"}))

@@ -374,7 +374,8 @@ def test_reusing_a_finished_stream_id_is_dead_lettered_and_changes_nothing():
     more, dead = _run(processor, again)
     assert not more and len(dead) == len(again)
     assert "already exists (closed" in dead[0]["reason"] and "replace" in dead[0]["reason"]
-    assert all("belongs to run" in d["reason"] for d in dead[1:])
+    assert all("belongs to run" in d["reason"] and "(the stream is closed)" in d["reason"]
+               for d in dead[1:])
     # no run of the stream: neither run 1 (it went on fine) nor a run 2 a --replace may start
     assert all(d["run"] is None and d["run_refused"] for d in dead)
 
@@ -776,3 +777,14 @@ def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypat
         copied = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
         assert in_place["selection"] == copied["selection"]
         assert in_place.get("scores") == copied.get("scores")
+
+
+def test_a_message_without_run_token_on_a_stream_opened_with_one_says_so():
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 6))
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs)
+    late = {k: v for k, v in msgs[-1].items() if k != "run"}
+    _, dead = _run(processor, [dict(late, seq=late["seq"] + 1)])
+    assert "carries no run token" in dead[0]["reason"]
+    assert "(the stream is closed)" in dead[0]["reason"]
