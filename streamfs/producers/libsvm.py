@@ -283,6 +283,9 @@ class LibsvmReader:
             self.index_base = (0 if zero else 1) if zero_based == "auto" else int(not zero_based)
             # 1-based: d = largest index; 0-based: one more (an empty file has d = 0)
             self.n_features = top + 1 - self.index_base if (top or zero) else 0
+            if self.n_features == 0:  # refused now, before a producer opens a stream of it:
+                for _ in self.chunks():  # the parse names a malformed line, or says why
+                    pass
         else:
             self.index_base = detect_index_base(self.path, zero_based, chunk_bytes)
             self.n_features = n_features
@@ -300,10 +303,14 @@ class LibsvmReader:
             self.bytes_read += len(block)
             if labels.size == 0:
                 continue
+            if d == 0:  # the scan found no index anywhere: the algorithms would refuse d = 0
+                raise InputFileError(f"{self.path}: no feature on any line (labels alone)")
             X = sp.csr_matrix((values, indices.astype(index_dtype), indptr.astype(index_dtype)),
                               shape=(labels.size, d))
             X.sum_duplicates()
             yield X, _labels(labels)
+        if d == 0:
+            raise InputFileError(f"{self.path}: empty file (no instance)")
 
     def _index_error(self, block: bytes, first_line: int, d: int) -> None:
         base = self.index_base

@@ -145,3 +145,13 @@ def test_scan_indices_stops_at_the_first_zero(tmp_path):
     assert (top, zero) == (5, True)
     path.write_text("1 qid:3 5:1\n")  # a token without digits is not an index 0
     assert scan_indices(path) == (5, False)
+
+
+@pytest.mark.parametrize("text, says", [("", "empty file"), ("\n# c\n", "empty file"),
+                                        ("\n# c\n1\n-1\n", "no feature")])
+def test_a_file_without_features_is_refused_naming_the_file(tmp_path, text, says):
+    path = tmp_path / "d.svm"
+    path.write_text(text)
+    for read in (lambda: load_file(str(path)), lambda: open_instances(str(path))):
+        with pytest.raises(InputFileError, match=f"d.svm: {says}"):
+            read()
