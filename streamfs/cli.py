@@ -83,7 +83,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     """streamfs: online feature selection on Kafka streams.
 
     Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing or has another
-    partition count, or another Kafka error, 2 a mistake in the command or its input (nothing
+    partition count or setting streamfs relies on, or another Kafka error, 2 a mistake in the command or its input (nothing
     published, unless the message says how much was), 3 watch --timeout passed, 4 the worker
     rejected the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70
     the worker met an error it cannot recover from (a supervisor restarts it).

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "topics" / "catalogue.toml"
+
+log = logging.getLogger(__name__)
+
+#: topic settings the project's correctness depends on, and why: an existing topic whose value
+#: differs from its spec's is refused. cleanup.policy must be the spec's; the others at least it.
+REQUIRED = {
+    "cleanup.policy": "results and changelogs keep each key's latest record, the other "
+                      "topics every record",
+    "max.message.bytes": "the records streamfs writes and the catalogue's producers send "
+                         "must fit",
+    "delete.retention.ms": "deletions must outlive the age up to which a worker uses its "
+                           "local copy of a changelog",
+}
 
 
 @dataclass(frozen=True)
@@ -59,7 +73,7 @@ def missing_topic_message(topic: str) -> str:
 
 class TopicMismatch(Exception):
     """A topic the catalogue (or the worker's changelogs) names exists with another number of
-    partitions, or no longer exists."""
+    partitions or a setting in :data:`REQUIRED` that differs, or no longer exists."""
 
 
 class TopicsNotCreated(Exception):
@@ -87,13 +101,71 @@ def partition_problems(expected: dict[str, int], topics: dict[str, Any],
     return problems
 
 
+def _setting_differs(key: str, have: str, wanted: str) -> bool:
+    """Whether a topic's ``have`` differs from its spec's ``wanted``: cleanup.policy as a set
+    of policies, the other settings of :data:`REQUIRED` when below ``wanted``, any other
+    setting when not equal (as numbers where both are)."""
+    if key == "cleanup.policy":
+        return {p.strip() for p in have.split(",")} != {p.strip() for p in wanted.split(",")}
+    try:
+        if key in REQUIRED:
+            return int(have) < int(wanted)
+        return float(have) != float(wanted)
+    except ValueError:
+        return have != wanted
+
+
+def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
+                    timeout: float = 30.0) -> tuple[list[str], list[str]]:
+    """``(refusals, warnings)``, one line each, for the existing topics ``specs`` whose
+    settings differ from their specs' ``config``: a setting of :data:`REQUIRED` is refused,
+    any other (a retention, say) only a default, so warned about. One DescribeConfigs call for
+    all topics; a topic whose configuration cannot be read (no permission) is warned about."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    specs = [s for s in specs if s.config]
+    if not specs:
+        return [], []
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, s.name) for s in specs],
+                                     request_timeout=timeout)
+    by_name = {resource.name: future for resource, future in futures.items()}
+    refusals: list[str] = []
+    warnings: list[str] = []
+    for spec in specs:
+        try:
+            entries = by_name[spec.name].result()
+        except KafkaException as exc:
+            warnings.append(f"the settings of topic {spec.name!r} could not be read "
+                            f"({exc.args[0].str()}): not checked")
+            continue
+        for key, wanted in spec.config.items():
+            have = entries[key].value if key in entries else None
+            if have is None or not _setting_differs(key, have, wanted):
+                continue
+            value = f"[{wanted}]" if "," in wanted else wanted
+            command = (f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type "
+                       f"topics --entity-name {spec.name} --add-config {key}={value}")
+            if key in REQUIRED:
+                need = wanted if key == "cleanup.policy" else f"at least {wanted}"
+                refusals.append(f"existing topic {spec.name!r} has {key}={have}, streamfs needs "
+                                f"{need} ({REQUIRED[key]}): set it with {command}, or delete "
+                                "the topic if it holds nothing you need")
+            else:
+                warnings.append(f"existing topic {spec.name!r} has {key}={have}, streamfs "
+                                f"creates it with {wanted}; kept (to change it: {command})")
+    return refusals, warnings
+
+
 def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0) -> dict[str, str]:
     """Create missing topics; existing ones are left alone. Returns ``{name: "created"|"exists"}``.
 
     Raises :class:`TopicMismatch` when an existing topic has another number of partitions than
     its spec (made by a broker's auto-creation or another tool): streams are keyed to
     partitions and the worker's changelogs are co-partitioned with its input, so it cannot
-    work on it, and waiting for the count to change would only time out."""
+    work on it, and waiting for the count to change would only time out. Likewise when a
+    setting the project relies on differs (:func:`config_problems`, one line each); other
+    settings that differ are logged as warnings."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -119,6 +191,13 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
                 f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
                 "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
                 "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix")
+        refusals, warnings = config_problems(
+            admin, [s for s in specs.values() if s.name in existing],
+            admin_config.get("bootstrap.servers", "HOST:PORT"), timeout)
+        for line in warnings:
+            log.warning("%s", line)
+        if refusals:
+            raise TopicMismatch("\n".join(refusals))
     created = {s.name: s for s in specs.values() if outcome.get(s.name) == "created"}
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))

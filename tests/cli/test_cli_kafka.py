@@ -61,6 +61,54 @@ def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, t
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("command", [("topics", "create"), ("worker",)])
+def test_existing_topics_with_settings_streamfs_relies_on_changed_are_refused(
+        kafka_bootstrap, tmp_path, command):
+    """The operator's walkthrough: a results topic that deletes after 60 s instead of
+    compacting, and an input topic that takes 100 kB records, were accepted silently."""
+    import uuid
+
+    from streamfs.topics import TopicSpec, create_topics
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    create_topics({"bootstrap.servers": kafka_bootstrap}, {
+        "s": TopicSpec("s", f"{prefix}selected-features", 8, 1,
+                       {"cleanup.policy": "delete", "retention.ms": "60000"}),
+        "f": TopicSpec("f", f"{prefix}features", 8, 1, {"max.message.bytes": "100000"})})
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_DATA_DIR": str(tmp_path),
+           "STREAMFS_WEB_PORT": "0"}
+    out = streamfs(*command, env=env, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    refused = [line for line in out.stderr.splitlines() if "streamfs needs" in line]
+    assert len(refused) == 2, out.stderr
+    assert (f"existing topic '{prefix}features' has max.message.bytes=100000, streamfs needs "
+            "at least 8388608 ") in refused[0]
+    assert (f"existing topic '{prefix}selected-features' has cleanup.policy=delete, streamfs "
+            "needs compact ") in refused[1]
+    assert all("kafka-configs.sh --bootstrap-server " in line for line in refused)
+
+
+def test_topics_create_warns_about_an_input_retention_that_differs(kafka_bootstrap):
+    import uuid
+
+    from streamfs.topics import TopicSpec, create_topics, load_catalogue
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    spec = load_catalogue(prefix)["features"]
+    create_topics({"bootstrap.servers": kafka_bootstrap},
+                  {"f": TopicSpec(spec.role, spec.name, spec.partitions, 1,
+                                  {**spec.config, "retention.ms": "60000"})})
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix}
+    out = streamfs("topics", "create", env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"{spec.name}: exists" in out.stdout.splitlines()
+    assert (f"WARNING streamfs.topics: existing topic '{spec.name}' has retention.ms=60000, "
+            "streamfs creates it with 604800000; kept") in out.stderr
+
+
 def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_worker):
     start_worker()
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",

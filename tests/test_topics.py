@@ -1,0 +1,107 @@
+"""Existing topics are checked against the catalogue's settings (real broker)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicSpec,
+                             changelog_specs, config_problems, create_topics, load_catalogue)
+
+pytestmark = pytest.mark.kafka
+
+
+def _name() -> str:
+    return f"cfg-{uuid.uuid4().hex[:8]}"
+
+
+def test_an_existing_results_topic_that_deletes_is_refused(kafka_config):
+    """The operator's case: a selected-features topic that deletes after 60 s instead of
+    compacting would lose the latest result of every stream."""
+    spec = load_catalogue(f"{_name()}.")["selected"]
+    create_topics(kafka_config, {"s": TopicSpec("s", spec.name, spec.partitions, 1,
+                                                {"cleanup.policy": "delete",
+                                                 "retention.ms": "60000"})})
+    with pytest.raises(TopicMismatch) as refused:
+        create_topics(kafka_config, {"selected": spec})
+    assert str(refused.value) == (
+        f"existing topic '{spec.name}' has cleanup.policy=delete, streamfs needs compact "
+        "(results and changelogs keep each key's latest record, the other topics every "
+        f"record): set it with kafka-configs.sh --bootstrap-server "
+        f"{kafka_config['bootstrap.servers']} --alter --entity-type topics --entity-name "
+        f"{spec.name} --add-config cleanup.policy=compact, or delete the topic if it holds "
+        "nothing you need")
+
+
+def test_a_compacted_input_topic_is_refused(kafka_config):
+    """Compaction would keep only each stream's latest input message."""
+    spec = load_catalogue(f"{_name()}.")["features"]
+    create_topics(kafka_config, {"f": TopicSpec("f", spec.name, spec.partitions, 1,
+                                                {"cleanup.policy": "compact,delete"})})
+    with pytest.raises(TopicMismatch, match=r"has cleanup.policy=compact,delete, streamfs "
+                                            r"needs delete "):
+        create_topics(kafka_config, {"features": spec})
+
+
+def test_a_smaller_max_message_bytes_is_refused_a_larger_one_accepted(kafka_config):
+    small, large = _name(), _name()
+    create_topics(kafka_config, {"a": TopicSpec("a", small, 1, 1, {"max.message.bytes": "100000"}),
+                                 "b": TopicSpec("b", large, 1, 1, {"max.message.bytes": "9000000"})})
+    want = {"max.message.bytes": "8388608"}
+    with pytest.raises(TopicMismatch, match=rf"'{small}' has max.message.bytes=100000, streamfs "
+                                            r"needs at least 8388608 .*--add-config "
+                                            r"max.message.bytes=8388608"):
+        create_topics(kafka_config, {"a": TopicSpec("a", small, 1, 1, want)})
+    assert create_topics(kafka_config, {"b": TopicSpec("b", large, 1, 1, want)}) == {large: "exists"}
+
+
+def test_a_changelog_that_keeps_deletions_too_briefly_is_refused(kafka_config):
+    """A local copy up to a day old is trusted: the changelog's tombstones must last that long."""
+    app = _name()
+    specs = changelog_specs(app, 2, 1, 1 << 20)
+    short = {role: TopicSpec(s.role, s.name, s.partitions, 1,
+                             {**s.config, "delete.retention.ms": "3600000"})
+             for role, s in specs.items()}
+    create_topics(kafka_config, short)
+    with pytest.raises(TopicMismatch) as refused:
+        create_topics(kafka_config, specs)
+    lines = str(refused.value).splitlines()
+    assert len(lines) == 2 and all(
+        f"has delete.retention.ms=3600000, streamfs needs at least "
+        f"{CHANGELOG_DELETE_RETENTION_MS} " in line for line in lines)
+
+
+def test_settings_that_are_only_defaults_are_warned_about(kafka_config, caplog):
+    spec = load_catalogue(f"{_name()}.")["instances"]
+    create_topics(kafka_config, {"i": TopicSpec("i", spec.name, spec.partitions, 1,
+                                                {**spec.config, "retention.ms": "60000"})})
+    with caplog.at_level(logging.WARNING, logger="streamfs.topics"):
+        assert create_topics(kafka_config, {"instances": spec}) == {spec.name: "exists"}
+    assert [r.getMessage() for r in caplog.records if r.name == "streamfs.topics"] == [
+        f"existing topic '{spec.name}' has retention.ms=60000, streamfs creates it with "
+        f"604800000; kept (to change it: kafka-configs.sh --bootstrap-server "
+        f"{kafka_config['bootstrap.servers']} --alter --entity-type topics --entity-name "
+        f"{spec.name} --add-config retention.ms=604800000)"]
+
+
+def test_config_problems_asks_the_broker_once_for_all_topics(kafka_config):
+    from confluent_kafka.admin import AdminClient
+
+    class Counting:
+        def __init__(self, admin: AdminClient) -> None:
+            self.admin, self.calls = admin, 0
+
+        def describe_configs(self, *args, **kwargs):
+            self.calls += 1
+            return self.admin.describe_configs(*args, **kwargs)
+
+    names = [_name() for _ in range(3)]
+    create_topics(kafka_config, {n: TopicSpec(n, n, 1, 1, {"cleanup.policy": "delete"})
+                                 for n in names})
+    admin = Counting(AdminClient(kafka_config))
+    refusals, warnings = config_problems(
+        admin, [TopicSpec(n, n, 1, 1, {"cleanup.policy": "compact"}) for n in names], "B")
+    assert admin.calls == 1 and warnings == []
+    assert [line.split(" has ")[0] for line in refusals] == [f"existing topic {n!r}" for n in names]
