@@ -173,15 +173,13 @@ def topics_create(ctx: click.Context) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import (TopicMismatch, TopicsNotCreated, create_topics,
-                                 load_catalogue, replication_for)
+    from streamfs.topics import TopicMismatch, TopicsNotCreated, create_topics, load_catalogue
 
     s = _settings(ctx)
     _reachable(s)
     try:
-        rf = replication_for(s.kafka_config(), s.replication_factor)
-        outcomes = create_topics(s.kafka_config(), load_catalogue(s.topic_prefix,
-                                                                  replication_factor=rf))
+        outcomes = create_topics(s.kafka_config(), load_catalogue(
+            s.topic_prefix, replication_factor=s.replication_factor))
     except KafkaException as exc:
         raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
     except (TopicMismatch, TopicsNotCreated) as exc:
@@ -191,15 +189,32 @@ def topics_create(ctx: click.Context) -> None:
 
 
 @topics.command("describe")
+@click.option("--app-id", envvar="STREAMFS_APP_ID", help="The worker's app id (its changelogs).")
 @click.pass_context
-def topics_describe(ctx: click.Context) -> None:
-    """Print the catalogue with the resolved topic names."""
-    from streamfs.topics import load_catalogue
+def topics_describe(ctx: click.Context, app_id: str | None) -> None:
+    """Print the catalogue's topics and the worker's changelogs: partitions, replication factor,
+    min.insync.replicas and the other settings streamfs creates them with, as the broker has
+    them, or as they would be created."""
+    from confluent_kafka import KafkaException
 
-    for role, spec in load_catalogue(_settings(ctx).topic_prefix).items():
-        click.echo(f"{role:12} {spec.name:32} partitions={spec.partitions} "
-                   f"{' '.join(f'{k}={v}' for k, v in spec.config.items())}")
-        click.echo(f"{'':12} {spec.description}")
+    from streamfs.topics import changelog_specs, describe_topics, load_catalogue
+
+    s = _settings(ctx)
+    if app_id:
+        s.app_id = app_id
+    _reachable(s)
+    specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
+    specs.update(changelog_specs(s.app_id, specs["features"].partitions, s.replication_factor,
+                                 s.max_message_bytes))
+    try:
+        described = describe_topics(s.kafka_config(), specs)
+    except KafkaException as exc:
+        raise click.ClickException(f"topics not described: {exc.args[0].str()}") from None
+    for role, (exists, settings) in described.items():
+        click.echo(f"{role:19} {specs[role].name:40} "
+                   f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
+        click.echo(f"{'':19} {specs[role].description}"
+                   f"{'' if exists else ' (not created yet: as it would be created)'}")
 
 
 def _load_data(source: str, label: str | None, header: bool | None = None,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -30,38 +31,59 @@ class TopicSpec:
     role: str
     name: str
     partitions: int
+    #: 0: chosen from the number of brokers when the topic is created (:func:`replication_for`)
     replication_factor: int
     config: dict[str, str] = field(default_factory=dict)
     description: str = ""
 
 
 def load_catalogue(prefix: str | None = None, path: Path | None = None,
-                   replication_factor: int | None = None) -> dict[str, TopicSpec]:
-    """Topic specs by role (features, instances, selected, dead_letter); a positive
-    ``replication_factor`` overrides the catalogue's (see :func:`replication_for`)."""
+                   replication_factor: int = 0) -> dict[str, TopicSpec]:
+    """Topic specs by role (features, instances, selected, dead_letter), each with
+    ``replication_factor`` (the setting STREAMFS_REPLICATION_FACTOR; 0: see
+    :func:`replication_for`). The catalogue has no replication factor of its own."""
     path = Path(os.environ.get("STREAMFS_TOPICS", path or CATALOGUE))
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
-    rf = int(data.get("defaults", {}).get("replication_factor", 1))
+    if "replication_factor" in data.get("defaults", {}) or any(
+            "replication_factor" in t for t in data["topics"].values()):
+        _warn_replication_key(str(path))
     return {
-        role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]),
-                        replication_factor or int(t.get("replication_factor", rf)),
+        role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]), replication_factor,
                         {k: str(v) for k, v in t.get("config", {}).items()},
                         t.get("description", ""))
         for role, t in data["topics"].items()
     }
 
 
-def replication_for(admin_config: dict, setting: int = 0) -> int:
-    """The replication factor to create topics with: ``setting`` if positive, else
-    min(3, number of brokers) — 3 copies survive one broker down with
-    ``min.insync.replicas=2``; a single broker can only keep one."""
-    if setting > 0:
-        return setting
-    from confluent_kafka.admin import AdminClient
+@functools.cache
+def _warn_replication_key(path: str) -> None:
+    """Once per catalogue: the key older catalogues carried, which the worker and `topics
+    create` always overrode, is not read."""
+    log.warning("%s: replication_factor is not read from the catalogue; "
+                "STREAMFS_REPLICATION_FACTOR sets every topic's (default: min(3, brokers))", path)
 
-    return min(3, len(AdminClient(admin_config).list_topics(timeout=30).brokers))
+
+def replication_for(setting: int, brokers: int) -> int:
+    """The replication factor to create a topic with: ``setting`` if positive, else
+    min(3, ``brokers``): 3 copies survive one broker down with ``min.insync.replicas=2``
+    (:func:`creation_config`); a single broker can only keep one."""
+    return setting if setting > 0 else min(3, brokers)
+
+
+def creation_config(spec: TopicSpec, replication_factor: int) -> dict[str, str]:
+    """The settings ``spec``'s topic is created with: its ``config``, and min.insync.replicas
+    = min(2, ``replication_factor``) unless the config sets it. Every streamfs producer writes
+    with acks=all, so a record is acknowledged (a transaction committed) only once that many
+    replicas hold it: with 3, it survives the loss of any one broker."""
+    return {"min.insync.replicas": str(min(2, replication_factor)), **spec.config}
+
+
+def replicas(topic: Any) -> int:
+    """The replication factor of a topic in a broker's metadata (``TopicMetadata``): its
+    partitions' fewest replicas; 0 when its metadata has no partitions."""
+    return min((len(p.replicas) for p in topic.partitions.values()), default=0)
 
 
 def missing_topic_message(topic: str) -> str:
@@ -165,13 +187,17 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     partitions and the worker's changelogs are co-partitioned with its input, so it cannot
     work on it, and waiting for the count to change would only time out. Likewise when a
     setting the project relies on differs (:func:`config_problems`, one line each); other
-    settings that differ are logged as warnings."""
+    settings that differ, and a replication factor below the one it would be created with,
+    are logged as warnings. Topics are created with :func:`replication_for` and
+    :func:`creation_config`."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(admin_config)
-    new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=s.replication_factor,
-                    config=s.config) for s in specs.values()]
+    brokers = len(admin.list_topics(timeout=timeout).brokers)
+    rf = {s.name: replication_for(s.replication_factor, brokers) for s in specs.values()}
+    new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=rf[s.name],
+                    config=creation_config(s, rf[s.name])) for s in specs.values()]
     outcome: dict[str, str] = {}
     for name, fut in admin.create_topics(new, request_timeout=timeout).items():
         try:
@@ -184,16 +210,23 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             outcome[name] = "exists"
     existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:
-        wrong = partition_problems(existing, admin.list_topics(timeout=timeout).topics,
-                                   missing_too=False)
+        topics = admin.list_topics(timeout=timeout).topics
+        wrong = partition_problems(existing, topics, missing_too=False)
         if wrong:
             raise TopicMismatch(
                 f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
                 "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
                 "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix")
-        refusals, warnings = config_problems(
-            admin, [s for s in specs.values() if s.name in existing],
+        have = {name: replicas(topics[name]) for name in existing}
+        warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "
+                    f"creates it with {rf[name]}; kept (kafka-reassign-partitions.sh adds "
+                    "replicas)" for name in existing if 0 < have[name] < rf[name]]
+        # min.insync.replicas as it would be created with the replicas the topic has
+        refusals, more = config_problems(
+            admin, [replace(s, config=creation_config(s, have[s.name] or rf[s.name]))
+                    for s in specs.values() if s.name in existing],
             admin_config.get("bootstrap.servers", "HOST:PORT"), timeout)
+        warnings += more
         for line in warnings:
             log.warning("%s", line)
         if refusals:
@@ -202,6 +235,46 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))
     return outcome
+
+
+def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
+                    timeout: float = 30.0) -> dict[str, tuple[bool, dict[str, str]]]:
+    """``{role: (exists, settings)}``: each topic's partitions, replication factor,
+    min.insync.replicas and the settings its spec names, as the broker has them, or, for a
+    topic that does not exist, as :func:`create_topics` would create it. One metadata and one
+    DescribeConfigs request."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient(admin_config)
+    meta = admin.list_topics(timeout=timeout)
+    found = [s.name for s in specs.values()
+             if s.name in meta.topics and meta.topics[s.name].error is None]
+    configs: dict[str, dict[str, str]] = {}
+    if found:
+        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in found],
+                                         request_timeout=timeout)
+        for resource, future in futures.items():
+            try:
+                configs[resource.name] = {k: str(e.value) for k, e in future.result().items()}
+            except KafkaException as exc:
+                configs[resource.name] = {}
+                log.warning("the settings of topic %r could not be read (%s)", resource.name,
+                            exc.args[0].str())
+    described = {}
+    for role, spec in specs.items():
+        if spec.name in found:
+            topic = meta.topics[spec.name]
+            have = configs[spec.name]
+            settings = {"partitions": str(len(topic.partitions)),
+                        "replication": str(replicas(topic)),
+                        **{k: have.get(k, "?") for k in ["min.insync.replicas", *spec.config]}}
+        else:
+            rf = replication_for(spec.replication_factor, len(meta.brokers))
+            settings = {"partitions": str(spec.partitions), "replication": str(rf),
+                        **creation_config(spec, rf)}
+        described[role] = (spec.name in found, settings)
+    return described
 
 
 def unserved_partitions(admin: Any, partitions: dict[str, int], timeout: float = 10.0) -> list[str]:

@@ -105,3 +105,72 @@ def test_config_problems_asks_the_broker_once_for_all_topics(kafka_config):
         admin, [TopicSpec(n, n, 1, 1, {"cleanup.policy": "compact"}) for n in names], "B")
     assert admin.calls == 1 and warnings == []
     assert [line.split(" has ")[0] for line in refusals] == [f"existing topic {n!r}" for n in names]
+
+
+def _min_insync(kafka_config, names):
+    """``{topic: (min.insync.replicas, set on the topic itself)}``."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+
+    admin = AdminClient(kafka_config)  # kept until the answers are in
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in names])
+    return {r.name: (e.value, e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+            for r, f in futures.items() for e in [f.result()["min.insync.replicas"]]}
+
+
+def test_catalogue_topics_and_changelogs_are_created_with_min_insync_replicas(kafka_config):
+    """Not the broker's default: min(2, replication factor) on the topic itself (one broker
+    here, so 1; creation_config's test covers 2)."""
+    specs = {**load_catalogue(f"{_name()}."), **changelog_specs(_name(), 2, 0, 1 << 20)}
+    create_topics(kafka_config, specs)
+    assert _min_insync(kafka_config, [s.name for s in specs.values()]) == {
+        s.name: ("1", True) for s in specs.values()}
+
+
+@pytest.mark.parametrize("replication, expected", [(1, "1"), (2, "2"), (3, "2"), (5, "2")])
+def test_min_insync_replicas_is_two_where_there_are_two_copies(replication, expected):
+    from streamfs.topics import creation_config
+
+    spec = load_catalogue("p.")["selected"]
+    assert creation_config(spec, replication) == {"min.insync.replicas": expected, **spec.config}
+    # a topic's config in the catalogue says otherwise
+    own = TopicSpec("s", "s", 1, 0, {"min.insync.replicas": "3"})
+    assert creation_config(own, replication) == {"min.insync.replicas": "3"}
+
+
+def test_the_catalogue_sets_no_replication_factor(tmp_path, caplog, monkeypatch):
+    """The setting (STREAMFS_REPLICATION_FACTOR) is the only one: the catalogue's
+    replication_factor = 1 was overridden by the worker and `topics create` every time."""
+    monkeypatch.delenv("STREAMFS_TOPICS", raising=False)
+    assert {s.replication_factor for s in load_catalogue("p.").values()} == {0}
+    assert {s.replication_factor for s in load_catalogue("p.", replication_factor=3).values()} == {3}
+    old = tmp_path / "old.toml"
+    old.write_text('[defaults]\nreplication_factor = 1\n\n[topics.features]\nsuffix = "f"\n'
+                   'partitions = 2\n')
+    with caplog.at_level(logging.WARNING, logger="streamfs.topics"):
+        assert load_catalogue("p.", path=old)["features"].replication_factor == 0
+        load_catalogue("p.", path=old)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{old}: replication_factor is not read from the catalogue; STREAMFS_REPLICATION_FACTOR "
+        "sets every topic's (default: min(3, brokers))"]
+
+
+def test_a_topic_created_with_the_automatic_replication_factor_has_the_brokers(kafka_config):
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.topics import replicas
+
+    name = _name()
+    create_topics(kafka_config, {"t": TopicSpec("t", name, 2, 0)})
+    meta = AdminClient(kafka_config).list_topics(timeout=10)
+    assert replicas(meta.topics[name]) == min(3, len(meta.brokers))
+
+
+def test_an_existing_topic_with_fewer_replicas_is_warned_about(kafka_config, caplog):
+    name = _name()
+    create_topics(kafka_config, {"t": TopicSpec("t", name, 1, 1)})
+    with caplog.at_level(logging.WARNING, logger="streamfs.topics"):
+        # three asked for: the broker is not asked to create it, it exists
+        assert create_topics(kafka_config, {"t": TopicSpec("t", name, 1, 3)}) == {name: "exists"}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"existing topic '{name}' has replication factor 1, streamfs creates it with 3; kept "
+        "(kafka-reassign-partitions.sh adds replicas)"]

@@ -58,7 +58,7 @@ from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
                              changelog_specs, create_topics, load_catalogue, partition_problems,
-                             replication_for, wait_for_topics)
+                             wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
@@ -1027,13 +1027,12 @@ def drop_stream_series(store: dict[str, bytes]) -> None:
 
 def prepare_topics(settings: Settings) -> None:
     """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
-    rf = replication_for(settings.kafka_config(), settings.replication_factor)
-    specs = load_catalogue(settings.topic_prefix, replication_factor=rf)
+    specs = load_catalogue(settings.topic_prefix, replication_factor=settings.replication_factor)
     partitions = specs["features"].partitions
     if specs["instances"].partitions != partitions:
         raise ValueError("the features and instances topics must have the same partition count")
-    specs.update(changelog_specs(settings.app_id, partitions,
-                                 specs["features"].replication_factor, settings.max_message_bytes))
+    specs.update(changelog_specs(settings.app_id, partitions, settings.replication_factor,
+                                 settings.max_message_bytes))
     create_topics(settings.kafka_config(), specs)
     wait_for_topics(settings.kafka_config(), specs)
 

@@ -109,6 +109,25 @@ def test_topics_create_warns_about_an_input_retention_that_differs(kafka_bootstr
             "streamfs creates it with 604800000; kept") in out.stderr
 
 
+def test_topics_describe_shows_replication_and_min_insync_replicas(cli_env):
+    """Of the catalogue's topics as the broker has them, and of the worker's changelogs as
+    they would be created (no worker has run)."""
+    assert streamfs("topics", "create", env=cli_env).returncode == 0
+    out = streamfs("topics", "describe", "--app-id", "described", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    prefix = cli_env["STREAMFS_TOPIC_PREFIX"]
+    settings = {line.split()[1]: line.split()[2:] for line in lines[0::2]}
+    assert sorted(settings) == sorted([f"{prefix}{suffix}" for suffix in (
+        "features", "instances", "selected-features", "dead-letter")] + [
+        f"described-{role}-streams-changelog" for role in ("features", "instances")])
+    assert all(values[1:3] == ["replication=1", "min.insync.replicas=1"]
+               for values in settings.values()), out.stdout
+    assert "cleanup.policy=compact" in settings[f"{prefix}selected-features"]
+    created = [line.endswith("(not created yet: as it would be created)") for line in lines[1::2]]
+    assert created == [False] * 4 + [True] * 2, out.stdout
+
+
 def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_worker):
     start_worker()
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",

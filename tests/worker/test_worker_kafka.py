@@ -148,6 +148,29 @@ def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_pr
     assert sorted(tp.partition for tp in order) == list(range(spec.partitions))
 
 
+def test_the_worker_creates_its_topics_with_min_insync_replicas(kafka_config, tmp_path):
+    """Catalogue topics and changelogs get min.insync.replicas = min(2, replication factor)
+    on the topic itself, not the broker's default (one broker here: 1)."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"], topic_prefix=prefix,
+                        app_id=f"app-{uuid.uuid4().hex[:8]}", data_dir=str(tmp_path))
+    app.prepare_topics(settings)
+    names = [s.name for s in _topics(prefix).values()] + [
+        f"{settings.app_id}-{role}-streams-changelog" for role in ("features", "instances")]
+    admin = AdminClient(kafka_config)
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in names])
+    entries = {r.name: f.result()["min.insync.replicas"] for r, f in futures.items()}
+    assert {n: (e.value, e.source) for n, e in entries.items()} == {
+        n: ("1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value) for n in names}
+
+
 @pytest.mark.parametrize("role", ["selected", "features", "changelog"])
 def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topic_prefix,
                                                               start_worker, role):
