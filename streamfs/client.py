@@ -45,14 +45,18 @@ class InvalidRecord(ValueError):
         self.kind = kind
 
 
+def _where(letter: dict) -> str:
+    """Where a dead letter's input was read: ``topic[partition]@offset``."""
+    return f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
+
+
 class StreamRejected(RuntimeError):
     """The worker dead-lettered input of a stream being waited for: its final result will not
     come. ``letter`` is the dead letter (``reason``, ``topic``, ``partition``, ``offset``)."""
 
     def __init__(self, letter: dict) -> None:
-        where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
-        super().__init__(f"the worker rejected input of stream {letter['stream']!r} ({where}): "
-                         f"{letter['reason']}")
+        super().__init__(f"the worker rejected input of stream {letter['stream']!r} "
+                         f"({_where(letter)}): {letter['reason']}")
         self.letter = letter
 
 
@@ -148,17 +152,44 @@ class Refused:
         self.counts[key] = self.counts.get(key, 0) + 1
 
 
-def _run_token(letter: dict) -> str | None:
-    """The producer's run token in a dead letter's original message; None where it cannot be
-    read (truncated, not a streamfs message, a producer without tokens)."""
+def _original(letter: dict) -> dict | None:
+    """The streamfs message of a dead letter's ``original`` input; None where there is none
+    (empty, truncated or undecodable input, or no ``original``)."""
     original = letter.get("original")
     try:
         if isinstance(original, str):  # the JSON output format's base64
             original = base64.b64decode(original, validate=True)
-        token = decode(original).get("run") if isinstance(original, bytes) else None
+        return decode(original) if isinstance(original, bytes) else None
     except ValueError:  # CodecError, or base64's binascii.Error
         return None
+
+
+def _run_token(letter: dict) -> str | None:
+    """The producer's run token in a dead letter's original message; None where it cannot be
+    read (truncated, not a streamfs message, a producer without tokens)."""
+    token = (_original(letter) or {}).get("run")
     return token if isinstance(token, str) else None
+
+
+def _unreadable(letter: dict) -> bool:
+    """The worker could not read the letter's input at all (empty, undecodable, over the size
+    limit): nothing in it says which stream or run it was meant for but its key."""
+    return "original" in letter and _original(letter) is None
+
+
+#: where an input message was read: (topic, partition, offset)
+Position = tuple[str, int, int]
+
+
+def _position(fields: Any) -> Position | None:
+    """The input position in ``fields`` (a dead letter, or a result's ``open_input``); None
+    where a field is missing or not of its type."""
+    if not isinstance(fields, dict):
+        return None
+    topic, partition, offset = (fields.get(k) for k in ("topic", "partition", "offset"))
+    if _is_str(topic) and _is_int(partition) and _is_int(offset):
+        return topic, partition, offset
+    return None
 
 
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
@@ -331,13 +362,22 @@ class _Finals:
         self.refused = refused
         self.newest: dict[str, int] = {}
         self.final: dict[str, bool] = {}
-        self.letters: dict[str, dict[int | None, dict]] = {}
+        self.letters: dict[str, dict[Any, dict]] = {}
+        #: (stream, run) -> where the run's ``open`` was read, as its results say (None: they
+        #: do not, results of a worker before ``open_input``)
+        self.opens: dict[tuple[str, int], Position | None] = {}
+        #: stream -> dead letters without a run, the newest of each input partition (None: no
+        #: position) and readability: a stream's dead letters are one key's, in one partition
+        #: of the dead-letter topic, in the order the worker read their input
+        self.runless: dict[str, dict[tuple[tuple[str, int] | None, bool], dict]] = {}
+        self.held: set[tuple[str, int, Position | None]] = set()  # logged: (stream, run, where)
 
     def result(self, result: dict) -> None:
         # a stream's results share a partition, in order: the last run seen is the newest
-        sid = result["stream"]
-        self.newest[sid] = result.get("run", 1)
+        sid, run = result["stream"], result.get("run", 1)
+        self.newest[sid] = run
         self.final[sid] = bool(result.get("final"))
+        self.opens[(sid, run)] = _position(result.get("open_input"))
 
     def dead_letter(self, letter: dict) -> None:
         sid = letter.get("stream")
@@ -345,8 +385,14 @@ class _Finals:
             # input of a run the stream never accepted (a re-used id): no run's, but its
             # producer should hear of it
             self.refused(letter)
-        elif isinstance(sid, str):
-            self.letters.setdefault(sid, {})[letter.get("run")] = letter
+        elif not isinstance(sid, str):
+            return
+        elif letter.get("run") is not None:
+            self.letters.setdefault(sid, {})[letter["run"]] = letter
+        else:
+            where = _position(letter)
+            key = (where[:2] if where else None, not _unreadable(letter))
+            self.runless.setdefault(sid, {})[key] = letter
 
     def _open(self) -> list[str]:
         """The watched streams without a final result (``stream`` even before its first)."""
@@ -357,14 +403,51 @@ class _Finals:
         return bool(self.final) and not self._open()
 
     def rejection(self) -> dict | None:
-        """A dead letter of the watched run of a stream not final (a letter without a run,
-        written before the worker read the stream's header, counts for any run)."""
+        """A dead letter of the watched run of a stream not final: one of that run, or one
+        without a run that :meth:`_may_be_of` the run."""
         for sid in self._open():
-            letters = self.letters.get(sid, {})
-            letter = letters.get(self.run or self.newest.get(sid, 1)) or letters.get(None)
+            run = self.run or self.newest.get(sid, 1)
+            letter = self.letters.get(sid, {}).get(run) or self._runless_of(sid, run)
             if letter is not None:
                 return letter
         return None
+
+    def _runless_of(self, sid: str, run: int) -> dict | None:
+        """A dead letter without a run that counts against ``run`` of ``sid``; those held
+        until the run's first result are logged, once each."""
+        held = []
+        for (place, readable), letter in self.runless.get(sid, {}).items():
+            verdict = self._may_be_of(sid, run, letter, place, readable)
+            if verdict:
+                return letter
+            if verdict is None:
+                held.append(letter)
+        for letter in held:
+            if (key := (sid, run, _position(letter))) not in self.held:
+                self.held.add(key)
+                log.warning("input of stream %r that the worker could not read was "
+                            "dead-lettered (%s: %s): it fails run %d only if it came after the "
+                            "run's open, which the run's first result will tell", sid,
+                            _where(letter), letter["reason"], run)
+        return None
+
+    def _may_be_of(self, sid: str, run: int, letter: dict, place: tuple[str, int] | None,
+                   readable: bool) -> bool | None:
+        """Whether a dead letter without a run (the worker read its input before it knew the
+        stream's run: no open stream under that key, or no readable key) may be input of
+        ``run`` of ``sid``; None: not known yet.
+
+        Where the run's results say where its ``open`` was read: only if it came after that,
+        in the same input partition (a letter from before the open is not the run's). Before
+        the run's first result, where its open was is not known: a letter of unreadable input
+        waits for it (a stale record under the same key is one), any other counts (a keyless
+        producer's every message is dead-lettered without a run)."""
+        if (sid, run) not in self.opens:
+            return None if place is not None and not readable else True
+        opened = self.opens[(sid, run)]
+        if opened is None or place is None:  # cannot be ordered: counts, as it always did
+            return True
+        return place == opened[:2] and letter["offset"] > opened[2]
 
 
 class SelectionReader(OutputReader):
@@ -397,7 +480,10 @@ class SelectionReader(OutputReader):
         partition to its end, then stop as soon as the latest result of ``stream`` (or of every
         stream seen, if ``stream`` is None; with none seen yet, wait for one) in its newest run
         is final: the final of a run replaced since does not count. With ``dead_letters``, a
-        dead letter of that run of a stream not final raises :class:`StreamRejected`.
+        dead letter of that run of a stream not final raises :class:`StreamRejected`; so does
+        one without a run (input the worker read before it knew the stream's run) that came
+        after the run's ``open`` in the same input partition, which the run's results say
+        (``open_input``); before the run's first result, only if its input was readable.
         ``timeout``: raise ``TimeoutError`` after this many seconds.
         ``run``: only results of that run (a replaced stream starts run 2, ...).
         """

@@ -1,6 +1,7 @@
 """The output readers against the real broker: they start at each partition's first offset,
 which need not be 0 (retention and DeleteRecords move it), and keep reading what comes after."""
 
+import re
 import threading
 
 import pytest
@@ -144,6 +145,79 @@ def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_pref
         # "q" is in run 2: run 1's dead letter is not about it
         with pytest.raises(TimeoutError, match="no final result for 'q'"):
             list(reader.updates("q", until_final=True, timeout=3))
+
+
+def _runless(stream: str, offset: int, *, partition: int = 0,
+             original: bytes | None = b"\xc1garbage") -> dict:
+    """A dead letter without a run, as the worker writes for input it could not read (by
+    default) under a key no stream was open for, read at ``f[partition]@offset``."""
+    return {"kind": "dead_letter", "stream": stream, "run": None, "run_refused": False,
+            "reason": "undecodable message", "original": original, "topic": "f",
+            "partition": partition, "offset": offset}
+
+
+def _opened(result: dict, offset: int) -> dict:
+    """``result`` saying that its run's open was read at ``f[0]@offset``."""
+    return {**result, "open_input": {"topic": "f", "partition": 0, "offset": offset}}
+
+
+def test_a_dead_letter_without_a_run_fails_only_a_run_it_came_after(kafka_config, topic_prefix):
+    """Results say where their run's open was read (``open_input``): a dead letter without a
+    run read before it, or in another input partition, is not the run's; one read after it in
+    the same partition is, and so is any where results do not say (an older worker's)."""
+    from streamfs.client import SelectionReader, StreamRejected
+
+    topics = load_catalogue(topic_prefix)
+    selected, dead = topics["selected"].name, topics["dead_letter"].name
+    _put(kafka_config, selected, _opened(_result("stale", 1), 5),
+         _opened(_result("elsewhere", 1), 5), _opened(_result("re", 1, final=True), 1),
+         _opened(_result("re", 2, run=2), 9))
+    _put(kafka_config, dead, _runless("stale", 4), _runless("elsewhere", 6, partition=1),
+         _runless("re", 4))
+    with SelectionReader(kafka_config, selected, dead_letters=dead) as reader:
+        # every stream in its newest run: none is rejected, each waits for its final
+        with pytest.raises(TimeoutError, match="no final result for every stream"):
+            list(reader.updates(until_final=True, timeout=3))
+        with pytest.raises(TimeoutError, match="no final result for 're'"):
+            list(reader.updates("re", run=2, until_final=True, timeout=3))
+        _put(kafka_config, selected, _opened(_result("stale", 2, final=True), 5))
+        assert _versions(reader.updates("stale", until_final=True, timeout=60)) == [
+            ("stale", 1), ("stale", 2)]
+
+        _put(kafka_config, selected, _opened(_result("late", 1), 5), _result("old", 1))
+        _put(kafka_config, dead, _runless("late", 6), _runless("old", 4))
+        for sid, where in (("late", "f[0]@6"), ("old", "f[0]@4")):
+            with pytest.raises(StreamRejected, match=re.escape(f"stream '{sid}' ({where})")):
+                list(reader.updates(sid, until_final=True, timeout=60))
+
+
+def test_before_the_runs_first_result_only_unreadable_input_waits(kafka_config, topic_prefix,
+                                                                  caplog):
+    """Before a result says where the run's open was, a dead letter of unreadable input (a
+    stale record under the stream's key) waits for it, named once in the log; one of readable
+    input (a keyless producer's message) fails the run at once."""
+    from streamfs.client import SelectionReader, StreamRejected
+    from streamfs.codec import encode
+
+    topics = load_catalogue(topic_prefix)
+    selected, dead = topics["selected"].name, topics["dead_letter"].name
+    keyless = encode({"kind": "open", "stream": "nokey", "seq": 0, "run": "tok"})
+    _put(kafka_config, dead, _runless("early", 4), _runless("early", 7, original=b""),
+         _runless("nokey", 4, original=keyless))
+    with SelectionReader(kafka_config, selected, dead_letters=dead) as reader:
+        with caplog.at_level("WARNING", logger="streamfs.client"):
+            with pytest.raises(TimeoutError, match="no final result for 'early'"):
+                list(reader.updates("early", until_final=True, timeout=3))
+        # the newest letter of the partition is the one an open before it would not excuse
+        held = [r.getMessage() for r in caplog.records if "could not read" in r.getMessage()]
+        assert len(held) == 1 and "'early' that the worker could not read was dead-lettered " \
+            "(f[0]@7: undecodable message): it fails run 1 only if it came after" in held[0]
+        with pytest.raises(StreamRejected, match=r"stream 'nokey' \(f\[0\]@4\)"):
+            list(reader.updates("nokey", until_final=True, timeout=60))
+        # the run's results: its open came between the two letters
+        _put(kafka_config, selected, _opened(_result("early", 1), 5))
+        with pytest.raises(StreamRejected, match=r"stream 'early' \(f\[0\]@7\)"):
+            list(reader.updates("early", until_final=True, timeout=60))
 
 
 def test_invalid_records_are_skipped_counted_and_named_once(kafka_config, topic_prefix, caplog):

@@ -168,6 +168,13 @@ def _lost_reason(stream: str, lost: dict) -> str:
             f"(streamfs produce --replace, or an 'open' with replace=true)")
 
 
+def _input_position(origin: dict | None) -> dict | None:
+    """Where an input message was read (``topic``, ``partition``, ``offset``); None unless all
+    three are known (a processor driven without them, as in tests)."""
+    position = {k: (origin or {}).get(k) for k in ("topic", "partition", "offset")}
+    return position if None not in position.values() else None
+
+
 def _names(names: Any, n: int, what: str) -> list[str]:
     if not isinstance(names, list) or len(names) != n or not all(isinstance(v, str) for v in names):
         got = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
@@ -314,7 +321,7 @@ class StreamProcessor:
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
             stream = self._check_stream_id(key_stream, message)
-            plan = self._apply(stream, message, timestamp, raw)
+            plan = self._apply(stream, message, timestamp, raw, origin)
             if not defer and stream in self._dirty:
                 plan.writes.extend(self._checkpoint(stream))
             return plan
@@ -402,7 +409,8 @@ class StreamProcessor:
             raise InvalidInput(f"record key {key!r} differs from the stream id {body!r}")
         return body
 
-    def _apply(self, stream: str, message: dict, timestamp: float | None, raw: bytes) -> Plan:
+    def _apply(self, stream: str, message: dict, timestamp: float | None, raw: bytes,
+               origin: dict) -> Plan:
         kind = message["kind"]
         # an open's bytes, to tell its redelivery from another open without a run token
         open_digest = _digest(raw) if kind == "open" else None
@@ -424,11 +432,12 @@ class StreamProcessor:
             if verdict == "skip":
                 return Plan(skipped=True, stream=stream)  # redelivered: already applied
             if verdict == "replace":
-                return self._open(stream, message, open_digest, timestamp, previous=header)
+                return self._open(stream, message, open_digest, timestamp, origin,
+                                  previous=header)
         if kind == "open":
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
-            return self._open(stream, message, open_digest, timestamp)
+            return self._open(stream, message, open_digest, timestamp, origin)
         if header is None:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
         if header["status"] == "closed":
@@ -528,7 +537,7 @@ class StreamProcessor:
             f"same 'run' token (streamfs produce does), or send replace=true to start a new run")
 
     def _open(self, stream: str, message: dict, digest: str, timestamp: float | None = None,
-              previous: dict | None = None) -> Plan:
+              origin: dict | None = None, previous: dict | None = None) -> Plan:
         after = _continue_from(message)
         if previous is None and after is not None:  # else the header knows better
             self._run_of_message = after[0] + 1
@@ -572,7 +581,7 @@ class StreamProcessor:
             "version": 0, "status": "open", "states": {}, "columns": [],
             "selection": None, "rejected": 0, "n_items": 0, "maps": [], "name_blocks": [],
             "run": 1, "run_token": message.get("run"), "past_runs": [], "open_digest": digest,
-            "opened_at": timestamp, "closed_at": None,
+            "opened_at": timestamp, "closed_at": None, "open_input": _input_position(origin),
         }
         plan = Plan(stream=stream, algorithm=name)
         if previous is None and after is not None:
@@ -660,7 +669,7 @@ class StreamProcessor:
                 "version": header["version"],
                 "seq": message["seq"], "final": close, "selection": selection,
                 "counters": self._counters(algo, header, fitted),
-                "input_timestamp": timestamp,
+                "input_timestamp": timestamp, "open_input": header.get("open_input"),
             }, self.output_format, packed={"selection": packed_selection})
             plan.final = close
         if close:

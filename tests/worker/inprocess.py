@@ -44,8 +44,10 @@ def one_at_a_time(messages: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def without_timestamp(results: list[dict]) -> list[dict]:
-    """Results as compared across runs: the input's timestamp is the broker's."""
-    return [{k: v for k, v in r.items() if k != "input_timestamp"} for r in results]
+    """Results as compared across runs: the input's timestamp and the position of the run's
+    ``open`` are the broker's (a processor driven without a broker has neither)."""
+    return [{k: v for k, v in r.items() if k not in ("input_timestamp", "open_input")}
+            for r in results]
 
 
 @contextmanager

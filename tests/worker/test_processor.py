@@ -494,6 +494,34 @@ def test_a_stream_that_lost_an_unreadable_message_says_so_not_sequence_gap(unrea
     assert not _run(processor, replay)[1]  # a new run goes through
 
 
+def test_results_say_where_their_runs_open_was_read():
+    """``open_input``: the position of the run's ``open``, so that a reader can tell a dead
+    letter without a run read before it (not the run's input) from one read after it."""
+    X, y = _data()
+    store: dict = {}
+
+    def results(messages, first_offset):
+        processor = StreamProcessor("features", store)  # a restart: the header keeps it
+        out = []
+        for offset, message in enumerate(messages, first_offset):
+            plan = processor.handle("s", encode(message),
+                                    origin={"topic": "in", "partition": 3, "offset": offset})
+            _apply(processor, plan)
+            out += [decode(plan.result)] if plan.result else []
+        return out
+
+    run1 = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 6))
+    first = results(run1[:3], 10) + results(run1[3:], 13)
+    assert len(first) > 2 and all(
+        r["open_input"] == {"topic": "in", "partition": 3, "offset": 10} for r in first)
+    replaced = results(feature_stream_messages("s", X, y, "saola", replace=True), 50)
+    assert replaced and {r["run"] for r in replaced} == {2}
+    assert all(r["open_input"]["offset"] == 50 for r in replaced)
+    # a processor not told where its input was read (as in these tests) says nothing
+    unplaced, _ = _run(StreamProcessor("features", {}), feature_stream_messages("s", X, y, "saola"))
+    assert unplaced and all(decode(r)["open_input"] is None for r in unplaced)
+
+
 @pytest.mark.parametrize("labels,kind", [([None] * 120, "NoneType"), ([b"a"] * 120, "bytes"),
                                          ([[1]] * 120, "list"), ([1, None] * 60, "NoneType")])
 def test_labels_of_no_label_type_are_named(labels, kind):

@@ -50,7 +50,7 @@ def features_of(result: dict) -> list[int]:
 
 
 def _strip(result: dict) -> dict:
-    return {k: v for k, v in result.items() if k != "input_timestamp"}
+    return {k: v for k, v in result.items() if k not in ("input_timestamp", "open_input")}
 
 
 def reference_versions(case) -> list[dict]:
