@@ -580,12 +580,13 @@ def _print_results(results: list[dict], as_json: bool) -> None:
               "every stream seen, without STREAM) has its final result; exit 4 with the reason "
               "if the worker dead-letters input of that run.")
 @click.option("--run", "run", type=click.IntRange(min=1), default=None,
-              help="Only results of this run of STREAM (after `produce --replace`).")
+              help="Only results of this run of STREAM (after `produce --replace`); needs "
+              "STREAM.")
 @click.option("--from-now", is_flag=True,
               help="Only results published from now on (default: from the topic's start, so "
               "every stream's latest selection comes first).")
-@click.option("--timeout", type=float, default=None,
-              help="Give up after this many seconds (exit 3).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Give up after this many seconds (> 0; exit 3).")
 @click.option("--app-id", envvar="STREAMFS_APP_ID", default=None,
               help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
@@ -596,6 +597,9 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     from streamfs.client import SelectionReader
     from streamfs.topics import load_catalogue
 
+    if run is not None and stream is None:
+        raise UsageProblem(f"--run {run} needs a STREAM: runs are numbered per stream "
+                           f"(streamfs watch STREAM --run {run})")
     s = _settings(ctx)
     _reachable(s)
     catalogue = load_catalogue(s.topic_prefix)
