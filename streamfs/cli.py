@@ -499,6 +499,14 @@ def _progress_bar(show: bool, description: str, total: int | None, unit: str, it
     return bar()
 
 
+def _shown(text: Any) -> str:
+    """An id (or any text from a record) for a human: as it is when every character is
+    printable, else as a Python string literal, so that a control character (``\\x1f``, a
+    newline, an escape sequence) shows instead of vanishing or acting on the terminal."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)
+
+
 def _json_line(message: dict) -> str:
     """One message as one line of JSON (NDJSON): the same text the worker's JSON format uses."""
     from streamfs.codec.text import _plain
@@ -547,15 +555,16 @@ def _print_results(results: list[dict], as_json: bool) -> None:
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     for r in results:
         run = f" · run {r['run']}" if r.get("run", 1) != 1 else ""
         counters = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in
                              r.get("counters", {}).items())
-        title = (f"{r['stream']} · {r['algorithm']}{run} · v{r['version']}"
+        title = (f"{_shown(r['stream'])} · {r['algorithm']}{run} · v{r['version']}"
                  f"{' · final' if r.get('final') else ''}{' · ' if counters else ''}{counters}")
-        table = Table(title=title)
+        table = Table(title=Text(title))  # no markup: a stream id may hold brackets
         for col in ("#", "feature", "name", "score", "affiliated"):
             table.add_column(col, overflow="fold")
         for i, item in enumerate(r["selection"]):
@@ -625,7 +634,7 @@ def _watch_once(settings: Settings, topic: str, stream: str | None, as_json: boo
         latest = reader.current_selections()
     results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
     if not results:
-        click.echo(f"no selection yet for {stream or 'any stream'}", err=True)
+        click.echo(f"no selection yet for {_shown(stream) if stream else 'any stream'}", err=True)
         _warn_without_worker(settings, group)
         return 1
     _print_results(results, as_json)
@@ -650,7 +659,7 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     finally:  # each refused run was shown once, at its first message: now how many it had
         for (sid, _), n in reader.refused.counts.items():
             click.echo(f"warning: {n} message(s) of another run of stream {sid!r} were refused "
-                       f"(streamfs dead-letters --stream {sid})", err=True)
+                       f"(streamfs dead-letters --stream {_shown(sid)})", err=True)
     return 0
 
 
@@ -694,7 +703,8 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
                 continue
             original = letter.get("original") or b""
             where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
-            click.echo(f"{letter.get('stream') or '(no stream id)'!s:16} {where}  "
+            sid = letter.get("stream")
+            click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "
                        f"{len(original)} bytes  {letter['reason']}")
     if not as_json and not follow:
         click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "

@@ -98,3 +98,21 @@ def test_refused_input_of_another_run_is_shown_once_per_run_with_its_count(
         "(streamfs dead-letters --stream d1)",
         "warning: 3 message(s) of another run of stream 'd1' were refused "
         "(streamfs dead-letters --stream d1)"], out.stderr
+
+
+def test_ids_with_control_characters_are_shown_escaped(cli_env, kafka_config, topic_prefix,
+                                                       selected):
+    """A control character in a stream id shows as in a Python literal rather than vanishing
+    (the worker dead-letters input keyed 'a\\x1fb' under that id) or acting on the terminal."""
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    _put(kafka_config, dead, {"kind": "dead_letter", "stream": "a\x1fb", "run": None,
+                              "reason": "bad id", "original": b"", "topic": "f",
+                              "partition": 0, "offset": 3})
+    _put(kafka_config, selected, _result("c\x1bd", 1, final=True), _result("plain", 1))
+    letters = streamfs("dead-letters", env=cli_env)
+    assert letters.returncode == 0, letters.stderr
+    assert letters.stdout.startswith("'a\\x1fb'") and "\x1f" not in letters.stdout
+    tables = streamfs("watch", "--once", env=cli_env)
+    assert tables.returncode == 0, tables.stderr
+    assert "'c\\x1bd' · saola · v1 · final" in tables.stdout and "\x1b" not in tables.stdout
+    assert "plain · saola · v1" in tables.stdout  # printable ids as they are
