@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import sys
 from dataclasses import dataclass, field, fields
 
 # Kafka security settings passed to every client (confluent-kafka names).
@@ -17,25 +19,53 @@ _SECURITY_ENV = {
 }
 
 
+@dataclass(frozen=True)
+class _Range:
+    """The values a numeric setting may take, and how its error message states them."""
+
+    words: str
+    low: float
+    high: float = math.inf
+    low_open: bool = False  # the lowest value itself is refused
+
+    def holds(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        return above and value <= self.high  # NaN: False
+
+
+#: the largest STREAMFS_MAX_MESSAGE_BYTES: the worker's clients take 64 KiB more than it, and
+#: librdkafka takes at most 1,000,000,000 bytes (message.max.bytes, max.partition.fetch.bytes)
+MAX_MESSAGE_BYTES_LIMIT = 1_000_000_000 - 65536
+
+#: the range of every numeric setting; the timeouts' bounds are Kafka's default broker limits
+_RANGES = {
+    "web_port": _Range("a whole number from 0 to 65535", 0, 65535),
+    "max_message_bytes": _Range(f"a whole number from 1 to {MAX_MESSAGE_BYTES_LIMIT} "
+                                "(librdkafka's limit less 64 KiB)", 1, MAX_MESSAGE_BYTES_LIMIT),
+    "session_timeout": _Range("a number of seconds from 6 to 1800 (the broker's "
+                              "group.min/max.session.timeout.ms defaults)", 6, 1800),
+    "batch_ms": _Range("a finite number of milliseconds more than 0", 0, sys.float_info.max,
+                       low_open=True),
+    "batch_bytes": _Range("a whole number more than 0", 1),
+    "batch_messages": _Range("a whole number more than 0", 1),
+    "transaction_timeout": _Range("a number of seconds from 1 to 900 (at most the broker's "
+                                  "transaction.max.timeout.ms default)", 1, 900),
+    "max_buffer_bytes": _Range("a whole number more than 0", 1),
+    "closed_retention": _Range("a number of seconds, 0 or more", 0),
+    "replication_factor": _Range("a whole number, 0 or more", 0),
+}
+
+
 def _parse(name: str, kind: str, value: str) -> int | float | str:
-    """An environment variable's value as its setting's type; numbers must not be negative."""
+    """The value of setting ``name``'s environment variable as the setting's type (its range
+    is checked by :meth:`Settings.check`)."""
     if kind not in ("int", "float"):
         return value
     try:
-        number = int(value) if kind == "int" else float(value)
+        return int(value) if kind == "int" else float(value)
     except ValueError:
-        number = None
-    if number is None or not number >= 0:  # also NaN
-        what = "a whole number" if kind == "int" else "a number"
-        raise ValueError(f"{name} must be {what}, 0 or more; got {value!r}")
-    return number
-
-
-#: bounds of the worker's timeouts: Kafka's default broker limits
-_SECONDS = {
-    "session_timeout": (6, 1800, "the broker's group.min/max.session.timeout.ms defaults"),
-    "transaction_timeout": (1, 900, "at most the broker's transaction.max.timeout.ms default"),
-}
+        raise ValueError(f"STREAMFS_{name.upper()} must be {_RANGES[name].words}, got "
+                         f"{value!r}") from None
 
 
 @dataclass
@@ -79,10 +109,9 @@ class Settings:
         for f in fields(cls):
             if f.name == "security":
                 continue
-            name = f"STREAMFS_{f.name.upper()}"
-            value = env.get(name)
+            value = env.get(f"STREAMFS_{f.name.upper()}")
             if value is not None:
-                kwargs[f.name] = _parse(name, f.type, value)
+                kwargs[f.name] = _parse(f.name, f.type, value)
         kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         if "app_id" not in kwargs:
@@ -97,15 +126,10 @@ class Settings:
     def check(self) -> None:
         """``ValueError`` naming a setting the worker could not run with (before it starts:
         a supervisor would otherwise restart it in a loop)."""
-        for name in ("batch_ms", "batch_bytes", "batch_messages", "max_message_bytes",
-                     "max_buffer_bytes"):
-            if not 0 < getattr(self, name) < float("inf"):
-                raise ValueError(f"STREAMFS_{name.upper()} must be more than 0, got "
+        for name, allowed in _RANGES.items():
+            if not allowed.holds(getattr(self, name)):
+                raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
-        for name, (low, high, why) in _SECONDS.items():
-            if not low <= getattr(self, name) <= high:
-                raise ValueError(f"STREAMFS_{name.upper()} must be {low:g} to {high:g} seconds "
-                                 f"({why}), got {getattr(self, name)!r}")
 
     # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
     # (readable by any Kafka consumer).

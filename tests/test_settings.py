@@ -21,16 +21,56 @@ def test_the_app_id_follows_the_topic_prefix_unless_set(monkeypatch):
 
 
 @pytest.mark.parametrize("name,value,needle", [
-    ("STREAMFS_BATCH_MS", "0", "STREAMFS_BATCH_MS must be more than 0"),
-    ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be more than 0"),
-    ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be more than 0"),
-    ("STREAMFS_MAX_MESSAGE_BYTES", "0", "STREAMFS_MAX_MESSAGE_BYTES must be more than 0"),
-    ("STREAMFS_MAX_BUFFER_BYTES", "0", "STREAMFS_MAX_BUFFER_BYTES must be more than 0"),
-    ("STREAMFS_SESSION_TIMEOUT", "0.5", "STREAMFS_SESSION_TIMEOUT must be 6 to 1800 seconds"),
-    ("STREAMFS_TRANSACTION_TIMEOUT", "1000", "STREAMFS_TRANSACTION_TIMEOUT must be 1 to 900"),
+    ("STREAMFS_BATCH_MS", "0", "STREAMFS_BATCH_MS must be a finite number of milliseconds more "
+                               "than 0"),
+    ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be a finite number"),
+    ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be a whole number more than 0"),
+    ("STREAMFS_MAX_MESSAGE_BYTES", "0", "STREAMFS_MAX_MESSAGE_BYTES must be a whole number from 1"),
+    ("STREAMFS_MAX_BUFFER_BYTES", "0", "STREAMFS_MAX_BUFFER_BYTES must be a whole number more "
+                                       "than 0"),
+    ("STREAMFS_SESSION_TIMEOUT", "0.5", "STREAMFS_SESSION_TIMEOUT must be a number of seconds "
+                                        "from 6 to 1800"),
+    ("STREAMFS_TRANSACTION_TIMEOUT", "1000", "STREAMFS_TRANSACTION_TIMEOUT must be a number of "
+                                             "seconds from 1 to 900"),
     ("STREAMFS_BATCH_BYTES", "1.5", "STREAMFS_BATCH_BYTES must be a whole number"),
 ])
 def test_settings_a_worker_cannot_run_with_are_refused_by_name(monkeypatch, name, value, needle):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=needle):
         Settings.from_env()
+
+
+@pytest.mark.parametrize("name,values,words", [
+    ("STREAMFS_MAX_MESSAGE_BYTES", ["-1", "0", "abc", "1000000000"],
+     "a whole number from 1 to 999934464"),
+    ("STREAMFS_BATCH_BYTES", ["-5", "0", "1.5"], "a whole number more than 0"),
+    ("STREAMFS_BATCH_MS", ["-1", "0", "inf", "nan", "abc"],
+     "a finite number of milliseconds more than 0"),
+    ("STREAMFS_REPLICATION_FACTOR", ["-1", "x"], "a whole number, 0 or more"),
+    ("STREAMFS_WEB_PORT", ["-1", "65536"], "a whole number from 0 to 65535"),
+    ("STREAMFS_SESSION_TIMEOUT", ["abc", "-1", "5"], "a number of seconds from 6 to 1800"),
+])
+def test_a_setting_s_message_states_its_true_range_whatever_the_mistake(monkeypatch, name,
+                                                                       values, words):
+    """A value that does not parse and one out of range get the same message: it gave
+    "0 or more" for -1 and then refused 0, and "more than 0" for inf."""
+    for value in values:
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ValueError) as refused:
+            Settings.from_env()
+        assert str(refused.value).startswith(f"{name} must be {words}"), value
+
+
+def test_the_range_bounds_are_accepted_and_every_numeric_setting_has_one(monkeypatch):
+    from dataclasses import fields
+
+    from streamfs.settings import _RANGES, MAX_MESSAGE_BYTES_LIMIT
+
+    numeric = {f.name for f in fields(Settings) if f.type in ("int", "float")}
+    assert set(_RANGES) == numeric
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(MAX_MESSAGE_BYTES_LIMIT))
+    monkeypatch.setenv("STREAMFS_REPLICATION_FACTOR", "0")
+    monkeypatch.setenv("STREAMFS_SESSION_TIMEOUT", "1800")
+    monkeypatch.setenv("STREAMFS_BATCH_MS", "0.5")
+    settings = Settings.from_env()
+    assert (settings.max_message_bytes, settings.session_timeout) == (999934464, 1800.0)

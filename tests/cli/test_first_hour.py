@@ -270,11 +270,14 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
 
 @pytest.mark.parametrize("args,env,needle", [
     (["--log-level", "verbose"], {}, "Invalid value for '--log-level'"),
-    ([], {"STREAMFS_SESSION_TIMEOUT": "abc"}, "STREAMFS_SESSION_TIMEOUT must be a number"),
-    ([], {"STREAMFS_BATCH_BYTES": "-5"}, "STREAMFS_BATCH_BYTES must be a whole number, 0 or more"),
+    ([], {"STREAMFS_SESSION_TIMEOUT": "abc"},
+     "STREAMFS_SESSION_TIMEOUT must be a number of seconds from 6 to 1800"),
+    ([], {"STREAMFS_BATCH_BYTES": "-5"}, "STREAMFS_BATCH_BYTES must be a whole number more than 0"),
     (["--web-port", "{busy}"], {}, "cannot serve /health and /metrics on 127.0.0.1:{busy}"),
-    ([], {"STREAMFS_BATCH_MESSAGES": "0"}, "STREAMFS_BATCH_MESSAGES must be more than 0"),
-    ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"}, "STREAMFS_SESSION_TIMEOUT must be 6 to 1800"),
+    ([], {"STREAMFS_BATCH_MESSAGES": "0"},
+     "STREAMFS_BATCH_MESSAGES must be a whole number more than 0"),
+    ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"},
+     "STREAMFS_SESSION_TIMEOUT must be a number of seconds from 6 to 1800"),
     ([], {"STREAMFS_DATA_DIR": "/proc/nope"}, "STREAMFS_DATA_DIR '/proc/nope' is not a writable"),
 ])
 def test_worker_setup_mistakes_exit_2_in_one_line(cli_env, args, env, needle):
