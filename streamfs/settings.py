@@ -18,6 +18,29 @@ _SECURITY_ENV = {
     "STREAMFS_SSL_KEY_LOCATION": "ssl.key.location",
 }
 
+#: the values librdkafka documents for its enumerated security settings (CONFIGURATION.md);
+#: it takes security.protocol in any case, sasl.mechanism only as written here
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def _security_problem(env: str, key: str, value: str) -> str | None:
+    """What is wrong with security setting ``env`` (client configuration ``key``), if
+    something is that can be told before a client is made: a value librdkafka does not know,
+    a file that is not there. librdkafka would refuse the client with a traceback."""
+    if key == "security.protocol" and value.upper() not in SECURITY_PROTOCOLS:
+        return f"{env} must be one of {', '.join(SECURITY_PROTOCOLS)}, got {value!r}"
+    if key == "sasl.mechanism" and value not in SASL_MECHANISMS:
+        return f"{env} must be one of {', '.join(SASL_MECHANISMS)}, got {value!r}"
+    if key == "ssl.ca.location" and value != "probe" and not os.path.exists(value):
+        # a file or a directory of CA certificates; 'probe': the system's usual places
+        return f"{env} must name a file or directory of CA certificates (or be 'probe'), " \
+               f"but {value!r} does not exist"
+    if key.endswith(".location") and key != "ssl.ca.location" and not os.path.isfile(value):
+        return f"{env} must name a file, but {value!r} " + (
+            "is a directory" if os.path.isdir(value) else "does not exist")
+    return None
+
 
 @dataclass(frozen=True)
 class _Range:
@@ -130,6 +153,10 @@ class Settings:
             if not allowed.holds(getattr(self, name)):
                 raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
+        for env, key in _SECURITY_ENV.items():
+            if key in self.security and (problem := _security_problem(env, key,
+                                                                     self.security[key])):
+                raise ValueError(problem)
 
     # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
     # (readable by any Kafka consumer).

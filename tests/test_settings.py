@@ -74,3 +74,51 @@ def test_the_range_bounds_are_accepted_and_every_numeric_setting_has_one(monkeyp
     monkeypatch.setenv("STREAMFS_BATCH_MS", "0.5")
     settings = Settings.from_env()
     assert (settings.max_message_bytes, settings.session_timeout) == (999934464, 1800.0)
+
+
+@pytest.mark.parametrize("env,needle", [
+    ({"STREAMFS_SECURITY_PROTOCOL": "bogus"}, "STREAMFS_SECURITY_PROTOCOL must be one of "
+     "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL, got 'bogus'"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMFS_SASL_MECHANISM": "FOO"},
+     "STREAMFS_SASL_MECHANISM must be one of GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+     "OAUTHBEARER, got 'FOO'"),
+    # librdkafka takes the mechanism only as it documents it
+    ({"STREAMFS_SECURITY_PROTOCOL": "SASL_SSL", "STREAMFS_SASL_MECHANISM": "scram-sha-256"},
+     "STREAMFS_SASL_MECHANISM must be one of"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": "/nonexistent"},
+     "STREAMFS_SSL_CA_LOCATION must name a file or directory of CA certificates (or be "
+     "'probe'), but '/nonexistent' does not exist"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CERTIFICATE_LOCATION": "/nonexistent"},
+     "STREAMFS_SSL_CERTIFICATE_LOCATION must name a file, but '/nonexistent' does not exist"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_KEY_LOCATION": "{dir}"},
+     "STREAMFS_SSL_KEY_LOCATION must name a file, but '{dir}' is a directory"),
+])
+def test_security_settings_librdkafka_would_refuse_are_refused_by_name(monkeypatch, tmp_path,
+                                                                       env, needle):
+    """A client made with them raised KafkaException (_INVALID_ARG) with a traceback."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(dir=tmp_path))
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env()
+    assert needle.format(dir=tmp_path) in str(refused.value)
+
+
+def test_security_settings_librdkafka_takes_are_taken_and_make_clients(monkeypatch, tmp_path):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient
+
+    key = tmp_path / "client.key"
+    key.write_text("not checked before the client reads it")
+    monkeypatch.setenv("STREAMFS_BOOTSTRAP_SERVERS", "127.0.0.1:1")
+    monkeypatch.setenv("STREAMFS_SECURITY_PROTOCOL", "sasl_ssl")  # any case
+    monkeypatch.setenv("STREAMFS_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("STREAMFS_SASL_USERNAME", "u")
+    monkeypatch.setenv("STREAMFS_SASL_PASSWORD", "p")
+    monkeypatch.setenv("STREAMFS_SSL_CA_LOCATION", "probe")
+    config = Settings.from_env().kafka_config()
+    assert config["security.protocol"] == "sasl_ssl"
+    for make in (AdminClient, Producer, lambda c: Consumer({**c, "group.id": "g"})):
+        make(config)  # librdkafka takes them too
+    monkeypatch.setenv("STREAMFS_SSL_CA_LOCATION", str(tmp_path))  # a directory of CAs
+    monkeypatch.setenv("STREAMFS_SSL_KEY_LOCATION", str(key))
+    assert Settings.from_env().security["ssl.key.location"] == str(key)

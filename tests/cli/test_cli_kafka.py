@@ -200,6 +200,23 @@ def test_a_bad_kernel_thread_count_is_refused_before_anything_runs(tmp_path, com
         "Error: STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'")
 
 
+@pytest.mark.parametrize("command", [["worker"], ["topics", "create"], ["watch", "--once"]])
+@pytest.mark.parametrize("env,needle", [
+    ({"STREAMFS_SECURITY_PROTOCOL": "bogus"}, "Error: STREAMFS_SECURITY_PROTOCOL must be one of "),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMFS_SASL_MECHANISM": "FOO"},
+     "Error: STREAMFS_SASL_MECHANISM must be one of "),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": "/nonexistent"},
+     "Error: STREAMFS_SSL_CA_LOCATION must name a file or directory"),
+])
+def test_a_bad_security_setting_is_refused_by_name_before_anything_runs(command, env, needle):
+    """It was a 40-line traceback of librdkafka's KafkaException (_INVALID_ARG), exit 1."""
+    # checked before the broker is even tried: the address below is never reached
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1", **env}
+    out = streamfs(*command, env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(needle), out.stderr
+
+
 @pytest.fixture
 def grouped_csv(tmp_path):
     """8 columns in 3 groups, two of them relevant (columns 1 and 5)."""
