@@ -9,7 +9,13 @@ with ``streamfs --verbose``.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import re
+from typing import Any, Callable, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException
+
+Client = TypeVar("Client")
+
 
 class RepeatFilter(logging.Filter):
     """Lets each kind of line through once per ``window`` seconds, then says how many like it
@@ -60,6 +66,51 @@ def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:
     return {"logger": KAFKA_LOGGER, **kafka_config}
 
 
+class ClientConfigRefused(KafkaException):
+    """librdkafka refused a client's configuration when the client was made
+    (``_INVALID_ARG``). Still a ``KafkaException`` whose ``args[0]`` is librdkafka's error;
+    ``keys`` are the configuration keys its message names, ``detail`` the message without
+    the kind of client."""
+
+    def __init__(self, error: KafkaError, keys: list[str], detail: str) -> None:
+        super().__init__(error)
+        self.keys, self.detail = keys, detail
+
+
+def make_client(factory: Callable[[dict[str, Any]], Client], config: dict[str, Any]) -> Client:
+    """``factory(config)``: a confluent-kafka ``Producer``, ``Consumer`` or ``AdminClient``;
+    :class:`ClientConfigRefused` if librdkafka refuses ``config``."""
+    try:
+        return factory(config)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else None
+        if not isinstance(error, KafkaError) or error.code() != KafkaError._INVALID_ARG:
+            raise
+        detail = re.sub(r"^Failed to create [a-z ]+: ", "", error.str().strip())
+        raise ClientConfigRefused(error, named_keys(detail, config), detail) from None
+
+
+def named_keys(message: str, config: dict[str, Any]) -> list[str]:
+    """The keys of ``config`` that librdkafka's ``message`` names, in its order (a key may be
+    written with spaces for dots); else a property it quotes (an alias of a key given).
+
+    >>> named_keys("Unsupported SASL mechanism: FOO", {"sasl.mechanism": "FOO"})
+    ['sasl.mechanism']
+    >>> named_keys("sasl.username and sasl.password must be set",
+    ...            {"sasl.password": "", "sasl.mechanism": "PLAIN", "sasl.username": ""})
+    ['sasl.username', 'sasl.password']
+    >>> named_keys('Configuration property "fetch.message.max.bytes" value 0 is outside '
+    ...            'allowed range 1..1000000000', {"max.partition.fetch.bytes": 0})
+    ['fetch.message.max.bytes']
+    """
+    found: dict[str, int] = {}
+    for key in config:
+        pattern = re.escape(key).replace(r"\.", "[. ]")
+        if where := re.search(rf"(?<![\w.-]){pattern}(?![\w.-])", message, re.IGNORECASE):
+            found[key] = where.start()
+    return sorted(found, key=found.get) or re.findall(r'property:? "([\w.-]+)"', message)
+
+
 #: exit code of a CLI command that could not reach the broker (sysexits' EX_UNAVAILABLE)
 EXIT_UNREACHABLE = 69
 
@@ -73,13 +124,12 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
     as soon as every bootstrap broker has refused the connection, without waiting that long."""
     import time
 
-    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient
 
     address = kafka_config.get("bootstrap.servers", "?")
     errors: list[KafkaError] = []
-    admin = AdminClient({**kafka_config, "error_cb": errors.append,
-                         "socket.connection.setup.timeout.ms": int(timeout * 1000)})
+    admin = make_client(AdminClient, {**kafka_config, "error_cb": errors.append,
+                                      "socket.connection.setup.timeout.ms": int(timeout * 1000)})
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -110,12 +160,11 @@ def _short(detail: str) -> str:
 
 def group_members(kafka_config: dict[str, Any], group: str, timeout: float = 10.0) -> int | None:
     """How many consumers the group has now (``None`` if the broker would not say)."""
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     # the client must outlive its future: one dropped at once never completes it (the call
     # then waited its whole timeout and answered None)
-    admin = AdminClient(kafka_config)
+    admin = make_client(AdminClient, kafka_config)
     try:
         futures = admin.describe_consumer_groups([group], request_timeout=timeout)
         return len(futures[group].result(timeout).members)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from streamfs import __version__
-from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable
+from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused
 from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, param_value
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
@@ -53,9 +53,25 @@ class UsageProblem(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+def _refused(exc: ClientConfigRefused) -> str:
+    """One line for a client configuration librdkafka refused: the ``STREAMFS_*`` settings
+    its message names, set or not (the configuration keys, for those that came from
+    elsewhere), and why."""
+    from streamfs.broker import named_keys
+    from streamfs.settings import KAFKA_SETTINGS
+
+    keys = named_keys(exc.detail, {**dict.fromkeys(exc.keys), **KAFKA_SETTINGS})
+    names = [KAFKA_SETTINGS.get(key, key) for key in keys]
+    if not names:
+        return f"the Kafka client refused its configuration: {exc.detail}"
+    return (f"{' and '.join(names)}: the Kafka client refused "
+            f"{'it' if len(names) == 1 else 'them'}: {exc.detail}")
+
+
 class _Main(click.Group):
-    """Turns an unreachable broker into one line and exit code 69, and a topic to read that
-    does not exist yet into one line and exit code 1, in every command."""
+    """Turns an unreachable broker into one line and exit code 69, a topic to read that does
+    not exist yet into one line and exit code 1, and a client configuration that librdkafka
+    refuses into one line and exit code 2, in every command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamfs.client import TopicMissing
@@ -68,6 +84,9 @@ class _Main(click.Group):
         except TopicMissing as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_KAFKA)
+        except ClientConfigRefused as exc:
+            click.echo(f"Error: {_refused(exc)}", err=True)
+            ctx.exit(EXIT_USAGE)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -180,6 +199,8 @@ def topics_create(ctx: click.Context) -> None:
     try:
         outcomes = create_topics(s.kafka_config(), load_catalogue(
             s.topic_prefix, replication_factor=s.replication_factor))
+    except ClientConfigRefused:
+        raise  # one line naming the setting, exit 2 (_Main)
     except KafkaException as exc:
         raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
     except (TopicMismatch, TopicsNotCreated) as exc:
@@ -458,6 +479,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         sys.exit(130)  # the shell's code for SIGINT
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
+    except ClientConfigRefused:
+        raise  # one line naming the setting, exit 2 (_Main)
     except KafkaException as exc:
         raise click.ClickException(f"Kafka client error: {exc}") from None
     run = "" if existing is None else f", run {existing.get('run', 1) + 1} replacing run " \

@@ -253,7 +253,7 @@ class OutputReader:
                  start: Literal["beginning", "end"] = "beginning") -> None:
         from confluent_kafka import Consumer
 
-        from streamfs.broker import with_kafka_logger
+        from streamfs.broker import make_client, with_kafka_logger
 
         _check_config(kafka_config)
         if start not in ("beginning", "end"):
@@ -267,7 +267,7 @@ class OutputReader:
         #: every partition was read to its end (at once) since :meth:`messages` started
         self.caught_up = False
         self._n_partitions: int | None = None
-        self._consumer = Consumer(reader_config(kafka_config))
+        self._consumer = make_client(Consumer, reader_config(kafka_config))
 
     def assign(self) -> int:
         """Assign every partition of the topics from its first offset (or end) now, rather than

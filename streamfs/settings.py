@@ -17,6 +17,8 @@ _SECURITY_ENV = {
     "STREAMFS_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
     "STREAMFS_SSL_KEY_LOCATION": "ssl.key.location",
 }
+#: the client configuration keys the settings give, and their variables
+KAFKA_SETTINGS = {key: env for env, key in _SECURITY_ENV.items()}
 
 #: the values librdkafka documents for its enumerated security settings (CONFIGURATION.md);
 #: it takes security.protocol in any case, sasl.mechanism only as written here

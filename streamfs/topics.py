@@ -193,7 +193,9 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient(admin_config)
+    from streamfs.broker import make_client
+
+    admin = make_client(AdminClient, admin_config)
     brokers = len(admin.list_topics(timeout=timeout).brokers)
     rf = {s.name: replication_for(s.replication_factor, brokers) for s in specs.values()}
     new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=rf[s.name],
@@ -246,7 +248,9 @@ def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-    admin = AdminClient(admin_config)
+    from streamfs.broker import make_client
+
+    admin = make_client(AdminClient, admin_config)
     meta = admin.list_topics(timeout=timeout)
     found = [s.name for s in specs.values()
              if s.name in meta.topics and meta.topics[s.name].error is None]
@@ -323,7 +327,9 @@ def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: fl
 
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(admin_config)
+    from streamfs.broker import make_client
+
+    admin = make_client(AdminClient, admin_config)
     deadline = time.monotonic() + timeout
     missing: list[str] = [s.name for s in specs.values()]
     while missing:

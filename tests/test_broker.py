@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from streamfs.broker import KAFKA_LOGGER, RepeatFilter
+import pytest
+
+from streamfs.broker import KAFKA_LOGGER, ClientConfigRefused, RepeatFilter, make_client
 
 
 def test_repeated_client_lines_are_shown_once_a_window_with_a_count():
@@ -30,3 +32,42 @@ def test_repeated_client_lines_are_shown_once_a_window_with_a_count():
         "(4 more like it in the last 60 s not shown)",
     ]
     assert any(isinstance(f, RepeatFilter) for f in KAFKA_LOGGER.filters)
+
+
+@pytest.mark.parametrize("client", ["admin", "producer", "consumer"])
+@pytest.mark.parametrize("config,keys,detail", [
+    ({"security.protocol": "bogus"}, ["security.protocol"],
+     'Invalid value "bogus" for configuration property "security.protocol"'),
+    ({"security.protocol": "SSL", "ssl.ca.location": "{junk}"}, ["ssl.ca.location"],
+     "ssl.ca.location failed: "),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, [],
+     "sasl.username and sasl.password must be set"),
+    ({"message.max.bytes": 2_000_000_000}, ["message.max.bytes"],
+     'Configuration property "message.max.bytes" value 2000000000 is outside allowed range'),
+])
+def test_a_configuration_librdkafka_refuses_names_its_keys(tmp_path, client, config, keys,
+                                                           detail):
+    """Still a KafkaException with librdkafka's error (_INVALID_ARG), for callers that catch
+    that; the message without the kind of client ("Failed to create consumer: ")."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+    from confluent_kafka.admin import AdminClient
+
+    junk = tmp_path / "ca.pem"
+    junk.write_text("not a certificate\n")
+    factory = {"admin": AdminClient, "producer": Producer,
+               "consumer": lambda c: Consumer({**c, "group.id": "g"})}[client]
+    config = {"bootstrap.servers": "127.0.0.1:1",
+              **{k: str(v).format(junk=junk) for k, v in config.items()}}
+    with pytest.raises(ClientConfigRefused) as refused:
+        make_client(factory, config)
+    assert isinstance(refused.value, KafkaException)
+    assert refused.value.args[0].code() == KafkaError._INVALID_ARG
+    assert refused.value.keys == keys
+    assert refused.value.detail.startswith(detail), refused.value.detail
+
+
+def test_a_configuration_librdkafka_takes_makes_the_client():
+    from confluent_kafka import Producer
+
+    producer = make_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "linger.ms": 5})
+    assert isinstance(producer, Producer)

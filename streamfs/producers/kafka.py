@@ -25,7 +25,9 @@ def topic_message_limit(kafka_config: dict[str, Any], topic: str,
     describe its configuration, no broker)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-    admin = AdminClient(admin_config(kafka_config))
+    from streamfs.broker import make_client
+
+    admin = make_client(AdminClient, admin_config(kafka_config))
     resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
         entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(
@@ -45,7 +47,7 @@ class StreamPublisher:
     def __init__(self, kafka_config: dict[str, Any], topic: str) -> None:
         from confluent_kafka import Producer
 
-        from streamfs.broker import with_kafka_logger
+        from streamfs.broker import make_client, with_kafka_logger
 
         kafka_config = with_kafka_logger(kafka_config)
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
@@ -55,7 +57,7 @@ class StreamPublisher:
                 # because a stream was published before any worker ran
                 "allow.auto.create.topics": False,
                 **kafka_config}
-        self._producer = Producer(conf)
+        self._producer = make_client(Producer, conf)
         self._config = kafka_config
         self.topic = topic
         self._errors: list[str] = []
@@ -90,9 +92,10 @@ class StreamPublisher:
         :func:`streamfs.topics.unserved_partitions`."""
         from confluent_kafka.admin import AdminClient
 
+        from streamfs.broker import make_client
         from streamfs.topics import wait_until_served
 
-        admin = AdminClient(admin_config(self._config))
+        admin = make_client(AdminClient, admin_config(self._config))
         try:
             wait_until_served(admin, {self.topic: partitions}, timeout)
         except TimeoutError as exc:

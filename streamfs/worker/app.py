@@ -54,6 +54,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
+from streamfs.broker import ClientConfigRefused, make_client
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
@@ -283,7 +284,7 @@ class Worker:
         from confluent_kafka import Consumer
 
         s = self.settings
-        return Consumer({
+        return make_client(Consumer, {
             **s.kafka_config(),
             "group.id": s.app_id,
             "enable.auto.commit": False,
@@ -300,7 +301,7 @@ class Worker:
         from confluent_kafka import Producer
 
         s = self.settings
-        producer = Producer({
+        producer = make_client(Producer, {
             **s.kafka_config(),
             # unique per process: fencing comes from the group metadata (KIP-447), not the id
             "transactional.id": f"{s.app_id}-{socket.gethostname()}-{os.getpid()}-"
@@ -430,11 +431,11 @@ class Worker:
         read."""
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        reader = Consumer({**self.settings.kafka_config(), "group.id": f"{self.settings.app_id}-restore",
-                           "enable.auto.commit": False, "isolation.level": "read_committed",
-                           "enable.partition.eof": True,
-                           **fetch_config(self.settings.max_message_bytes),
-                           "fetch.wait.max.ms": 10})
+        reader = make_client(Consumer, {
+            **self.settings.kafka_config(), "group.id": f"{self.settings.app_id}-restore",
+            "enable.auto.commit": False, "isolation.level": "read_committed",
+            "enable.partition.eof": True, **fetch_config(self.settings.max_message_bytes),
+            "fetch.wait.max.ms": 10})
         by_topic = {name: role for role, name in self.changelog.items()}
         tails: dict[tuple[str, int], dict[str, bytes | None]] = {key: {} for key in starts}
         try:
@@ -1109,8 +1110,8 @@ def run_worker(settings: Settings) -> None:
         log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
                  *server.server_address[:2])  # the port bound, also where 0 asked for any
         worker.run()
-    except (TopicMismatch, TopicsNotCreated):
-        raise  # the operator's to fix, not a crash: one line and exit 1 (streamfs.cli)
+    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused):
+        raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)
         os._exit(EXIT_FATAL)

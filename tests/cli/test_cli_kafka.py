@@ -217,6 +217,50 @@ def test_a_bad_security_setting_is_refused_by_name_before_anything_runs(command,
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(needle), out.stderr
 
 
+@pytest.mark.parametrize("command", [
+    ["worker"], ["topics", "create"], ["watch", "--once"], ["dead-letters"],
+    ["produce", "features", "{data}", "--stream", "s", "-a", "saola", "--no-progress"]])
+@pytest.mark.parametrize("env,line", [
+    ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": "{junk}"},
+     "Error: STREAMFS_SSL_CA_LOCATION: the Kafka client refused it: ssl.ca.location failed: "),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMFS_SASL_MECHANISM": "PLAIN"},
+     "Error: STREAMFS_SASL_USERNAME and STREAMFS_SASL_PASSWORD: the Kafka client refused them: "
+     "sasl.username and sasl.password must be set\n"),
+])
+def test_a_client_configuration_librdkafka_refuses_is_one_line_naming_the_setting(
+        tmp_path, command, env, line):
+    """What the settings' own checks cannot tell (a CA file that holds no certificate, PLAIN
+    without its credentials) librdkafka tells when a client is made: it was a traceback of
+    KafkaException (_INVALID_ARG), exit 1 ("Kafka client error: ..." from produce)."""
+    files = {"data": tmp_path / "d.csv", "junk": tmp_path / "ca.pem"}
+    files["data"].write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
+    files["junk"].write_text("not a certificate\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+           **{k: v.format(**files) for k, v in env.items()}}
+    out = streamfs(*(a.format(**files) for a in command), env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(line), out.stderr
+
+
+def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash(tmp_path):
+    """The worker's clients add their own keys to the settings': one librdkafka refuses stops
+    the worker with the line above (exit 2), not "worker failed" and a traceback (exit 70,
+    restarted by a supervisor in a loop). Run past the command's own broker check."""
+    junk = tmp_path / "ca.pem"
+    junk.write_text("not a certificate\n")
+    script = ("import streamfs.cli as cli, streamfs.worker.app as app\n"
+              "cli._reachable = lambda settings: None\n"  # straight to the worker's clients
+              "app.warm_up = lambda: None\n"
+              "cli.main(['worker', '--web-port', '0'])\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+           "STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": str(junk)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        "Error: STREAMFS_SSL_CA_LOCATION: the Kafka client refused it: "), out.stderr
+
+
 @pytest.fixture
 def grouped_csv(tmp_path):
     """8 columns in 3 groups, two of them relevant (columns 1 and 5)."""
