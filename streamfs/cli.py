@@ -13,7 +13,8 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused
-from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, param_value
+from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, EnvOption,
+                                  param_value)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -90,9 +91,9 @@ class _Main(click.Group):
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--bootstrap-servers", "-b", envvar="STREAMFS_BOOTSTRAP_SERVERS",
+@click.option("--bootstrap-servers", "-b", cls=EnvOption, envvar="STREAMFS_BOOTSTRAP_SERVERS",
               help="Kafka bootstrap servers (env STREAMFS_BOOTSTRAP_SERVERS).")
-@click.option("--topic-prefix", envvar="STREAMFS_TOPIC_PREFIX",
+@click.option("--topic-prefix", cls=EnvOption, envvar="STREAMFS_TOPIC_PREFIX",
               help="Prefix of every topic name (default 'streamfs.').")
 @click.option("--verbose", "-v", is_flag=True,
               help="Show details: the Kafka client's own log lines, tracebacks' causes.")
@@ -138,10 +139,13 @@ def version() -> None:
 
 
 @main.command()
-@click.option("--app-id", envvar="STREAMFS_APP_ID", help="Consumer group / app id.")
-@click.option("--web-port", type=click.IntRange(0, 65535), envvar="STREAMFS_WEB_PORT",
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
+              help="Consumer group / app id.")
+@click.option("--web-port", cls=EnvOption, type=click.IntRange(0, 65535),
+              envvar="STREAMFS_WEB_PORT",
               help="Port of /health and /metrics (default 6066; 0: any free port, logged).")
-@click.option("--log-level", default="info", show_default=True, envvar="STREAMFS_LOG_LEVEL",
+@click.option("--log-level", cls=EnvOption, default="info", show_default=True,
+              envvar="STREAMFS_LOG_LEVEL",
               type=click.Choice(["debug", "info", "warning", "error", "critical"],
                                 case_sensitive=False))
 @click.pass_context
@@ -619,7 +623,7 @@ def _print_results(results: list[dict], as_json: bool) -> None:
               "every stream's latest selection comes first).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Give up after this many seconds (> 0; exit 3).")
-@click.option("--app-id", envvar="STREAMFS_APP_ID", default=None,
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", default=None,
               help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,

@@ -6,6 +6,28 @@ import json
 from typing import Any
 
 import click
+from click.core import ParameterSource
+
+
+class SettingProblem(click.ClickException):
+    """A ``STREAMFS_*`` variable's value that cannot be used: one line naming it, exit 2."""
+
+    exit_code = 2
+
+
+class EnvOption(click.Option):
+    """An option that may come from an environment variable (``envvar``): a value from the
+    variable that the option's type refuses is said as the other settings' are, in one line
+    naming the variable (``STREAMFS_LOG_LEVEL: 'warn' is not one of ...``), not as a mistake
+    in the command's flags."""
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        try:
+            return super().process_value(ctx, value)
+        except click.BadParameter as exc:
+            if ctx.get_parameter_source(self.name) is not ParameterSource.ENVIRONMENT:
+                raise
+            raise SettingProblem(f"{self.envvar}: {exc.message}") from None
 
 
 def param_value(text: str) -> Any:

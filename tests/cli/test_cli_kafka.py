@@ -217,6 +217,22 @@ def test_a_bad_security_setting_is_refused_by_name_before_anything_runs(command,
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(needle), out.stderr
 
 
+@pytest.mark.parametrize("value", ["warn", "LOUD"])
+def test_a_bad_log_level_from_the_environment_is_refused_by_its_variable(value):
+    """It said "Invalid value for '--log-level'" after a usage line, naming a flag the
+    operator never gave."""
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1", "STREAMFS_LOG_LEVEL": value}
+    out = streamfs("worker", env=env, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"Error: STREAMFS_LOG_LEVEL: {value!r} is not one of "), \
+        out.stderr
+    assert all(f"'{level}'" in out.stderr for level in
+               ("debug", "info", "warning", "error", "critical")), out.stderr
+    flag = streamfs("worker", "--log-level", value, env=env, timeout=60)  # the flag's own
+    assert flag.returncode == 2 and "Invalid value for '--log-level'" in flag.stderr
+    assert "STREAMFS_LOG_LEVEL" not in flag.stderr
+
+
 @pytest.mark.parametrize("command", [
     ["worker"], ["topics", "create"], ["watch", "--once"], ["dead-letters"],
     ["produce", "features", "{data}", "--stream", "s", "-a", "saola", "--no-progress"]])
