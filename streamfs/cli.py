@@ -151,7 +151,7 @@ def version() -> None:
 @click.pass_context
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
     """Run the stream-processing worker until interrupted."""
-    from streamfs.worker.app import PortInUse, run_worker
+    from streamfs.worker.app import CannotServe, run_worker
 
     settings = _settings(ctx)
     if app_id:
@@ -181,7 +181,7 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         run_worker(settings)
     except (TopicMismatch, TopicsNotCreated) as exc:
         raise click.ClickException(str(exc)) from None
-    except PortInUse as exc:
+    except CannotServe as exc:
         raise UsageProblem(str(exc)) from None
 
 

@@ -38,6 +38,7 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 
 from __future__ import annotations
 
+import errno
 import faulthandler
 import gc
 import json
@@ -109,8 +110,9 @@ def fetch_config(max_message_bytes: int) -> dict:
     }
 
 
-class PortInUse(Exception):
-    """The web port (``/health``, ``/metrics``) cannot be bound."""
+class CannotServe(Exception):
+    """The web address (``/health``, ``/metrics``) cannot be bound: port in use, host not
+    found or not this machine's."""
 
 
 class Hung(Exception):
@@ -232,12 +234,22 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
     try:
         server = ThreadingHTTPServer((settings.web_host, settings.web_port), Handler)
     except OSError as exc:
-        raise PortInUse(
-            f"cannot serve /health and /metrics on {settings.web_host}:{settings.web_port}: "
-            f"{exc.strerror}. Another worker on this host? Give each its own --web-port "
-            "(STREAMFS_WEB_PORT), or 0 for any free port") from None
+        raise CannotServe(f"cannot serve /health and /metrics on {settings.web_host}:"
+                          f"{settings.web_port}: {exc.strerror}{_web_hint(exc)}") from None
     threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
     return server
+
+
+def _web_hint(exc: OSError) -> str:
+    """What to change when the web address cannot be bound: the port when it is in use, the
+    host when no address of this machine has that name."""
+    if exc.errno == errno.EADDRINUSE:
+        return (". Another worker on this host? Give each its own --web-port "
+                "(STREAMFS_WEB_PORT), or 0 for any free port")
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (". Set STREAMFS_WEB_HOST to a name or address of this host (127.0.0.1, or "
+                "0.0.0.0 for every interface)")
+    return ""
 
 
 class Worker:

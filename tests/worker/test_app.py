@@ -178,3 +178,37 @@ def test_loop_stall_limit_is_the_consumers_max_poll_interval():
 
     assert loop_stall_seconds(30.0) == 300.0
     assert loop_stall_seconds(600.0) == 600.0
+@pytest.mark.parametrize("host,reason", [
+    ("999.1.1.1", None),  # no such address: looked up as a name (the resolver's words vary)
+    ("192.0.2.1", "Cannot assign requested address"),  # TEST-NET-1: no interface has it
+])
+def test_a_web_host_that_cannot_be_bound_names_the_host_setting(host, reason):
+    """It said "Another worker on this host? Give each its own --web-port", the port's hint,
+    whatever the reason."""
+    from streamfs.settings import Settings
+    from streamfs.worker.app import CannotServe, Health, serve_http
+
+    with pytest.raises(CannotServe) as refused:
+        serve_http(Settings(web_host=host, web_port=0), Health())
+    message = str(refused.value)
+    assert message.startswith(f"cannot serve /health and /metrics on {host}:0: ")
+    assert "Set STREAMFS_WEB_HOST to a name or address of this host" in message
+    assert "--web-port" not in message and "Another worker" not in message
+    assert reason is None or reason in message
+
+
+def test_a_web_port_in_use_gives_the_port_hint_only():
+    import socket
+
+    from streamfs.settings import Settings
+    from streamfs.worker.app import CannotServe, Health, serve_http
+
+    with socket.socket() as busy:  # a second worker's port
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CannotServe) as refused:
+            serve_http(Settings(web_port=port), Health())
+    message = str(refused.value)
+    assert "Another worker on this host? Give each its own --web-port" in message
+    assert "STREAMFS_WEB_HOST" not in message
