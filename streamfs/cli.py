@@ -151,7 +151,7 @@ def version() -> None:
 @click.pass_context
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
     """Run the stream-processing worker until interrupted."""
-    from streamfs.worker.app import CannotServe, run_worker
+    from streamfs.worker.app import CannotServe, StoppedDuringStartup, begin_startup, run_worker
 
     settings = _settings(ctx)
     if app_id:
@@ -174,11 +174,14 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         except OSError as exc:
             raise UsageProblem(f"STREAMFS_DATA_DIR {settings.data_dir!r} is not a writable "
                                f"directory: {exc.strerror}") from None
-    _reachable(settings)
     from streamfs.topics import TopicMismatch, TopicsNotCreated
 
+    begin_startup(settings)  # from here SIGINT/SIGTERM stop the start-up with one log line
     try:
+        _reachable(settings)
         run_worker(settings)
+    except StoppedDuringStartup:
+        return  # logged; exit 0, as a worker stopped after its start
     except (TopicMismatch, TopicsNotCreated) as exc:
         raise click.ClickException(str(exc)) from None
     except CannotServe as exc:

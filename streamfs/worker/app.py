@@ -1096,10 +1096,35 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
-def run_worker(settings: Settings) -> None:
-    """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first."""
+class StoppedDuringStartup(BaseException):
+    """SIGINT or SIGTERM before the worker started: nothing is in flight, so it stops at once.
+    A BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way takes it for a
+    failure."""
+
+
+def _stop_during_startup(signum: int, _frame: Any) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):  # one is enough: a second would cut the shutdown
+        signal.signal(sig, signal.SIG_IGN)
+    log.info("%s: stopped during start-up", signal.Signals(signum).name)
+    raise StoppedDuringStartup
+
+
+def begin_startup(settings: Settings) -> None:
+    """The worker's log lines; and until :func:`run_worker` has started the worker (and stops
+    it on SIGINT or SIGTERM once the batch in progress is committed), either signal logs one
+    line and raises :class:`StoppedDuringStartup`, for the caller to end as a stopped worker
+    ends (exit 0)."""
     logging.basicConfig(level=settings.log_level.upper(),
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
+    signal.signal(signal.SIGTERM, _stop_during_startup)
+    signal.signal(signal.SIGINT, _stop_during_startup)
+
+
+def run_worker(settings: Settings) -> None:
+    """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first. Either
+    signal before it has started raises :class:`StoppedDuringStartup` (see
+    :func:`begin_startup`)."""
+    begin_startup(settings)  # again if the caller did, to cover its own checks
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored

@@ -277,6 +277,28 @@ def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash
         "Error: STREAMFS_SSL_CA_LOCATION: the Kafka client refused it: "), out.stderr
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("during", ["_reachable", "warm_up"])
+def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(signame, during):
+    """Once started, SIGINT and SIGTERM log a line and exit 0 after the batch in progress;
+    before, SIGINT was click's "Aborted!" (exit 1) and SIGTERM a silent death (143). The
+    signal is sent from the step named `during` (the command's broker check, the warm-up), so
+    it arrives there and nowhere else."""
+    send = f"lambda *_: os.kill(os.getpid(), signal.{signame})"
+    script = ("import os, signal\n"
+              "import streamfs.cli as cli, streamfs.worker.app as app\n"
+              f"cli._reachable = {send if during == '_reachable' else 'lambda settings: None'}\n"
+              f"app.warm_up = {send if during == 'warm_up' else 'None'}\n"
+              "cli.main(['worker', '--web-port', '0'])\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
+
+
 @pytest.fixture
 def grouped_csv(tmp_path):
     """8 columns in 3 groups, two of them relevant (columns 1 and 5)."""
