@@ -217,7 +217,8 @@ def topics_create(ctx: click.Context) -> None:
 
 
 @topics.command("describe")
-@click.option("--app-id", envvar="STREAMFS_APP_ID", help="The worker's app id (its changelogs).")
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
+              help="The worker's app id (its changelogs).")
 @click.pass_context
 def topics_describe(ctx: click.Context, app_id: str | None) -> None:
     """Print the catalogue's topics and the worker's changelogs: partitions, replication factor,
