@@ -91,7 +91,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import (
@@ -1367,83 +1367,169 @@ _REGISTRY = {
 }
 
 
-class OneVsRest:
-    """Explicit one-vs-rest wrapper for more than two classes (full-input learners only).
+class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimator):
+    """One-vs-rest wrapper for more than two classes (full-input learners only).
 
     One binary copy of ``estimator`` (its parameters, fresh state) per class ``c`` learns
-    ``y == c`` against the rest; ``predict`` takes the class of the largest score. A class
-    that first appears mid-stream gets a new learner from that instance on (pass ``classes``
-    to open every learner at the start). ``selection()`` is the union of the supports, each
-    feature scored by its largest-magnitude weight over the classes, by decreasing ``|score|``.
+    ``y == c`` against the rest; ``predict`` takes the class of the largest score (ties: the
+    first class in ``classes_``). A class that first appears mid-stream gets a new learner from
+    that instance on (pass ``classes`` to open every learner at the start). ``selection()`` is
+    the union of the supports, each feature scored by its largest-magnitude weight over the
+    classes, by decreasing ``|score|``.
+
+    A scikit-learn classifier and feature selector like the learners it wraps: ``fit`` is one
+    pass from a fresh state, ``classes_`` is sorted, ``transform`` keeps the union of the
+    supports, ``decision_function`` has one column per class (for two classes, scikit-learn's
+    single column: the second class's score minus the first's). River-style ``learn_one`` /
+    ``predict_one`` too.
 
     >>> X = np.eye(3).repeat(20, axis=0)
     >>> y = np.array(["a", "b", "c"]).repeat(20)
     >>> m = OneVsRest(OFS(1)).partial_fit(X, y)
-    >>> m.predict(np.eye(3)).tolist(), len(m.selection())
-    (['a', 'b', 'c'], 3)
+    >>> m.predict(np.eye(3)).tolist(), len(m.selection()), m.transform(X).shape
+    (['a', 'b', 'c'], 3, (60, 3))
     """
 
     def __init__(self, estimator: InstanceStreamSelector, classes: list | None = None) -> None:
         self.estimator = estimator
         self.classes = classes
 
-    def _learner(self, label: Any) -> InstanceStreamSelector:
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
+    # ------------------------------------------------------------------ learners
+    def _check_estimator(self) -> None:
+        if not isinstance(self.estimator, InstanceStreamSelector) or isinstance(
+                self.estimator, _PartialMixin):
+            raise ValueError(
+                "one-vs-rest needs a full-input learner (shared observations): OFS, "
+                f"PerceptronTruncation or RandomSelection, got {shown(self.estimator)}")
+
+    def _open(self, labels: Any) -> None:
+        """A learner for each label not seen yet, kept in ``classes_`` order (sorted)."""
         if not hasattr(self, "learners_"):
-            if isinstance(self.estimator, _PartialMixin):
-                raise ValueError("one-vs-rest needs a full-input learner (shared observations)")
-            self.classes_: list = []
+            self._check_estimator()
+            self._labels: list = []
             self.learners_: list[InstanceStreamSelector] = []
-            for c in self.classes or []:
-                self._learner(np.asarray(c).item())
-        if label not in self.classes_:
-            params = self.estimator.get_params()
-            params["classes"] = [False, True]
-            self.classes_.append(label)
-            self.learners_.append(type(self.estimator)(**params))
-        return self.learners_[self.classes_.index(label)]
+            if self.classes is not None:
+                labels = [*(np.asarray(c).item() for c in self.classes), *labels]
+        for label in labels:
+            if label not in self._labels:
+                check_label_types(np.asarray([label], dtype=object), self._labels)
+                at = int(np.searchsorted(np.asarray(self._labels, dtype=object), label)) \
+                    if self._labels else 0
+                self._labels.insert(at, label)
+                self.learners_.insert(at, clone(self.estimator).set_params(classes=[False, True]))
 
-    def learn_one(self, x: Any, y: Any) -> "OneVsRest":
-        """Learn ``(x, y)`` in every binary learner."""
-        self._learner(np.asarray(y).item())
-        for c, m in zip(self.classes_, self.learners_):
-            m.learn_one(x, c == y)
-        return self
+    @property
+    def classes_(self) -> np.ndarray:
+        """The labels seen so far (or given by ``classes``), sorted; ``learners_`` in the same
+        order."""
+        if not hasattr(self, "_labels"):
+            raise AttributeError("classes_ is available once the learner has seen data")
+        return np.asarray(self._labels)
 
-    def partial_fit(self, X: Any, y: Any) -> "OneVsRest":
-        """Learn the rows of ``X`` in order (classes open at their first row)."""
-        y = np.asarray(y)
-        check_label_types(y, getattr(self, "classes_", ()))
+    @property
+    def n_features_in_(self) -> int:
+        """The learners' number of features (they all see the same rows)."""
+        for m in getattr(self, "learners_", ()):
+            if hasattr(m, "n_features_in_"):
+                return m.n_features_in_
+        raise AttributeError("n_features_in_ is available once the learner has seen data")
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """The learners' feature names (a data frame's column names)."""
+        for m in getattr(self, "learners_", ()):
+            if hasattr(m, "feature_names_in_"):
+                return m.feature_names_in_
+        raise AttributeError("feature_names_in_ is set when the learner saw named columns")
+
+    # ------------------------------------------------------------------ scikit-learn API
+    def fit(self, X: Any, y: Any) -> "OneVsRest":
+        """One pass over the rows of ``X`` in order, from fresh learners."""
+        self._check_estimator()
+        if y is None:
+            raise ValueError("OneVsRest requires y to be passed, but the target y is None")
+        checked = check_array(X, accept_sparse=_SPARSE, dtype="numeric", ensure_all_finite=True,
+                              ensure_min_samples=1, input_name="X")
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(checked, y)
+        check_targets(y)
+        if np.unique(y).size < 2 and self.classes is None:
+            raise ValueError(f"OneVsRest needs at least two classes: the labels have 1 class "
+                             f"({shown(_py(y[0]))})")
+        for attr in ("learners_", "_labels"):
+            self.__dict__.pop(attr, None)
+        return self.partial_fit(X if column_names(X) is not None else checked, y)
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "OneVsRest":
+        """Learn the rows of ``X`` in order (classes open at their first row; ``classes``,
+        scikit-learn style, opens these on the first call)."""
+        y = _block_labels(y, getattr(self, "_labels", ()))
+        if classes is not None:
+            self._open([np.asarray(c).item() for c in classes])
+        if sp.issparse(X) and not sp.isspmatrix_csr(X) and not isinstance(X, sp.csr_array):
+            X = X.tocsr()  # row slices
+        rows = X.iloc if hasattr(X, "iloc") else X
         uniq, first = np.unique(y, return_index=True)
-        order = sorted(zip(first.tolist(), (u.item() for u in uniq)))
+        order = sorted(zip(first.tolist(), (_py(u) for u in uniq)))
         if not hasattr(self, "learners_"):
-            self._learner(order[0][1]) if order else None
+            self._open([order[0][1]] if order else [])
         start = 0
-        new = [(i, c) for i, c in order if c not in self.classes_] + [(len(y), None)]
+        new = [(i, c) for i, c in order if c not in self._labels] + [(len(y), None)]
         for i, c in new:
             if i > start:  # rows [start, i) only involve the classes opened so far
-                block = X[start:i]
-                for cl, m in zip(self.classes_, self.learners_):
-                    m.partial_fit(block, y[start:i] == cl)
+                block, labels = rows[start:i], y[start:i]
+                for cl, m in zip(self._labels, self.learners_):
+                    m.partial_fit(block, labels == cl)
             if c is not None:
-                self._learner(c)
+                self._open([c])
             start = i
         return self
 
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Scores, one column per class in ``classes_`` order."""
+    def _scores(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "learners_")
         return np.column_stack([m.decision_function(X) for m in self.learners_])
 
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores, one column per class in ``classes_`` order; for two classes one column,
+        the second class's score minus the first's."""
+        scores = self._scores(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
     def predict(self, X: Any) -> np.ndarray:
-        return np.asarray(self.classes_, dtype=object)[self.decision_function(X).argmax(1)]
+        best = self._scores(X).argmax(1)
+        return self.classes_[best]
+
+    def _get_support_mask(self) -> np.ndarray:
+        check_is_fitted(self, "learners_")
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        for m in self.learners_:
+            if hasattr(m, "d_"):
+                mask |= m._get_support_mask()
+        return mask
+
+    # ------------------------------------------------------------------ River-style API
+    def learn_one(self, x: Any, y: Any) -> "OneVsRest":
+        """Learn ``(x, y)`` in every binary learner."""
+        label = _py(_one_label(y))
+        check_label_types(np.asarray([label], dtype=object), getattr(self, "_labels", ()))
+        self._open([label])
+        for c, m in zip(self._labels, self.learners_):
+            m.learn_one(x, c == label)
+        return self
 
     def predict_one(self, x: Any) -> Any:
         """The class of the largest score; ``None`` before any label was learned."""
         if not getattr(self, "learners_", None):
             return None
-        scores = [m.decision_function(np.asarray(x)[None, :] if not sp.issparse(x)
-                                      and not isinstance(x, dict) else x)[0]
-                  for m in self.learners_]
-        return self.classes_[int(np.argmax(scores))]
+        row = np.asarray(x)[None, :] if not sp.issparse(x) and not isinstance(x, dict) else x
+        scores = [m.decision_function(row)[0] for m in self.learners_]
+        return self._labels[int(np.argmax(scores))]
 
     @property
     def mistakes_(self) -> int:
@@ -1464,14 +1550,17 @@ class OneVsRest:
         state: dict = {"algorithm": "OneVsRest", "estimator": self.estimator.to_state(),
                        "classes": self.classes}
         if hasattr(self, "learners_"):
-            state["classes_"] = list(self.classes_)
+            state["classes_"] = list(self._labels)
             state["learners"] = [m.to_state() for m in self.learners_]
         return state
 
     @classmethod
     def from_state(cls, state: dict) -> "OneVsRest":
+        check_state_algorithm(state, cls.__name__, ["OneVsRest"])
         obj = cls(InstanceStreamSelector.from_state(state["estimator"]), state["classes"])
         if "learners" in state:
-            obj.classes_ = list(state["classes_"])
-            obj.learners_ = [InstanceStreamSelector.from_state(s) for s in state["learners"]]
+            # sorted, as classes_ is now (states written before kept first-seen order)
+            pairs = sorted(zip(state["classes_"], state["learners"]), key=lambda t: t[0])
+            obj._labels = [c for c, _ in pairs]
+            obj.learners_ = [InstanceStreamSelector.from_state(s) for _, s in pairs]
         return obj

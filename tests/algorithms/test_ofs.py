@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
@@ -651,6 +652,58 @@ def test_one_vs_rest_matches_binary_learners_and_round_trips():
         OneVsRest(OFS(3)).partial_fit(X[:4], np.array(["x", 1, "y", 2], dtype=object))
     with pytest.raises(ValueError, match="^Mix of label input types"):
         ovr.partial_fit(X[:2], np.array([1, 2]))
+
+
+def test_one_vs_rest_is_a_scikit_learn_classifier_and_selector():
+    from sklearn.base import clone, is_classifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from streamfs.algorithms.ofs import OneVsRest
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 8))
+    y = np.array(["z", "y", "x"])[np.argmax(X[:, :3], axis=1)]  # "z" comes first
+    frame = pd.DataFrame(X, columns=[f"g{j}" for j in range(8)])
+    m = OneVsRest(OFS(2)).fit(frame, y)
+    assert is_classifier(m) and m.classes_.tolist() == ["x", "y", "z"]  # sorted
+    assert m.n_features_in_ == 8 and m.feature_names_in_.tolist() == list(frame.columns)
+    support = np.zeros(8, dtype=bool)
+    for learner in m.learners_:
+        support[learner.selected_] = True
+    np.testing.assert_array_equal(m.get_support(), support)
+    assert m.get_feature_names_out().tolist() == [f"g{j}" for j in np.flatnonzero(support)]
+    assert m.transform(frame).shape == (300, support.sum())
+    assert m.decision_function(frame).shape == (300, 3) and m.score(frame, y) > 0.6
+    # two classes: scikit-learn's single column, positive for classes_[1]
+    yb = np.where(X[:, 0] > 0, "b", "a")
+    two = OneVsRest(OFS(3)).fit(X, yb)
+    d = two.decision_function(X)
+    assert d.shape == (300,)
+    np.testing.assert_array_equal(two.predict(X), np.where(d > 0, "b", "a"))
+    # clone: same parameters, no learners; in a pipeline
+    assert not hasattr(clone(m), "learners_")
+    pipe = make_pipeline(OneVsRest(OFS(3)), LogisticRegression()).fit(X, y)
+    assert pipe.score(X, y) > 0.6
+    with pytest.raises(ValueError, match="at least two classes"):
+        OneVsRest(OFS(2)).fit(X, np.zeros(300))
+
+
+def test_one_vs_rest_state_of_first_seen_order_restores_sorted():
+    from streamfs.algorithms.ofs import OneVsRest
+
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(120, 5))
+    y = np.array(["z", "y", "x"])[np.argmax(X[:, :3], axis=1)]
+    m = OneVsRest(OFS(2)).partial_fit(X, y)
+    state = m.to_state()
+    # a state written when classes_ kept first-seen order
+    order = [state["classes_"].index(c) for c in ("z", "x", "y")]
+    old = {**state, "classes_": [state["classes_"][i] for i in order],
+           "learners": [state["learners"][i] for i in order]}
+    back = OneVsRest.from_state(old)
+    assert back.classes_.tolist() == ["x", "y", "z"]
+    np.testing.assert_array_equal(back.decision_function(X), m.decision_function(X))
 
 
 def _overflowing(seed=0, n=40, d=6):
