@@ -93,8 +93,8 @@ def _bc_csv(tmp_path, name="bc.csv", rename=None, sep=","):
     return path
 
 
-def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
-    path = _bc_csv(tmp_path, rename={5: "mean radius"})
+def _every_command_refuses(path, message):
+    """select, evaluate and both produce commands exit 2 on ``path`` with ``message``."""
     for args in (["select", str(path), "--label", "class", "-a", "saola"],
                  ["evaluate", str(path), "--label", "class", "-a", "saola"],
                  ["produce", "features", str(path), "--label", "class", "-a", "saola",
@@ -103,8 +103,13 @@ def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
                   "--stream", "s"]):
         out = CliRunner().invoke(main, args)
         assert out.exit_code == 2, (args, out.output)
-        assert out.output.strip() == (f"Error: {path}, line 1: duplicate column name 'mean "
-                                      "radius' (columns 0 and 5): name each column once"), args
+        assert out.output.strip() == message, args
+
+
+def test_every_command_refuses_a_csv_header_with_a_duplicate_name(tmp_path):
+    path = _bc_csv(tmp_path, rename={5: "mean radius"})
+    _every_command_refuses(path, f"Error: {path}, line 1: duplicate column name 'mean radius' "
+                                 "(columns 0 and 5): name each column once")
 
 
 def test_every_command_refuses_a_parquet_file_with_a_duplicate_name(tmp_path):
@@ -119,16 +124,8 @@ def test_every_command_refuses_a_parquet_file_with_a_duplicate_name(tmp_path):
     path = tmp_path / "bc.parquet"
     pq.write_table(table.rename_columns([*table.column_names[:5], "mean radius",
                                          *table.column_names[6:]]), path)
-    for args in (["select", str(path), "--label", "class", "-a", "saola"],
-                 ["evaluate", str(path), "--label", "class", "-a", "saola"],
-                 ["produce", "features", str(path), "--label", "class", "-a", "saola",
-                  "--stream", "s"],
-                 ["produce", "instances", str(path), "--label", "class", "-a", "ofs",
-                  "--stream", "s"]):
-        out = CliRunner().invoke(main, args)
-        assert out.exit_code == 2, (args, out.output)
-        assert out.output.strip() == (f"Error: {path}: duplicate column name 'mean radius' "
-                                      "(columns 0 and 5): name each column once"), args
+    _every_command_refuses(path, f"Error: {path}: duplicate column name 'mean radius' "
+                                 "(columns 0 and 5): name each column once")
 
 
 def test_a_file_of_another_separator_gets_a_hint(tmp_path):
