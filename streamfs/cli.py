@@ -14,7 +14,7 @@ import click
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, EnvOption,
-                                  param_value)
+                                  SettingsCommand, param_value)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -138,18 +138,22 @@ def version() -> None:
     click.echo(__version__)
 
 
-@main.command()
+@main.command(cls=SettingsCommand)
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
               help="Consumer group / app id.")
 @click.option("--web-port", cls=EnvOption, type=click.IntRange(0, 65535),
               envvar="STREAMFS_WEB_PORT",
               help="Port of /health and /metrics (default 6066; 0: any free port, logged).")
+@click.option("--web-host", cls=EnvOption, envvar="STREAMFS_WEB_HOST",
+              help="Address of /health and /metrics (default 127.0.0.1; 0.0.0.0: every "
+              "interface).")
 @click.option("--log-level", cls=EnvOption, default="info", show_default=True,
               envvar="STREAMFS_LOG_LEVEL",
               type=click.Choice(["debug", "info", "warning", "error", "critical"],
                                 case_sensitive=False))
 @click.pass_context
-def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_level: str) -> None:
+def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_host: str | None,
+           log_level: str) -> None:
     """Run the stream-processing worker until interrupted."""
     from streamfs.worker.app import CannotServe, StoppedDuringStartup, begin_startup, run_worker
 
@@ -158,6 +162,8 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, log_lev
         settings.app_id = app_id
     if web_port is not None:
         settings.web_port = web_port
+    if web_host is not None:
+        settings.web_host = web_host
     settings.log_level = log_level
     from streamfs.codec import FORMATS
 

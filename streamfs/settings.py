@@ -93,6 +93,36 @@ def _parse(name: str, kind: str, value: str) -> int | float | str:
                          f"{value!r}") from None
 
 
+#: what each setting is, for `streamfs worker --help` (which adds each one's variable and
+#: default from :class:`Settings`; a test checks that every field has words here), and the
+#: words for a default that its value alone does not say
+DESCRIPTIONS = {
+    "bootstrap_servers": "Kafka bootstrap servers (host:port, comma-separated).",
+    "app_id": "Consumer group, and the prefix of the worker's changelog topics.",
+    "topic_prefix": "Prefix of every topic name.",
+    "web_port": "Port of /health and /metrics; 0: any free port (logged).",
+    "web_host": "Address of /health and /metrics; 0.0.0.0: every interface.",
+    "max_message_bytes": "Largest message the worker reads or writes.",
+    "log_level": "debug, info, warning, error or critical.",
+    "session_timeout": "Seconds before a silent worker's partitions move to another.",
+    "batch_ms": "Most time a batch (one transaction) gathers input.",
+    "batch_bytes": "Most input bytes in a batch.",
+    "batch_messages": "Most input messages in a batch.",
+    "transaction_timeout": "Seconds before the open transaction of a silent worker is aborted.",
+    "max_buffer_bytes": "The most an open may set max_buffer_bytes to.",
+    "closed_retention": "How long a closed stream's header is kept, to refuse late input.",
+    "data_dir": "Local copies of the partitions' state (restarts read less).",
+    "replication_factor": "Replication factor of every topic created; 0: min(3, brokers).",
+    "result_format": "Output messages: msgpack or json.",
+    "security": "Kafka security of every client (librdkafka's {key}).",
+}
+DEFAULT_WORDS = {
+    "app_id": "the topic prefix without its trailing '.'",
+    "data_dir": "<temporary directory>/streamfs-state",
+    "security": "not set",
+}
+
+
 @dataclass
 class Settings:
     bootstrap_servers: str = "127.0.0.1:9092"

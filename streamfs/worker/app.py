@@ -247,8 +247,8 @@ def _web_hint(exc: OSError) -> str:
         return (". Another worker on this host? Give each its own --web-port "
                 "(STREAMFS_WEB_PORT), or 0 for any free port")
     if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return (". Set STREAMFS_WEB_HOST to a name or address of this host (127.0.0.1, or "
-                "0.0.0.0 for every interface)")
+        return (". Set --web-host (STREAMFS_WEB_HOST) to a name or address of this host "
+                "(127.0.0.1, or 0.0.0.0 for every interface)")
     return ""
 
 

@@ -274,6 +274,7 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
      "STREAMFS_SESSION_TIMEOUT must be a number of seconds from 6 to 1800"),
     ([], {"STREAMFS_BATCH_BYTES": "-5"}, "STREAMFS_BATCH_BYTES must be a whole number more than 0"),
     (["--web-port", "{busy}"], {}, "cannot serve /health and /metrics on 127.0.0.1:{busy}"),
+    (["--web-host", "192.0.2.1"], {}, "cannot serve /health and /metrics on 192.0.2.1:"),
     ([], {"STREAMFS_BATCH_MESSAGES": "0"},
      "STREAMFS_BATCH_MESSAGES must be a whole number more than 0"),
     ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"},

@@ -34,3 +34,48 @@ def test_watch_refuses_a_timeout_not_above_zero_and_a_run_without_a_stream():
     out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "watch", "--run", "2"])
     assert out.exit_code == 2, out.output
     assert "Error: --run 2 needs a STREAM: runs are numbered per stream" in out.output
+
+
+def test_worker_help_lists_every_setting_with_its_default_and_flag():
+    """Generated from the Settings fields: a setting added without words fails here."""
+    from dataclasses import fields
+
+    from streamfs.settings import _SECURITY_ENV, DESCRIPTIONS, Settings
+
+    assert set(DESCRIPTIONS) == {f.name for f in fields(Settings)}
+    out = CliRunner().invoke(main, ["worker", "--help"], prog_name="streamfs", terminal_width=200)
+    assert out.exit_code == 0, out.output
+    section = out.output.split("Environment variables")[1]
+    rows = dict(re.findall(r"^  (STREAMFS_[A-Z_]+)\s+(.*)$", section, re.MULTILINE))
+    expected = {f"STREAMFS_{f.name.upper()}" for f in fields(Settings) if f.name != "security"}
+    assert set(rows) == expected | set(_SECURITY_ENV) | {"STREAMFS_KERNEL_THREADS"}
+    assert rows["STREAMFS_WEB_HOST"] == ("(--web-host) Address of /health and /metrics; "
+                                         "0.0.0.0: every interface. Default: '127.0.0.1'.")
+    assert rows["STREAMFS_WEB_PORT"].startswith("(--web-port) ")
+    assert rows["STREAMFS_WEB_PORT"].endswith(" Default: 6066.")
+    assert rows["STREAMFS_TOPIC_PREFIX"].startswith("(streamfs --topic-prefix) ")
+    assert rows["STREAMFS_MAX_MESSAGE_BYTES"].endswith(" Default: 8 MiB.")
+    assert rows["STREAMFS_CLOSED_RETENTION"].endswith(" Default: 7 days.")
+    assert rows["STREAMFS_BATCH_MS"].endswith(" Default: 100 ms.")
+    assert rows["STREAMFS_APP_ID"].endswith("Default: the topic prefix without its trailing '.'.")
+    assert rows["STREAMFS_SASL_MECHANISM"] == ("Kafka security of every client (librdkafka's "
+                                               "sasl.mechanism). Default: not set.")
+
+
+def test_worker_web_host_flag_overrides_its_variable(monkeypatch):
+    """--web-host, as --web-port: the flag, else STREAMFS_WEB_HOST, else 127.0.0.1."""
+    import streamfs.cli as cli
+    import streamfs.worker.app as app
+
+    ran = []
+    monkeypatch.setattr(cli, "_reachable", lambda settings: None)
+    monkeypatch.setattr(app, "begin_startup", lambda settings: None)
+    monkeypatch.setattr(app, "run_worker", ran.append)
+    monkeypatch.delenv("STREAMFS_WEB_HOST", raising=False)
+    for args, env, host in ((["--web-host", "0.0.0.0"], {}, "0.0.0.0"),
+                            ([], {"STREAMFS_WEB_HOST": "10.1.2.3"}, "10.1.2.3"),
+                            (["--web-host", "::1"], {"STREAMFS_WEB_HOST": "10.1.2.3"}, "::1"),
+                            ([], {}, "127.0.0.1")):
+        out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker", *args], env=env)
+        assert out.exit_code == 0, out.output
+        assert ran.pop().web_host == host, (args, env)

@@ -192,7 +192,7 @@ def test_a_web_host_that_cannot_be_bound_names_the_host_setting(host, reason):
         serve_http(Settings(web_host=host, web_port=0), Health())
     message = str(refused.value)
     assert message.startswith(f"cannot serve /health and /metrics on {host}:0: ")
-    assert "Set STREAMFS_WEB_HOST to a name or address of this host" in message
+    assert "Set --web-host (STREAMFS_WEB_HOST) to a name or address of this host" in message
     assert "--web-port" not in message and "Another worker" not in message
     assert reason is None or reason in message
 
