@@ -619,7 +619,8 @@ def _print_results(results: list[dict], as_json: bool) -> None:
 
 @main.command()
 @click.argument("stream", required=False)
-@click.option("--once", is_flag=True, help="Print the current selections and exit.")
+@click.option("--once", is_flag=True,
+              help="Print the current selections (of STREAM, of its run --run) and exit.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line (NDJSON).")
 @click.option("--until-final", is_flag=True,
               help="Read the topic to its end, then exit once the newest run of STREAM (of "
@@ -654,7 +655,7 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     if once:
         if from_now:
             raise UsageProblem("--once shows the current selections: --from-now does not apply")
-        sys.exit(_watch_once(s, topic, stream, as_json, group))
+        sys.exit(_watch_once(s, topic, stream, run, as_json, group))
     dead = catalogue["dead_letter"].name if until_final else None
     with SelectionReader(s.kafka_config(), topic, dead_letters=dead,
                          start="end" if from_now else "beginning") as reader:
@@ -663,15 +664,27 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
         sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout))
 
 
-def _watch_once(settings: Settings, topic: str, stream: str | None, as_json: bool,
-                group: str) -> int:
+def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | None,
+                as_json: bool, group: str) -> int:
+    """Print the current selections (of ``stream``, of its run ``run``); 1 if there is none."""
     from streamfs.client import SelectionReader
 
     with SelectionReader(settings.kafka_config(), topic) as reader:
-        latest = reader.current_selections()
-    results = [latest[k] for k in sorted(latest) if stream is None or k == stream]
+        latest = reader.current_selections(stream, run=run)
+        newest = reader.current_selections(stream) if run is not None and not latest else {}
+    results = [latest[k] for k in sorted(latest)]
     if not results:
-        click.echo(f"no selection yet for {_shown(stream) if stream else 'any stream'}", err=True)
+        what = _shown(stream) if stream else "any stream"
+        if stream not in newest:
+            click.echo(f"no selection yet for {what if run is None else f'run {run} of {what}'}",
+                       err=True)
+        elif (newer := newest[stream].get("run", 1)) > run:  # compaction keeps the latest only
+            click.echo(f"no selection of run {run} of {what} left on {topic} (its latest "
+                       f"result is of run {newer}; the topic keeps each stream's latest)",
+                       err=True)
+        else:
+            click.echo(f"no selection yet for run {run} of {what} (its latest result is of "
+                       f"run {newer})", err=True)
         _warn_without_worker(settings, group)
         return 1
     _print_results(results, as_json)

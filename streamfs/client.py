@@ -520,17 +520,22 @@ class SelectionReader(OutputReader):
             return f"no final result for {watched} on {self.topic} after {timeout} s"
         return f"time is up: watched {watched} on {self.topic} for {timeout} s"
 
-    def current_selections(self) -> dict[str, dict]:
-        """The latest result of every stream on the topic now."""
+    def current_selections(self, stream: str | None = None, *,
+                           run: int | None = None) -> dict[str, dict]:
+        """The latest result of every stream on the topic now (of ``stream`` only, given it);
+        ``run``: the latest result of that run (a replaced stream starts run 2, ...), for the
+        streams that have one on the topic."""
         latest: dict[str, dict] = {}
-        for result in self.updates(to_end=True):
+        for result in self.updates(stream, to_end=True, run=run):
             prev = latest.get(result["stream"])
             if prev is None or result["version"] >= prev["version"]:
                 latest[result["stream"]] = result
         return latest
 
 
-def current_selection(stream: str, kafka_config: dict[str, Any], topic: str) -> dict | None:
-    """The latest result of ``stream`` (or ``None`` if it has none yet)."""
+def current_selection(stream: str, kafka_config: dict[str, Any], topic: str, *,
+                      run: int | None = None) -> dict | None:
+    """The latest result of ``stream`` (of its run ``run``, given it), or ``None`` if it has
+    none yet."""
     with SelectionReader(kafka_config, topic) as reader:
-        return reader.current_selections().get(stream)
+        return reader.current_selections(stream, run=run).get(stream)

@@ -126,6 +126,23 @@ def test_until_final_waits_for_the_newest_run(kafka_config, topic_prefix):
     assert _versions(seen) == [("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4)]
 
 
+def test_current_selections_of_a_run_are_that_run_s_latest(kafka_config, topic_prefix):
+    """``run`` picks the latest result of that run, not the stream's latest (run 2's)."""
+    from streamfs.client import SelectionReader, current_selection
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, topic, _result("s1", 1), _result("s1", 2, final=True),
+         _result("s1", 3, run=2), _result("s2", 1))
+    with SelectionReader(kafka_config, topic) as reader:
+        assert _versions(reader.current_selections().values()) == [("s1", 3), ("s2", 1)]
+        assert _versions(reader.current_selections(run=1).values()) == [("s1", 2), ("s2", 1)]
+        assert _versions(reader.current_selections("s1", run=1).values()) == [("s1", 2)]
+        assert reader.current_selections("s1", run=3) == {}
+    assert current_selection("s1", kafka_config, topic, run=1)["version"] == 2
+    assert current_selection("s1", kafka_config, topic, run=2)["version"] == 3
+    assert current_selection("s1", kafka_config, topic, run=3) is None
+
+
 def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_prefix):
     from streamfs.client import SelectionReader, StreamRejected
 

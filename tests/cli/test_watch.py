@@ -42,6 +42,30 @@ def test_until_final_of_a_replaced_stream_is_its_newest_runs(cli_env, kafka_conf
     assert _versions(out.stdout) == [("s1", v) for v in (1, 2, 3, 4)]
 
 
+def test_once_with_a_run_shows_that_run_s_latest_or_says_it_is_not_there(cli_env, kafka_config,
+                                                                         selected):
+    """--run was ignored with --once: every run showed the stream's latest (run 2's)."""
+    _put(kafka_config, selected, _result("r1", 1), _result("r1", 2, final=True),
+         _result("r1", 3, run=2), _result("other", 1))
+    for run, version in (("1", 2), ("2", 3)):
+        out = streamfs("watch", "r1", "--once", "--run", run, "--json", env=cli_env)
+        assert out.returncode == 0, out.stderr
+        assert [(r["run"], r["version"]) for r in map(json.loads, out.stdout.splitlines())] \
+            == [(int(run), version)]
+    out = streamfs("watch", "r1", "--once", "--run", "3", "--json", env=cli_env)
+    assert out.returncode == 1 and out.stdout == "", out.stdout
+    assert out.stderr.splitlines()[0] == "no selection yet for run 3 of r1 (its latest " \
+        "result is of run 2)", out.stderr
+    out = streamfs("watch", "new", "--once", "--run", "1", env=cli_env)
+    assert out.returncode == 1 and out.stderr.splitlines()[0] == "no selection yet for run 1 " \
+        "of new", out.stderr
+    _put(kafka_config, selected, _result("c1", 5, run=2))  # run 1's results compacted away
+    out = streamfs("watch", "c1", "--once", "--run", "1", env=cli_env)
+    assert out.returncode == 1 and out.stderr.splitlines()[0] == (
+        f"no selection of run 1 of c1 left on {selected} (its latest result is of run 2; the "
+        "topic keeps each stream's latest)"), out.stderr
+
+
 def test_invalid_results_are_skipped_with_one_warning(cli_env, kafka_config, selected):
     _put(kafka_config, selected, b'{"v":1,"kind":"result","stream":"g6"}',
          {**_result("g6", 1), "version": None}, _result("g6", 2, final=True))
