@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import logging
+import math
 import time
 import uuid
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any, Iterator, Literal
 
 from streamfs.codec import CodecError, decode, decode_any
@@ -228,6 +229,29 @@ def _check_config(kafka_config: dict[str, Any]) -> None:
                              f"{value!r} (leave the key out)")
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _check_timeout(timeout: Any) -> None:
+    """``timeout`` of a read: seconds more than 0 (``inf``: no limit, as None)."""
+    if timeout is not None and not (_is_number(timeout) and timeout > 0):  # NaN: refused
+        raise ValueError(f"timeout must be a number of seconds more than 0, or None for no "
+                         f"limit, not {timeout!r}")
+
+
+def _check_run(run: Any) -> None:
+    if run is not None and not (_is_int(run) and run >= 1):
+        raise ValueError(f"run must be a whole number, 1 or more (runs are numbered from 1), "
+                         f"or None for every run, not {run!r}")
+
+
+def _check_stream(stream: Any, *, optional: bool = True) -> None:
+    if not (isinstance(stream, str) or (optional and stream is None)):
+        every = ", or None for every stream" if optional else ""
+        raise ValueError(f"stream must be a stream id (a string){every}, not {stream!r}")
+
+
 def reader_config(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """The consumer configuration of a reader: a group of its own that commits nothing,
     :data:`DEFAULT_CONFIG` unless ``kafka_config`` says otherwise, and :data:`REQUIRED_CONFIG`."""
@@ -258,6 +282,10 @@ class OutputReader:
         _check_config(kafka_config)
         if start not in ("beginning", "end"):
             raise ValueError(f"start must be 'beginning' or 'end', not {start!r}")
+        for name in (topic, *more_topics):
+            if not (isinstance(name, str) and name):
+                raise ValueError(f"a topic must be a topic name (a non-empty string), not "
+                                 f"{name!r}")
         kafka_config = with_kafka_logger(kafka_config)
         self._kafka_config = kafka_config
         self._offset = first_offset if start == "beginning" else end_offset
@@ -299,7 +327,15 @@ class OutputReader:
         ``poll`` seconds without one, and when every partition has been read to its end (then
         :attr:`caught_up` is true), so that callers can watch a clock or another topic.
         ``to_end``: stop at the end of the topics as they are now. ``timeout``: raise
-        ``TimeoutError`` after this many seconds."""
+        ``TimeoutError`` after this many seconds (more than 0; None: no limit). ``ValueError``
+        at once for a ``timeout`` or ``poll`` out of range."""
+        _check_timeout(timeout)
+        if not (_is_number(poll) and 0 <= poll < math.inf):
+            raise ValueError(f"poll must be a finite number of seconds, 0 or more, not {poll!r}")
+        return self._messages(to_end, timeout, poll)
+
+    def _messages(self, to_end: bool, timeout: float | None,
+                  poll: float) -> Iterator[tuple[str, dict] | None]:
         n_parts = self.assign()
         self._n_partitions = None  # the next call reads from the start again
         self.caught_up = False
@@ -484,9 +520,21 @@ class SelectionReader(OutputReader):
         one without a run (input the worker read before it knew the stream's run) that came
         after the run's ``open`` in the same input partition, which the run's results say
         (``open_input``); before the run's first result, only if its input was readable.
-        ``timeout``: raise ``TimeoutError`` after this many seconds.
-        ``run``: only results of that run (a replaced stream starts run 2, ...).
+        ``timeout``: raise ``TimeoutError`` after this many seconds (more than 0; None: no
+        limit). ``run``: only results of that run (a replaced stream starts run 2, ...).
+        ``ValueError`` at once for a parameter out of range, and for ``until_final`` with
+        ``to_end`` (which stops at the end, final or not).
         """
+        _check_stream(stream)
+        _check_timeout(timeout)
+        _check_run(run)
+        if until_final and to_end:
+            raise ValueError("until_final and to_end do not go together: to_end stops at the "
+                             "topic's end whether the results are final or not")
+        return self._updates(stream, until_final, timeout, to_end, run)
+
+    def _updates(self, stream: str | None, until_final: bool, timeout: float | None,
+                 to_end: bool, run: int | None) -> Iterator[dict]:
         finals = _Finals(stream, run, self.refused)
         try:
             for item in self.messages(to_end=to_end, timeout=timeout):
@@ -524,7 +572,8 @@ class SelectionReader(OutputReader):
                            run: int | None = None) -> dict[str, dict]:
         """The latest result of every stream on the topic now (of ``stream`` only, given it);
         ``run``: the latest result of that run (a replaced stream starts run 2, ...), for the
-        streams that have one on the topic."""
+        streams that have one on the topic. ``ValueError`` for a ``stream`` or ``run`` that
+        is not one."""
         latest: dict[str, dict] = {}
         for result in self.updates(stream, to_end=True, run=run):
             prev = latest.get(result["stream"])
@@ -537,5 +586,7 @@ def current_selection(stream: str, kafka_config: dict[str, Any], topic: str, *,
                       run: int | None = None) -> dict | None:
     """The latest result of ``stream`` (of its run ``run``, given it), or ``None`` if it has
     none yet."""
+    _check_stream(stream, optional=False)
+    _check_run(run)
     with SelectionReader(kafka_config, topic) as reader:
         return reader.current_selections(stream, run=run).get(stream)

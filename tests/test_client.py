@@ -303,3 +303,50 @@ def test_a_result_whose_final_is_not_a_boolean_is_invalid():
     assert "final" not in read_record(json.dumps(result).encode())  # absent: not final
     with pytest.raises(InvalidRecord, match="'final' is not true or false"):
         read_record(json.dumps({**result, "final": "yes"}).encode())
+
+
+@pytest.mark.parametrize("call,needle", [
+    (lambda r: r.updates(timeout=-1), "timeout must be a number of seconds more than 0, or None "
+                                      "for no limit, not -1"),
+    (lambda r: r.updates(timeout=float("nan")), "timeout must be .*, not nan"),
+    (lambda r: r.updates(timeout=0), "timeout must be .*, not 0"),
+    (lambda r: r.updates(timeout="5"), "timeout must be .*, not '5'"),
+    (lambda r: r.messages(timeout=-0.5), "timeout must be .*, not -0.5"),
+    (lambda r: r.messages(poll=-1), "poll must be a finite number of seconds, 0 or more, not -1"),
+    (lambda r: r.messages(poll=float("nan")), "poll must be .*, not nan"),
+    (lambda r: r.updates(run=0), r"run must be a whole number, 1 or more \(runs are numbered "
+                                 r"from 1\), or None for every run, not 0"),
+    (lambda r: r.updates(run=True), "run must be .*, not True"),  # True == 1: run 1 silently
+    (lambda r: r.updates(run=2.0), "run must be .*, not 2.0"),
+    (lambda r: r.current_selections(run=-1), "run must be .*, not -1"),
+    (lambda r: r.updates(3), r"stream must be a stream id \(a string\), or None for every "
+                             r"stream, not 3"),
+    (lambda r: r.current_selections(b"s1"), "stream must be .*, not b's1'"),
+    (lambda r: r.updates(until_final=True, to_end=True),
+     "until_final and to_end do not go together"),
+], ids=["timeout=-1", "timeout=nan", "timeout=0", "timeout='5'", "messages-timeout=-0.5",
+        "poll=-1", "poll=nan", "run=0", "run=True", "run=2.0", "current-run=-1", "stream=3",
+        "current-stream=bytes", "until_final+to_end"])
+def test_reader_parameters_out_of_range_are_refused_at_the_call(kafka_config, call, needle):
+    """updates(timeout=-1) timed out at once (NaN: never), run=0 matched nothing and run=True
+    run 1, without a word; the generators checked nothing until the first result was asked
+    for. Each is a ValueError naming the parameter and what it takes, before any read."""
+    from streamfs.client import SelectionReader
+
+    with SelectionReader(kafka_config, "never-read") as reader:
+        with pytest.raises(ValueError, match=needle):
+            call(reader)
+
+
+def test_reader_topics_and_current_selection_s_arguments_are_checked(kafka_config):
+    from streamfs.client import OutputReader, SelectionReader, current_selection
+
+    for topic in ("", None):
+        with pytest.raises(ValueError, match=f"a topic must be a topic name .*, not {topic!r}"):
+            OutputReader(kafka_config, topic)
+    with pytest.raises(ValueError, match="a topic must be a topic name .*, not 7"):
+        SelectionReader(kafka_config, "t", dead_letters=7)
+    with pytest.raises(ValueError, match=r"stream must be a stream id \(a string\), not None"):
+        current_selection(None, kafka_config, "t")
+    with pytest.raises(ValueError, match="run must be .*, not 0"):
+        current_selection("s", kafka_config, "t", run=0)
