@@ -100,13 +100,13 @@ def topic_prefix(kafka_config) -> str:
 
 @pytest.fixture
 def make_worker(kafka_bootstrap, tmp_path):
-    """Factory: ``make_worker(prefix, app_id, **env)`` starts a worker; all are stopped after."""
+    """Factory: ``make_worker(prefix, app_id, **env)`` starts a worker (a 10 s session timeout
+    unless ``env`` says otherwise); all are stopped after."""
     workers: list[WorkerProcess] = []
 
     def make(prefix: str, app_id: str, **env: str) -> WorkerProcess:
         w = WorkerProcess(kafka_bootstrap, prefix, app_id, tmp_path / f"worker{len(workers)}.log",
-                          tmp_path / "data", STREAMFS_SESSION_TIMEOUT="10",
-                          **env)
+                          tmp_path / "data", **{"STREAMFS_SESSION_TIMEOUT": "10", **env})
         workers.append(w.start())
         return w
 

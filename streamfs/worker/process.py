@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,6 +87,35 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(30)
+
+    def health(self) -> dict | None:
+        """The worker's ``/health`` body (whatever its status code); None while it does not
+        answer (starting, or gone)."""
+        url = f"http://127.0.0.1:{self.env['STREAMFS_WEB_PORT']}/health"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:  # 503: starting or rebalancing
+            return json.load(exc)
+        except OSError:
+            return None
+
+    def wait_ready(self, timeout: float = 120.0) -> dict:
+        """Poll ``/health`` until it says ``ok`` (partitions assigned, their state restored);
+        returns that body. ``RuntimeError`` if the worker exits first, ``TimeoutError`` if it
+        is not ready within ``timeout`` seconds, each with the log's tail."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the worker exited ({self.proc.returncode}):\n"
+                                   f"{self.log_tail()}")
+            body = self.health()
+            if body is not None and body["status"] == "ok":
+                return body
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the worker is not ready after {timeout} s:\n"
+                                   f"{self.log_tail()}")
+            time.sleep(0.1)  # polling another process's health endpoint
 
     def log_tail(self, n: int = 60) -> str:
         try:

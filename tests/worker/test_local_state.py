@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
-import time
 import urllib.request
 
 import pytest
@@ -21,18 +19,8 @@ pytestmark = pytest.mark.kafka
 
 def _ready_metrics(worker, timeout: float = 120.0) -> dict[str, float]:
     """Wait for the worker's /health to say ready; then its restore counters by source."""
+    worker.wait_ready(timeout)
     base = f"http://127.0.0.1:{worker.env['STREAMFS_WEB_PORT']}"
-    deadline = time.monotonic() + timeout
-    while True:
-        assert worker.proc.poll() is None, worker.log_tail()
-        try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
-                if json.load(resp)["status"] == "ok":
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, worker.log_tail()
-        time.sleep(0.2)  # polling another process's health endpoint
     text = urllib.request.urlopen(f"{base}/metrics", timeout=5).read().decode()
     found = re.findall(r'streamfs_restored_records_total\{source="(\w+)"\} ([0-9.e+]+)', text)
     return {source: float(v) for source, v in found}
