@@ -138,6 +138,16 @@ def version() -> None:
     click.echo(__version__)
 
 
+def _instance_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--instance-id`` as Kafka takes a ``group.instance.id`` (the variable's value is
+    checked with the other settings, by :meth:`Settings.check`)."""
+    from streamfs.settings import instance_id_problem
+
+    if value is not None and (problem := instance_id_problem(value)):
+        raise click.BadParameter(problem)
+    return value
+
+
 @main.command(cls=SettingsCommand)
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
               help="Consumer group / app id.")
@@ -151,9 +161,14 @@ def version() -> None:
               envvar="STREAMFS_LOG_LEVEL",
               type=click.Choice(["debug", "info", "warning", "error", "critical"],
                                 case_sensitive=False))
+@click.option("--instance-id", cls=EnvOption, envvar="STREAMFS_INSTANCE_ID",
+              callback=_instance_id,
+              help="This worker's own id in its group, kept across restarts (e.g. the pod or "
+              "host name): static membership, a restarted worker gets its partitions back at "
+              "once. Default: none (dynamic).")
 @click.pass_context
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_host: str | None,
-           log_level: str) -> None:
+           log_level: str, instance_id: str | None) -> None:
     """Run the stream-processing worker until interrupted."""
     from streamfs.worker.app import CannotServe, StoppedDuringStartup, begin_startup, run_worker
 
@@ -164,6 +179,8 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
         settings.web_port = web_port
     if web_host is not None:
         settings.web_host = web_host
+    if instance_id is not None:
+        settings.instance_id = instance_id
     settings.log_level = log_level
     from streamfs.codec import FORMATS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field, fields
 
@@ -81,6 +82,20 @@ _RANGES = {
 }
 
 
+#: what a STREAMFS_INSTANCE_ID may be: Kafka's rule for a group.instance.id, which its Java
+#: client enforces (JoinGroupRequest.validateGroupInstanceId) and librdkafka does not check
+INSTANCE_ID_WORDS = ("1 to 249 characters, each an ASCII letter or digit, '.', '_' or '-', and "
+                     "not '.' or '..' (Kafka's rule for a group.instance.id)")
+
+
+def instance_id_problem(value: str) -> str | None:
+    """What is wrong with ``value`` as a static member's ``group.instance.id``
+    (:data:`INSTANCE_ID_WORDS`), if anything: ``"must be ..., got ..."``."""
+    if re.fullmatch(r"[A-Za-z0-9._-]{1,249}", value) and value not in (".", ".."):
+        return None
+    return f"must be {INSTANCE_ID_WORDS}, got {value!r}"
+
+
 def _parse(name: str, kind: str, value: str) -> int | float | str:
     """The value of setting ``name``'s environment variable as the setting's type (its range
     is checked by :meth:`Settings.check`)."""
@@ -105,6 +120,8 @@ DESCRIPTIONS = {
     "max_message_bytes": "Largest message the worker reads or writes.",
     "log_level": "debug, info, warning, error or critical.",
     "session_timeout": "Seconds before a silent worker's partitions move to another.",
+    "instance_id": "Static group membership: this worker's own id in its group, kept across "
+                   "restarts, so that a restarted worker gets its partitions back at once.",
     "batch_ms": "Most time a batch (one transaction) gathers input.",
     "batch_bytes": "Most input bytes in a batch.",
     "batch_messages": "Most input messages in a batch.",
@@ -119,6 +136,7 @@ DESCRIPTIONS = {
 DEFAULT_WORDS = {
     "app_id": "the topic prefix without its trailing '.'",
     "data_dir": "<temporary directory>/streamfs-state",
+    "instance_id": "none (dynamic membership)",
     "security": "not set",
 }
 
@@ -134,6 +152,10 @@ class Settings:
     log_level: str = "info"
     # How long the group waits for a silent (killed) worker before moving its partitions.
     session_timeout: float = 30.0
+    # The worker's group.instance.id (static membership, KIP-345); None: a dynamic member.
+    # A worker restarted with its id gets its partitions back at once, without the group
+    # waiting for its dead former self's session timeout first.
+    instance_id: str | None = None
     # A batch (one transaction) takes what is already fetched, up to these bounds. The time
     # bound is the one that limits latency; each transaction costs three broker round trips,
     # so the byte bound is set where they stop mattering (bench backlog, 320 MB of dense
@@ -185,6 +207,8 @@ class Settings:
             if not allowed.holds(getattr(self, name)):
                 raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
+        if self.instance_id is not None and (problem := instance_id_problem(self.instance_id)):
+            raise ValueError(f"STREAMFS_INSTANCE_ID {problem}")
         for env, key in _SECURITY_ENV.items():
             if key in self.security and (problem := _security_problem(env, key,
                                                                      self.security[key])):

@@ -122,3 +122,27 @@ def test_security_settings_librdkafka_takes_are_taken_and_make_clients(monkeypat
     monkeypatch.setenv("STREAMFS_SSL_CA_LOCATION", str(tmp_path))  # a directory of CAs
     monkeypatch.setenv("STREAMFS_SSL_KEY_LOCATION", str(key))
     assert Settings.from_env().security["ssl.key.location"] == str(key)
+
+
+@pytest.mark.parametrize("value", ["", " ", "a b", "w0\n", "w/0", "wörker", "w:0", ".", "..",
+                                   "x" * 250])
+def test_an_instance_id_kafka_would_not_take_is_refused_by_name(monkeypatch, value):
+    """Kafka's rule for a group.instance.id (its Java client's; librdkafka sends anything):
+    an empty or blank value, a space, a control character, a slash, a colon, a letter beyond
+    ASCII, '.', '..' or more than 249 characters."""
+    monkeypatch.setenv("STREAMFS_INSTANCE_ID", value)
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env()
+    assert str(refused.value) == (
+        "STREAMFS_INSTANCE_ID must be 1 to 249 characters, each an ASCII letter or digit, '.', "
+        f"'_' or '-', and not '.' or '..' (Kafka's rule for a group.instance.id), got {value!r}")
+
+
+def test_the_instance_id_is_unset_by_default_and_taken_as_kafka_takes_it(monkeypatch):
+    monkeypatch.delenv("STREAMFS_INSTANCE_ID", raising=False)
+    assert Settings.from_env().instance_id is None  # dynamic membership
+    for value in ["worker-0", "streamfs.host_1", "A", "..a", "x" * 249]:
+        monkeypatch.setenv("STREAMFS_INSTANCE_ID", value)
+        assert Settings.from_env().instance_id == value
+    with pytest.raises(ValueError, match="STREAMFS_INSTANCE_ID must be"):
+        Settings(instance_id="a b").check()  # as given in Python, too

@@ -14,6 +14,9 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 * **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
   worker paused past its session timeout whose partitions moved) cannot commit: its
   transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
+* **Static membership** (``STREAMFS_INSTANCE_ID``, KIP-345): the consumer's
+  ``group.instance.id``. A worker restarted under its id takes its former self's place, and
+  partitions, at once.
 * **State** per input partition is an in-memory map restored, when the partition is assigned,
   from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
   group's committed offsets are stable (a pending transaction of the previous owner is resolved
@@ -306,6 +309,10 @@ class Worker:
             "session.timeout.ms": int(s.session_timeout * 1000),
             "heartbeat.interval.ms": int(min(3.0, s.session_timeout / 3) * 1000),
             "max.poll.interval.ms": int(loop_stall_seconds(s.session_timeout) * 1000),
+            # static membership (KIP-345): a restart under the same id takes the member's
+            # place and its partitions at once. librdkafka sends no LeaveGroup for a static
+            # member when it closes, so its partitions wait for it until its session times out.
+            **({"group.instance.id": s.instance_id} if s.instance_id else {}),
             **fetch_config(s.max_message_bytes),
         })
 
@@ -1144,8 +1151,9 @@ def run_worker(settings: Settings) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        log.info("worker %s started (group %s, web %s:%d)", os.getpid(), settings.app_id,
-                 *server.server_address[:2])  # the port bound, also where 0 asked for any
+        instance = f", instance {settings.instance_id}" if settings.instance_id else ""
+        log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,
+                 instance, *server.server_address[:2])  # the port bound, also for 0 (any)
         worker.run()
     except (TopicMismatch, TopicsNotCreated, ClientConfigRefused):
         raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
