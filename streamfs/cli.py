@@ -170,7 +170,8 @@ def _instance_id(_ctx: click.Context, _param: click.Parameter, value: str | None
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_host: str | None,
            log_level: str, instance_id: str | None) -> None:
     """Run the stream-processing worker until interrupted."""
-    from streamfs.worker.app import CannotServe, StoppedDuringStartup, begin_startup, run_worker
+    from streamfs.worker.app import (CannotServe, InstanceFenced, StoppedDuringStartup,
+                                     begin_startup, run_worker)
 
     settings = _settings(ctx)
     if app_id:
@@ -205,7 +206,7 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
         run_worker(settings)
     except StoppedDuringStartup:
         return  # logged; exit 0, as a worker stopped after its start
-    except (TopicMismatch, TopicsNotCreated) as exc:
+    except (TopicMismatch, TopicsNotCreated, InstanceFenced) as exc:
         raise click.ClickException(str(exc)) from None
     except CannotServe as exc:
         raise UsageProblem(str(exc)) from None

@@ -16,7 +16,9 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
 * **Static membership** (``STREAMFS_INSTANCE_ID``, KIP-345): the consumer's
   ``group.instance.id``. A worker restarted under its id takes its former self's place, and
-  partitions, at once.
+  partitions, at once; a second live worker under the same id fences the first (the broker
+  refuses its offsets, librdkafka stops its consumer), which aborts its transaction and stops
+  (:class:`InstanceFenced`).
 * **State** per input partition is an in-memory map restored, when the partition is assigned,
   from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
   group's committed offsets are stable (a pending transaction of the previous owner is resolved
@@ -124,6 +126,31 @@ class Hung(Exception):
 
 class Rewind(Exception):
     """The current transaction was aborted: restore state and re-read from committed offsets."""
+
+
+class InstanceFenced(Exception):
+    """Another worker joined the group with this worker's ``STREAMFS_INSTANCE_ID``, and the
+    broker fenced this one: it can commit nothing more (its transaction in progress is
+    aborted) and stops."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(
+            f"another worker uses the same STREAMFS_INSTANCE_ID {settings.instance_id!r} in "
+            f"group {settings.app_id!r}: the broker fenced this one, which stops without "
+            "committing more. Give each worker its own STREAMFS_INSTANCE_ID")
+
+
+def fenced(err: Any) -> bool:
+    """Whether librdkafka's ``err`` says another member took this one's ``group.instance.id``:
+    the transaction's offsets refused with FENCED_INSTANCE_ID, or the consumer's fatal error,
+    whose code is _FATAL with librdkafka's description of FENCED_INSTANCE_ID in its text (the
+    Python client has no call for the underlying code)."""
+    from confluent_kafka import KafkaError
+
+    if err.code() == KafkaError.FENCED_INSTANCE_ID:
+        return True
+    return (err.code() == KafkaError._FATAL
+            and KafkaError(KafkaError.FENCED_INSTANCE_ID).str() in err.str())
 
 
 class InFlight:
@@ -541,12 +568,19 @@ class Worker:
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
         try:
             self._loop()
-        except TopicMismatch:
-            # nothing can commit until an operator makes the topic again: leave the group now
-            # (its partitions' next owner meets the same check), keep what is uncommitted
-            # uncommitted
+        except (TopicMismatch, InstanceFenced):
+            # TopicMismatch: nothing can commit until an operator makes the topic again: leave
+            # the group now (its partitions' next owner meets the same check), keep what is
+            # uncommitted uncommitted. InstanceFenced: another worker has this one's place and
+            # partitions; a transaction still in flight ends first (its offsets are refused
+            # unless they were sent before the fencing), so that no open transaction of this
+            # worker holds back the readers of its partitions until it times out.
             with self.health.lock:
                 self.health.ready = False
+            try:
+                self._settle()
+            except (Rewind, InstanceFenced):
+                pass  # aborted: nothing of it is visible
             self.consumer.close()
             self._close_local()
             raise
@@ -611,8 +645,14 @@ class Worker:
         if msgs:  # an idle wait that timed out is not fetching, nor is a restore it ran
             metrics.FETCH_SECONDS.inc(time.perf_counter() - max(started, self.assigned_at))
         for msg in msgs:
-            if msg.error() is not None:
-                log.warning("consumer error: %s", msg.error())
+            if (err := msg.error()) is not None:
+                from confluent_kafka import KafkaError, KafkaException
+
+                if err.code() == KafkaError._FATAL:  # the consumer has stopped for good
+                    if fenced(err):
+                        raise InstanceFenced(s)
+                    raise KafkaException(err)
+                log.warning("consumer error: %s", err)
                 continue
             self.fetched.append(msg)
             self.fetched_bytes += len(msg.value() or b"")
@@ -835,7 +875,9 @@ class Worker:
 
     def _abort(self, err: Any = None) -> NoReturn:
         """Abort the open transaction and rewind. A producer that cannot abort (``err`` is
-        fatal or does not ask for an abort, e.g. fenced; or the abort fails) is replaced."""
+        fatal or does not ask for an abort, e.g. fenced; or the abort fails) is replaced.
+        A worker whose group.instance.id another has taken (:func:`fenced`) stops instead:
+        :class:`InstanceFenced` once the transaction is aborted."""
         from confluent_kafka import KafkaException
 
         metrics.ABORTS.inc()
@@ -848,6 +890,8 @@ class Worker:
             except KafkaException as again:
                 log.warning("abort failed (%s): new producer", again.args[0])
                 replace = True
+        if err is not None and fenced(err):
+            raise InstanceFenced(self.settings)
         if replace:
             self.producer = self._producer()
         raise Rewind()
@@ -915,7 +959,8 @@ class Worker:
                 if retry and attempt < 2:
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
                     continue
-                log.warning("transaction failed (%s): rewinding", err)
+                if not fenced(err):  # no rewind then: the worker stops, and says why
+                    log.warning("transaction failed (%s): rewinding", err)
                 self._abort(err)
 
     @staticmethod
@@ -1155,7 +1200,7 @@ def run_worker(settings: Settings) -> None:
         log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,
                  instance, *server.server_address[:2])  # the port bound, also for 0 (any)
         worker.run()
-    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused):
+    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced):
         raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)

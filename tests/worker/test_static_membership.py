@@ -2,18 +2,23 @@
 
 A worker SIGKILLed and restarted under its instance id takes its former self's place at once:
 ready long before the dead member's session timeout, with the same partitions, and its peer is
-left alone (no rebalance). Every version of every stream reaches a ``read_committed`` reader
-once, equal to an uninterrupted run."""
+left alone (no rebalance). A second live worker under the same id fences the first, which
+aborts its transaction and stops with one line naming the setting. Every version of every
+stream reaches a ``read_committed`` reader once, equal to an uninterrupted run."""
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
 
 import pytest
+from prometheus_client import REGISTRY
 
 from streamfs.client import SelectionReader
 from streamfs.topics import load_catalogue
 
+from .inprocess import one_at_a_time, saola_stream, without_timestamp
 from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
 from .workload import interleave, mixed_workload
 
@@ -22,6 +27,12 @@ pytestmark = pytest.mark.kafka
 #: far beyond anything these tests wait for: a test that waited for a session to time out
 #: would fail its deadlines
 SESSION_TIMEOUT = 120.0
+
+
+def _fenced_line(instance_id: str, app_id: str) -> str:
+    return (f"Error: another worker uses the same STREAMFS_INSTANCE_ID {instance_id!r} in group "
+            f"{app_id!r}: the broker fenced this one, which stops without committing more. "
+            "Give each worker its own STREAMFS_INSTANCE_ID")
 
 
 def _results_after_some(kafka_config, prefix, n: int) -> None:
@@ -88,3 +99,97 @@ def test_a_worker_restarted_under_its_instance_id_is_ready_at_once_and_its_peer_
     now = peer.health()
     assert (now["status"], now["ready_at"], now["assigned"]) == (
         "ok", theirs["ready_at"], theirs["assigned"]), peer.log_tail(20)
+
+
+def test_a_second_worker_under_the_same_instance_id_fences_the_first(kafka_config, topic_prefix,
+                                                                      start_worker):
+    cases = mixed_workload(16, prefix="fe")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    messages = interleave(cases)
+    half = len(messages) // 2
+    first = start_worker(STREAMFS_INSTANCE_ID="w0")
+    publish(kafka_config, topic_prefix, cases, messages[:half])
+    _results_after_some(kafka_config, topic_prefix, 10)
+    publish(kafka_config, topic_prefix, cases, messages[half:])  # work while it is fenced
+    second = start_worker(STREAMFS_INSTANCE_ID="w0")
+    try:
+        code = first.proc.wait(60)
+    except Exception:  # noqa: BLE001 - TimeoutExpired: say where it hangs
+        pytest.fail(f"the fenced worker did not stop:\n{first.log_tail(30)}")
+    log = first.log_path.read_text()
+    assert code == 1 and "Traceback" not in log, log
+    assert log.strip().splitlines()[-1] == _fenced_line("w0", first.env["STREAMFS_APP_ID"]), log
+    _exactly_once(kafka_config, topic_prefix, refs, lambda: second.log_tail(30))
+    assert second.proc.poll() is None, second.log_tail(30)  # the second carries on
+
+
+def test_a_worker_fenced_before_its_offsets_are_sent_aborts_that_transaction_and_stops(
+        kafka_config, topic_prefix, tmp_path, monkeypatch):
+    """Deterministically on the producer's side: another member takes the worker's instance id
+    between a batch's results and its offsets. The broker refuses the offsets
+    (FENCED_INSTANCE_ID); the worker aborts the transaction and stops, without rewinding and
+    trying again. Run in this process to choose that moment."""
+    from confluent_kafka import Consumer
+
+    from streamfs.producers import StreamPublisher
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    msgs = saola_stream("fenced", seed=5, p=40)
+    batches: list[int] = []  # the messages of each batch whose transaction was completed
+    rivals: list = []
+    real_complete = app.Worker._complete
+
+    def complete(self, batch):
+        batches.append(batch.messages)
+        if len(batches) == 2:  # the second batch: its results are produced, not its offsets
+            rival = Consumer({**kafka_config, "group.id": self.settings.app_id,
+                              "group.instance.id": self.settings.instance_id,
+                              "session.timeout.ms": 10000})
+            rivals.append(rival)
+            rival.subscribe(list(self.roles))
+            deadline = time.monotonic() + 60
+            while not rival.assignment():  # it has taken the worker's place and partitions
+                rival.poll(0.1)
+                assert time.monotonic() < deadline
+        return real_complete(self, batch)
+
+    monkeypatch.setattr(app.Worker, "_complete", complete)
+    settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                        topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
+                        data_dir=str(tmp_path / "data"), session_timeout=10.0,
+                        instance_id="w0", batch_ms=5_000.0, batch_messages=2)
+    app.warm_up()  # compiled kernels: no step is slow enough to cut a batch
+    app.prepare_topics(settings)
+    topics = load_catalogue(topic_prefix)
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(msgs)  # all on the topic before the worker starts
+    rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
+    outcome: list[BaseException] = []
+    worker = app.Worker(settings)
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        thread.join(120)
+        assert not thread.is_alive(), "the fenced worker did not stop within 120 s"
+    finally:
+        worker.running = False
+        for rival in rivals:
+            rival.close()
+    assert len(batches) == 2 and len(rivals) == 1 and len(outcome) == 1, (batches, outcome)
+    assert isinstance(outcome[0], app.InstanceFenced), outcome
+    assert _fenced_line("w0", settings.app_id) == f"Error: {outcome[0]}"
+    assert (REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0) == rewinds
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        visible = list(reader.updates(to_end=True))
+    # the first batch's results, and nothing of the fenced one
+    committed, _ = one_at_a_time(msgs[:batches[0]])
+    assert batches[0] < len(msgs) and visible
+    assert without_timestamp(visible) == without_timestamp(committed)
