@@ -64,7 +64,7 @@ from streamfs.broker import ClientConfigRefused, make_client
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
-                             changelog_specs, create_topics, load_catalogue, partition_problems,
+                             changelog_specs, create_topics, load_catalogue,
                              wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
@@ -76,15 +76,23 @@ log = logging.getLogger("streamfs.worker")
 EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
-#: how often an idle worker checks that its topics still exist
+#: how often the worker checks, busy or idle, that its topics still exist, with their
+#: partition counts and, for the input topics, the ids they were assigned with
 TOPIC_CHECK_SECONDS = 10
+#: deadline of the broker's answer to that check (asked without waiting: see Worker._loop)
+TOPIC_DESCRIBE_SECONDS = 10
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
 
 
-def offset_metadata(changelog_end: int) -> str:
-    """The metadata committed with an input partition's offset: where its changelog ended."""
-    return json.dumps({"changelog_end": changelog_end})
+def offset_metadata(changelog_end: int, topic_id: str | None = None) -> str:
+    """The metadata committed with an input partition's offset: where its changelog ended and,
+    when known, the id of the input topic the offset counts in (a topic deleted and made again
+    under the same name has another id, and its offsets start again from 0)."""
+    meta: dict[str, Any] = {"changelog_end": changelog_end}
+    if topic_id is not None:
+        meta["topic_id"] = topic_id
+    return json.dumps(meta)
 
 
 def changelog_target(metadata: str | None) -> int | None:
@@ -95,6 +103,43 @@ def changelog_target(metadata: str | None) -> int | None:
     except (ValueError, AttributeError):
         return None
     return end if isinstance(end, int) and not isinstance(end, bool) and end >= 0 else None
+
+
+def committed_topic_id(metadata: str | None) -> str | None:
+    """The input topic id recorded by :func:`offset_metadata`; None where there is none
+    (offsets committed by something else, or by a worker from before topic ids)."""
+    try:
+        topic_id = json.loads(metadata or "").get("topic_id")
+    except (ValueError, AttributeError):
+        return None
+    return topic_id if isinstance(topic_id, str) and topic_id else None
+
+
+def topic_changes(partitions: dict[str, int], ids: dict[str, str],
+                  found: dict[str, tuple[int, str] | None]) -> list[str]:
+    """What is wrong with the worker's topics (``{topic: partitions}``) as the broker describes
+    them now: ``found`` maps a topic to its partition count and id, or to None if it does not
+    exist (a topic the broker did not answer for is left out: nothing is known of it); ``ids``
+    holds the ids the input topics had when their partitions were assigned.
+
+    >>> topic_changes({"a": 8, "b": 1}, {"a": "X"}, {"a": (8, "Y"), "b": None})
+    ["'a' was deleted and re-created (topic id X when its partitions were assigned, Y now)", "'b' does not exist"]
+    """
+    problems = []
+    for name, expected in partitions.items():
+        if name not in found:
+            continue
+        if found[name] is None:
+            problems.append(f"{name!r} does not exist")
+            continue
+        count, topic_id = found[name]
+        if count != expected:
+            problems.append(f"{name!r} has {count} partition(s), the catalogue asks for "
+                            f"{expected}")
+        elif name in ids and topic_id != ids[name]:
+            problems.append(f"{name!r} was deleted and re-created (topic id {ids[name]} when its "
+                            f"partitions were assigned, {topic_id} now)")
+    return problems
 
 
 def fetch_config(max_message_bytes: int) -> dict:
@@ -298,6 +343,9 @@ class Worker:
         # transaction and when idle (_check_topics)
         self.topic_partitions = {spec.name: spec.partitions
                                  for spec in [*specs.values(), *changelogs.values()]}
+        # input topic -> its id when its partitions were last assigned: committed with their
+        # offsets (a restart tells a re-created topic by it) and checked while the worker runs
+        self.topic_ids: dict[str, str] = {}
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
@@ -320,6 +368,7 @@ class Worker:
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
         self.producer = self._producer()
+        self.admin = self._admin()  # topic descriptions (ids): the consumer's metadata has none
 
     # ------------------------------------------------------------------ clients
     def _consumer(self) -> Any:
@@ -373,6 +422,37 @@ class Worker:
         producer.init_transactions(60)
         return producer
 
+    def _admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return make_client(AdminClient, self.settings.kafka_config())
+
+    def _describe(self, names: Any, timeout: float = TOPIC_DESCRIBE_SECONDS) -> dict[str, Any]:
+        """Ask the broker to describe the topics ``names``: ``{name: future}``, answered on
+        the admin client's own thread (this call does not wait)."""
+        from confluent_kafka import TopicCollection
+
+        self.admin.poll(0)  # serve its log lines (they wait on its queue)
+        return self.admin.describe_topics(TopicCollection(list(names)), request_timeout=timeout)
+
+    def _input_topic_ids(self) -> dict[str, str]:
+        """The input topics' ids as the broker has them now. :class:`TopicMismatch` for one that
+        does not exist; ``KafkaException`` if the broker does not answer (as for the committed
+        offsets read with it)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        ids = {}
+        timeout = self.settings.transaction_timeout + 60
+        for name, future in self._describe(self.roles, timeout).items():
+            try:
+                ids[name] = str(future.result(timeout + 5).topic_id)
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise TopicMismatch(f"input topic {name!r} does not exist: run `streamfs "
+                                        "topics create` and start the worker again") from None
+                raise
+        return ids
+
     # ------------------------------------------------------------------ rebalances
     def _on_assign(self, consumer: Any, partitions: list) -> None:
         """Restore each new partition's state from its changelog, then start it from its
@@ -417,15 +497,21 @@ class Worker:
 
     def _restore_committed(self, partitions: list) -> list:
         """The partitions' committed offsets (stable: a previous owner's transaction resolved
-        first; the beginning where none), with their state restored to match; those known to
-        have input waiting first, the fullest first."""
+        first; the beginning where none, or where they count in an input topic since deleted
+        and re-created), with their state restored to match; those known to have input
+        waiting first, the fullest first."""
         committed = self.consumer.committed(partitions,
                                             timeout=self.settings.transaction_timeout + 60)
+        # after the offsets: a topic re-created in between is told by its new id
+        self.topic_ids = self._input_topic_ids()
+        recreated = self._drop_offsets_of_recreated(committed)
         self._restore({(self.roles[tp.topic], tp.partition): changelog_target(tp.metadata)
                        for tp in committed})
         waiting = [0] * len(committed)  # messages known to wait in each partition
         for i, tp in enumerate(committed):
             if tp.offset < 0:
+                if (tp.topic, tp.partition) not in recreated:
+                    self._note_offsets_gone(tp)
                 # the first offset itself rather than OFFSET_BEGINNING: librdkafka resolves a
                 # logical offset with a query that, right after an assignment, it retries
                 # only after 500 ms (measured: first message 0.5 s later)
@@ -436,6 +522,51 @@ class Worker:
         # fetch.wait.max.ms (measured: first message 8-12 ms after the assignment with the
         # full partition first, 8-34 ms in partition order)
         return [tp for _, tp in sorted(zip(waiting, committed), key=lambda wt: -wt[0])]
+
+    def _drop_offsets_of_recreated(self, committed: list) -> set[tuple[str, int]]:
+        """Set to "none" the committed offsets that count in an input topic deleted and made
+        again since (their metadata names another topic id than the topic has now), with one
+        ERROR line per topic; returns those partitions. Read from there, the new topic's
+        first messages would be skipped without a word (its offsets start again from 0).
+
+        The partitions' state is kept: the changelog is what was applied and published, and
+        stays true. Read from its beginning, the new topic's messages already applied (by a
+        worker that read it from the old offsets) are skipped as redeliveries, the streams
+        closed refuse theirs as ever, and a stream still open goes on where its producer goes
+        on. Resetting the state would publish versions a second time and forget open streams.
+        """
+        from confluent_kafka import OFFSET_INVALID
+
+        stale: dict[str, list] = {}
+        for tp in committed:
+            was = committed_topic_id(tp.metadata) if tp.offset >= 0 else None
+            if was is not None and was != self.topic_ids.get(tp.topic, was):
+                stale.setdefault(tp.topic, []).append((tp, was))
+        for topic, tps in stale.items():
+            log.error(
+                "input topic %r was deleted and re-created after offsets were committed in it "
+                "(topic id %s then, %s now): partition(s) %s read from the new topic's "
+                "beginning instead of from those offsets; the streams' state is kept "
+                "(messages already applied are skipped, closed streams refuse theirs)",
+                topic, ", ".join(sorted({was for _, was in tps})), self.topic_ids[topic],
+                ", ".join(f"{tp.partition} (offset {tp.offset})"
+                          for tp, _ in sorted(tps, key=lambda t: t[0].partition)))
+            for tp, _ in tps:
+                tp.offset = OFFSET_INVALID
+        return {(tp.topic, tp.partition) for tps in stale.values() for tp, _ in tps}
+
+    def _note_offsets_gone(self, tp: Any) -> None:
+        """A partition without committed offsets whose state is not empty: its offsets were
+        dropped (the input topic deleted and re-created while no worker ran, or the group's
+        offsets expired). It is read from its beginning with its state kept, as above."""
+        state = self.partitions.get((self.roles[tp.topic], tp.partition))
+        suffix = f"{SEP}h"
+        streams = sum(key.endswith(suffix) for key in state.store) if state else 0
+        if streams:
+            log.warning("input partition %s:%d has no committed offset but its changelog holds "
+                        "%d stream(s): the group's offsets were dropped (the topic deleted and "
+                        "re-created while no worker ran, or offsets expired); reading it from its "
+                        "beginning, the streams' state kept", tp.topic, tp.partition, streams)
 
     def _restore(self, targets: dict[tuple[str, int], int | None]) -> None:
         """Fresh state for the (role, partition) keys of ``targets``: the local copy where it
@@ -603,6 +734,8 @@ class Worker:
         s = self.settings
         next_sweep = time.monotonic() + SWEEP_SECONDS
         next_lag = next_topic_check = 0.0
+        described: dict[str, Any] | None = None  # a topic check the broker has yet to answer
+        asked_ids: dict[str, str] = {}  # the input topics' ids when it was asked
         while self.running:
             self.health.loop_at = time.monotonic()
             try:
@@ -610,11 +743,20 @@ class Worker:
                     self._process()
                 else:  # idle: the last batch's bookkeeping now, not with the next batch
                     self._settle()
+                # Busy or idle, every TOPIC_CHECK_SECONDS: an input topic deleted meanwhile
+                # fails nothing (the consumer just stops getting its messages, without an
+                # error: seen in the test), and one made again under the same name is read on
+                # from the old topic's offsets, skipping its first messages without a word.
+                # The broker answers on the admin client's thread: the loop only looks.
+                if described is None:
                     if time.monotonic() > next_topic_check:
-                        # an input topic deleted meanwhile fails nothing: the consumer just
-                        # stops getting its messages, without an error (seen in the test)
+                        described = self._describe(self.topic_partitions)
+                        asked_ids = self.topic_ids
+                elif all(future.done() for future in described.values()):
+                    answered, described = described, None
+                    if asked_ids is self.topic_ids:  # else assigned since: ask again
                         next_topic_check = time.monotonic() + TOPIC_CHECK_SECONDS
-                        self._check_topics()
+                        self._judge_topics(answered)
                 # when due, not only when idle: a worker that always has input never idles,
                 # and its closed streams' headers would pile up
                 if time.monotonic() > next_sweep:
@@ -748,7 +890,7 @@ class Worker:
             self._abort()
         self._note_changelog_ends()
         offsets = [TopicPartition(t, p, o, metadata=offset_metadata(
-                       self.changelog_high.get((self.roles[t], p), 0)))
+                       self.changelog_high.get((self.roles[t], p), 0), self.topic_ids.get(t)))
                    for (t, p), o in batch.next_offsets.items()]
         self._txn(self.producer.send_offsets_to_transaction, offsets, batch.group_metadata,
                   TXN_CALL_SECONDS)
@@ -983,28 +1125,58 @@ class Worker:
         if outcome[0] is not None:
             raise outcome[0]
 
-    def _check_topics(self) -> None:
+    def _check_topics(self, wait: float = 2.0) -> None:
         """Raise :class:`TopicMismatch` if a topic this worker reads or writes was deleted (or
-        made again with another partition count) while it ran. Nothing can be committed until
-        an operator makes it again; the aborted batch's input is still uncommitted. Without
-        metadata within a short wait (a broker restarting) nothing is known to be wrong, and
-        the loop goes on: the next failure or idle check asks again."""
-        from confluent_kafka import KafkaException
+        made again with another partition count, or, for an input topic, made again at all)
+        while it ran, waiting up to ``wait`` seconds for the broker's answer (see
+        :meth:`_judge_topics`)."""
+        self._judge_topics(self._describe(self.topic_partitions), wait)
 
-        topics = {}
-        try:  # topic by topic: the whole cluster's metadata can be large
-            for name in self.topic_partitions:
-                topics.update(self.producer.list_topics(name, timeout=2).topics)
-        except KafkaException:
+    def _judge_topics(self, described: dict[str, Any], wait: float = 0.0) -> None:
+        """Raise :class:`TopicMismatch` if the topic descriptions ``described`` (futures from
+        :meth:`_describe`) show a topic deleted, with another partition count, or an input
+        topic with another id than it was assigned with. For a deleted topic nothing can be
+        committed until an operator makes it again; the aborted batch's input is still
+        uncommitted. A re-created input topic must not be read from the old topic's offsets:
+        the worker stops, and the next assignment reads it from its beginning. Without an
+        answer within ``wait`` (a broker restarting) nothing is known to be wrong, and the loop
+        goes on: the next failure or check asks again."""
+        import concurrent.futures
+
+        from confluent_kafka import KafkaError, KafkaException
+
+        concurrent.futures.wait(list(described.values()), timeout=wait)
+        found: dict[str, tuple[int, str] | None] = {}
+        for name, future in described.items():
+            if not future.done():
+                continue
+            try:
+                desc = future.result()
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    found[name] = None
+                continue
+            found[name] = (len(desc.partitions), str(desc.topic_id))
+        problems = topic_changes(self.topic_partitions, self.topic_ids, found)
+        if not problems:
             return
-        problems = partition_problems(self.topic_partitions, topics)
-        if problems:
+        try:  # the batch in flight ends (committed or aborted) before the worker leaves
+            self._settle()
+        except Rewind:
+            pass
+        if all("re-created" in line for line in problems):
             raise TopicMismatch(
-                f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
-                "that needs it was committed since. Run `streamfs topics create` and start the "
-                "worker again: it goes on from the last committed batch. A deleted input topic "
-                "took its messages with it, and streams whose changelog was deleted lost their "
-                "state and must be published again")
+                f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
+                "worker stops rather than read the new topic from the old topic's offsets (its "
+                "first messages would be skipped). Start the worker again: it reads the new "
+                "topic from its beginning, with the streams' state kept (messages already "
+                "applied are skipped, closed streams refuse theirs)")
+        raise TopicMismatch(
+            f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
+            "that needs it was committed since. Run `streamfs topics create` and start the "
+            "worker again: it goes on from the last committed batch. A deleted input topic "
+            "took its messages with it, and streams whose changelog was deleted lost their "
+            "state and must be published again")
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""

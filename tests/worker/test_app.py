@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from streamfs.worker.app import changelog_target, offset_metadata
+from streamfs.worker.app import (changelog_target, committed_topic_id, offset_metadata,
+                                 topic_changes)
 
 
 @pytest.mark.parametrize("end", [0, 1, 2**40])
@@ -20,6 +21,36 @@ def test_offset_metadata_round_trips_the_changelog_end(end):
 def test_offsets_committed_by_something_else_carry_no_target(metadata):
     # offsets committed by another tool or an older worker: restore to the stable end only
     assert changelog_target(metadata) is None
+
+
+def test_offset_metadata_carries_the_input_topic_id_beside_the_changelog_end():
+    metadata = offset_metadata(17, "JZ/vDgZ5TMGfOlli/ACDhw")
+    assert json.loads(metadata) == {"changelog_end": 17, "topic_id": "JZ/vDgZ5TMGfOlli/ACDhw"}
+    assert changelog_target(metadata) == 17
+    assert committed_topic_id(metadata) == "JZ/vDgZ5TMGfOlli/ACDhw"
+    # without an id (not known): the metadata of workers from before topic ids
+    assert offset_metadata(17) == '{"changelog_end": 17}'
+
+
+@pytest.mark.parametrize("metadata", [None, "", "not json", "[1]", '{"changelog_end": 5}',
+                                      '{"topic_id": 5}', '{"topic_id": ""}',
+                                      '{"topic_id": null}'])
+def test_metadata_without_a_topic_id_names_none(metadata):
+    # an older worker's metadata, or another tool's: no check of the topic, offsets kept
+    assert committed_topic_id(metadata) is None
+
+
+def test_topic_changes_names_deleted_resized_and_recreated_topics():
+    partitions = {"in": 8, "other-in": 8, "out": 8, "gone": 1, "unanswered": 8}
+    ids = {"in": "A", "other-in": "B"}
+    found = {"in": (8, "A2"), "other-in": (8, "B"), "out": (4, "C"), "gone": None}
+    assert topic_changes(partitions, ids, found) == [
+        "'in' was deleted and re-created (topic id A when its partitions were assigned, "
+        "A2 now)",
+        "'out' has 4 partition(s), the catalogue asks for 8",
+        "'gone' does not exist"]
+    # no ids known yet (no assignment): partition counts and existence only
+    assert topic_changes({"in": 8}, {}, {"in": (8, "A2")}) == []
 
 
 def test_startup_objects_are_frozen_after_collecting_garbage():
