@@ -243,3 +243,42 @@ def test_a_web_port_in_use_gives_the_port_hint_only():
     message = str(refused.value)
     assert "Another worker on this host? Give each its own --web-port" in message
     assert "STREAMFS_WEB_HOST" not in message
+
+
+def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
+    """A worker that always has input never idles: the topic check (existence, partition
+    counts, input topic ids) must run all the same, and the loop must go on stepping batches
+    while the broker has yet to answer it."""
+    import time
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from streamfs.settings import Settings
+    from streamfs.topics import TopicMismatch
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)  # the loop alone, without clients
+    worker.settings, worker.health = Settings(), app.Health()
+    worker.running, worker.rewind_due, worker.in_flight = True, False, None
+    worker.topic_partitions, worker.topic_ids = {"in": 8, "out": 8}, {"in": "A"}
+    answers = {"in": Future(), "out": Future()}
+    asked, batches = [], []
+
+    def process() -> None:
+        batches.append(time.monotonic())
+        if len(batches) == 50:  # the broker answers while the 50th batch is stepped
+            answers["out"].set_result(SimpleNamespace(partitions=[None] * 8, topic_id="C"))
+            answers["in"].set_result(SimpleNamespace(partitions=[None] * 8, topic_id="B"))
+        if len(batches) > 500:  # never checked: end the loop, the test fails below
+            worker.running = False
+
+    worker._fetch = lambda: True  # input always waiting
+    worker._process = process
+    worker._describe = lambda names: asked.append(sorted(names)) or answers
+    worker._update_lag = lambda: None
+    with pytest.raises(TopicMismatch, match="'in' was deleted and re-created "
+                                            r"\(topic id A when its partitions were assigned, B now\)"):
+        worker._loop()
+    assert asked == [["in", "out"]]  # asked once, on the first turn
+    assert len(batches) == 50  # stepping went on while the answer was pending
+
