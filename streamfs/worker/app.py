@@ -81,6 +81,9 @@ TXN_CALL_SECONDS = 15
 TOPIC_CHECK_SECONDS = 10
 #: deadline of the broker's answer to that check (asked without waiting: see Worker._loop)
 TOPIC_DESCRIBE_SECONDS = 10
+#: a loop turn this much later than the last one (the process stood still: SIGSTOP, a stalled
+#: VM, or a long step) checks the topics before it processes what it fetched
+STILL_SECONDS = 2
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
 
@@ -737,9 +740,15 @@ class Worker:
         described: dict[str, Any] | None = None  # a topic check the broker has yet to answer
         asked_ids: dict[str, str] = {}  # the input topics' ids when it was asked
         while self.running:
-            self.health.loop_at = time.monotonic()
+            last_turn, self.health.loop_at = self.health.loop_at, time.monotonic()
             try:
-                if self._fetch():
+                fetched = self._fetch()
+                if time.monotonic() - last_turn > STILL_SECONDS:
+                    # an input topic made again while the process stood still is fetched from
+                    # the old offsets as soon as it runs on (within a turn or two): check
+                    # before any input is processed, not up to TOPIC_CHECK_SECONDS after
+                    self._check_topics()
+                if fetched:
                     self._process()
                 else:  # idle: the last batch's bookkeeping now, not with the next batch
                     self._settle()

@@ -282,3 +282,43 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     assert asked == [["in", "out"]]  # asked once, on the first turn
     assert len(batches) == 50  # stepping went on while the answer was pending
 
+
+def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processing(monkeypatch):
+    """A worker paused (SIGSTOP, a stalled VM) while its input topic is deleted, made again and
+    filled fetches the new topic from the old offsets within a turn or two of waking up: the
+    first turn that comes late checks the topics at once, before anything it fetches is
+    processed (measured: with the timer check alone, 15 messages were dead-lettered first)."""
+    import time
+
+    from streamfs.settings import Settings
+    from streamfs.topics import TopicMismatch
+    from streamfs.worker import app
+
+    monkeypatch.setattr(app, "STILL_SECONDS", 0.2)
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.health = Settings(), app.Health()
+    worker.running, worker.rewind_due, worker.in_flight = True, False, None
+    worker.topic_partitions, worker.topic_ids = {}, {}
+    turns = ["idle", "stood still", "input", "input"]
+    checks, processed = [], []
+
+    def fetch() -> bool:
+        if not turns:
+            worker.running = False
+            return False
+        turn = turns.pop(0)
+        if turn == "stood still":  # consume() returns late, with nothing fetched yet
+            time.sleep(0.3)
+        return turn == "input"
+
+    def check_topics() -> None:
+        checks.append(len(turns))
+        raise TopicMismatch("changed")
+
+    worker._fetch, worker._process = fetch, lambda: processed.append(len(turns))
+    worker._settle, worker._update_lag = lambda: None, lambda: None
+    worker._describe = lambda names: {}  # the timer's check: no answer to judge
+    worker._check_topics = check_topics
+    with pytest.raises(TopicMismatch):
+        worker._loop()
+    assert checks == [2] and processed == []  # checked on the late turn itself
