@@ -36,6 +36,12 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   wait for the transaction in flight first.
 * A failed transaction is aborted and the worker rewinds: state restored from the changelog,
   input re-read from the committed offsets. Nothing is skipped and nothing is applied twice.
+* The committed offsets' metadata also names the **input topic's id**: offsets that count in a
+  topic since deleted and re-created under the same name are not used (one ERROR line; the
+  partition is read from its beginning, its state kept), and a worker that sees an input
+  topic's id change while it runs stops (:class:`~streamfs.topics.TopicMismatch`), so that
+  its restart does the same. The topic check is asked every ``TOPIC_CHECK_SECONDS``, busy or
+  idle, and answered on the admin client's thread.
 
 ``/health`` (readiness: 503 until the assignment is restored, and during a rebalance), ``/live``
 (liveness: 503 once the loop has stopped turning) and ``/metrics`` are served on the web port.
