@@ -355,6 +355,7 @@ class Worker:
         # input topic -> its id when its partitions were last assigned: committed with their
         # offsets (a restart tells a re-created topic by it) and checked while the worker runs
         self.topic_ids: dict[str, str] = {}
+        self.topic_ids_at = 0.0  # time.monotonic() of that last look
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
@@ -512,7 +513,7 @@ class Worker:
         committed = self.consumer.committed(partitions,
                                             timeout=self.settings.transaction_timeout + 60)
         # after the offsets: a topic re-created in between is told by its new id
-        self.topic_ids = self._input_topic_ids()
+        self.topic_ids, self.topic_ids_at = self._input_topic_ids(), time.monotonic()
         recreated = self._drop_offsets_of_recreated(committed)
         self._restore({(self.roles[tp.topic], tp.partition): changelog_target(tp.metadata)
                        for tp in committed})
@@ -749,7 +750,8 @@ class Worker:
             last_turn, self.health.loop_at = self.health.loop_at, time.monotonic()
             try:
                 fetched = self._fetch()
-                if time.monotonic() - last_turn > STILL_SECONDS:
+                if (time.monotonic() - last_turn > STILL_SECONDS
+                        and self.topic_ids_at <= last_turn):  # else just asked (assignment)
                     # an input topic made again while the process stood still is fetched from
                     # the old offsets as soon as it runs on (within a turn or two): check
                     # before any input is processed, not up to TOPIC_CHECK_SECONDS after

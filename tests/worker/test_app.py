@@ -283,6 +283,41 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     assert len(batches) == 50  # stepping went on while the answer was pending
 
 
+def test_a_late_turn_that_assigned_partitions_does_not_check_the_topics_again(monkeypatch):
+    """A turn made late by an assignment (the group join and the restore run inside consume)
+    has just described the input topics: a second, synchronous check before its first batch
+    would only add a broker round trip to a cold worker's start."""
+    import time
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    monkeypatch.setattr(app, "STILL_SECONDS", 0.2)
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.health = Settings(), app.Health()
+    worker.running, worker.rewind_due, worker.in_flight = True, False, None
+    worker.topic_partitions, worker.topic_ids, worker.topic_ids_at = {}, {}, 0.0
+    turns = ["idle", "assigned", "input"]
+    checks, processed = [], []
+
+    def fetch() -> bool:
+        if not turns:
+            worker.running = False
+            return False
+        turn = turns.pop(0)
+        if turn == "assigned":  # consume() ran the assignment: slow, topic ids just read
+            time.sleep(0.3)
+            worker.topic_ids_at = time.monotonic()
+        return turn == "input"
+
+    worker._fetch, worker._process = fetch, lambda: processed.append(len(turns))
+    worker._settle, worker._update_lag = lambda: None, lambda: None
+    worker._describe = lambda names: {}
+    worker._check_topics = lambda: checks.append(len(turns))
+    worker._loop()
+    assert checks == [] and processed == [0]
+
+
 def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processing(monkeypatch):
     """A worker paused (SIGSTOP, a stalled VM) while its input topic is deleted, made again and
     filled fetches the new topic from the old offsets within a turn or two of waking up: the
@@ -298,7 +333,7 @@ def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processin
     worker = object.__new__(app.Worker)
     worker.settings, worker.health = Settings(), app.Health()
     worker.running, worker.rewind_due, worker.in_flight = True, False, None
-    worker.topic_partitions, worker.topic_ids = {}, {}
+    worker.topic_partitions, worker.topic_ids, worker.topic_ids_at = {}, {}, 0.0
     turns = ["idle", "stood still", "input", "input"]
     checks, processed = [], []
 
