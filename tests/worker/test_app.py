@@ -283,12 +283,8 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     assert len(batches) == 50  # stepping went on while the answer was pending
 
 
-def test_a_late_turn_that_assigned_partitions_does_not_check_the_topics_again(monkeypatch):
-    """A turn made late by an assignment (the group join and the restore run inside consume)
-    has just described the input topics: a second, synchronous check before its first batch
-    would only add a broker round trip to a cold worker's start."""
-    import time
-
+def _loop_only_worker(monkeypatch):
+    """A Worker with only what ``_loop`` reads (no clients): the tests give it its calls."""
     from streamfs.settings import Settings
     from streamfs.worker import app
 
@@ -297,6 +293,16 @@ def test_a_late_turn_that_assigned_partitions_does_not_check_the_topics_again(mo
     worker.settings, worker.health = Settings(), app.Health()
     worker.running, worker.rewind_due, worker.in_flight = True, False, None
     worker.topic_partitions, worker.topic_ids, worker.topic_ids_at = {}, {}, 0.0
+    return worker
+
+
+def test_a_late_turn_that_assigned_partitions_does_not_check_the_topics_again(monkeypatch):
+    """A turn made late by an assignment (the group join and the restore run inside consume)
+    has just described the input topics: a second, synchronous check before its first batch
+    would only add a broker round trip to a cold worker's start."""
+    import time
+
+    worker = _loop_only_worker(monkeypatch)
     turns = ["idle", "assigned", "input"]
     checks, processed = [], []
 
@@ -325,15 +331,9 @@ def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processin
     processed (measured: with the timer check alone, 15 messages were dead-lettered first)."""
     import time
 
-    from streamfs.settings import Settings
     from streamfs.topics import TopicMismatch
-    from streamfs.worker import app
 
-    monkeypatch.setattr(app, "STILL_SECONDS", 0.2)
-    worker = object.__new__(app.Worker)
-    worker.settings, worker.health = Settings(), app.Health()
-    worker.running, worker.rewind_due, worker.in_flight = True, False, None
-    worker.topic_partitions, worker.topic_ids, worker.topic_ids_at = {}, {}, 0.0
+    worker = _loop_only_worker(monkeypatch)
     turns = ["idle", "stood still", "input", "input"]
     checks, processed = [], []
 
