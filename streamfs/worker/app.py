@@ -13,7 +13,10 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   deferred checkpoint), and each state key is written once per batch, with its last value.
 * **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
   worker paused past its session timeout whose partitions moved) cannot commit: its
-  transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers.
+  transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers. The
+  sweep of closed streams (every ``SWEEP_SECONDS``) is fenced the same way: its transaction
+  sends, with its tombstones, the offsets last committed for the input partitions it changes
+  (unchanged, the changelog end in their metadata moved past the tombstones).
 * **Static membership** (``STREAMFS_INSTANCE_ID``, KIP-345): the consumer's
   ``group.instance.id``. A worker restarted under its id takes its former self's place, and
   partitions, at once; a second live worker under the same id fences the first (the broker
@@ -372,6 +375,10 @@ class Worker:
         # (role, partition) -> the changelog offset that every record written for it (restored,
         # or committed by this worker) lies before; committed with the partition's offsets
         self.changelog_high: dict[tuple[str, int], int] = {}
+        # (input topic, partition) -> the offset its input resumes from: the group's committed
+        # offset, kept from the assignment's read and each committed batch (see
+        # _restore_committed for partitions with none); the sweep commits it again
+        self.resume_at: dict[tuple[str, int], int] = {}
         self.health = health or Health(loop_stall_seconds(settings.session_timeout))
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
@@ -495,6 +502,7 @@ class Worker:
             if state is not None:  # its streams' series now belong to their next owner
                 drop_stream_series(state.store)
             self.changelog_high.pop((self.roles[topic], p), None)
+            self.resume_at.pop((topic, p), None)
             local = self.local.pop((self.roles[topic], p), None)
             if local is not None:
                 local.close()  # its next owner may be another worker on this host
@@ -527,6 +535,13 @@ class Worker:
                 # only after 500 ms (measured: first message 0.5 s later)
                 low, high = self.consumer.get_watermark_offsets(tp, timeout=30)
                 tp.offset, waiting[i] = low, high - low
+        # Where none is committed, the start the partition is read from stands for it: a
+        # sweep commits it (see _sweep_closed), which moves no one's reading (the next owner
+        # would start from the beginning as well, and an offset the log has since deleted
+        # sends it there). Skipping such a partition's sweep instead would keep its closed
+        # streams' headers for good should its input never move again; asking the broker
+        # (committed()) at the sweep would only tell what this worker already knows.
+        self.resume_at.update({(tp.topic, tp.partition): tp.offset for tp in committed})
         # fullest first: librdkafka sends its first fetch as soon as the first assigned
         # partition reaches the broker's thread, and a fetch of empty partitions waits
         # fetch.wait.max.ms (measured: first message 8-12 ms after the assignment with the
@@ -895,24 +910,31 @@ class Worker:
         metrics.TRANSACTIONS.inc()
 
     def _complete(self, batch: InFlight) -> None:
-        """On the helper thread: complete ``batch``'s transaction. Where each changelog now ends
-        goes with the offsets (see the module docstring), so the records are acknowledged
-        first; a failed one fails the commit."""
+        """On the helper thread: complete ``batch``'s transaction (:meth:`_commit`)."""
+        t0 = time.perf_counter()
+        self._commit(batch.writes, batch.next_offsets, batch.group_metadata)
+        metrics.COMMIT_SECONDS.inc(time.perf_counter() - t0)
+
+    def _commit(self, writes: dict[tuple[str, int], dict[str, bytes | None]],
+                next_offsets: dict[tuple[str, int], int], group_metadata: Any) -> None:
+        """Complete the open transaction, whose state records are ``writes``: the input
+        offsets ``next_offsets`` sent for ``group_metadata``'s generation (what fences a stale
+        owner), then the commit. Where each changelog now ends goes with the offsets (see the
+        module docstring), so the records are acknowledged first; a failed one fails the
+        commit."""
         from confluent_kafka import TopicPartition
 
-        t0 = time.perf_counter()
-        if batch.writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
+        if writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
             log.warning("changelog records not acknowledged within %d s: rewinding",
                         TXN_CALL_SECONDS)
             self._abort()
         self._note_changelog_ends()
         offsets = [TopicPartition(t, p, o, metadata=offset_metadata(
                        self.changelog_high.get((self.roles[t], p), 0), self.topic_ids.get(t)))
-                   for (t, p), o in batch.next_offsets.items()]
-        self._txn(self.producer.send_offsets_to_transaction, offsets, batch.group_metadata,
+                   for (t, p), o in next_offsets.items()]
+        self._txn(self.producer.send_offsets_to_transaction, offsets, group_metadata,
                   TXN_CALL_SECONDS)
         self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
-        metrics.COMMIT_SECONDS.inc(time.perf_counter() - t0)
 
     def _settle(self) -> None:
         """Wait for the transaction in flight; :class:`Rewind` if it failed. After its commit:
@@ -923,6 +945,7 @@ class Worker:
         batch.thread.join()
         if batch.error is not None:
             raise batch.error
+        self.resume_at.update(batch.next_offsets)
         saving = time.perf_counter()
         self._save_local(batch.writes)
         metrics.BATCH_PHASE_SECONDS.labels(phase="local_copy").inc(time.perf_counter() - saving)
@@ -1211,31 +1234,43 @@ class Worker:
         log.info("rewound %d partitions to their committed offsets", len(committed))
 
     def _sweep_closed(self, retention: float) -> None:
-        """Delete the small records closed streams keep, ``retention`` seconds after close."""
+        """Delete the small records closed streams keep, ``retention`` seconds after close.
+
+        Fenced as a batch is: the transaction commits, with the consumer's group metadata, the
+        offsets of the input partitions whose state it changes (their committed offsets again:
+        no input skipped or replayed) and, in their metadata, the changelog ends past the
+        tombstones. A stale owner (paused past its session, or its instance id taken) has the
+        offsets refused and the tombstones aborted. The stores lose the keys only once the
+        commit has returned, so a failed sweep leaves them as the changelog is."""
         from streamfs.codec import unpackb
 
         cutoff = time.time() - retention
-        doomed = []
+        inputs = {role: topic for topic, role in self.roles.items()}
+        writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
+        next_offsets: dict[tuple[str, int], int] = {}
         for (role, p), state in self.partitions.items():
-            for key, value in list(state.store.items()):
+            resume = self.resume_at.get((inputs[role], p))
+            if resume is None:  # set with its state; a tombstone without offsets is unfenced
+                continue
+            for key, value in state.store.items():
                 if not key.endswith(f"{SEP}h"):
                     continue
                 header = unpackb(value)
                 closed_at = header.get("closed_at")
                 if header.get("status") == "closed" and closed_at is not None and closed_at < cutoff:
-                    doomed.append((role, p, key))
-        if not doomed:
+                    writes.setdefault((role, p), {})[key] = None
+                    next_offsets[(inputs[role], p)] = resume
+        if not writes:
             return
         self._begin_transaction()
-        writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
-        for role, p, key in doomed:
-            self.partitions[(role, p)].store.pop(key, None)
-            writes.setdefault((role, p), {})[key] = None
         self._produce_changelog(writes)
-        self._txn(self.producer.commit_transaction, TXN_CALL_SECONDS)
-        self._note_changelog_ends()
+        self._commit(writes, next_offsets, self.consumer.consumer_group_metadata())
+        for (role, p), records in writes.items():
+            for key in records:
+                self.partitions[(role, p)].store.pop(key, None)
         self._save_local(writes)
-        log.info("dropped %d closed streams past the retention of %.0f s", len(doomed), retention)
+        log.info("dropped %d closed streams past the retention of %.0f s",
+                 sum(map(len, writes.values())), retention)
 
     def _update_lag(self) -> None:
         from confluent_kafka import TopicPartition

@@ -357,3 +357,115 @@ def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processin
     with pytest.raises(TopicMismatch):
         worker._loop()
     assert checks == [2] and processed == []  # checked on the late turn itself
+
+
+def _sweep_only_worker(stores: dict, resume_at: dict):
+    """A Worker with only what ``_sweep_closed`` reads (no clients): ``stores`` maps (role,
+    partition) to a store, ``resume_at`` (input topic, partition) to its committed offset."""
+    from types import SimpleNamespace
+
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.roles = {"feat": "features", "inst": "instances"}
+    worker.partitions = {key: SimpleNamespace(store=store) for key, store in stores.items()}
+    worker.resume_at = resume_at
+    worker.consumer = SimpleNamespace(consumer_group_metadata=lambda: "generation 7")
+    worker._begin_transaction = lambda: None
+    worker._produce_changelog = lambda writes: None
+    return worker
+
+
+def _headers() -> tuple[str, str, dict]:
+    """The keys of a stream closed an hour ago and of one open, and a store holding them."""
+    import time
+
+    from streamfs.codec import packb
+    from streamfs.worker.processor import SEP, header_key
+
+    closed, open_ = header_key("closed"), header_key("open")
+    store = {closed: packb({"status": "closed", "closed_at": time.time() - 3600}),
+             open_: packb({"status": "open", "closed_at": None}), f"closed{SEP}c{SEP}0": b"x"}
+    return closed, open_, store
+
+
+def test_a_sweep_sends_the_committed_offsets_of_the_partitions_it_changes():
+    """The sweep completes its transaction on the batches' path, with the consumer's group
+    metadata (what fences a stale owner) and, for each input partition whose state it
+    changes, the offset last committed for it, unchanged; partitions it leaves alone send
+    nothing. The store loses the key once the commit has returned."""
+    closed, open_, store = _headers()
+    _, _, other = _headers()
+    untouched = {open_: store[open_]}
+    worker = _sweep_only_worker({("features", 3): store, ("instances", 3): other,
+                                 ("features", 5): untouched},
+                                {("feat", 3): 42, ("inst", 3): 7, ("feat", 5): 9})
+    commits, saved = [], []
+
+    def commit(writes, next_offsets, group_metadata) -> None:
+        assert closed in worker.partitions[("features", 3)].store  # not yet: it may fail
+        commits.append((writes, next_offsets, group_metadata))
+
+    worker._commit, worker._save_local = commit, saved.append
+    worker._sweep_closed(60.0)
+    writes = {("features", 3): {closed: None}, ("instances", 3): {closed: None}}
+    assert commits == [(writes, {("feat", 3): 42, ("inst", 3): 7}, "generation 7")]
+    assert saved == [writes]
+    assert closed not in store and closed not in other and open_ in store
+    assert untouched == {open_: store[open_]}
+
+
+def test_a_sweep_whose_commit_fails_leaves_the_store_and_its_local_copy_alone():
+    """A refused or failed commit (a fenced worker: :class:`InstanceFenced`; otherwise
+    :class:`Rewind`) leaves the store as the changelog is, and saves nothing locally."""
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    for failure in (app.Rewind(), app.InstanceFenced(Settings(instance_id="w0"))):
+        closed, _, store = _headers()
+        before = dict(store)
+        worker = _sweep_only_worker({("features", 3): store}, {("feat", 3): 42})
+        saved = []
+
+        def commit(writes, next_offsets, group_metadata, failure=failure) -> None:
+            raise failure
+
+        worker._commit, worker._save_local = commit, saved.append
+        with pytest.raises(type(failure)):
+            worker._sweep_closed(60.0)
+        assert store == before and saved == []
+
+
+def test_a_partition_without_a_resume_offset_is_not_swept():
+    """A tombstone committed without its partition's offsets would go unfenced: none is
+    written (the offset is set with the partition's state, so this does not happen)."""
+    _, _, store = _headers()
+    before = dict(store)
+    worker = _sweep_only_worker({("features", 3): store}, {})
+    worker._commit = worker._save_local = None  # not called
+    worker._sweep_closed(60.0)
+    assert store == before
+
+
+def test_a_partition_without_committed_offsets_resumes_from_where_it_is_read():
+    """The sweep commits a partition's resume offset: the committed offset where there is
+    one; where there is none, the start the partition is read from (its first offset), which
+    is where its next owner would start too."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import OFFSET_INVALID, TopicPartition
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.roles = Settings(), {"feat": "features"}
+    worker.partitions, worker.resume_at = {}, {}
+    worker.consumer = SimpleNamespace(
+        committed=lambda tps, timeout: [TopicPartition("feat", 0, 17, metadata="{}"),
+                                        TopicPartition("feat", 1, OFFSET_INVALID)],
+        get_watermark_offsets=lambda tp, timeout: (5, 12))
+    worker._input_topic_ids = lambda: {"feat": "A"}
+    worker._restore = lambda targets: None
+    worker._restore_committed([TopicPartition("feat", 0), TopicPartition("feat", 1)])
+    assert worker.resume_at == {("feat", 0): 17, ("feat", 1): 5}
