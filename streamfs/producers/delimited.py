@@ -299,6 +299,12 @@ class DelimitedReader:
                ) -> tuple[np.ndarray, list[str], list[int]]:
         li = self.label_col
         labels = [r[li].strip() for r in rows]
+        if "" in labels:  # a missing label (pandas writes NaN so) would become a class ''
+            bad = labels.index("")
+            name = f" ({self.names[li]!r})" if self.names else ""
+            raise InputFileError(f"{self.path}, line {lines[bad]}, column {li}{name}: the label "
+                                 "is missing; every instance needs a class"
+                                 + default_label_note(self.label, self.names, self.width))
         values = [r[:li] + r[li + 1:] for r in rows]
         try:
             X = np.array(values, dtype=np.float64)  # numpy parses the strings in C

@@ -289,6 +289,19 @@ def test_csv_malformed_line_is_named(tmp_path, body, needle):
         assert str(info.value) == f"{path}, {needle}"
 
 
+def test_csv_missing_label_is_named_not_read_as_a_class(tmp_path):
+    """An empty label field (how pandas writes NaN) is refused with its line, for files read
+    whole and incrementally; it had become a class '' of its own."""
+    path = tmp_path / "d.csv"
+    path.write_text("a,b,class\n1,2,0\n3,4,1\n5,6,\n7,8,1\n")
+    needle = f"{path}, line 4, column 2 ('class'): the label is missing; every instance needs a class"
+    for read in (lambda: load_file(str(path), label="class"),
+                 lambda: list(open_instances(str(path), label="class").chunks())):
+        with pytest.raises(InputFileError) as info:
+            read()
+        assert str(info.value) == needle
+
+
 def test_csv_streaming_refuses_a_late_text_label(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("".join(f"{i},{i % 2}\n" for i in range(50)) + "7,maybe\n")
