@@ -211,6 +211,10 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     check_stream_id(stream)
     X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
     y = np.asarray(y)
+    if y.ndim == 0 or y.shape[0] != X.shape[0]:
+        # the open would carry N = len(y) and every block columns of another length, each
+        # block dead-lettered and the stream closed with an empty selection
+        raise InputDataError(f"X has {X.shape[0]} rows but there are {y.size} labels")
     check_groups_apply(algorithm, groups)
     spec = registry.get(algorithm)  # an unknown name: ValueError
     try:  # the labels are the data's fault, as its values are: InputDataError for both

@@ -97,7 +97,7 @@ def read_npz(path: Path) -> tuple[Any, np.ndarray]:
         with np.load(path, allow_pickle=False) as data:
             if "X" not in data or "y" not in data:
                 raise InputFileError(f"{path}: an .npz needs arrays 'X' and 'y', has {list(data)}")
-            return data["X"], data["y"]
+            return _one_label_per_row(path, data["X"], data["y"])
     except InputFileError:
         raise
     except Exception as exc:  # noqa: BLE001 - BadZipFile, pickled objects, truncation...
@@ -200,7 +200,16 @@ def read_mat(path: Path) -> tuple[Any, np.ndarray]:
         y = next((v for v in arrays.values() if getattr(v, "ndim", 0) == 2 and min(v.shape) == 1), None)
     if X is None or y is None:
         raise InputFileError(f"{path}: needs a 2-D data variable and a label vector; has {list(arrays)}")
-    return X, np.asarray(y).ravel()
+    return _one_label_per_row(path, X, np.asarray(y).ravel())
+
+
+def _one_label_per_row(path: Path, X: Any, y: np.ndarray) -> tuple[Any, np.ndarray]:
+    """``(X, y)`` of a format that stores them apart, or :class:`InputFileError` naming the
+    file when ``y`` is not one label per row of ``X``."""
+    if y.ndim == 0 or y.shape[0] != X.shape[0]:
+        raise InputFileError(f"{path}: X has {X.shape[0]} rows (instances) but y has shape "
+                             f"{y.shape}: one label per row")
+    return X, y
 
 
 def _h5_variable(node: Any) -> Any:

@@ -150,6 +150,12 @@ def test_a_feature_stream_the_worker_would_refuse_yields_nothing(X_change, algor
         next(messages)  # not even the 'open'
 
 
+def test_a_feature_stream_needs_one_label_per_row():
+    # the open would say N = 8 and each block bring columns of 10 values: all dead-lettered
+    with pytest.raises(InputDataError, match="X has 10 rows but there are 8 labels"):
+        next(feature_stream_messages("s", np.ones((10, 3)), np.arange(8) % 2, "saola"))
+
+
 def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
     X = np.ones((10, 3))
     X[7, 1] = np.nan

@@ -331,6 +331,19 @@ def test_npz_needs_x_and_y(tmp_path):
         load_file(str(tmp_path / "e.npz"))
 
 
+def test_npz_and_mat_labels_must_be_one_per_row(tmp_path):
+    """X and y stored apart must agree: a feature stream of 569 rows with 566 labels went
+    out, and the worker dead-lettered its every block."""
+    X = np.ones((6, 2))
+    np.savez(tmp_path / "d.npz", X=X, y=np.arange(4) % 2)
+    scipy.io.savemat(tmp_path / "d.mat", {"X": X, "y": (np.arange(4) % 2).reshape(-1, 1)})
+    for name in ("d.npz", "d.mat"):
+        with pytest.raises(InputFileError) as info:
+            load_file(str(tmp_path / name))
+        assert str(info.value) == (f"{tmp_path / name}: X has 6 rows (instances) but y has "
+                                   "shape (4,): one label per row")
+
+
 def test_mat_v5_and_v73_dense_and_sparse(tmp_path):
     X, y = sparse_dataset(seed=2, n=40, d=12)
     dense = X.toarray()
