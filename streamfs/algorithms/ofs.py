@@ -551,8 +551,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         new names name features (see :meth:`_key_index`)."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
             return self._dict_to_csr(X, learn)
-        if single and getattr(X, "ndim", None) == 1 and hasattr(X, "index") \
-                and hasattr(X, "to_dict"):
+        if single and _is_series(X):
             # a pandas Series (df.iloc[i], iterrows()): its labels say which feature each
             # value is, not its positions
             return self._dict_to_csr(X.to_dict(), learn)
@@ -836,9 +835,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         M = self._as_csr(x, single=True)
         return self._decode(self._run(M, np.zeros(1), False))[0].item()
 
-    def transform_one(self, x: dict) -> dict:
-        """The entries of ``x`` (a dict, keys as in :meth:`learn_one`) whose feature is
-        currently selected, in the order of ``x``. Empty before the learner has seen data.
+    def transform_one(self, x: Any) -> dict:
+        """The entries of ``x`` (a dict, keys as in :meth:`learn_one`, or a pandas Series,
+        read by its labels as in :meth:`learn_one`) whose feature is currently selected, in the
+        order of ``x``. Empty before the learner has seen data.
 
         >>> import pandas as pd
         >>> X = pd.DataFrame({"a": [1.0, -1.0, 0.5, -0.5], "b": [0.1, 0.2, -0.1, 0.0]})
@@ -848,8 +848,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         >>> m.transform_one({"b": 3.0, "a": 4.0}), m.transform_one({0: 4.0, 1: 3.0})
         ({'a': 4.0}, {0: 4.0})
         """
+        if _is_series(x):
+            x = x.to_dict()
         if not isinstance(x, dict):
-            raise TypeError(f"transform_one expects a dict, got {type(x).__name__}")
+            raise TypeError(f"transform_one expects a dict or a pandas Series, got "
+                            f"{type(x).__name__}")
         if not hasattr(self, "d_"):
             return {}
         selected = set(self.selected_.tolist())
@@ -1006,6 +1009,11 @@ def _one_label(y: Any) -> Any:
     if isinstance(y, (float, np.floating)) and not np.isfinite(y):
         raise ValueError(f"the label y must be finite, got {y}")
     return y
+
+
+def _is_series(x: Any) -> bool:
+    """Whether ``x`` is a pandas Series (duck-typed: pandas is not a dependency)."""
+    return getattr(x, "ndim", None) == 1 and hasattr(x, "index") and hasattr(x, "to_dict")
 
 
 def _is_float(value: Any) -> bool:

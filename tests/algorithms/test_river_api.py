@@ -78,11 +78,15 @@ def test_transform_one_keeps_selected_entries_in_input_order():
     # agrees with the scikit-learn transform on the same row
     row = df.iloc[[4]]
     assert list(m.transform_one(row.iloc[0].to_dict()).values()) == m.transform(row)[0].tolist()
+    # a Series (a row of iterrows()) is read by its labels, as learn_one reads it (the README)
+    _, series = next(df.iloc[4:].iterrows())
+    expected = m.transform_one(row.iloc[0].to_dict())
+    assert list(m.transform_one(series).items()) == list(expected.items())
 
 
 def test_transform_one_before_any_data_is_empty():
     assert OFS(2).transform_one({0: 1.0, "a": 2.0}) == {}
-    with pytest.raises(TypeError, match="expects a dict"):
+    with pytest.raises(TypeError, match="expects a dict or a pandas Series, got ndarray"):
         OFS(2).transform_one(np.ones(3))
 
 
