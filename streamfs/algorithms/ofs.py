@@ -1544,6 +1544,12 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         """Mistakes of the binary learners, summed."""
         return sum(m.mistakes_ for m in self.learners_)
 
+    @property
+    def selected_(self) -> np.ndarray:
+        """Selected features, the union of the supports, in :meth:`selection`'s order (by
+        decreasing ``|score|``); empty before any data, as the wrapped learners'."""
+        return np.asarray([s["feature"] for s in self.selection()], dtype=np.int64)
+
     def selection(self) -> list[dict]:
         best: dict[int, float] = {}
         for m in getattr(self, "learners_", []):

@@ -673,6 +673,10 @@ def test_one_vs_rest_is_a_scikit_learn_classifier_and_selector():
         support[learner.selected_] = True
     np.testing.assert_array_equal(m.get_support(), support)
     assert m.get_feature_names_out().tolist() == [f"g{j}" for j in np.flatnonzero(support)]
+    # every selector's selection is selected_ (the README), here in selection()'s order
+    assert m.selected_.tolist() == [s["feature"] for s in m.selection()]
+    assert sorted(m.selected_.tolist()) == np.flatnonzero(support).tolist()
+    assert OneVsRest(OFS(2)).selected_.tolist() == []
     assert m.transform(frame).shape == (300, support.sum())
     assert m.decision_function(frame).shape == (300, 3) and m.score(frame, y) > 0.6
     # two classes: scikit-learn's single column, positive for classes_[1]
