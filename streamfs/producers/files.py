@@ -151,8 +151,12 @@ def read_libsvm(path: Path, n_features: int | None = None, *,
 def read_groups(path: Path | str) -> list[list[int]]:
     """Group definitions for group-SAOLA: a JSON list of lists of column indices."""
     try:
-        groups = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        text = Path(path).read_text()
+    except OSError as exc:  # a missing file is no "JSON file of groups" problem
+        raise InputFileError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        groups = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise InputFileError(f"{path}: not a JSON file of groups ({exc})") from None
     if not isinstance(groups, list) or not all(
             isinstance(g, list) and all(isinstance(j, int) and not isinstance(j, bool) for j in g)

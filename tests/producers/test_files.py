@@ -452,6 +452,12 @@ def test_groups_file_is_checked(tmp_path):
     path.write_text('{"a": 1}')
     with pytest.raises(InputFileError, match="list of lists"):
         read_groups(path)
+    path.write_text("not json")
+    with pytest.raises(InputFileError, match="g.json: not a JSON file of groups"):
+        read_groups(path)
+    with pytest.raises(InputFileError) as info:
+        read_groups(tmp_path / "missing.json")
+    assert str(info.value) == f"{tmp_path / 'missing.json'}: No such file or directory"
 
 
 def test_line_blocks_are_bounded_and_whole(tmp_path):
