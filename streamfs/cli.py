@@ -26,6 +26,7 @@ EXIT_KAFKA = 1  # Kafka did not take the stream, or a client error
 EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: nothing published
 EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -71,8 +72,8 @@ def _refused(exc: ClientConfigRefused) -> str:
 
 class _Main(click.Group):
     """Turns an unreachable broker into one line and exit code 69, a topic to read that does
-    not exist yet into one line and exit code 1, and a client configuration that librdkafka
-    refuses into one line and exit code 2, in every command."""
+    not exist yet into one line and exit code 1, a client configuration that librdkafka
+    refuses into one line and exit code 2, and Ctrl-C into exit code 130, in every command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamfs.client import TopicMissing
@@ -88,6 +89,10 @@ class _Main(click.Group):
         except ClientConfigRefused as exc:
             click.echo(f"Error: {_refused(exc)}", err=True)
             ctx.exit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            # how `watch` and `dead-letters --follow` are stopped: click's "Aborted!" and
+            # exit 1 would read as a Kafka error (README, Exit codes)
+            ctx.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -106,7 +111,8 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     partition count or setting streamfs relies on, or another Kafka error, 2 a mistake in the command or its input (nothing
     published, unless the message says how much was), 3 watch --timeout passed, 4 the worker
     rejected the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70
-    the worker met an error it cannot recover from (a supervisor restarts it).
+    the worker met an error it cannot recover from (a supervisor restarts it), 130
+    interrupted (Ctrl-C).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -508,7 +514,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
                    + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}" if sent
                       else ""), err=True)
-        sys.exit(130)  # the shell's code for SIGINT
+        sys.exit(EXIT_INTERRUPTED)
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
     except ClientConfigRefused:

@@ -85,6 +85,27 @@ def test_a_timeout_without_until_final_says_the_time_is_up(cli_env, kafka_config
     assert "time is up: watched 's3'" in out.stderr and "no final" not in out.stderr
 
 
+def test_ctrl_c_stops_a_watch_with_exit_130_and_no_error(cli_env, kafka_config, selected):
+    """Ctrl-C is how a watch without --until-final ends: exit 130 (as an interrupted produce),
+    not click's "Aborted!" and exit 1, which the README gives to Kafka errors."""
+    import signal
+    import subprocess
+    import sys
+
+    _put(kafka_config, selected, _result("s4", 1))
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "watch", "s4", "--json"],
+                            env=cli_env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.readline()  # the watch is reading: interrupt it there
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert _versions(first + out) == [("s4", 1)]
+    assert proc.returncode == 130 and "Aborted" not in err, err
+
+
 def test_from_now_shows_only_new_results(cli_env, kafka_config, selected):
     _put(kafka_config, selected, _result("old", 1, final=True))
     out = streamfs("watch", "--from-now", "--until-final", "--json", "--timeout", "3",
