@@ -131,6 +131,11 @@ def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> In
                                  for n in features]) if features else np.empty((batch.num_rows, 0))
             y = batch.column(names[li]).to_numpy(zero_copy_only=False)
             if y.dtype.kind == "O":
+                missing = next((i for i, v in enumerate(y) if v is None), None)
+                if missing is not None:  # str() would make it a class 'None'
+                    raise InputFileError(f"{path}, data row {done[0] + missing} (counted from "
+                                         "0): the label is missing; every instance needs a "
+                                         "class")
                 y = np.array([str(v) for v in y])
             done[0] += batch.num_rows
             yield X, y

@@ -394,6 +394,19 @@ def test_parquet_whole_and_streamed(tmp_path):
         open_instances(str(tmp_path / "bad.parquet"), label="cls")
 
 
+def test_parquet_missing_text_label_is_named_not_read_as_a_class(tmp_path):
+    import pandas as pd
+
+    # streamed in batches of 2 rows: the row is counted over the whole file
+    frame = pd.DataFrame({"a": np.arange(5.0), "cls": ["x", "y", "x", None, "y"]})
+    frame.to_parquet(tmp_path / "d.parquet")
+    src = open_instances(str(tmp_path / "d.parquet"), label="cls", chunk_bytes=32)
+    with pytest.raises(InputFileError) as info:
+        list(src.chunks())
+    assert str(info.value) == (f"{tmp_path / 'd.parquet'}, data row 3 (counted from 0): the "
+                               "label is missing; every instance needs a class")
+
+
 def test_parquet_with_a_duplicate_name_is_refused(tmp_path):
     """pyarrow writes such a file (pandas does not); reading it said "not a readable Parquet
     file (Multiple matches for FieldRef...)" whole, and a KeyError when streamed. Refused as a
