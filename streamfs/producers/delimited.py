@@ -252,6 +252,7 @@ class DelimitedReader:
             skip_header = self.header
             rows: list[list[str]] = []
             lines: list[int] = []
+            any_data = False
             for row in reader:
                 if not row:
                     continue
@@ -263,12 +264,15 @@ class DelimitedReader:
                                          f"expected {self.width}")
                 rows.append(row)
                 lines.append(reader.line_num)
+                any_data = True
                 if len(rows) == self.chunk_rows:
                     self.bytes_read = fh.buffer.raw.tell()  # type: ignore[attr-defined]
                     yield self._checked(self._parse(rows, lines))
                     rows, lines = [], []
             if rows:
                 yield self._checked(self._parse(rows, lines))
+            elif not any_data:  # said so, rather than "the labels are empty"
+                raise InputFileError(f"{self.path}: no data rows, only a header")
         self.bytes_read = self.size
 
     def _checked(self, chunk: tuple[np.ndarray, list[str], list[int]]

@@ -251,6 +251,8 @@ def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndar
         frame = pf.read().to_pandas()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    if not len(frame):  # said so, rather than "the labels are empty"
+        raise InputFileError(f"{path}: no data rows")
     li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path)
     y = frame.iloc[:, li].to_numpy()
     X = frame.drop(columns=frame.columns[li])

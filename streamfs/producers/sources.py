@@ -115,6 +115,8 @@ def _npy_source(path: Path, label: str | int | None, chunk_bytes: int) -> Instan
 
 def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> InstanceSource:
     pf = open_parquet(path)
+    if not pf.metadata.num_rows:  # said so, rather than "the labels are empty"
+        raise InputFileError(f"{path}: no data rows")
     names = pf.schema_arrow.names
     li = label_index(names, label, len(names), path)
     for j, f in enumerate(pf.schema_arrow):

@@ -302,6 +302,19 @@ def test_csv_missing_label_is_named_not_read_as_a_class(tmp_path):
         assert str(info.value) == needle
 
 
+def test_files_without_data_rows_say_so(tmp_path):
+    import pandas as pd
+
+    (tmp_path / "h.csv").write_text("a,b,class\n\n")
+    pd.DataFrame({"a": [1.0], "class": [0]}).head(0).to_parquet(tmp_path / "h.parquet")
+    for name, needle in (("h.csv", "no data rows, only a header"), ("h.parquet", "no data rows")):
+        path = str(tmp_path / name)
+        for read in (lambda: load_file(path), lambda: list(open_instances(path).chunks())):
+            with pytest.raises(InputFileError) as info:
+                read()
+            assert str(info.value) == f"{path}: {needle}"
+
+
 def test_csv_streaming_refuses_a_late_text_label(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("".join(f"{i},{i % 2}\n" for i in range(50)) + "7,maybe\n")
