@@ -588,6 +588,16 @@ def _nothing_selected(result: dict) -> str | None:
             + (f"; {rule}" if (rule := _relevance_rule(result)) else ""))
 
 
+def _rejected_note(result: dict) -> str | None:
+    """Under a final result the worker computed without some of its run's input: a count in
+    the title alone is easily missed, and the selection is not the data's."""
+    n = result.get("counters", {}).get("rejected_messages", 0)
+    if not result.get("final") or not n:
+        return None
+    return (f"the worker rejected {n} message(s) of this run, left out of this selection "
+            f"(streamfs dead-letters --stream {_shown(result['stream'])})")
+
+
 def _relevance_rule(result: dict) -> str | None:
     """The relevance test of ``result``'s algorithm with the values it ran with."""
     from streamfs.algorithms import registry
@@ -639,6 +649,8 @@ def _print_results(results: list[dict], as_json: bool) -> None:
         console.print(table)
         if (why := _nothing_selected(r)) is not None:
             console.print(why, markup=False)
+        if (note := _rejected_note(r)) is not None:
+            console.print(note, markup=False)
 
 
 @main.command()

@@ -85,6 +85,19 @@ def test_a_timeout_without_until_final_says_the_time_is_up(cli_env, kafka_config
     assert "time is up: watched 's3'" in out.stderr and "no final" not in out.stderr
 
 
+def test_a_final_result_without_some_input_says_so(cli_env, kafka_config, selected):
+    # a final result is the watch's exit 0, though the worker dead-lettered input of the run
+    _put(kafka_config, selected, {**_result("s5", 1, final=True),
+                                  "counters": {"rejected_messages": 2}},
+         _result("s6", 1, final=True))
+    out = streamfs("watch", "--once", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())  # rich wraps the line
+    assert ("the worker rejected 2 message(s) of this run, left out of this selection "
+            "(streamfs dead-letters --stream s5)") in text
+    assert text.count("the worker rejected") == 1
+
+
 def test_ctrl_c_stops_a_watch_with_exit_130_and_no_error(cli_env, kafka_config, selected):
     """Ctrl-C is how a watch without --until-final ends: exit 130 (as an interrupted produce),
     not click's "Aborted!" and exit 1, which the README gives to Kafka errors."""
