@@ -13,8 +13,8 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused
-from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, EnvOption,
-                                  SettingsCommand, param_value)
+from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
+                                  EnvOption, SettingsCommand, param_value)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -362,8 +362,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
-@click.option("--label", help="Label column (name or index) for CSV/TSV/Parquet/.npy files "
-              "(default the last), or a .npy file of labels.")
+@LABEL_OPTION
 @HEADER_OPTION
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
               help="Payload budget per message (default: 7/8 of what the topic and the "
@@ -801,7 +800,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @click.argument("source")
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
-@click.option("--label", help="Label column (name or index) for CSV/Parquet files.")
+@LABEL_OPTION
 @HEADER_OPTION
 @GROUPS_OPTION
 @click.option("--as-stream", "as_stream", default="offline", show_default=True, metavar="ID",

@@ -130,6 +130,12 @@ def _item(text: str) -> Any:
 ALGORITHMS_HELP = ("Algorithm: saola, saola-max, group-saola or kofsd (feature streams); ofs, "
                    "ofs-partial, pe-trun, rand, ofs-rand, pe-rand or gdm (instance streams).")
 
+#: the label of a file, read by the same code in `produce`, `select` and `evaluate`
+LABEL_OPTION = click.option(
+    "--label", default=None,
+    help="Label column (name or index) for CSV/TSV/Parquet/.npy files (default the last), or a "
+    ".npy file of labels.")
+
 HEADER_OPTION = click.option(
     "--header/--no-header", default=None,
     help="Whether a CSV/TSV file has a header row (default: detect: a non-numeric field, or "

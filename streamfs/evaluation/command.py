@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION
+from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION
 
 from .report import (
     COLUMNS,
@@ -75,7 +75,7 @@ __all__ = ["evaluate"]
 @click.option("--max-instances", type=click.IntRange(min=1), default=None,
               help="Evaluate on a stratified random subsample of this many instances.")
 @click.option("--seed", default=0, show_default=True)
-@click.option("--label", default=None, help="Label column of a CSV/Parquet input.")
+@LABEL_OPTION
 @HEADER_OPTION
 @GROUPS_OPTION
 @click.option("--json", "json_out", default=None, metavar="FILE",

@@ -24,6 +24,15 @@ def test_algorithm_help_lists_every_algorithm_of_the_registry_by_its_stream_kind
             command
 
 
+def test_label_help_is_the_same_where_the_same_code_reads_the_label():
+    # select and evaluate read a .npy file of labels too: their help said CSV/Parquet only
+    for command in ("select", "produce", "evaluate"):
+        out = CliRunner().invoke(main, [command, "--help"]).output
+        text = " ".join(out.split())
+        assert ("--label TEXT Label column (name or index) for CSV/TSV/Parquet/.npy files "
+                "(default the last), or a .npy file of labels.") in text, command
+
+
 def test_watch_refuses_a_timeout_not_above_zero_and_a_run_without_a_stream():
     """Refused before any broker is looked for (none is given here): exit 2, one line."""
     for timeout in ("-1", "0"):
