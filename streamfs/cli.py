@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -116,6 +117,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    warnings.showwarning = _log_warning
     # librdkafka logs every failed connection attempt: shown with --verbose only
     logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     try:
@@ -130,6 +132,13 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
         kernel_threads()
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+
+
+def _log_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    """A warning of the selectors (advice on the data or the parameters) as one log line,
+    as the worker logs everything: not Python's file, line number and source line."""
+    logging.getLogger("streamfs").warning("%s", message)
 
 
 def _reachable(settings: Settings) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -185,3 +187,17 @@ def test_a_bracketed_list_of_bare_words_is_a_list_of_texts(tmp_path):
     assert _parse_params(("classes=[0,1]", "x=[a,1.5,null]")) == {"classes": [0, 1],
                                                                   "x": ["a", 1.5, None]}
     assert parse_params(["ofs"], ["classes=[a,b]"]) == {"ofs": {"classes": ["a", "b"]}}
+
+
+def test_a_selector_s_warning_is_one_line_without_python_s_source(tmp_path):
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)  # three classes: SAOLA's Fisher z warns
+    np.savez(tmp_path / "wine.npz", X=X, y=y)
+    out = subprocess.run([sys.executable, "-m", "streamfs.cli", "select",
+                          str(tmp_path / "wine.npz"), "-a", "saola"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert ("WARNING streamfs: SAOLA(test='fisher_z') correlates the features with the class as "
+            "a number") in out.stderr
+    assert "UserWarning" not in out.stderr and ".py:" not in out.stderr, out.stderr
