@@ -96,10 +96,22 @@ class _Main(click.Group):
             ctx.exit(EXIT_INTERRUPTED)
 
 
+def _topic_prefix(_ctx: click.Context, _param: click.Parameter, value: str | None
+                  ) -> str | None:
+    """``--topic-prefix`` (or its variable, named so by :class:`EnvOption`) as Kafka takes
+    topic names."""
+    from streamfs.settings import topic_prefix_problem
+
+    if value is not None and (problem := topic_prefix_problem(value)):
+        raise click.BadParameter(problem)
+    return value
+
+
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-servers", "-b", cls=EnvOption, envvar="STREAMFS_BOOTSTRAP_SERVERS",
               help="Kafka bootstrap servers (env STREAMFS_BOOTSTRAP_SERVERS).")
 @click.option("--topic-prefix", cls=EnvOption, envvar="STREAMFS_TOPIC_PREFIX",
+              callback=_topic_prefix,
               help="Prefix of every topic name (default 'streamfs.').")
 @click.option("--verbose", "-v", is_flag=True,
               help="Show details: the Kafka client's own log lines, tracebacks' causes.")

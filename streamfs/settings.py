@@ -96,6 +96,21 @@ def instance_id_problem(value: str) -> str | None:
     return f"must be {INSTANCE_ID_WORDS}, got {value!r}"
 
 
+#: the longest topic name streamfs makes is ``<prefix>selected-features``; Kafka takes 249
+TOPIC_PREFIX_WORDS = ("at most 232 characters, each an ASCII letter or digit, '.', '_' or '-' "
+                      "(Kafka's rule for topic names)")
+
+
+def topic_prefix_problem(value: str) -> str | None:
+    """What is wrong with ``value`` as the prefix of every topic name
+    (:data:`TOPIC_PREFIX_WORDS`), if anything: ``"must be ..., got ..."``. Found here, it is
+    a setting's mistake (exit 2); found by the broker, it was a Kafka error or a topic that
+    does not exist, to create with a command that fails the same way."""
+    if re.fullmatch(r"[A-Za-z0-9._-]{0,232}", value):
+        return None
+    return f"must be {TOPIC_PREFIX_WORDS}, got {value!r}"
+
+
 def _parse(name: str, kind: str, value: str) -> int | float | str:
     """The value of setting ``name``'s environment variable as the setting's type (its range
     is checked by :meth:`Settings.check`)."""
@@ -209,6 +224,8 @@ class Settings:
                                  f"{getattr(self, name)!r}")
         if self.instance_id is not None and (problem := instance_id_problem(self.instance_id)):
             raise ValueError(f"STREAMFS_INSTANCE_ID {problem}")
+        if problem := topic_prefix_problem(self.topic_prefix):
+            raise ValueError(f"STREAMFS_TOPIC_PREFIX {problem}")
         for env, key in _SECURITY_ENV.items():
             if key in self.security and (problem := _security_problem(env, key,
                                                                      self.security[key])):

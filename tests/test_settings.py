@@ -146,3 +146,18 @@ def test_the_instance_id_is_unset_by_default_and_taken_as_kafka_takes_it(monkeyp
         assert Settings.from_env().instance_id == value
     with pytest.raises(ValueError, match="STREAMFS_INSTANCE_ID must be"):
         Settings(instance_id="a b").check()  # as given in Python, too
+
+
+@pytest.mark.parametrize("value", ["a b.", "streamfs/", "wörk.", "x" * 233])
+def test_a_topic_prefix_kafka_would_not_take_is_refused_by_name(monkeypatch, value):
+    """A topic name of other characters, or longer than 249 with 'selected-features': the
+    broker refused it, and `watch` said to create the topics, which failed the same way."""
+    monkeypatch.setenv("STREAMFS_TOPIC_PREFIX", value)
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env()
+    assert str(refused.value) == (
+        "STREAMFS_TOPIC_PREFIX must be at most 232 characters, each an ASCII letter or digit, "
+        f"'.', '_' or '-' (Kafka's rule for topic names), got {value!r}")
+    for ok in ("", "staging.", "team_a-1.", "x" * 232):
+        assert Settings(topic_prefix=ok).topic_prefix == ok
+        Settings(topic_prefix=ok).check()

@@ -45,6 +45,17 @@ def test_watch_refuses_a_timeout_not_above_zero_and_a_run_without_a_stream():
     assert "Error: --run 2 needs a STREAM: runs are numbered per stream" in out.output
 
 
+def test_a_topic_prefix_kafka_would_not_take_is_refused_before_any_broker(monkeypatch):
+    """Exit 2 naming the flag or the variable, as the other settings (no broker is given)."""
+    out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "--topic-prefix", "a b.", "watch"])
+    assert out.exit_code == 2, out.output
+    assert "Invalid value for '--topic-prefix': must be at most 232 characters" in out.output
+    monkeypatch.setenv("STREAMFS_TOPIC_PREFIX", "a b.")
+    out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "topics", "create"])
+    assert out.exit_code == 2, out.output
+    assert out.output.startswith("Error: STREAMFS_TOPIC_PREFIX: must be at most 232 characters")
+
+
 def test_worker_help_lists_every_setting_with_its_default_and_flag():
     """Generated from the Settings fields: a setting added without words fails here."""
     from dataclasses import fields
