@@ -344,11 +344,14 @@ class KOFSD(FeatureStreamSelector):
         check_int("max_buffer_bytes", self.max_buffer_bytes, 1)
 
     def _check_n_instances(self, n: int) -> None:
-        """``ValueError`` with the numbers when the distances on ``S`` for ``n`` instances
-        (``8 N^2`` bytes, each row's nearest candidates and the 8 MiB of keys sorted at a time
-        to find them) exceed ``max_buffer_bytes``:
-        refused at ``open`` rather than at the first relevant feature, where an allocation
-        the system promised but cannot keep gets the worker killed."""
+        """``ValueError`` with the numbers when ``k`` neighbours need more than ``n``
+        instances, or when the distances on ``S`` for ``n`` instances (``8 N^2`` bytes, each
+        row's nearest candidates and the 8 MiB of keys sorted at a time to find them) exceed
+        ``max_buffer_bytes``: refused at ``open`` (and by the producers, before they publish)
+        rather than at the first block, or, for the memory, at the first relevant feature,
+        where an allocation the system promised but cannot keep gets the worker killed."""
+        if self.k >= n:
+            raise ValueError(f"k={self.k} needs more than k instances, y has {n}")
         need = self._buffer_bytes(n)
         if need > self.max_buffer_bytes:
             lo, hi = 1, n  # the largest N that fits (the need grows with N)
@@ -381,8 +384,6 @@ class KOFSD(FeatureStreamSelector):
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError("y has a single class: the dependency is undefined")
-        if self.k >= y.shape[0]:
-            raise ValueError(f"k={self.k} needs more than k instances, y has {y.shape[0]}")
         self._check_n_instances(y.shape[0])
         self._begin_stream_params()
         self._large = large_class_code(classes, y_enc, self.compat)

@@ -3,7 +3,7 @@
 them again on every ``open`` it receives (other producers may skip the first line of defence).
 
 >>> import numpy as np
->>> spec, algo, params = check_open("features", "saola", {"alpha": 0.05}, y=np.array([0, 1, 1]))
+>>> spec, algo, params = check_open("features", "saola", {"alpha": 0.05}, y=np.array([0, 1, 1, 0]))
 >>> type(algo).__name__, params
 ('SAOLA', {'alpha': 0.05})
 >>> check_open("instances", "saola", {})
@@ -55,8 +55,9 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
 
     Checks the algorithm's name and stream kind, its parameters' names, types and ranges (the
     algorithm's own ``_validate_params``) and, given ``y``, whether the labels suit it (two
-    classes at least; exactly two for binary learners) and, for K-OFSD, whether its distances
-    over ``len(y)`` instances fit its ``max_buffer_bytes``. ``n_features`` is passed to the
+    classes at least; exactly two for binary learners) and whether the algorithm can run on
+    ``len(y)`` instances (K-OFSD: more than ``k``, and distances that fit its
+    ``max_buffer_bytes``; SAOLA's Fisher z: more than 3). ``n_features`` is passed to the
     instance-stream learners; ``seed`` becomes ``random_state`` where the algorithm draws
     random numbers and none was given.
     """
@@ -79,7 +80,7 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     algo = spec.build(params)
     if y is not None:
         spec.check_labels(y)
-        if hasattr(algo, "_check_n_instances"):  # K-OFSD's distances grow as N^2
+        if hasattr(algo, "_check_n_instances"):  # parameters and memory that depend on N
             algo._check_n_instances(len(y))
     return spec, algo, params
 

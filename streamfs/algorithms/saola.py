@@ -458,11 +458,16 @@ class _SAOLABase(FeatureStreamSelector):
     def _is_started(self) -> bool:
         return hasattr(self, "_st_n")
 
+    def _check_n_instances(self, n: int) -> None:
+        """``ValueError`` when the test cannot run on ``n`` instances: called at ``open``
+        (and by the producers, before they publish), not only at the first block."""
+        if self.test == "fisher_z" and n <= 3:
+            raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
+
     def _start(self, y: Any) -> None:
         num, classes = _encode_y(y)
         n = len(num)
-        if self.test == "fisher_z" and n <= 3:
-            raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
+        self._check_n_instances(n)
         if self.test == "fisher_z" and np.unique(num).size > 2:
             warnings.warn(
                 f"{type(self).__name__}(test='fisher_z') correlates the features with the "

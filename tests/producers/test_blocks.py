@@ -43,7 +43,7 @@ def test_shuffled_feature_stream_carries_source_columns(sparse):
 
 
 def test_unshuffled_stream_has_no_columns_field():
-    msgs = list(feature_stream_messages("s", np.ones((3, 4)), [0, 1, 0], "saola"))
+    msgs = list(feature_stream_messages("s", np.ones((4, 4)), [0, 1, 0, 1], "saola"))
     assert all("columns" not in m for m in msgs)
 
 
@@ -148,6 +148,22 @@ def test_a_feature_stream_the_worker_would_refuse_yields_nothing(X_change, algor
     messages = feature_stream_messages("s", X_change(X.toarray()), y, algorithm, params)
     with pytest.raises(ValueError, match=re.escape(needle)):
         next(messages)  # not even the 'open'
+
+
+@pytest.mark.parametrize("algorithm, params, n, needle", [
+    ("kofsd", {"k": 10}, 10, "k=10 needs more than k instances, y has 10"),
+    ("saola", {}, 3, "Fisher's z needs more than 3 instances, got 3"),
+])
+def test_a_parameter_the_data_is_too_small_for_is_refused_before_the_open(algorithm, params, n,
+                                                                         needle):
+    # found at the first block, the block was dead-lettered and the stream closed empty
+    from streamfs.algorithms.opening import check_open
+
+    X, y = np.random.default_rng(1).normal(size=(n, 4)), np.arange(n) % 2
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        next(feature_stream_messages("s", X, y, algorithm, params))
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        check_open("features", algorithm, params, y=y)  # the worker's open
 
 
 def test_a_feature_stream_needs_one_label_per_row():

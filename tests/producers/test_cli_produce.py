@@ -61,7 +61,7 @@ def test_missing_file_and_bad_groups_exit_2(kafka_config, topic_prefix, tmp_path
                   "-a", "saola")
     assert result.exit_code == 2 and "nope.csv: no such file or dataset" in result.output
     data = tmp_path / "d.csv"
-    data.write_text("1,2,3,0\n4,5,6,1\n")
+    data.write_text("1,2,3,0\n4,5,6,1\n7,8,9,0\n1,3,5,1\n")  # N > 3: Fisher z
     groups = tmp_path / "g.json"
     groups.write_text("[[0, 1]]")
     result = _run(kafka_config, topic_prefix, "features", data, "--stream", "s",
