@@ -134,10 +134,12 @@ def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> 
                          f"of lists of column indices)")
 
 
-def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set) -> None:
+def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set,
+                          classes: Any = None) -> None:
     """``InputDataError`` when the labels of one block of an instance stream would be refused:
-    not one per row, missing or unusable values, or (``seen``: the classes of the blocks
-    before, updated here) a class too many for a binary learner."""
+    not one per row, missing or unusable values, a label that is not one of the ``classes``
+    the stream was opened with, or (``seen``: the classes of the blocks before, updated here)
+    a class too many for a binary learner."""
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {n_rows} "
@@ -149,6 +151,13 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
     if problem is not None:
         raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
+    if classes is not None:  # the first pass over the source is skipped for them
+        known = {np.asarray(c).item() for c in classes}
+        other = sorted(set(np.unique(y).tolist()) - known, key=str)
+        if other:
+            raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: label(s) "
+                                 f"{', '.join(map(repr, other[:5]))} not among the classes "
+                                 f"{sorted(known, key=str)} the stream was given")
     seen.update(np.unique(y).tolist())
     problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
     if problem is not None:  # a class too many, counted over the blocks so far
@@ -168,7 +177,7 @@ def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row
         check_values("instances", algo, X, first_row=first_row, names=names)
     except ValueError as exc:
         raise InputDataError(str(exc)) from None
-    check_labels_of_block(spec, y, X.shape[0], first_row, seen)
+    check_labels_of_block(spec, y, X.shape[0], first_row, seen, getattr(algo, "classes", None))
     if record_limit is not None:
         check_row_width(X, first_row, record_limit)
     return X

@@ -189,6 +189,18 @@ def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
         next(instance_messages_from_chunks("s", bad_first, 3, "ofs"))  # before 'open'
 
 
+@pytest.mark.parametrize("classes", [[1, 2], ["a", "b"]])
+def test_labels_outside_the_given_classes_are_refused_at_their_block(classes):
+    # two labels, so no "3 classes": the worker dead-lettered the block after produce exited 0
+    X, y = np.ones((10, 3)), np.where(np.arange(10) % 2, 1, -1)
+    needle = f"data rows 0..9: label(s) -1{', 1' if classes[0] == 'a' else ''} not among the " \
+             f"classes {classes} the stream was given"
+    with pytest.raises(InputDataError, match=re.escape(needle)):
+        next(instance_messages_from_chunks("s", [(X, y)], 3, "ofs", {"classes": classes}))
+    assert len(list(instance_messages_from_chunks("s", [(X, y)], 3, "ofs",
+                                                  {"classes": [-1, 1]}))) == 3
+
+
 def test_a_group_larger_than_a_record_is_refused_before_the_open():
     X = np.ones((100, 20))  # 800 bytes a column
     y = np.arange(100) % 2
