@@ -1535,6 +1535,8 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         """The class of the largest score; ``None`` before any label was learned."""
         if not getattr(self, "learners_", None):
             return None
+        if _is_series(x):
+            x = x.to_dict()  # read by its labels, as the learners' predict_one reads it
         row = np.asarray(x)[None, :] if not sp.issparse(x) and not isinstance(x, dict) else x
         scores = [m.decision_function(row)[0] for m in self.learners_]
         return self._labels[int(np.argmax(scores))]

@@ -198,6 +198,24 @@ def test_one_vs_rest_predict_one_is_none_before_any_label():
     assert m.predict_one(np.eye(3)[1]) == "a"
 
 
+def test_one_vs_rest_reads_a_series_by_its_labels():
+    # as the learners do (the README): it was read by position, with a scikit-learn warning
+    # per learner that X had no feature names
+    import warnings
+
+    X, _ = _stream()
+    y = np.array(["a", "b", "c"])[np.argmax(X[:, :3], axis=1)]
+    df = pd.DataFrame(X, columns=NAMES)
+    m = OneVsRest(OFS(3, n_features=len(NAMES)))
+    for (_, row), t in zip(df.iterrows(), y):
+        m.learn_one(row, t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(20):
+            row = df.iloc[i]
+            assert m.predict_one(row[::-1]) == m.predict_one(row) == m.predict_one(row.to_dict())
+
+
 def test_names_survive_state_for_the_dict_api():
     X, y = _stream()
     m = OFS(3).fit(pd.DataFrame(X, columns=NAMES), y)
