@@ -297,6 +297,16 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
                    f"{'' if exists else ' (not created yet: as it would be created)'}")
 
 
+#: how a LIBSVM file is read, the same in `produce` and `select`
+N_FEATURES_OPTION = click.option(
+    "--n-features", type=click.IntRange(min=1), default=None,
+    help="LIBSVM: d; without it a first pass over the file finds the largest index.")
+ZERO_BASED_OPTION = click.option(
+    "--zero-based/--one-based", "zero_based", default=None,
+    help="LIBSVM: indices start at 0 / at 1 (default: zero-based if any index 0 appears in the "
+    "file).")
+
+
 def _load_data(source: str, label: str | None, header: bool | None = None,
                n_features: int | None = None, zero_based: bool | str = "auto"
                ) -> tuple[Any, Any, list[str] | None, dict]:
@@ -393,11 +403,8 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @GROUPS_OPTION
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Replay speed: instances/s (instance streams) or features/s (feature streams).")
-@click.option("--n-features", type=click.IntRange(min=1), default=None,
-              help="LIBSVM: d; without it a first pass over the file finds the largest index.")
-@click.option("--zero-based/--one-based", "zero_based", default=None,
-              help="LIBSVM: indices start at 0 / at 1 (default: zero-based if any index 0 "
-              "appears in the file).")
+@N_FEATURES_OPTION
+@ZERO_BASED_OPTION
 @click.option("--replace", is_flag=True,
               help="Start a new run of an existing stream id (results continue with the next "
               "version and carry the run number). Without it, an existing id is refused.")
@@ -823,6 +830,8 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
 @LABEL_OPTION
 @HEADER_OPTION
+@N_FEATURES_OPTION
+@ZERO_BASED_OPTION
 @GROUPS_OPTION
 @click.option("--as-stream", "as_stream", default="offline", show_default=True, metavar="ID",
               help="Run as the worker runs stream ID: the random learners (ofs-partial, rand, "
@@ -830,8 +839,8 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
               "result is the worker's final one for stream ID on the same data and parameters.")
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           header: bool | None, groups_file: str | None, as_stream: str,
-           as_json: bool) -> None:
+           header: bool | None, n_features: int | None, zero_based: bool | None,
+           groups_file: str | None, as_stream: str, as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
     from streamfs.algorithms.opening import check_stream_id
@@ -848,7 +857,8 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
         check_groups_apply(algorithm, groups_file, "--groups FILE")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
-    X, y, names, naming = _load_data(source, label, header)
+    X, y, names, naming = _load_data(source, label, header, n_features,
+                                     "auto" if zero_based is None else zero_based)
     groups = _groups(groups_file, X.shape[1])
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
                          n_features=X.shape[1], y=y, X=X, names=names, source=source)

@@ -201,3 +201,26 @@ def test_a_selector_s_warning_is_one_line_without_python_s_source(tmp_path):
     assert ("WARNING streamfs: SAOLA(test='fisher_z') correlates the features with the class as "
             "a number") in out.stderr
     assert "UserWarning" not in out.stderr and ".py:" not in out.stderr, out.stderr
+
+
+def test_select_reads_libsvm_as_produce_does(tmp_path):
+    """--zero-based/--one-based and --n-features, as produce takes them: a 0-based file in which
+    no index 0 occurs is read as 1-based unless told, so select could not give the worker's
+    result for a stream produced with --zero-based."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(200, 4)) * (rng.random((200, 4)) < 0.7)
+    y = np.where(X[:, 0] + X[:, 2] > 0, 1, -1)
+    path = tmp_path / "d.svm"
+    lines = (f"{t} " + " ".join(f"{j + 1}:{float(v)!r}" for j, v in enumerate(row) if v)
+             for row, t in zip(X, y))
+    path.write_text("".join(line + "\n" for line in lines))
+
+    def select(*flags: str) -> list:
+        out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p",
+                                        "n_features_to_select=2", "--json", *flags])
+        assert out.exit_code == 0, out.output
+        return [(i["feature"], i["name"]) for i in json.loads(out.output)["selection"]]
+
+    one = select()
+    assert select("--zero-based") == [(f + 1, name) for f, name in one]
+    assert select("--zero-based", "--n-features", "6") == select("--zero-based")
