@@ -1388,8 +1388,8 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
     A scikit-learn classifier and feature selector like the learners it wraps: ``fit`` is one
     pass from a fresh state, ``classes_`` is sorted, ``transform`` keeps the union of the
     supports, ``decision_function`` has one column per class (for two classes, scikit-learn's
-    single column: the second class's score minus the first's). River-style ``learn_one`` /
-    ``predict_one`` too.
+    single column: the second class's score minus the first's). River-style ``learn_one``,
+    ``predict_one`` and ``transform_one`` too.
 
     >>> X = np.eye(3).repeat(20, axis=0)
     >>> y = np.array(["a", "b", "c"]).repeat(20)
@@ -1540,6 +1540,20 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         row = np.asarray(x)[None, :] if not sp.issparse(x) and not isinstance(x, dict) else x
         scores = [m.decision_function(row)[0] for m in self.learners_]
         return self._labels[int(np.argmax(scores))]
+
+    def transform_one(self, x: Any) -> dict:
+        """The entries of ``x`` (a dict or a pandas Series, keys as in the learners'
+        ``transform_one``) whose feature is in the union of the supports, in the order of
+        ``x``. Empty before the learners have seen data."""
+        if _is_series(x):
+            x = x.to_dict()
+        if not isinstance(x, dict):
+            raise TypeError(f"transform_one expects a dict or a pandas Series, got "
+                            f"{type(x).__name__}")
+        kept: set = set()
+        for m in getattr(self, "learners_", ()):
+            kept.update(m.transform_one(x))
+        return {key: value for key, value in x.items() if key in kept}
 
     @property
     def mistakes_(self) -> int:

@@ -216,6 +216,21 @@ def test_one_vs_rest_reads_a_series_by_its_labels():
             assert m.predict_one(row[::-1]) == m.predict_one(row) == m.predict_one(row.to_dict())
 
 
+def test_one_vs_rest_transform_one_keeps_the_union_of_the_supports():
+    X, _ = _stream()
+    y = np.array(["a", "b", "c"])[np.argmax(X[:, :3], axis=1)]
+    df = pd.DataFrame(X, columns=NAMES)
+    m = OneVsRest(OFS(2))
+    assert m.transform_one({"attr_0": 1.0}) == {}
+    m.fit(df, y)
+    row = df.iloc[3]
+    out = m.transform_one(row[::-1])
+    assert list(out) == [k for k in row[::-1].index if k in set(m.get_feature_names_out())]
+    assert m.transform_one(dict(enumerate(row))) == {int(j): row.iloc[j] for j in m.selected_}
+    with pytest.raises(TypeError, match="expects a dict or a pandas Series"):
+        m.transform_one(np.ones(len(NAMES)))
+
+
 def test_names_survive_state_for_the_dict_api():
     X, y = _stream()
     m = OFS(3).fit(pd.DataFrame(X, columns=NAMES), y)
