@@ -331,9 +331,14 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     from streamfs.algorithms.opening import check_open, check_values
 
     try:
-        _, algo, params = check_open(kind, algorithm, params, n_features=n_features, y=y)
+        _, algo, params = check_open(kind, algorithm, params, n_features=n_features)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    if y is not None:
+        try:  # the labels, and what the data's size allows: the data's fault, say whose
+            _, algo, params = check_open(kind, algorithm, params, n_features=n_features, y=y)
+        except ValueError as exc:
+            raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
     if X is not None:
         try:
             check_values(kind, algo, X, names=names)

@@ -224,3 +224,14 @@ def test_select_reads_libsvm_as_produce_does(tmp_path):
     one = select()
     assert select("--zero-based") == [(f + 1, name) for f, name in one]
     assert select("--zero-based", "--n-features", "6") == select("--zero-based")
+
+
+def test_a_label_problem_names_the_file_a_parameter_problem_does_not(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("1 1:0.5\n-1 2:1.5\nnan 1:2\n1 2:1\n-1 1:1\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs"])
+    assert out.exit_code == 2
+    assert out.output == (f"Error: {path}: the labels contain NaN (1 of 5); every instance "
+                          "needs a class\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p", "eta=-1"])
+    assert out.exit_code == 2 and out.output.startswith("Error: eta must be"), out.output
