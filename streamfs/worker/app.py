@@ -655,6 +655,10 @@ class Worker:
                         log.error("changelog %s:%d ends before offset %d, where it ended when "
                                   "the input offsets were committed: restored what is there",
                                   self.changelog[key[0]], key[1], targets.get(key))
+                        # the copy still holds the changelog up to where it was loaded from,
+                        # but a save after the next commit would claim the records not read
+                        if self.local.get(key) is not None:
+                            self._drop_local(key, RuntimeError("restore incomplete"))
                     break
                 for msg in reader.consume(10000, timeout=0.05):
                     key = (by_topic[msg.topic()], msg.partition())
