@@ -647,12 +647,14 @@ class Worker:
             pending = set(starts)
             records = 0
             # a target is reached within moments of the commit; one that is not after the
-            # transaction timeout never will be (say, the changelog topic was re-created)
-            deadline = time.monotonic() + self.settings.transaction_timeout + 10
+            # transaction timeout never will be (say, the changelog topic was re-created).
+            # Counted from the last record read: a long changelog takes as long as it takes
+            wait = self.settings.transaction_timeout + 10
+            deadline = time.monotonic() + wait
             while pending:
                 if time.monotonic() > deadline:
                     for key in pending:
-                        log.error("changelog %s:%d ends before offset %d, where it ended when "
+                        log.error("changelog %s:%d ends before offset %s, where it ended when "
                                   "the input offsets were committed: restored what is there",
                                   self.changelog[key[0]], key[1], targets.get(key))
                         # the copy still holds the changelog up to where it was loaded from,
@@ -660,6 +662,7 @@ class Worker:
                         if self.local.get(key) is not None:
                             self._drop_local(key, RuntimeError("restore incomplete"))
                     break
+                read = records
                 for msg in reader.consume(10000, timeout=0.05):
                     key = (by_topic[msg.topic()], msg.partition())
                     err = msg.error()
@@ -682,6 +685,8 @@ class Worker:
                         self.partitions[key].store[k] = value
                     tails[key][k] = value
                     records += 1
+                if records > read:
+                    deadline = time.monotonic() + wait
             metrics.RESTORED_RECORDS.labels(source="changelog").inc(records)
             return records
         finally:

@@ -469,3 +469,49 @@ def test_a_partition_without_committed_offsets_resumes_from_where_it_is_read():
     worker._restore = lambda targets: None
     worker._restore_committed([TopicPartition("feat", 0), TopicPartition("feat", 1)])
     assert worker.resume_at == {("feat", 0): 17, ("feat", 1): 5}
+
+
+def test_a_restore_that_keeps_reading_is_not_cut_short_by_the_marker_deadline(monkeypatch):
+    """The restore's deadline is for committed records whose commit markers do not come: a
+    changelog that takes longer than it to read, record after record (a large one, a slow
+    network), is read to its end. The reader here takes 10 s of a simulated clock per fetch,
+    five fetches to the end, against the deadline of a 20 s transaction timeout (30 s)."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaError
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    clock = SimpleNamespace(now=0.0)
+    fetches = [[(offset, f"k{offset}".encode())] for offset in range(5)] + [[(5, None)]]
+
+    class SlowReader:
+        """The restore's consumer: one record a fetch, then the partition's end."""
+
+        def assign(self, partitions: list) -> None:
+            assert [(tp.topic, tp.partition, tp.offset) for tp in partitions] == [("cl", 0, 0)]
+
+        def consume(self, num_messages: int, timeout: float) -> list:
+            clock.now += 10.0  # the fetch's time on the wire
+            if not fetches:
+                return []
+            return [SimpleNamespace(
+                topic=lambda: "cl", partition=lambda: 0, offset=lambda o=offset: o,
+                error=lambda k=key: None if k is not None else KafkaError(
+                    KafkaError._PARTITION_EOF),
+                key=lambda k=key: k, value=lambda: b"v") for offset, key in fetches.pop(0)]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(app, "make_client", lambda cls, conf: SlowReader())
+    monkeypatch.setattr(app, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    worker = object.__new__(app.Worker)
+    worker.settings = Settings(transaction_timeout=20.0)
+    worker.changelog = {"features": "cl"}
+    worker.partitions = {("features", 0): SimpleNamespace(store={})}
+    worker.local, worker.changelog_high = {}, {("features", 0): 0}
+    assert worker._read_tails({("features", 0): 0}, {("features", 0): 5}) == 5
+    assert sorted(worker.partitions[("features", 0)].store) == [f"k{o}" for o in range(5)]
+    assert worker.changelog_high[("features", 0)] == 5
