@@ -762,12 +762,18 @@ def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | N
 def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
                    as_json: bool, timeout: float | None) -> int:
     """Print ``reader``'s updates; the exit code: 0 (the final results, see
-    :meth:`SelectionReader.updates`), 3 (time is up) or 4 (input dead-lettered)."""
+    :meth:`SelectionReader.updates`), 3 (time is up) or 4 (input dead-lettered: seen before
+    the final, or counted in a final result with ``until_final``)."""
     from streamfs.client import StreamRejected
 
+    partial: dict[str, int] = {}  # final results computed without some input of their run
     try:
         for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run):
             _print_results([result], as_json)
+            if result.get("final"):
+                partial.pop(result["stream"], None)  # a newer run's final replaces it
+                if n := result.get("counters", {}).get("rejected_messages", 0):
+                    partial[result["stream"]] = n
     except TimeoutError as exc:
         click.echo(str(exc), err=True)
         return EXIT_TIMEOUT
@@ -778,6 +784,14 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
         for (sid, _), n in reader.refused.counts.items():
             click.echo(f"warning: {n} message(s) of another run of stream {sid!r} were refused "
                        f"(streamfs dead-letters --stream {_shown(sid)})", err=True)
+    if until_final and partial:
+        # the exit of a watch that saw the dead letter before the final: which one a script
+        # gets must not depend on when the watch started
+        for sid, n in partial.items():
+            click.echo(f"Error: the worker rejected {n} message(s) of stream {sid!r}; its final "
+                       f"result leaves them out (streamfs dead-letters --stream {_shown(sid)})",
+                       err=True)
+        return EXIT_REJECTED
     return 0
 
 

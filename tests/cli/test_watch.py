@@ -86,7 +86,9 @@ def test_a_timeout_without_until_final_says_the_time_is_up(cli_env, kafka_config
 
 
 def test_a_final_result_without_some_input_says_so(cli_env, kafka_config, selected):
-    # a final result is the watch's exit 0, though the worker dead-lettered input of the run
+    """A final result that leaves out messages the worker rejected is shown with a line
+    saying so; --until-final exits 4 for it, as a watch that saw the dead letter before the
+    final does (it exited 0: the exit code depended on when the watch started)."""
     _put(kafka_config, selected, {**_result("s5", 1, final=True),
                                   "counters": {"rejected_messages": 2}},
          _result("s6", 1, final=True))
@@ -96,6 +98,25 @@ def test_a_final_result_without_some_input_says_so(cli_env, kafka_config, select
     assert ("the worker rejected 2 message(s) of this run, left out of this selection "
             "(streamfs dead-letters --stream s5)") in text
     assert text.count("the worker rejected") == 1
+    for args in (["s5"], []):  # the stream, and every stream
+        out = streamfs("watch", *args, "--until-final", "--json", "--timeout", "60",
+                       env=cli_env)
+        assert out.returncode == 4, (args, out.stderr)
+        assert ("s5", 1) in _versions(out.stdout)
+        assert out.stderr.strip().splitlines()[-1] == (
+            "Error: the worker rejected 2 message(s) of stream 's5'; its final result leaves "
+            "them out (streamfs dead-letters --stream s5)"), out.stderr
+    out = streamfs("watch", "s6", "--until-final", "--json", "--timeout", "60", env=cli_env)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_newer_run_s_complete_final_replaces_a_partial_one(cli_env, kafka_config, selected):
+    _put(kafka_config, selected, {**_result("s7", 1, final=True),
+                                  "counters": {"rejected_messages": 1}},
+         _result("s7", 2, run=2, final=True))
+    out = streamfs("watch", "s7", "--until-final", "--json", "--timeout", "60", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    assert _versions(out.stdout) == [("s7", 1), ("s7", 2)]
 
 
 def test_ctrl_c_stops_a_watch_with_exit_130_and_no_error(cli_env, kafka_config, selected):
