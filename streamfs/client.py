@@ -52,8 +52,9 @@ def _where(letter: dict) -> str:
 
 
 class StreamRejected(RuntimeError):
-    """The worker dead-lettered input of a stream being waited for: its final result will not
-    come. ``letter`` is the dead letter (``reason``, ``topic``, ``partition``, ``offset``)."""
+    """The worker dead-lettered input of a stream being waited for: its final result, if one
+    comes, leaves that input out. ``letter`` is the dead letter (``reason``, ``topic``,
+    ``partition``, ``offset``)."""
 
     def __init__(self, letter: dict) -> None:
         super().__init__(f"the worker rejected input of stream {letter['stream']!r} "
@@ -520,7 +521,9 @@ class SelectionReader(OutputReader):
         one without a run (input the worker read before it knew the stream's run) that came
         after the run's ``open`` in the same input partition, which the run's results say
         (``open_input``); before the run's first result, only if its input was readable.
-        ``timeout``: raise ``TimeoutError`` after this many seconds (more than 0; None: no
+        A final result read after such a letter is still yielded as final: its
+        ``counters["rejected_messages"]`` says how many messages it leaves out (``streamfs
+        watch --until-final`` exits 4 for it). ``timeout``: raise ``TimeoutError`` after this many seconds (more than 0; None: no
         limit). ``run``: only results of that run (a replaced stream starts run 2, ...).
         ``ValueError`` at once for a parameter out of range, and for ``until_final`` with
         ``to_end`` (which stops at the end, final or not).
