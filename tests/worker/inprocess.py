@@ -5,6 +5,7 @@ message gives for that stream."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,3 +76,19 @@ def worker_thread(kafka_config: dict, topic_prefix: str, data_dir: Path, message
         worker.running = False
         thread.join(60)
     assert not thread.is_alive(), "the worker did not stop within 60 s"
+
+
+def take_instance_id(kafka_config: dict, worker: Any) -> Any:
+    """A consumer that joins ``worker``'s group under its ``group.instance.id``, fencing it,
+    and returns once it holds the worker's partitions (the caller closes it)."""
+    from confluent_kafka import Consumer
+
+    rival = Consumer({**kafka_config, "group.id": worker.settings.app_id,
+                      "group.instance.id": worker.settings.instance_id,
+                      "session.timeout.ms": 10000})
+    rival.subscribe(list(worker.roles))
+    deadline = time.monotonic() + 60
+    while not rival.assignment():  # it has taken the worker's place and partitions
+        rival.poll(0.1)
+        assert time.monotonic() < deadline, "the rival got no partitions"
+    return rival

@@ -14,6 +14,7 @@ from streamfs.client import SelectionReader
 from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
 
+from .held_changelog import hold_changelog_record
 from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
 from .workload import interleave, mixed_workload
 
@@ -107,13 +108,8 @@ def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
     dead-lettered their streams). Here the moment is held open: a changelog record in an open
     transaction, and the input offset committed with metadata saying the changelog reaches
     past it. The new owner must wait for that record and apply it."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
     from streamfs.client import OutputReader
     from streamfs.producers import feature_stream_messages
-    from streamfs.settings import Settings
-    from streamfs.topics import changelog_specs
-    from streamfs.worker.app import offset_metadata
     from streamfs.worker.processor import header_key
 
     app_id = f"app-{uuid.uuid4().hex[:8]}"
@@ -134,27 +130,9 @@ def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
         next(reader.updates("held", timeout=120))  # committed, with its state and offsets
     first.stop()
 
-    group = Consumer({**kafka_config, "group.id": app_id})
-    committed = group.committed([TopicPartition(features.name, p)
-                                 for p in range(features.partitions)], timeout=30)
-    (tp,) = [c for c in committed if c.offset > 0]
-    changelog = changelog_specs(app_id, features.partitions, 1,
-                                Settings.from_env().max_message_bytes)["features-changelog"].name
-    ends = []
-    held = Producer({**kafka_config, "transactional.id": f"held-{uuid.uuid4().hex}"})
-    held.init_transactions(30)
-    held.begin_transaction()  # the stream's header deleted, in a transaction left open
-    held.produce(changelog, key=header_key("held").encode(), value=None, partition=tp.partition,
-                 on_delivery=lambda err, msg: ends.append(msg.offset() + 1))
-    assert held.flush(30) == 0 and ends
-    offsets = Producer({**kafka_config, "transactional.id": f"offsets-{uuid.uuid4().hex}"})
-    offsets.init_transactions(30)
-    offsets.begin_transaction()  # the same offset, now claiming the changelog up to the record
-    offsets.send_offsets_to_transaction(
-        [TopicPartition(features.name, tp.partition, tp.offset, metadata=offset_metadata(ends[0]))],
-        group.consumer_group_metadata(), 30)
-    offsets.commit_transaction(30)
-    group.close()
+    # the stream's header deleted, in a transaction left open
+    held, _, _, end = hold_changelog_record(kafka_config, app_id, features, header_key("held"),
+                                            None)
 
     second = make_worker(topic_prefix, app_id)
     deadline = time.monotonic() + 120

@@ -16,17 +16,14 @@ from streamfs.client import SelectionReader
 from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
 
+from .held_changelog import hold_changelog_record
+
 pytestmark = pytest.mark.kafka
 
 
 def test_a_restore_past_its_deadline_leaves_no_local_copy_claiming_unread_records(
         kafka_config, topic_prefix, make_worker, tmp_path):
-    from confluent_kafka import Consumer, Producer, TopicPartition
-
     from streamfs.producers import feature_stream_messages
-    from streamfs.settings import Settings
-    from streamfs.topics import changelog_specs
-    from streamfs.worker.app import offset_metadata
     from streamfs.worker.localstore import LocalStore
     from streamfs.worker.processor import SEP
 
@@ -48,34 +45,15 @@ def test_a_restore_past_its_deadline_leaves_no_local_copy_claiming_unread_record
         next(reader.updates("late", timeout=120))  # committed, and saved to the local copy
     first.stop()
 
-    group = Consumer({**kafka_config, "group.id": app_id})
-    committed = group.committed([TopicPartition(features.name, p)
-                                 for p in range(features.partitions)], timeout=30)
-    (tp,) = [c for c in committed if c.offset > 0]
-    changelog = changelog_specs(app_id, features.partitions, 1,
-                                Settings.from_env().max_message_bytes)["features-changelog"].name
     probe = f"probe{SEP}x"  # a key no stream reads: it changes nothing but the store
-    ends: list[int] = []
-    held = Producer({**kafka_config, "transactional.id": f"held-{uuid.uuid4().hex}",
-                     "transaction.timeout.ms": 120_000})  # open well past the restore's deadline
-    held.init_transactions(30)
-    held.begin_transaction()
-    held.produce(changelog, key=probe.encode(), value=b"1", partition=tp.partition,
-                 on_delivery=lambda err, msg: ends.append(msg.offset() + 1))
-    assert held.flush(30) == 0 and ends
-    offsets = Producer({**kafka_config, "transactional.id": f"offsets-{uuid.uuid4().hex}"})
-    offsets.init_transactions(30)
-    offsets.begin_transaction()  # the same offset, claiming the changelog up to the record
-    offsets.send_offsets_to_transaction(
-        [TopicPartition(features.name, tp.partition, tp.offset, metadata=offset_metadata(ends[0]))],
-        group.consumer_group_metadata(), 30)
-    offsets.commit_transaction(30)
-    group.close()
+    # held open well past the restore's deadline
+    held, tp, changelog, end = hold_changelog_record(kafka_config, app_id, features, probe, b"1",
+                                                     **{"transaction.timeout.ms": 120_000})
 
     # a 2 s transaction timeout: the restore gives up after 12 s
     second = make_worker(topic_prefix, app_id, STREAMFS_TRANSACTION_TIMEOUT="2")
     deadline = time.monotonic() + 120
-    while f"ends before offset {ends[0]}" not in second.log_path.read_text():
+    while f"ends before offset {end}" not in second.log_path.read_text():
         assert time.monotonic() < deadline, second.log_tail(40)
         time.sleep(0.2)  # polling another process's log
     send(msgs[3:])  # committed on top of the partial restore, and saved locally after
@@ -91,4 +69,4 @@ def test_a_restore_past_its_deadline_leaves_no_local_copy_claiming_unread_record
     finally:
         local.close()
     # a copy is the changelog up to its offset: one past the record must hold it
-    assert offset is None or offset < ends[0] or probe in records, (offset, ends[0])
+    assert offset is None or offset < end or probe in records, (offset, end)

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from streamfs.client import SelectionReader
 from streamfs.topics import load_catalogue
 
-from .inprocess import one_at_a_time, saola_stream, without_timestamp
+from .inprocess import one_at_a_time, saola_stream, take_instance_id, without_timestamp
 from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
 from .workload import interleave, mixed_workload
 
@@ -129,8 +129,6 @@ def test_a_worker_fenced_before_its_offsets_are_sent_aborts_that_transaction_and
     between a batch's results and its offsets. The broker refuses the offsets
     (FENCED_INSTANCE_ID); the worker aborts the transaction and stops, without rewinding and
     trying again. Run in this process to choose that moment."""
-    from confluent_kafka import Consumer
-
     from streamfs.producers import StreamPublisher
     from streamfs.settings import Settings
     from streamfs.worker import app
@@ -143,15 +141,7 @@ def test_a_worker_fenced_before_its_offsets_are_sent_aborts_that_transaction_and
     def complete(self, batch):
         batches.append(batch.messages)
         if len(batches) == 2:  # the second batch: its results are produced, not its offsets
-            rival = Consumer({**kafka_config, "group.id": self.settings.app_id,
-                              "group.instance.id": self.settings.instance_id,
-                              "session.timeout.ms": 10000})
-            rivals.append(rival)
-            rival.subscribe(list(self.roles))
-            deadline = time.monotonic() + 60
-            while not rival.assignment():  # it has taken the worker's place and partitions
-                rival.poll(0.1)
-                assert time.monotonic() < deadline
+            rivals.append(take_instance_id(kafka_config, self))
         return real_complete(self, batch)
 
     monkeypatch.setattr(app.Worker, "_complete", complete)

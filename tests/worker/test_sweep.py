@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
-from tests.worker.inprocess import saola_stream, worker_thread
+from tests.worker.inprocess import saola_stream, take_instance_id, worker_thread
 
 pytestmark = pytest.mark.kafka
 
@@ -188,23 +188,13 @@ def test_a_fenced_worker_s_sweep_commits_no_tombstone(kafka_config, topic_prefix
     refuses them, the tombstone is aborted, and the worker stops as a fenced worker stops
     (:class:`InstanceFenced`, no rewind). Before the sweep sent offsets, its tombstone was
     committed behind the new member's back."""
-    from confluent_kafka import Consumer
-
     from streamfs.worker import app
     from streamfs.worker.processor import header_key
 
     rivals: list = []
 
     def fenced_first(worker, sweep) -> None:
-        rival = Consumer({**kafka_config, "group.id": worker.settings.app_id,
-                          "group.instance.id": worker.settings.instance_id,
-                          "session.timeout.ms": 10000})
-        rivals.append(rival)
-        rival.subscribe(list(worker.roles))
-        deadline = time.monotonic() + 60
-        while not rival.assignment():  # it has taken the worker's place and partitions
-            rival.poll(0.1)
-            assert time.monotonic() < deadline, "the rival got no partitions"
+        rivals.append(take_instance_id(kafka_config, worker))
         sweep()
 
     swept = _one_sweep(monkeypatch, fenced_first)
