@@ -461,7 +461,16 @@ class StreamProcessor:
             plan = self._step(stream, header, algo, message, timestamp, close=kind == "close")
             plan.rebuild_seconds = rebuild_seconds
             return plan
-        except InvalidInput as exc:
+        except StateLost:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug must not stop the stream either
+            if not isinstance(exc, InvalidInput):
+                # A bug (or a resource error) on this message: dead-lettered with its cause,
+                # and the stream goes on without it as without invalid data. Left unconsumed,
+                # its sequence number made every later message of the stream a "sequence gap"
+                # dead letter: the rest of its valid input lost.
+                log.exception("internal error on stream %r", stream)
+                exc = InvalidInput(f"internal error: {type(exc).__name__}: {exc}")
             # Consume the sequence number so that the stream can go on.
             header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
             if self._mutating:

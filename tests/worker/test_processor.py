@@ -702,6 +702,40 @@ def test_a_failure_inside_the_algorithm_of_an_unflushed_stream_asks_for_a_replay
     assert unpackb(replay.store[header_key("s")])["last_seq"] == 2  # consumed; stream goes on
 
 
+def test_a_bug_inside_the_algorithm_loses_only_its_message(monkeypatch):
+    """An error that is no ValueError (a bug, a resource error) on one block: that block is
+    dead-lettered with its cause and the stream goes on, as for invalid data. Its sequence
+    number was left unconsumed, so every later message of the stream became a 'sequence gap'
+    dead letter and the stream never reached its final result. (Deferred, the failure asks
+    for a replay first, one message at a time as here: the test above.)"""
+    from streamfs.algorithms.saola import SAOLA
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    assert len(msgs) == 6  # open, four blocks, close
+    real = SAOLA.partial_fit
+    calls = {"n": 0}
+
+    def fails_on_second_block(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise IndexError("bug")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SAOLA, "partial_fit", fails_on_second_block)
+    processor = StreamProcessor("features", {})
+    results, dead = _run(processor, msgs)
+    assert [d["reason"] for d in dead] == ["internal error: IndexError: bug"]
+    final = decode(results[-1])
+    assert final["final"] and final["counters"]["rejected_messages"] == 1
+    # the stream went on without the second block: as a stream that never had it
+    monkeypatch.setattr(SAOLA, "partial_fit", real)
+    without = [m for i, m in enumerate(msgs) if i != 2]
+    without = without[:2] + [dict(m, seq=m["seq"] - 1) for m in without[2:]]
+    straight, _ = _run(StreamProcessor("features", {}), without)
+    assert final["selection"] == decode(straight[-1])["selection"]
+
+
 def test_deferred_replace_of_an_unflushed_run_leaves_only_the_new_run():
     X, y = _data()
     first = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 10))
