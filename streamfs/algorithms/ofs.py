@@ -1086,7 +1086,9 @@ class _PartialMixin:
 class OFS(InstanceStreamSelector):
     """OFS with full input (Algorithm 3): hinge-triggered gradient step with decay
     ``(1 - lam eta)``, projection onto the L2 ball of radius ``1/sqrt(lam)``, truncation to
-    ``B`` weights.
+    ``B`` weights. The authors' experiment script leaves the decay out (``w + eta y x``, then
+    the ball of radius 10): ``OFS(lam=0, radius=10)``, which selects other features on some
+    streams (``tests/algorithms/test_ofs_authors_variant.py``).
 
     >>> m = OFS(n_features_to_select=1, normalize=False)
     >>> m.learn_one(np.array([0.6, 0.8]), 1).coef_   # w = trunc(0.2 * x, 1)
