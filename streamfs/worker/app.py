@@ -185,6 +185,13 @@ class Rewind(Exception):
     """The current transaction was aborted: restore state and re-read from committed offsets."""
 
 
+class RestoreHeld(Exception):
+    """A changelog partition holds the records its committed offsets claim, but a transaction
+    still open keeps them from ``read_committed`` readers past the restore's deadline (a stale
+    producer's transaction lasts up to its own ``transaction.timeout.ms``). Running on the part
+    read would be wrong state; the worker exits (70) and its supervisor's restart reads again."""
+
+
 class InstanceFenced(Exception):
     """Another worker joined the group with this worker's ``STREAMFS_INSTANCE_ID``, and the
     broker fenced this one: it can commit nothing more (its transaction in progress is
@@ -653,6 +660,7 @@ class Worker:
             deadline = time.monotonic() + wait
             while pending:
                 if time.monotonic() > deadline:
+                    self._held_records(pending, targets)  # RestoreHeld if they are there
                     for key in pending:
                         log.error("changelog %s:%d ends before offset %s, where it ended when "
                                   "the input offsets were committed: restored what is there",
@@ -691,6 +699,32 @@ class Worker:
             return records
         finally:
             reader.close()
+
+    def _held_records(self, pending: set[tuple[str, int]],
+                      targets: dict[tuple[str, int], int | None]) -> None:
+        """:class:`RestoreHeld` when a ``pending`` changelog partition holds records up to its
+        target (its end for a ``read_uncommitted`` reader): a transaction still open hides
+        them, and they come once it ends. Where the log ends before the target, the records
+        are gone (the changelog topic made again, say) and no wait brings them back."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        probe = make_client(Consumer, {**self.settings.kafka_config(),
+                                       "group.id": f"{self.settings.app_id}-restore",
+                                       "isolation.level": "read_uncommitted"})
+        try:
+            for key in sorted(pending):
+                topic, target = self.changelog[key[0]], targets.get(key) or 0
+                _, end = probe.get_watermark_offsets(TopicPartition(topic, key[1]), timeout=30)
+                if end >= target:
+                    raise RestoreHeld(
+                        f"changelog {topic}:{key[1]} holds the records up to offset {target} "
+                        f"that its committed offsets claim, but a transaction still open hides "
+                        f"them after {self.settings.transaction_timeout + 10:.0f} s (a stale "
+                        f"producer's transaction lasts up to its transaction.timeout.ms): "
+                        f"stopping rather than running on part of the state; a restart reads "
+                        f"it again")
+        finally:
+            probe.close()
 
     def _load_local(self, key: tuple[str, int], state: PartitionState, low: int,
                     high: int) -> int:
@@ -1435,6 +1469,9 @@ def run_worker(settings: Settings) -> None:
         worker.run()
     except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced):
         raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
+    except RestoreHeld as exc:  # known, and a restart is the cure: one line, no traceback
+        log.critical("%s", exc)
+        os._exit(EXIT_FATAL)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)
         os._exit(EXIT_FATAL)

@@ -1,6 +1,7 @@
-"""A changelog record held in an open transaction while the input offset claiming it is
-committed: how a new owner meets a transaction whose commit markers have not reached every
-partition yet (or come too late)."""
+"""A group's committed input offset made to claim more of the changelog than a reader sees:
+a changelog record held in an open transaction (how a new owner meets a transaction whose
+commit markers have not reached every partition yet, or come too late), or records that are
+not there at all (a changelog topic made again)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,38 @@ from streamfs.topics import changelog_specs
 from streamfs.worker.app import offset_metadata
 
 
+def committed_input(kafka_config: dict, app_id: str, features: Any
+                    ) -> tuple[TopicPartition, str]:
+    """The one partition of ``features`` for which group ``app_id`` (its worker stopped) has
+    committed input, with that offset; and its changelog topic's name."""
+    group = Consumer({**kafka_config, "group.id": app_id})
+    try:
+        committed = group.committed([TopicPartition(features.name, p)
+                                     for p in range(features.partitions)], timeout=30)
+    finally:
+        group.close()
+    (tp,) = [c for c in committed if c.offset > 0]
+    changelog = changelog_specs(app_id, features.partitions, 1, Settings.from_env()
+                                .max_message_bytes)["features-changelog"].name
+    return tp, changelog
+
+
+def claim_changelog_end(kafka_config: dict, app_id: str, tp: TopicPartition, end: int) -> None:
+    """Commit ``tp``'s offset again for group ``app_id``, its metadata saying the changelog
+    reaches offset ``end``."""
+    group = Consumer({**kafka_config, "group.id": app_id})
+    try:
+        offsets = Producer({**kafka_config, "transactional.id": f"offsets-{uuid.uuid4().hex}"})
+        offsets.init_transactions(30)
+        offsets.begin_transaction()
+        offsets.send_offsets_to_transaction(
+            [TopicPartition(tp.topic, tp.partition, tp.offset, metadata=offset_metadata(end))],
+            group.consumer_group_metadata(), 30)
+        offsets.commit_transaction(30)
+    finally:
+        group.close()
+
+
 def hold_changelog_record(kafka_config: dict, app_id: str, features: Any, key: str,
                           value: bytes | None, **producer: Any
                           ) -> tuple[Producer, TopicPartition, str, int]:
@@ -23,29 +56,14 @@ def hold_changelog_record(kafka_config: dict, app_id: str, features: Any, key: s
     again with metadata saying the changelog reaches past that record. Returns the producer
     holding the transaction, the input partition with its committed offset, the changelog's
     name and the offset the record ends at."""
-    group = Consumer({**kafka_config, "group.id": app_id})
-    try:
-        committed = group.committed([TopicPartition(features.name, p)
-                                     for p in range(features.partitions)], timeout=30)
-        (tp,) = [c for c in committed if c.offset > 0]
-        changelog = changelog_specs(app_id, features.partitions, 1, Settings.from_env()
-                                    .max_message_bytes)["features-changelog"].name
-        ends: list[int] = []
-        held = Producer({**kafka_config, "transactional.id": f"held-{uuid.uuid4().hex}",
-                         **producer})
-        held.init_transactions(30)
-        held.begin_transaction()
-        held.produce(changelog, key=key.encode(), value=value, partition=tp.partition,
-                     on_delivery=lambda err, msg: ends.append(msg.offset() + 1))
-        assert held.flush(30) == 0 and ends
-        offsets = Producer({**kafka_config, "transactional.id": f"offsets-{uuid.uuid4().hex}"})
-        offsets.init_transactions(30)
-        offsets.begin_transaction()  # the same offset, now claiming the changelog up to the record
-        offsets.send_offsets_to_transaction(
-            [TopicPartition(features.name, tp.partition, tp.offset,
-                            metadata=offset_metadata(ends[0]))],
-            group.consumer_group_metadata(), 30)
-        offsets.commit_transaction(30)
-    finally:
-        group.close()
+    tp, changelog = committed_input(kafka_config, app_id, features)
+    ends: list[int] = []
+    held = Producer({**kafka_config, "transactional.id": f"held-{uuid.uuid4().hex}",
+                     **producer})
+    held.init_transactions(30)
+    held.begin_transaction()
+    held.produce(changelog, key=key.encode(), value=value, partition=tp.partition,
+                 on_delivery=lambda err, msg: ends.append(msg.offset() + 1))
+    assert held.flush(30) == 0 and ends
+    claim_changelog_end(kafka_config, app_id, tp, ends[0])
     return held, tp, changelog, ends[0]
