@@ -18,6 +18,8 @@ from streamfs.producers.sources import InstanceSource
 
 #: cap on librdkafka's local queue so a fast reader cannot buffer a whole file in memory
 PRODUCER_QUEUE_KBYTES = 32 * 1024
+#: librdkafka's default batch.size
+LIBRDKAFKA_BATCH_BYTES = 1_000_000
 
 
 def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic: str, *,
@@ -39,7 +41,12 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
     """
     if rate is not None:
         messages = throttle(messages, TokenBucket(rate))
-    conf = {"queue.buffering.max.kbytes": PRODUCER_QUEUE_KBYTES, **kafka_config}
+    conf: dict[str, Any] = {"queue.buffering.max.kbytes": PRODUCER_QUEUE_KBYTES}
+    if record_limit is not None:
+        # the broker holds a batch of records to the topic's limit, not each record:
+        # librdkafka's batches (batch.size, 1 MB) of small-topic blocks were refused whole
+        conf["batch.size"] = min(LIBRDKAFKA_BATCH_BYTES, record_limit)
+    conf.update(kafka_config)
     pub = StreamPublisher(conf, topic)
     pub.connect()
     count, stream = 0, ""

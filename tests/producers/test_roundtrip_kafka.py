@@ -193,6 +193,24 @@ def test_blocks_fill_what_the_topic_accepts(kafka_config, topic_prefix, tmp_path
     assert max(sizes) <= stock and len(sizes) - 2 == 11  # 896 KiB blocks
 
 
+def test_a_topic_under_a_megabyte_takes_a_stream_in_one_go(kafka_config, topic_prefix):
+    """Blocks of 7/8 of a small topic's limit fit it one by one, and so must the producer's
+    batches of them: librdkafka batched up to its batch.size (1 MB) and the broker refused
+    each batch over the topic's max.message.bytes (MSG_SIZE_TOO_LARGE, nothing published)."""
+    from streamfs.topics import TopicSpec
+
+    rng = np.random.default_rng(22)
+    X, y = rng.normal(size=(500, 200)), rng.integers(0, 2, 500)  # 800 KB of columns
+    limit = 100_000
+    small = TopicSpec("features", f"{topic_prefix}under1m", 1, 1,
+                      {"max.message.bytes": str(limit)})
+    create_topics(kafka_config, {"features": small})
+    n = produce_features(kafka_config, small.name, "u", X, y, "saola")
+    sizes: list[int] = []
+    _exact(reassemble(consume_stream(kafka_config, small.name, "u", sizes=sizes))["X"], X)
+    assert n == len(sizes) > 10 and max(sizes) <= limit
+
+
 def test_rate_limited_replay_is_paced(kafka_config, topic_prefix, read_stream, tmp_path):
     import time
 
