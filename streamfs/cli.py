@@ -442,7 +442,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                                            instance_messages_from_chunks)
     from streamfs.producers.checks import (check_block_bytes, check_groups_apply, continuing,
                                            exists_problem)
-    from streamfs.producers.errors import StreamLeftOpen, left_open_message
+    from streamfs.producers.errors import PublishInterrupted, StreamLeftOpen, left_open_message
     from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import items_per_message, send_messages, topic_record_limit
     from streamfs.producers.sources import open_instances
@@ -541,8 +541,10 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise UsageProblem(str(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
-    except KeyboardInterrupt:
-        sent = counts["messages"]
+    except KeyboardInterrupt as exc:
+        # what the broker acknowledged once the publish settled; the count of messages
+        # handed over if the signal came before or during that
+        sent = exc.messages_sent if isinstance(exc, PublishInterrupted) else counts["messages"]
         click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
                    + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}" if sent
                       else ""), err=True)

@@ -8,7 +8,8 @@ from streamfs.producers.blocks import (
     instance_stream_messages,
     row_blocks,
 )
-from streamfs.producers.errors import InputDataError, InputFileError, StreamLeftOpen
+from streamfs.producers.errors import (InputDataError, InputFileError, PublishInterrupted,
+                                       StreamLeftOpen)
 from streamfs.producers.files import load_file
 from streamfs.producers.kafka import DeliveryError, StreamPublisher
 from streamfs.producers.publish import StreamExists, produce_features, produce_instances
@@ -16,7 +17,7 @@ from streamfs.producers.sources import open_instances
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES", "DeliveryError", "InputDataError", "InputFileError", "StreamExists",
-    "StreamLeftOpen", "StreamPublisher", "column_blocks", "feature_order",
+    "PublishInterrupted", "StreamLeftOpen", "StreamPublisher", "column_blocks", "feature_order",
     "feature_stream_messages", "instance_stream_messages", "load_file", "open_instances",
     "produce_features", "produce_instances", "row_blocks",
 ]

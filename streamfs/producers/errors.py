@@ -23,6 +23,16 @@ class StreamLeftOpen(RuntimeError):
             "publish it again with replace=True, or under another stream id"))
 
 
+class PublishInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a publish, raised once the messages in flight settled: ``messages_sent``
+    says how many the broker acknowledged (not how many were handed to the client)."""
+
+    def __init__(self, stream: str, messages_sent: int) -> None:
+        super().__init__(f"{messages_sent} message(s) of stream {stream!r} were published")
+        self.stream = stream
+        self.messages_sent = messages_sent
+
+
 def left_open_message(cause: BaseException, stream: str, sent: int, retry: str) -> str:
     """What a publish stopped part way says: why, how many messages went out, and ``retry``."""
     return (f"{cause} ({sent} message(s) of stream {stream!r} were already published; it stays "

@@ -10,7 +10,7 @@ from streamfs.producers.blocks import (block_budget, feature_stream_messages,
 from streamfs.codec import encode
 from streamfs.producers.checks import (check_block_bytes, check_instance_source, continuing,
                                        exists_problem, existing_stream, results_topic)
-from streamfs.producers.errors import InputDataError, StreamLeftOpen
+from streamfs.producers.errors import InputDataError, PublishInterrupted, StreamLeftOpen
 from streamfs.producers.kafka import DeliveryError, StreamPublisher, topic_message_limit
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
@@ -37,7 +37,9 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
     record over ``record_limit`` bytes, or a delivery the broker refused (a stream's ``close``
     is sent only once every message before it is acknowledged, so a stream with a gap is never
     closed). If messages were delivered by then, :class:`StreamLeftOpen` says how many and how
-    to recover, chained to the cause; else the cause itself is raised.
+    to recover, chained to the cause; else the cause itself is raised. Ctrl-C raises
+    :class:`~streamfs.producers.errors.PublishInterrupted` (a ``KeyboardInterrupt``) with the
+    number of messages delivered.
     """
     if rate is not None:
         messages = throttle(messages, TokenBucket(rate))
@@ -65,6 +67,9 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
         pub.flush()
     except BaseException as exc:
         delivered = _settle(pub)
+        if isinstance(exc, KeyboardInterrupt):
+            # the caller's own count misses a message handed over just before the signal
+            raise PublishInterrupted(stream, delivered) from exc
         if not delivered or not isinstance(exc, Exception):  # e.g. KeyboardInterrupt
             raise
         raise StreamLeftOpen(stream, delivered, exc) from exc

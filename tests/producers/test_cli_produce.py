@@ -181,3 +181,33 @@ def test_an_id_with_feature_stream_results_is_refused_for_instances_even_with_re
             "version 13): an instance stream under the same id would mix its results with "
             "those, even with --replace; choose another --stream") in result.output
     assert records_on(kafka_config, topics["instances"].name) == 0
+
+
+def test_ctrl_c_says_how_many_messages_the_broker_took(kafka_config, topic_prefix, tmp_path,
+                                                       monkeypatch):
+    """Ctrl-C lands where it will: here right after the 3rd message went to the client, before
+    the CLI counted it. The count printed was of messages counted so far (2), not of those the
+    broker acknowledged once the publish settled (3): a script reading it would resume wrong."""
+    from streamfs.producers.kafka import StreamPublisher
+    from tests.producers.test_publish_checks import records_on
+
+    calls = []
+    original = StreamPublisher.raise_failures
+
+    def interrupted_at_the_third(self: StreamPublisher) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        original(self)
+
+    monkeypatch.setattr(StreamPublisher, "raise_failures", interrupted_at_the_third)
+    rng = np.random.default_rng(3)
+    data = np.column_stack([rng.normal(size=(200, 40)), np.arange(200) % 2])
+    np.save(tmp_path / "d.npy", data)
+    result = _run(kafka_config, topic_prefix, "features", tmp_path / "d.npy", "--stream", "c",
+                  "-a", "saola", "--block-bytes", 1600)
+    topic = load_catalogue(topic_prefix)["features"].name
+    assert result.exit_code == 130, result.output
+    sent = records_on(kafka_config, topic)
+    assert sent == 3
+    assert f"interrupted: {sent} message(s) of stream 'c' were published" in result.output
