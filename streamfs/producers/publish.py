@@ -85,13 +85,23 @@ def _settle(pub: StreamPublisher) -> int:
     return pub.delivered
 
 
+#: what a record batch of one record adds to its key and value, at most: the batch header
+#: (61 bytes) and the record's attributes, deltas and varint lengths (19). The broker holds
+#: the whole batch to the topic's max.message.bytes
+RECORD_FRAMING_BYTES = 80
+
+
 def check_record_size(message: dict, size: int, record_limit: int | None) -> None:
     """:class:`InputDataError` for a message the broker or the worker would refuse by size."""
-    if record_limit is not None and size > record_limit:
+    if record_limit is None:
+        return
+    framed = size + len(message["stream"].encode()) + RECORD_FRAMING_BYTES
+    if framed > record_limit:
         raise InputDataError(
             f"the {message['kind']!r} message (seq {message['seq']}) of stream "
-            f"{message['stream']!r} is {size} bytes, over the record limit of {record_limit} "
-            f"bytes (the topic's max.message.bytes, or the worker's STREAMFS_MAX_MESSAGE_BYTES)")
+            f"{message['stream']!r} is {size} bytes ({framed} with its key and Kafka's record "
+            f"framing), over the record limit of {record_limit} bytes (the topic's "
+            f"max.message.bytes, or the worker's STREAMFS_MAX_MESSAGE_BYTES)")
 
 
 def worker_record_limit() -> int:

@@ -165,7 +165,8 @@ def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, 
          r"a stored column \(80000 bytes of values and up to 4096 of envelope\) would exceed "
          r"the record limit of 65536 bytes"),
         (produce_instances, instances, (named, y), "ofs", {},
-         r"the 'open' message \(seq 0\) of stream 'c' is \d+ bytes, over the record limit"),
+         r"the 'open' message \(seq 0\) of stream 'c' is \d+ bytes \(\d+ with its key and "
+         r"Kafka's record framing\), over the record limit"),
         (produce_instances, instances, (wide, wide_y), "ofs", {},
          r"need 80000 bytes each, over the record limit of 65536"),
         (produce_features, features, (X, y), "group-saola", {}, "group-saola needs the groups"),
@@ -262,3 +263,37 @@ def test_an_id_with_results_of_the_other_kind_is_refused_even_with_replace(
                        r"stream of 'ofs' \(open, run 1, version 2\): a feature stream"):
         produce_features(kafka_config, features, "fast1", X, y, "saola", replace=replace)
     assert records_on(kafka_config, features) == records_on(kafka_config, instances) == 0
+
+
+def test_a_message_that_fits_only_without_kafka_s_framing_is_refused_before_the_open(
+        kafka_config, topic_prefix):
+    """The broker holds a record's batch to the topic's max.message.bytes, its framing (the
+    batch header, the record's lengths, the key) counted: an ``open`` of 19,990 bytes passed
+    the check against a 20,000-byte limit, then the broker refused it (DeliveryError,
+    MSG_SIZE_TOO_LARGE) instead of the InputDataError naming the message."""
+    from streamfs.producers.blocks import instance_messages_from_chunks
+    from streamfs.codec import encode
+    from streamfs.producers.checks import check_instance_source
+
+    limit = 20_000
+    small = TopicSpec("instances", f"{topic_prefix}edge", 1, 1, {"max.message.bytes": str(limit)})
+    create_topics(kafka_config, {"instances": small})
+    X, y = _data(n=50, d=600)
+    params = {"n_features_to_select": 3}
+
+    def source(pad: int) -> InstanceSource:
+        names = [f"feature-{j:05d}" + "x" * (pad if j == 0 else 0) for j in range(X.shape[1])]
+        return InstanceSource.from_arrays(X, y, names)
+
+    def open_bytes(pad: int) -> int:
+        src = source(pad)
+        sent = check_instance_source(src, "ofs", params, limit)
+        head = next(instance_messages_from_chunks("edge", src.chunks(), src.n_features, "ofs",
+                                                  sent, feature_names=src.feature_names))
+        return len(encode(head))
+
+    pad = limit - 10 - open_bytes(0)  # an open 10 bytes under the limit
+    assert limit - 20 < open_bytes(pad) <= limit
+    with pytest.raises(InputDataError, match=r"the 'open' message \(seq 0\) of stream 'edge'"):
+        produce_instances(kafka_config, small.name, "edge", source(pad), None, "ofs", params)
+    assert records_on(kafka_config, small.name) == 0
