@@ -7,6 +7,10 @@ from typing import Any, Iterable
 from streamfs.codec import encode
 
 
+#: the publisher client's largest message unless its configuration says otherwise
+PUBLISHER_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
 class DeliveryError(RuntimeError):
     """A message could not be delivered to the broker."""
 
@@ -51,7 +55,7 @@ class StreamPublisher:
 
         kafka_config = with_kafka_logger(kafka_config)
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                "message.max.bytes": 16 * 1024 * 1024, "compression.type": "none",
+                "message.max.bytes": PUBLISHER_MESSAGE_BYTES, "compression.type": "none",
                 # never let a broker with auto.create.topics.enable (Kafka's default) create
                 # a catalogue topic with its own defaults (one partition, 1 MB messages)
                 # because a stream was published before any worker ran

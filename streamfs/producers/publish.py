@@ -11,7 +11,8 @@ from streamfs.codec import encode
 from streamfs.producers.checks import (check_block_bytes, check_instance_source, continuing,
                                        exists_problem, existing_stream, results_topic)
 from streamfs.producers.errors import InputDataError, PublishInterrupted, StreamLeftOpen
-from streamfs.producers.kafka import DeliveryError, StreamPublisher, topic_message_limit
+from streamfs.producers.kafka import (PUBLISHER_MESSAGE_BYTES, DeliveryError, StreamPublisher,
+                                      topic_message_limit)
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 from streamfs.producers.sources import InstanceSource
@@ -20,6 +21,8 @@ from streamfs.producers.sources import InstanceSource
 PRODUCER_QUEUE_KBYTES = 32 * 1024
 #: librdkafka's default batch.size
 LIBRDKAFKA_BATCH_BYTES = 1_000_000
+#: librdkafka's largest message.max.bytes
+LIBRDKAFKA_MESSAGE_LIMIT = 1_000_000_000
 
 
 def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic: str, *,
@@ -48,6 +51,10 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
         # the broker holds a batch of records to the topic's limit, not each record:
         # librdkafka's batches (batch.size, 1 MB) of small-topic blocks were refused whole
         conf["batch.size"] = min(LIBRDKAFKA_BATCH_BYTES, record_limit)
+        # the client's own cap (16 MiB by default) must not refuse what the topic and the
+        # worker take (STREAMFS_MAX_MESSAGE_BYTES goes to ~1 GB)
+        conf["message.max.bytes"] = min(LIBRDKAFKA_MESSAGE_LIMIT,
+                                        max(PUBLISHER_MESSAGE_BYTES, record_limit + 65536))
     conf.update(kafka_config)
     pub = StreamPublisher(conf, topic)
     pub.connect()

@@ -211,6 +211,28 @@ def test_a_topic_under_a_megabyte_takes_a_stream_in_one_go(kafka_config, topic_p
     assert n == len(sizes) > 10 and max(sizes) <= limit
 
 
+def test_a_message_over_16_mib_goes_out_where_topic_and_worker_take_it(kafka_config,
+                                                                      topic_prefix,
+                                                                      monkeypatch):
+    """STREAMFS_MAX_MESSAGE_BYTES goes up to ~1 GB and the check before the open lets through a
+    message within it and the topic's limit; the publisher's client refused one over its own
+    fixed message.max.bytes (16 MiB) after the open went out (MSG_SIZE_TOO_LARGE, the stream
+    left open)."""
+    from streamfs.topics import TopicSpec
+
+    limit = 32 * 1024 * 1024
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(limit))
+    big = TopicSpec("features", f"{topic_prefix}big", 1, 1, {"max.message.bytes": str(limit)})
+    create_topics(kafka_config, {"features": big})
+    rng = np.random.default_rng(23)
+    X, y = rng.normal(size=(1000, 2200)), rng.integers(0, 2, 1000)  # one 17.6 MB group
+    produce_features(kafka_config, big.name, "g", X, y, "group-saola",
+                     groups=[list(range(2200))])
+    sizes: list[int] = []
+    _exact(reassemble(consume_stream(kafka_config, big.name, "g", sizes=sizes))["X"], X)
+    assert max(sizes) > 16 * 1024 * 1024
+
+
 def test_rate_limited_replay_is_paced(kafka_config, topic_prefix, read_stream, tmp_path):
     import time
 
