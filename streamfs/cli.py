@@ -532,7 +532,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         cause = exc.__cause__
         data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1
         note = left_open_message(cause, stream_id, exc.messages_sent, _LEFT_OPEN.format(
-            "once the file is fixed, " if data_fault else ""))
+            "once the file is fixed, " if data_fault else ""), exc.delivered_after)
         if data_fault:
             raise UsageProblem(note) from None
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {note}") \

@@ -12,15 +12,19 @@ class InputFileError(InputDataError):
 
 class StreamLeftOpen(RuntimeError):
     """A publish stopped after some of a stream's messages were delivered: the stream stays
-    open without ``close``. ``messages_sent`` says how many were delivered; the cause (the bad
-    data, or the failed delivery) is chained as ``__cause__``."""
+    open without ``close``. ``messages_sent`` says how many were delivered, in order, before
+    the first that failed; ``delivered_after`` how many queued behind a refused delivery went
+    out all the same (the worker refuses them: a sequence gap). The cause (the bad data, or the
+    failed delivery) is chained as ``__cause__``."""
 
-    def __init__(self, stream: str, messages_sent: int, cause: BaseException) -> None:
+    def __init__(self, stream: str, messages_sent: int, cause: BaseException, *,
+                 after: int = 0) -> None:
         self.stream = stream
         self.messages_sent = messages_sent
+        self.delivered_after = after
         super().__init__(left_open_message(
             cause, stream, messages_sent,
-            "publish it again with replace=True, or under another stream id"))
+            "publish it again with replace=True, or under another stream id", after))
 
 
 class PublishInterrupted(KeyboardInterrupt):
@@ -33,7 +37,11 @@ class PublishInterrupted(KeyboardInterrupt):
         self.messages_sent = messages_sent
 
 
-def left_open_message(cause: BaseException, stream: str, sent: int, retry: str) -> str:
-    """What a publish stopped part way says: why, how many messages went out, and ``retry``."""
-    return (f"{cause} ({sent} message(s) of stream {stream!r} were already published; it stays "
-            f"open without 'close': {retry})")
+def left_open_message(cause: BaseException, stream: str, sent: int, retry: str,
+                      after: int = 0) -> str:
+    """What a publish stopped part way says: why, how many messages went out (and how many
+    after a refused one), and ``retry``."""
+    behind = (f", and {after} queued behind the refused one, which the worker refuses as a "
+              "sequence gap" if after else "")
+    return (f"{cause} ({sent} message(s) of stream {stream!r} were already published{behind}; "
+            f"it stays open without 'close': {retry})")

@@ -67,6 +67,9 @@ class StreamPublisher:
         self._errors: list[str] = []
         #: messages the broker acknowledged
         self.delivered = 0
+        #: of those, how many were acknowledged before the first refused one (a stream's
+        #: messages share a partition, whose reports come in order); None: none refused
+        self.delivered_before_failure: int | None = None
 
     def connect(self, timeout: float = 10.0) -> None:
         """Connect and fetch the topic's metadata now rather than on the first send; raises
@@ -108,6 +111,8 @@ class StreamPublisher:
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
             self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")
+            if self.delivered_before_failure is None:
+                self.delivered_before_failure = self.delivered
         else:
             self.delivered += 1
 

@@ -73,23 +73,26 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
                 on_message(message)
         pub.flush()
     except BaseException as exc:
-        delivered = _settle(pub)
+        delivered, after = _settle(pub)
         if isinstance(exc, KeyboardInterrupt):
             # the caller's own count misses a message handed over just before the signal
             raise PublishInterrupted(stream, delivered) from exc
         if not delivered or not isinstance(exc, Exception):  # e.g. KeyboardInterrupt
             raise
-        raise StreamLeftOpen(stream, delivered, exc) from exc
+        raise StreamLeftOpen(stream, delivered, exc, after=after) from exc
     return count
 
 
-def _settle(pub: StreamPublisher) -> int:
-    """Wait for what is in flight after a failure; how many messages were delivered."""
+def _settle(pub: StreamPublisher) -> tuple[int, int]:
+    """Wait for what is in flight after a failure; how many messages were delivered before
+    the first refused one, and how many after it (queued behind it, they went out all the
+    same: the worker refuses them as a sequence gap)."""
     try:
         pub.flush()
     except DeliveryError:
         pass  # the failure being reported already, or one after it: the count says what got in
-    return pub.delivered
+    before = pub.delivered_before_failure
+    return (pub.delivered, 0) if before is None else (before, pub.delivered - before)
 
 
 #: what a record batch of one record adds to its key and value, at most: the batch header
