@@ -6,7 +6,9 @@ not there at all (a changelog topic made again)."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Callable
+
+import numpy as np
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -67,3 +69,44 @@ def hold_changelog_record(kafka_config: dict, app_id: str, features: Any, key: s
     assert held.flush(30) == 0 and ends
     claim_changelog_end(kafka_config, app_id, tp, ends[0])
     return held, tp, changelog, ends[0]
+
+
+def half_published(kafka_config: dict, topic_prefix: str, make_worker: Callable[..., Any],
+                   stream: str, seed: int) -> tuple[str, Any, Callable[[], None]]:
+    """A new group whose worker committed the first three messages of a SAOLA stream of 60
+    instances and 40 features (open and two blocks: version 1) and stopped. Returns the app
+    id, the features topic and a sender of the other three (two blocks and close)."""
+    from streamfs.client import SelectionReader
+    from streamfs.producers import StreamPublisher, feature_stream_messages
+    from streamfs.topics import load_catalogue
+
+    app_id = f"app-{uuid.uuid4().hex[:8]}"
+    catalogue = load_catalogue(topic_prefix)
+    features = catalogue["features"]
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(60, 40)), np.arange(60) % 2
+    msgs = list(feature_stream_messages(stream, X, y, "saola", block_bytes=60 * 8 * 10))
+    assert len(msgs) == 6  # open, four blocks, close
+
+    def send(batch: list[dict]) -> None:
+        with StreamPublisher(kafka_config, features.name) as pub:
+            pub.send_all(batch)
+
+    first = make_worker(topic_prefix, app_id)
+    send(msgs[:3])
+    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
+        next(reader.updates(stream, timeout=120))  # committed, with its state and offsets
+    first.stop()
+    return app_id, features, lambda: send(msgs[3:])
+
+
+def first_dead_letter(kafka_config: dict, topic_prefix: str, stream: str) -> dict:
+    """The first dead letter of ``stream`` (waiting up to two minutes for it)."""
+    from streamfs.client import OutputReader
+    from streamfs.topics import load_catalogue
+
+    with OutputReader(kafka_config, load_catalogue(topic_prefix)["dead_letter"].name) as reader:
+        for item in reader.messages(timeout=120):
+            if item is not None and item[1].get("stream") == stream:
+                return item[1]
+    raise AssertionError(f"no dead letter of stream {stream!r}")  # messages() timed out first

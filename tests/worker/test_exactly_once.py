@@ -5,16 +5,13 @@ every stream once, in order."""
 from __future__ import annotations
 
 import time
-import uuid
 
-import numpy as np
 import pytest
 
 from streamfs.client import SelectionReader
-from streamfs.producers import StreamPublisher
 from streamfs.topics import load_catalogue
 
-from .held_changelog import hold_changelog_record
+from .held_changelog import first_dead_letter, half_published, hold_changelog_record
 from .test_worker_acceptance import _strip, publish, reference_versions, wait_finals
 from .workload import interleave, mixed_workload
 
@@ -108,28 +105,10 @@ def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
     dead-lettered their streams). Here the moment is held open: a changelog record in an open
     transaction, and the input offset committed with metadata saying the changelog reaches
     past it. The new owner must wait for that record and apply it."""
-    from streamfs.client import OutputReader
-    from streamfs.producers import feature_stream_messages
     from streamfs.worker.processor import header_key
 
-    app_id = f"app-{uuid.uuid4().hex[:8]}"
-    catalogue = load_catalogue(topic_prefix)
-    features = catalogue["features"]
-    rng = np.random.default_rng(3)
-    X, y = rng.normal(size=(60, 40)), np.arange(60) % 2
-    msgs = list(feature_stream_messages("held", X, y, "saola", block_bytes=60 * 8 * 10))
-    assert len(msgs) == 6  # open, four blocks, close
-
-    def send(batch):
-        with StreamPublisher(kafka_config, features.name) as pub:
-            pub.send_all(batch)
-
-    first = make_worker(topic_prefix, app_id)
-    send(msgs[:3])  # open and two blocks: version 1 (the second block keeps the selection)
-    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
-        next(reader.updates("held", timeout=120))  # committed, with its state and offsets
-    first.stop()
-
+    app_id, features, send_rest = half_published(kafka_config, topic_prefix, make_worker,
+                                                 "held", seed=3)
     # the stream's header deleted, in a transaction left open
     held, _, _, end = hold_changelog_record(kafka_config, app_id, features, header_key("held"),
                                             None)
@@ -141,12 +120,9 @@ def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
         time.sleep(0.2)  # polling another process's log
     held.commit_transaction(30)  # the markers arrive
 
-    send(msgs[3:])  # the new owner restored the deletion: the stream is unknown to it now
-    with OutputReader(kafka_config, catalogue["dead_letter"].name) as reader:
-        for item in reader.messages(timeout=120):
-            if item is not None and item[1].get("stream") == "held":
-                assert "for unknown stream 'held'" in item[1]["reason"], item[1]
-                break
-    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
+    send_rest()  # the new owner restored the deletion: the stream is unknown to it now
+    letter = first_dead_letter(kafka_config, topic_prefix, "held")
+    assert "for unknown stream 'held'" in letter["reason"], letter
+    with SelectionReader(kafka_config, load_catalogue(topic_prefix)["selected"].name) as reader:
         versions = [r["version"] for r in reader.updates("held", to_end=True)]
     assert versions == [1], second.log_tail(40)

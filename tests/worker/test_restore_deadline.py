@@ -8,44 +8,21 @@ save after the next commit would claim the records never read). Real broker."""
 from __future__ import annotations
 
 import time
-import uuid
 
-import numpy as np
 import pytest
 
-from streamfs.client import OutputReader, SelectionReader
-from streamfs.producers import StreamPublisher
+from streamfs.client import SelectionReader
 from streamfs.topics import load_catalogue
 
-from .held_changelog import claim_changelog_end, committed_input, hold_changelog_record
+from .held_changelog import (claim_changelog_end, committed_input, first_dead_letter,
+                             half_published, hold_changelog_record)
 
 pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture
 def half_stream(kafka_config, topic_prefix, make_worker):
-    """A group whose worker committed the first three messages of stream 'late' (open and two
-    blocks) and stopped; returns the app id, the features topic and a sender of the rest."""
-    from streamfs.producers import feature_stream_messages
-
-    app_id = f"app-{uuid.uuid4().hex[:8]}"
-    catalogue = load_catalogue(topic_prefix)
-    features = catalogue["features"]
-    rng = np.random.default_rng(5)
-    X, y = rng.normal(size=(60, 40)), np.arange(60) % 2
-    msgs = list(feature_stream_messages("late", X, y, "saola", block_bytes=60 * 8 * 10))
-    assert len(msgs) == 6  # open, four blocks, close
-
-    def send(batch: list[dict]) -> None:
-        with StreamPublisher(kafka_config, features.name) as pub:
-            pub.send_all(batch)
-
-    first = make_worker(topic_prefix, app_id)
-    send(msgs[:3])
-    with SelectionReader(kafka_config, catalogue["selected"].name) as reader:
-        next(reader.updates("late", timeout=120))  # committed, and saved to the local copy
-    first.stop()
-    return app_id, features, lambda: send(msgs[3:])
+    return half_published(kafka_config, topic_prefix, make_worker, "late", seed=5)
 
 
 def _wait_for_line(worker, line: str) -> None:
@@ -84,12 +61,8 @@ def test_records_hidden_by_an_open_transaction_stop_the_worker_until_it_ends(
     third = make_worker(topic_prefix, app_id, STREAMFS_TRANSACTION_TIMEOUT="2")
     third.wait_ready()
     send_rest()  # the stream is unknown to the restored state: its messages are refused
-    dead_letters = load_catalogue(topic_prefix)["dead_letter"].name
-    with OutputReader(kafka_config, dead_letters) as reader:
-        for item in reader.messages(timeout=120):
-            if item is not None and item[1].get("stream") == "late":
-                assert "for unknown stream 'late'" in item[1]["reason"], item[1]
-                break
+    letter = first_dead_letter(kafka_config, topic_prefix, "late")
+    assert "for unknown stream 'late'" in letter["reason"], letter
 
 
 def test_records_that_are_not_there_are_restored_without(kafka_config, topic_prefix,
