@@ -328,15 +328,15 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``,
     of its values (columns shown with their ``names``), before anything is published or run
     (exit 2)."""
-    from streamfs.algorithms.opening import check_open, check_values
+    from streamfs.algorithms.opening import check_open, check_open_data, check_values
 
     try:
-        _, algo, params = check_open(kind, algorithm, params, n_features=n_features)
+        spec, algo, params = check_open(kind, algorithm, params, n_features=n_features)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     if y is not None:
         try:  # the labels, and what the data's size allows: the data's fault, say whose
-            _, algo, params = check_open(kind, algorithm, params, n_features=n_features, y=y)
+            check_open_data(spec, algo, y)
         except ValueError as exc:
             raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
     if X is not None:

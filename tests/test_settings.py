@@ -7,6 +7,15 @@ import pytest
 from streamfs.settings import Settings
 
 
+def _refusal(monkeypatch, **env: str) -> str:
+    """The message of the ValueError that ``Settings.from_env()`` raises with ``env`` set."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env()
+    return str(refused.value)
+
+
 def test_the_app_id_follows_the_topic_prefix_unless_set(monkeypatch):
     """Two deployments on one cluster (two prefixes) get their own consumer group and
     changelogs by default; the default prefix keeps the app id 'streamfs'."""
@@ -55,10 +64,7 @@ def test_a_setting_s_message_states_its_true_range_whatever_the_mistake(monkeypa
     """A value that does not parse and one out of range get the same message: it gave
     "0 or more" for -1 and then refused 0, and "more than 0" for inf."""
     for value in values:
-        monkeypatch.setenv(name, value)
-        with pytest.raises(ValueError) as refused:
-            Settings.from_env()
-        assert str(refused.value).startswith(f"{name} must be {words}"), value
+        assert _refusal(monkeypatch, **{name: value}).startswith(f"{name} must be {words}"), value
 
 
 def test_the_range_bounds_are_accepted_and_every_numeric_setting_has_one(monkeypatch):
@@ -96,11 +102,9 @@ def test_the_range_bounds_are_accepted_and_every_numeric_setting_has_one(monkeyp
 def test_security_settings_librdkafka_would_refuse_are_refused_by_name(monkeypatch, tmp_path,
                                                                        env, needle):
     """A client made with them raised KafkaException (_INVALID_ARG) with a traceback."""
-    for name, value in env.items():
-        monkeypatch.setenv(name, value.format(dir=tmp_path))
-    with pytest.raises(ValueError) as refused:
-        Settings.from_env()
-    assert needle.format(dir=tmp_path) in str(refused.value)
+    refusal = _refusal(monkeypatch, **{name: value.format(dir=tmp_path)
+                                       for name, value in env.items()})
+    assert needle.format(dir=tmp_path) in refusal
 
 
 def test_security_settings_librdkafka_takes_are_taken_and_make_clients(monkeypatch, tmp_path):
@@ -130,10 +134,7 @@ def test_an_instance_id_kafka_would_not_take_is_refused_by_name(monkeypatch, val
     """Kafka's rule for a group.instance.id (its Java client's; librdkafka sends anything):
     an empty or blank value, a space, a control character, a slash, a colon, a letter beyond
     ASCII, '.', '..' or more than 249 characters."""
-    monkeypatch.setenv("STREAMFS_INSTANCE_ID", value)
-    with pytest.raises(ValueError) as refused:
-        Settings.from_env()
-    assert str(refused.value) == (
+    assert _refusal(monkeypatch, STREAMFS_INSTANCE_ID=value) == (
         "STREAMFS_INSTANCE_ID must be 1 to 249 characters, each an ASCII letter or digit, '.', "
         f"'_' or '-', and not '.' or '..' (Kafka's rule for a group.instance.id), got {value!r}")
 
@@ -152,10 +153,7 @@ def test_the_instance_id_is_unset_by_default_and_taken_as_kafka_takes_it(monkeyp
 def test_a_topic_prefix_kafka_would_not_take_is_refused_by_name(monkeypatch, value):
     """A topic name of other characters, or longer than 249 with 'selected-features': the
     broker refused it, and `watch` said to create the topics, which failed the same way."""
-    monkeypatch.setenv("STREAMFS_TOPIC_PREFIX", value)
-    with pytest.raises(ValueError) as refused:
-        Settings.from_env()
-    assert str(refused.value) == (
+    assert _refusal(monkeypatch, STREAMFS_TOPIC_PREFIX=value) == (
         "STREAMFS_TOPIC_PREFIX must be at most 232 characters, each an ASCII letter or digit, "
         f"'.', '_' or '-' (Kafka's rule for topic names), got {value!r}")
     for ok in ("", "staging.", "team_a-1.", "x" * 232):

@@ -79,10 +79,17 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
         params["random_state"] = seed
     algo = spec.build(params)
     if y is not None:
-        spec.check_labels(y)
-        if hasattr(algo, "_check_n_instances"):  # parameters and memory that depend on N
-            algo._check_n_instances(len(y))
+        check_open_data(spec, algo, y)
     return spec, algo, params
+
+
+def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any) -> None:
+    """The part of :func:`check_open` that depends on the data: ``ValueError`` when the labels
+    ``y`` do not suit ``algo`` or it cannot run on ``len(y)`` instances (a caller that names
+    the data's source in the message calls it apart)."""
+    spec.check_labels(y)
+    if hasattr(algo, "_check_n_instances"):  # parameters and memory that depend on N
+        algo._check_n_instances(len(y))
 
 
 def check_stored_column(n_instances: int, record_limit: int) -> None:
