@@ -61,8 +61,10 @@ Conventions shared by all learners (documented choices where the paper is silent
   (:mod:`streamfs.algorithms._stream_params`).
 * NaN and inf: refused by ``fit``, ``predict`` and ``decision_function``, and by
   ``partial_fit`` / ``learn_one`` of the full-input learners. Partial-input learners read
-  only ``B`` attributes of an instance, so their ``partial_fit`` / ``learn_one`` do not look
-  at the others (``learn_observed`` refuses NaN among the values it is given).
+  only ``B`` attributes of an instance, so their ``partial_fit`` / ``learn_one`` /
+  ``predict_one`` refuse NaN and inf among those only, before learning the row (earlier rows
+  of a block are learned; the stream goes on as if the row had not come), and do not look at
+  the others (``learn_observed`` refuses NaN among the values it is given).
 * scikit-learn: every learner is a classifier and a feature selector (``fit`` is one pass
   over the rows in order from a fresh state; ``transform`` keeps the selected features in
   ascending index order). River-style: ``learn_one``, ``predict_one`` and ``transform_one``
@@ -598,16 +600,25 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         return indptr[a : b + 1] - lo, indices[lo:hi], data[lo:hi]
 
     # ------------------------------------------------------------------ kernel calls
-    def _run(self, M: _CSR, ysign: np.ndarray, learn: bool) -> np.ndarray:
+    def _run(self, M: _CSR, ysign: np.ndarray, learn: bool, first_row: int = 0) -> np.ndarray:
         indptr, indices, data = M
         out = np.empty(indptr.size - 1)
         if self._partial:
-            _k.run_partial(
+            row, m = _k.run_partial(
                 indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cidx,
                 self._xbuf, self._mark, self._rng, self._cnt, self._mean, self._m2, self._fp,
                 self._ip, self._fst, self._ist, out,
             )
+            if row >= 0:
+                # it reads only some attributes, so only those are checked: refused here,
+                # before the row is learned (a NaN would void the weights)
+                bad = self._widx[:m][~np.isfinite(self._wval[:m])]
+                raise ValueError(
+                    f"{type(self).__name__}: row {first_row + row} has NaN or infinite values "
+                    f"in the attributes {bad.tolist()} it read ("
+                    + ("earlier rows were learned, this one was not)" if learn
+                       else "no prediction without them)"))
         else:
             _k.run_full(
                 indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
@@ -625,7 +636,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             if start < 0:
                 self._fst[0] = -self._fst[0]
                 continue
-            self._run(self._rows(M, start, start + len(ysign)), ysign, True)
+            self._run(self._rows(M, start, start + len(ysign)), ysign, True, start)
         self._check_overflow(M)
 
     def _check_values(self, X: Any, names: Any = None) -> None:
@@ -643,6 +654,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if not data.size:
             return
         largest = float(np.max(np.abs(data)))
+        if self._partial and not math.isfinite(largest):
+            # NaN and inf are refused where a partial-input learner reads them, not elsewhere
+            finite = data[np.isfinite(data)]
+            largest = float(np.max(np.abs(finite))) if finite.size else 0.0
         if self._norm_mode() != 1:
             if largest > RAW_ABS_LIMIT:
                 raise ValueError(

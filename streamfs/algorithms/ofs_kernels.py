@@ -615,23 +615,38 @@ def learn_observed(cidx, vals, m, ysign, v, hpos, member, heap, hkey, nbuf, nval
 def run_partial(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, nbuf, nval, widx,
                 wval, cidx, xbuf, mark, rng, cnt, mean, m2, fp, ip, fst, ist, out):
     """Partial-input learners over a CSR block: for each row choose the attributes, read
-    only those, predict, learn. Without ``learn`` the prediction observes the support."""
+    only those, predict, learn. Without ``learn`` the prediction observes the support.
+
+    Returns ``(-1, 0)``, or ``(r, m)`` when row ``r`` has a NaN or infinite value among the
+    ``m`` attributes read (``widx[:m]``, ``wval[:m]``): the rows before it are learned, row
+    ``r`` is not (its draw is undone: the generator is as before it)."""
+    saved = np.empty(4, dtype=np.uint64)
     for r in range(indptr.shape[0] - 1):
         a = indptr[r]
         b = indptr[r + 1]
         for p in range(a, b):
             xbuf[indices[p]] = data[p]
         if learn:
+            saved[:] = rng
             m = choose(cidx, heap, mark, rng, fp, ip, ist)
         else:
             m = ist[0]
             for p in range(m):
                 cidx[p] = heap[p]
+        finite = True
         for k in range(m):
             widx[k] = cidx[k]
             wval[k] = xbuf[cidx[k]]
+            if not np.isfinite(wval[k]):
+                finite = False
         for p in range(a, b):
             xbuf[indices[p]] = 0.0
+        if not finite:
+            if learn:
+                # the stamp ist[5] stays advanced: stamps only have to be new, and the marks
+                # of the undone draw carry the old one
+                rng[:] = saved
+            return r, m
         q = _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip)
         s = _score(widx, wval, q, v, member, fst)
         out[r] = s
@@ -639,6 +654,7 @@ def run_partial(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey
             ist[2] += 1
             _learn_step(widx, wval, q, ysign[r], s, v, hpos, member, heap, hkey, nbuf, nval, fp, ip,
                         fst, ist)
+    return -1, 0
 
 
 # --------------------------------------------------------------------------- input conversion

@@ -394,6 +394,57 @@ def test_partial_learner_reads_only_observed_attributes():
         OFSPartial(2, normalize=True).partial_fit(np.ones((1, 3)), [1])
 
 
+PARTIAL = [lambda: OFSPartial(5, random_state=3),
+           lambda: OFSPartial(5, random_state=3, normalize="standardize"),
+           lambda: OFSRandomPartial(5, random_state=3),
+           lambda: PerceptronRandomPartial(5, random_state=3)]
+
+
+def _scaled_breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+@pytest.mark.parametrize("make", PARTIAL)
+def test_partial_learner_refuses_nan_it_reads_and_goes_on_as_without_that_row(make):
+    """A NaN among the attributes read used to void the weights, with a message blaming an
+    overflow; it is refused before the row is learned, and the stream goes on as if the row
+    had not come (its draw is undone)."""
+    X, y = _scaled_breast_cancer()
+    bad = np.full(X.shape[1], np.nan)  # whatever the learner reads is NaN
+    one = make().partial_fit(X[:100], y[:100])
+    with pytest.raises(ValueError, match=r"row 0 has NaN or infinite values in the attributes "
+                                         r"\[\d+(, \d+)*\] it read \(earlier rows were learned"):
+        one.learn_one(bad, y[100])
+    block = make().partial_fit(X[:100], y[:100])
+    with pytest.raises(ValueError, match=r"^\w+: row 10 has NaN or infinite values"):
+        block.partial_fit(np.vstack([X[100:110], bad]), np.r_[y[100:110], 1])
+    one.partial_fit(X[100:], y[100:])
+    block.partial_fit(X[110:], y[110:])
+    ref = make().partial_fit(X, y)
+    for m in (one, block):
+        assert np.isfinite(m.coef_).all()
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+        assert (m.n_seen_, m.mistakes_) == (ref.n_seen_, ref.mistakes_)
+    with pytest.raises(ValueError, match="no prediction without them"):
+        ref.predict_one(dict(enumerate(bad)))
+
+
+@pytest.mark.parametrize("make", PARTIAL)
+def test_partial_learner_takes_inf_in_attributes_it_does_not_read(make):
+    X, y = _scaled_breast_cancer()
+    m = make().partial_fit(X[:100], y[:100])
+    twin = type(m).from_state(m.to_state())
+    idx = twin.attributes_to_observe()  # what m reads next: the same generator
+    x = X[100].copy()
+    x[np.setdiff1d(np.arange(x.size), idx)[0]] = np.inf
+    m.partial_fit(x[None], y[100:101])
+    twin.learn_observed(idx, x[idx], y[100])
+    np.testing.assert_array_equal(m.coef_, twin.coef_)
+
+
 def test_learn_one_equals_split_api():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(120, 15))
