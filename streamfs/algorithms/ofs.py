@@ -1398,7 +1398,8 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
     One binary copy of ``estimator`` (its parameters, fresh state) per class ``c`` learns
     ``y == c`` against the rest; ``predict`` takes the class of the largest score (ties: the
     first class in ``classes_``). A class that first appears mid-stream gets a new learner from
-    that instance on (pass ``classes`` to open every learner at the start). ``selection()`` is
+    that instance on, with the others' dimension and feature names (pass ``classes`` to open
+    every learner at the start). ``selection()`` is
     the union of the supports, each feature scored by its largest-magnitude weight over the
     classes, by decreasing ``|score|``.
 
@@ -1447,7 +1448,19 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
                 at = int(np.searchsorted(np.asarray(self._labels, dtype=object), label)) \
                     if self._labels else 0
                 self._labels.insert(at, label)
-                self.learners_.insert(at, clone(self.estimator).set_params(classes=[False, True]))
+                self.learners_.insert(at, self._new_learner())
+
+    def _new_learner(self) -> InstanceStreamSelector:
+        learner = clone(self.estimator).set_params(classes=[False, True])
+        peer = next((m for m in self.learners_ if hasattr(m, "d_")), None)
+        if peer is not None:
+            # the learners see the same instances and must number their features alike: one
+            # opened mid-stream takes the others' dimension (dict input needs it) and names
+            # (dict input names features in the order they first come: it would start afresh)
+            learner.set_params(n_features=peer.d_)
+            if hasattr(peer, "feature_names_in_"):
+                learner.feature_names_in_ = peer.feature_names_in_.copy()
+        return learner
 
     @property
     def classes_(self) -> np.ndarray:

@@ -241,3 +241,45 @@ def test_names_survive_state_for_the_dict_api():
     back.learn_one(x, y[0])
     m.learn_one(x, y[0])
     np.testing.assert_array_equal(back.coef_, m.coef_)
+
+
+def _wine_by_class():
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True, as_frame=True)
+    order = np.argsort(y.to_numpy(), kind="stable")  # each class first comes mid-stream
+    X = (X - X.mean()) / X.std()
+    return X.iloc[order].reset_index(drop=True), y.to_numpy()[order]
+
+
+def test_one_vs_rest_learners_opened_mid_stream_number_named_features_alike():
+    """A learner opened when its class first comes used to name the features afresh, from the
+    key order of that instance: the union of the supports (``selected_``, ``get_support``,
+    ``get_feature_names_out``) mixed up features of different learners."""
+    X, y = _wine_by_class()
+    columns = X.columns.tolist()
+    rng = np.random.default_rng(0)
+    by_name, by_index = OneVsRest(OFS(3, n_features=13)), OneVsRest(OFS(3, n_features=13))
+    for i, (row, t) in enumerate(zip(X.to_numpy(), y)):
+        keep = [j for j in range(13) if i == 0 or rng.random() < 0.7]  # absent features: 0
+        if i % 2:
+            keep = keep[::-1]  # the first instance gives the order of the names
+        by_name.learn_one({columns[j]: row[j] for j in keep}, int(t))
+        by_index.learn_one({j: row[j] for j in keep}, int(t))
+    assert by_name.classes_.tolist() == [0, 1, 2]
+    for m in by_name.learners_:
+        assert m.feature_names_in_.tolist() == columns
+    assert by_name.selected_.tolist() == by_index.selected_.tolist()
+    assert by_name.get_feature_names_out().tolist() == [columns[j] for j in
+                                                        by_index.get_support(indices=True)]
+
+
+def test_one_vs_rest_new_class_in_dicts_after_a_frame():
+    X, y = _wine_by_class()
+    m = OneVsRest(OFS(3)).partial_fit(X[y < 2], y[y < 2])
+    first = int(np.flatnonzero(y == 2)[0])
+    m.learn_one(X.iloc[first].to_dict(), 2)  # was: the dimension is unknown
+    new = m.learners_[2]
+    assert new.feature_names_in_.tolist() == X.columns.tolist() and new.n_seen_ == 1
+    ref = OFS(3, classes=[False, True]).partial_fit(X.iloc[[first]], [True])
+    np.testing.assert_array_equal(new.coef_, ref.coef_)
