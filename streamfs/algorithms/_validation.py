@@ -38,6 +38,7 @@ __all__ = [
     "check_targets",
     "label_problem",
     "column_names",
+    "group_members",
     "shown",
     "writable",
     "binary_sparse_tags",
@@ -341,6 +342,55 @@ def column_names(X: Any) -> list[str] | None:
             f"column name types {kinds}; convert them with X.columns = X.columns.astype(str)"
         )
     return None
+
+
+def group_members(groups: Any, n_columns: int, what: str = "the block's columns"
+                  ) -> list[np.ndarray]:
+    """group-SAOLA's ``groups`` (a list of lists of column indices) as one int64 array per
+    group, once they are checked to partition the columns ``0..n_columns-1``; ``ValueError``
+    naming the culprit. Indices must be integers: ``np.asarray(g, dtype=np.int64)`` alone
+    would read ``1.5`` as column 1 and a flat ``[0, 1, 2]`` as three groups.
+
+    >>> group_members([[0, 1.5], [2]], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: groups must be a list of lists of column indices (integers): group 0 has 1.5
+    >>> group_members([[0, 1], [1, 2]], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: groups must partition the block's columns 0..2 (each exactly once): column 1 is in groups 0 and 1
+    """
+    head = "groups must be a list of lists of column indices"
+    if isinstance(groups, (str, bytes, dict)) or not hasattr(groups, "__len__"):
+        raise ValueError(f"{head}, got {shown(groups)}")
+    members = []
+    for g, group in enumerate(groups):
+        if isinstance(group, (str, bytes, dict)) or not hasattr(group, "__len__") or (
+                isinstance(group, np.ndarray) and group.ndim != 1):
+            raise ValueError(f"{head}: group {g} is {shown(group)}, not a list")
+        if not (isinstance(group, np.ndarray) and group.dtype.kind in "iu"):
+            bad = [v for v in group
+                   if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_))]
+            if bad:
+                raise ValueError(f"{head} (integers): group {g} has {shown(bad[0])}")
+        if not len(group):
+            raise ValueError(f"groups must not be empty: group {g} is")
+        members.append(np.asarray(group, dtype=np.int64))
+    flat = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
+    if flat.size == n_columns and np.array_equal(np.sort(flat), np.arange(n_columns)):
+        return members
+    where = f"groups must partition {what} 0..{n_columns - 1} (each exactly once)"
+    seen = np.full(n_columns, -1, dtype=np.int64)
+    for g, arr in enumerate(members):
+        for j in arr.tolist():
+            if not 0 <= j < n_columns:
+                raise ValueError(f"{where}: group {g} has column {j}")
+            if seen[j] >= 0:
+                raise ValueError(f"{where}: column {j} is in groups {seen[j]} and {g}")
+            seen[j] = g
+    missing = np.flatnonzero(seen < 0)
+    raise ValueError(f"{where}: column {missing[0]} is in no group "
+                     f"({missing.size} column(s) missing)")
 
 
 def writable(value: Any, _depth: int = 0) -> Any:

@@ -47,6 +47,7 @@ from ._validation import (
     check_label_types,
     check_number,
     check_state_algorithm,
+    group_members,
 )
 from .base import FeatureStreamSelector
 from .measures import (
@@ -1112,14 +1113,7 @@ class GroupSAOLA(_SAOLABase):
         self._accept_y(y)
         block = self._check_block(X)
         b = block.n_cols
-        if groups is None:
-            groups = [np.arange(b)]
-        groups = [np.asarray(g, dtype=np.int64).ravel() for g in groups]
-        flat = np.concatenate(groups) if groups else np.empty(0, dtype=np.int64)
-        if len(flat) != b or not np.array_equal(np.sort(flat), np.arange(b)):
-            raise ValueError("groups must partition the block's columns (each exactly once)")
-        if any(len(g) == 0 for g in groups):
-            raise ValueError("groups must not be empty")
+        groups = [np.arange(b)] if groups is None else group_members(groups, b)
         if group_ids is None:
             group_ids = list(range(self.n_groups_seen_, self.n_groups_seen_ + len(groups)))
         else:

@@ -155,15 +155,15 @@ def feature_order(n_columns: int, groups: Sequence[Sequence[int]] | None = None,
     if groups is None:
         order = rng.permutation(n_columns) if rng is not None else np.arange(n_columns)
         return order, None, None
-    members = [np.asarray(g, dtype=np.int64) for g in groups]
+    from streamfs.algorithms._validation import group_members  # (imports scikit-learn)
+
+    members = group_members(groups, n_columns, "the columns")
     order_of_groups = rng.permutation(len(members)) if rng is not None else range(len(members))
     parts, gid = [], []
     for g in order_of_groups:
         parts.append(rng.permutation(members[g]) if rng is not None else members[g])
         gid.append(np.full(len(members[g]), g))
     order = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-    if np.sort(order).tolist() != list(range(n_columns)):
-        raise ValueError("groups must partition the columns 0..p-1 exactly once")
     bounds = np.cumsum([len(p) for p in parts]).tolist()
     return order, np.concatenate(gid) if gid else np.empty(0, dtype=np.int64), bounds
 

@@ -688,3 +688,31 @@ def test_fisher_z_warns_that_more_than_two_classes_are_correlated_as_numbers():
         warnings.simplefilter("error")  # two classes, or the mi test: nothing to say
         SAOLA().fit(X, y % 2)
         SAOLA(test="mi").fit(np.floor(X), y)
+
+
+@pytest.mark.parametrize("groups, message", [
+    ([[0, 1.5], [2]], r"list of lists of column indices \(integers\): group 0 has 1\.5$"),
+    ([[True, 1], [2]], r"\(integers\): group 0 has True$"),
+    ([0, 1, 2], r"column indices: group 0 is 0, not a list$"),
+    ("012", r"column indices, got '012'$"),
+    ([[0, 1], [1, 2]], r"partition the block's columns 0\.\.2 \(each exactly once\): column 1 "
+                       r"is in groups 0 and 1$"),
+    ([[0, 1], [3]], r"\(each exactly once\): group 1 has column 3$"),
+    ([[0, 1, 2], []], r"^groups must not be empty: group 1 is$"),
+])
+def test_group_saola_refuses_groups_that_are_not_lists_of_column_indices(groups, message):
+    """Group indices were cast with np.asarray(g, dtype=int64): 1.5 was read as column 1 and
+    a flat list as one group per column, silently; a string gave numpy's own error."""
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.offline import run_offline  # the producers' messages through the worker
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(ValueError, match=message):
+        GroupSAOLA().fit(X[:, :3], y, groups=groups)
+    with pytest.raises(ValueError, match=message.replace("block's columns", "columns")):
+        run_offline("group-saola", X[:, :3], y, groups=groups)
+    ok = [np.array([2, 0]), range(1, 2)]  # integer arrays and ranges are lists of indices
+    assert (GroupSAOLA().fit(X[:, :3], y, groups=ok).selected_.tolist()
+            == [item["feature"] for item in run_offline("group-saola", X[:, :3], y,
+                                                        groups=ok)["selection"]])
