@@ -1508,6 +1508,10 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         """Learn the rows of ``X`` in order (classes open at their first row; ``classes``,
         scikit-learn style, opens these on the first call)."""
         y = _block_labels(y, getattr(self, "_labels", ()))
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        if n != y.shape[0]:
+            # before any learner learns: the rows are cut by the positions of the labels
+            raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
         if classes is not None:
             self._open([np.asarray(c).item() for c in classes])
         if sp.issparse(X) and not sp.isspmatrix_csr(X) and not isinstance(X, sp.csr_array):

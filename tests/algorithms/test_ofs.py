@@ -885,3 +885,19 @@ def test_labels_of_another_type_than_the_first_block_are_refused(make):
         assert m.classes_.tolist() == [first] and m.n_seen_ == 1
         m.learn_one(x, first)  # the stream goes on
         assert m.n_seen_ == 2
+
+
+def test_one_vs_rest_partial_fit_refuses_rows_and_labels_of_other_lengths():
+    """With one label less the last row was dropped silently; with one more a learner refused
+    a piece of the block ("X has 47 rows but y has 48 labels") after others had learned."""
+    from sklearn.datasets import load_wine
+
+    from streamfs.algorithms.ofs import OneVsRest
+
+    X, y = load_wine(return_X_y=True)
+    for rows, labels in ((X, y[:-1]), (X[:-1], y), (X.tolist(), y[:-1])):
+        m = OneVsRest(OFS(3))
+        with pytest.raises(ValueError, match=rf"^X has {len(rows)} rows but y has "
+                                             rf"{len(labels)} labels$"):
+            m.partial_fit(rows, labels)
+        assert not getattr(m, "learners_", [])  # nothing learned
