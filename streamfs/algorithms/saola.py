@@ -390,7 +390,8 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     if arr.ndim != 1:
         arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1 or len(arr) == 0:
-        raise ValueError("y must be a non-empty 1-D vector of class labels")
+        raise ValueError(f"y must be a non-empty 1-D vector of class labels, got shape "
+                         f"{arr.shape}")
     # as scikit-learn: as text, 1 and "1" would silently become one class
     check_label_types(arr)
     if arr.dtype.kind in "biuf":

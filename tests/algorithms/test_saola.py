@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -716,3 +717,17 @@ def test_group_saola_refuses_groups_that_are_not_lists_of_column_indices(groups,
     assert (GroupSAOLA().fit(X[:, :3], y, groups=ok).selected_.tolist()
             == [item["feature"] for item in run_offline("group-saola", X[:, :3], y,
                                                         groups=ok)["selection"]])
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+def test_labels_of_a_wrong_shape_are_refused_naming_the_shape(cls):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    for bad in (np.c_[y, y], y[:0], np.asarray(y[0])):
+        with pytest.raises(ValueError, match=r"^y must be a non-empty 1-D vector of class "
+                                             rf"labels, got shape {re.escape(str(bad.shape))}$"):
+            cls().fit(X[:, :4], bad)
+    # a column vector is one label per row, as scikit-learn takes it
+    assert cls().fit(X[:, :4], y[:, None]).selected_.tolist() == cls().fit(
+        X[:, :4], y).selected_.tolist()
