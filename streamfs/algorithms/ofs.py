@@ -474,9 +474,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             self._name_pos = cache
         return cache[1]
 
-    def _key_index(self, key: Any, names: dict[str, int] | None, learn: bool = False) -> int:
+    def _key_index(self, key: Any, names: dict[str, int] | None) -> int:
         """Feature index of one dict key: an int index or a feature name; -1 for a name not
-        seen yet when not ``learn``-ing (its weight is 0: it adds nothing to a score).
+        seen yet (its weight is 0: it adds nothing to a score; learning names it, see
+        :meth:`_dict_to_csr`).
 
         A learner that starts on dicts with names as keys (no DataFrame gave it
         ``feature_names_in_``, no instance taught it features by position) names its features
@@ -498,37 +499,52 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             raise ValueError(
                 f"unknown feature name {key!r}: not one of the {len(names)} names in "
                 f"feature_names_in_ (the learner has {self.d_} features, all named)")
-        if not learn:
-            return -1
-        return self._name_feature(key)
+        return -1
 
-    def _name_feature(self, key: str) -> int:
-        """Give the first feature without a name the name ``key``; its index."""
+    def _unnamed_slots(self, k: int) -> np.ndarray:
+        """The first ``k`` features without a name (names from keys fill them in order);
+        ``ValueError`` when fewer are left."""
+        names = getattr(self, "feature_names_in_", None)
+        free = (np.arange(self.d_) if names is None
+                else np.flatnonzero(np.fromiter((n is None for n in names), bool, self.d_)))
+        if free.size < k:
+            raise ValueError(
+                f"x brings {k} new feature names but {type(self).__name__} has "
+                f"{free.size} of its n_features={self.d_} features left to name: a learner "
+                "started on dicts names at most n_features features")
+        return free[:k]
+
+    def _name_features(self, keys: list[str], slots: np.ndarray) -> None:
         names = getattr(self, "feature_names_in_", None)
         if names is None:
             names = self.feature_names_in_ = np.full(self.d_, None, dtype=object)
         index = self._feature_index()
-        # names from keys fill the slots in order; _key_index saw a slot left
-        free = len(index)
-        while names[free] is not None:
-            free += 1
-        names[free] = key  # in place: the cached index is updated alongside
-        index[key] = free
-        return free
+        for key, slot in zip(keys, slots.tolist()):
+            names[slot] = key  # in place: the cached index is updated alongside
+            index[key] = slot
 
     def _dict_to_csr(self, x: dict, learn: bool = False) -> _CSR:
+        """``learn``: names not seen yet name features (see :meth:`_key_index`), once every
+        check of ``x`` passed (a refused instance names nothing); otherwise they are left
+        out."""
         self._ensure_init(None)
         n = len(x)
+        new: list[str] = []
         if all(type(k) is int for k in x):
             keys = np.fromiter(x.keys(), dtype=np.int64, count=n)
         else:
             names = self._feature_index()
-            keys = np.fromiter((self._key_index(k, names, learn) for k in x), dtype=np.int64,
+            keys = np.fromiter((self._key_index(k, names) for k in x), dtype=np.int64,
                                count=n)
-            if (keys < 0).any():  # names not seen yet weigh 0: left out
-                x = {k: x[k] for k, j in zip(list(x), keys.tolist()) if j >= 0}
-                keys = keys[keys >= 0]
-                n = keys.size
+            if (keys < 0).any():
+                unseen = keys < 0
+                if learn:
+                    new = [k for k, u in zip(x, unseen.tolist()) if u]
+                    keys[unseen] = slots = self._unnamed_slots(len(new))
+                else:  # names not seen yet weigh 0: left out
+                    x = {k: x[k] for k, u in zip(list(x), unseen.tolist()) if not u}
+                    keys = keys[~unseen]
+                    n = keys.size
             if np.unique(keys).size != n:
                 raise ValueError("a feature appears twice in the dict (by index and by name)")
         try:
@@ -541,6 +557,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             raise ValueError(f"feature index out of range [0, {self.d_})")
         if not self._partial and not np.isfinite(vals).all():
             raise ValueError("x contains NaN or infinite values")
+        if new:
+            self._name_features(new, slots)
         order = np.argsort(keys, kind="stable")
         keys, vals = keys[order], vals[order]
         keep = vals != 0.0

@@ -283,3 +283,27 @@ def test_one_vs_rest_new_class_in_dicts_after_a_frame():
     assert new.feature_names_in_.tolist() == X.columns.tolist() and new.n_seen_ == 1
     ref = OFS(3, classes=[False, True]).partial_fit(X.iloc[[first]], [True])
     np.testing.assert_array_equal(new.coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"alcohol": 1.0, "ash": 2.0, "hue": 3.0}, r"^x brings 3 new feature names but OFS has 2 "
+                                               r"of its n_features=3 features left to name"),
+    ({"ash": "high"}, r"the value of feature 'ash' is not a number"),
+    ({"ash": float("nan")}, r"NaN"),
+    ({1: 1.0, "ash": 2.0}, r"a feature appears twice"),  # ash would be feature 1
+])
+def test_a_refused_dict_names_no_feature(bad, message):
+    """Names were given as the keys were read, before the checks of the instance: a refused
+    instance still named its new keys, so a later name found its slot taken."""
+    m, clean = OFS(2, n_features=3), OFS(2, n_features=3)
+    for learner in (m, clean):
+        learner.learn_one({"malic_acid": 1.0}, 1)
+    with pytest.raises(ValueError, match=message):
+        m.learn_one(bad, 0)
+    assert m.feature_names_in_.tolist() == ["malic_acid", None, None]
+    for learner in (m, clean):
+        learner.learn_one({"proline": 2.0, "malic_acid": -1.0}, 0)
+        learner.learn_one({"color": 1.0}, 1)
+    assert m.feature_names_in_.tolist() == ["malic_acid", "proline", "color"]
+    np.testing.assert_array_equal(m.coef_, clean.coef_)
+    assert m.n_seen_ == clean.n_seen_ == 3
