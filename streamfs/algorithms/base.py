@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
@@ -112,8 +113,15 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         return self._stream_step(X, y)
 
     def finish(self) -> "FeatureStreamSelector":
-        """Apply end-of-stream rules. The default has none."""
+        """Apply end-of-stream rules (the default has none); scikit-learn's
+        ``NotFittedError`` before any ``partial_fit``: there is no stream to end."""
+        self._check_started()
         return self
+
+    def _check_started(self) -> None:
+        if not hasattr(self, "n_features_seen_"):
+            raise NotFittedError(f"{type(self).__name__}: finish() called before any "
+                                 "partial_fit (no stream to end)")
 
     def fit(self, X: Any, y: Any) -> "FeatureStreamSelector":
         """Run the whole stream ``X`` (columns in order) from a fresh state."""

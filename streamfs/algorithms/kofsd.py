@@ -202,8 +202,7 @@ class KOFSD(FeatureStreamSelector):
     def finish(self) -> "KOFSD":
         """End of stream: in ``zhou`` mode, fall back to the top ``round(sqrt(p))`` features by
         single-feature dependency when nothing was selected."""
-        if not hasattr(self, "n_features_seen_"):
-            raise ValueError("finish() called before any partial_fit")
+        self._check_started()
         self._check_stream_params()
         if self.compat == "zhou" and not self._sel and self.n_features_seen_ > 0:
             scores = np.asarray(self._pending, dtype=np.float64)
