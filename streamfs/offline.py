@@ -47,7 +47,7 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
         messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups, **kwargs)
     else:
         messages = instance_stream_messages(stream, X, y, algorithm, params, **kwargs)
-    processor = StreamProcessor(spec.kind, {})
+    processor = StreamProcessor(spec.kind, {}, log_dead_letters=False)  # raised below instead
     final = None
     for message in messages:
         plan = processor.handle(stream, encode(message))

@@ -268,7 +268,7 @@ class StreamProcessor:
     def __init__(self, kind: str, store: MutableMapping[str, bytes], *,
                  max_message_bytes: int = 8 * 1024 * 1024,
                  max_buffer_bytes: int = 1 << 30,
-                 output_format: str = "msgpack") -> None:
+                 output_format: str = "msgpack", log_dead_letters: bool = True) -> None:
         if kind not in ("features", "instances"):
             raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
         self.kind = kind
@@ -278,6 +278,9 @@ class StreamProcessor:
         if output_format not in FORMATS:
             raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
         self.output_format = output_format
+        # off where the caller reports the reason itself (the offline run raises it): the
+        # same line twice otherwise
+        self.log_dead_letters = log_dead_letters
         # stream -> (header, algorithm object) as of the header's last_seq
         self._cache: dict[str, tuple[dict, Any]] = {}
         self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
@@ -899,7 +902,8 @@ class StreamProcessor:
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
         plan = Plan(stream=stream)
-        log.warning("dead letter for stream %r: %s", stream, reason)
+        if self.log_dead_letters:
+            log.warning("dead letter for stream %r: %s", stream, reason)
         plan.dead_letter = encode_as({
             "kind": "dead_letter", "stream": stream, "reason": reason,
             "original": bytes(raw) if raw is not None and len(raw) <= self.max_message_bytes

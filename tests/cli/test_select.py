@@ -235,3 +235,17 @@ def test_a_label_problem_names_the_file_a_parameter_problem_does_not(tmp_path):
                           "needs a class\n")
     out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p", "eta=-1"])
     assert out.exit_code == 2 and out.output.startswith("Error: eta must be"), out.output
+
+
+def test_input_the_worker_would_dead_letter_is_reported_once(tmp_path):
+    """An open the worker's processor refuses (a max_buffer_bytes over its cap, which only the
+    worker checks) was printed twice: the processor's dead-letter log line, then the error."""
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "d.npz", X=rng.normal(size=(40, 3)), y=np.arange(40) % 2)
+    out = subprocess.run([sys.executable, "-m", "streamfs.cli", "select", str(tmp_path / "d.npz"),
+                          "-a", "kofsd", "-p", "max_buffer_bytes=2000000000"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr
+    reason = "max_buffer_bytes=2000000000 exceeds this worker's cap of 1073741824 bytes"
+    assert out.stderr.count(reason) == 1, out.stderr
+    assert out.stderr.startswith(f"Error: {reason}"), out.stderr
