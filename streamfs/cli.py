@@ -348,15 +348,17 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
 
 
 def _instance_params(src: Any, source: str, algorithm: str, params: dict,
-                     record_limit: int) -> dict:
-    """The parameters of an instance stream, its source's values and labels checked as the
-    worker checks them, in a pass over the file ahead of publishing (exit 2 naming the rows,
-    features or labels)."""
+                     record_limit: int, block_bytes: int | None) -> dict:
+    """The parameters of an instance stream, its source's values and labels (and rows, against
+    the ``--block-bytes`` given) checked as the worker checks them, in a pass over the file
+    ahead of publishing (exit 2 naming the rows, features or labels)."""
     from streamfs.producers.checks import check_instance_source
-    from streamfs.producers.errors import InputDataError, InputFileError
+    from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputFileError
 
     try:
-        return check_instance_source(src, algorithm, params, record_limit)
+        return check_instance_source(src, algorithm, params, record_limit, block_bytes)
+    except BlockBytesTooSmall as exc:
+        raise UsageProblem(exc.said_as("--block-bytes")) from None
     except InputFileError:
         raise  # it names the file and the line already
     except InputDataError as exc:  # the data's fault: say whose
@@ -401,8 +403,10 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @LABEL_OPTION
 @HEADER_OPTION
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
-              help="Payload budget per message (default: 7/8 of what the topic and the "
-              "worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be read).")
+              help="Payload budget per message, at least one column (feature streams) or "
+              "instance (instance streams) of the data (default: 7/8 of what the topic and "
+              "the worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be "
+              "read).")
 @click.option("--shuffle-seed", type=int, default=None,
               help="Features: send the columns in a seeded random order (blocks carry `columns`).")
 @GROUPS_OPTION
@@ -439,10 +443,11 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.algorithms import registry
     from streamfs.producers import DeliveryError
     from streamfs.producers.blocks import (block_budget, feature_stream_messages,
-                                           instance_messages_from_chunks)
-    from streamfs.producers.checks import (check_block_bytes, check_groups_apply, continuing,
-                                           exists_problem)
-    from streamfs.producers.errors import PublishInterrupted, StreamLeftOpen, left_open_message
+                                           instance_messages_from_chunks, largest_column_bytes)
+    from streamfs.producers.checks import (check_block_bytes, check_budget, check_groups_apply,
+                                           continuing, exists_problem)
+    from streamfs.producers.errors import (BlockBytesTooSmall, PublishInterrupted,
+                                           StreamLeftOpen, left_open_message)
     from streamfs.producers.names import naming_rule
     from streamfs.producers.publish import items_per_message, send_messages, topic_record_limit
     from streamfs.producers.sources import open_instances
@@ -487,6 +492,11 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source)
             groups = _groups(groups_file, X.shape[1])
+            try:  # a column alone over it would go in a message of its own, over the budget
+                check_budget(block_bytes, largest_column_bytes(
+                    X, feature_names=names, groups=groups, shuffle_seed=shuffle_seed), "column")
+            except BlockBytesTooSmall as exc:
+                raise UsageProblem(exc.said_as("--block-bytes")) from None
             budget_bytes = budget()  # before record_limit is read below
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget_bytes, shuffle_seed=shuffle_seed,
@@ -499,7 +509,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         else:
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
-            params = _instance_params(src, source, algorithm, params, record_limit)
+            params = _instance_params(src, source, algorithm, params, record_limit,
+                                      block_bytes)
             budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,

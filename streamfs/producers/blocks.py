@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
-from streamfs.producers.checks import check_chunk, check_groups_apply, sendable
+from streamfs.producers.checks import check_chunk, check_groups_apply, row_bytes, sendable
 from streamfs.producers.errors import InputDataError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
@@ -110,6 +110,32 @@ def _column_extra(n: int, names: list[str] | None, listed: int) -> np.ndarray | 
     return extra
 
 
+def largest_column_bytes(X: Any, *, feature_names: Sequence[str] | None = None,
+                         groups: Sequence[Sequence[int]] | None = None,
+                         shuffle_seed: int | None = None) -> int:
+    """The bytes of the largest column of a feature stream from ``X`` as its blocks count them
+    (values, and the name and source index or group id it travels with; see
+    :func:`feature_stream_messages`): the smallest ``block_bytes`` under which every column
+    fits its message.
+
+    >>> largest_column_bytes(np.zeros((10, 3)), feature_names=["a", "b", "long"])
+    89
+    """
+    X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
+    n = X.shape[1]
+    if not n:
+        return 0
+    if sp.issparse(X):
+        values = np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize) + 8
+    else:
+        values = np.full(n, X.shape[0] * X.dtype.itemsize)
+    order, gid, _ = feature_order(n, groups, shuffle_seed)
+    reordered = not np.array_equal(order, np.arange(n))
+    names = None if feature_names is None else [str(feature_names[j]) for j in order]
+    extra = _column_extra(n, names, int(reordered) + int(gid is not None))
+    return int((values[order] + (0 if extra is None else extra)).max())
+
+
 def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
                max_rows: int | None = None) -> Iterator[tuple[int, int]]:
     """Yield ``(start, stop)`` row ranges of at most ``block_bytes`` (and ``max_rows``) each.
@@ -120,11 +146,7 @@ def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     ([(0, 2), (2, 4), (4, 5)], [(0, 2), (2, 4), (4, 5)])
     """
     n = X.shape[0]
-    if sp.issparse(X):
-        X = X.tocsr()
-        per_row = np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize) + 8
-    else:
-        per_row = np.full(n, X.shape[1] * X.dtype.itemsize + 8)
+    per_row = row_bytes(X.tocsr() if sp.issparse(X) else X)
     start, acc = 0, 0
     limit = max_rows or n
     for i in range(n):

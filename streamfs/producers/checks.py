@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import check_open, check_values
-from streamfs.producers.errors import InputDataError
+from streamfs.producers.errors import BlockBytesTooSmall, InputDataError
 
 #: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
 _NUMERIC_KINDS = "biuf"
@@ -124,6 +124,37 @@ def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
                          f"bytes, got {block_bytes}")
 
 
+def check_budget(block_bytes: int | None, smallest: int, item: str) -> None:
+    """:class:`BlockBytesTooSmall` when a ``block_bytes`` the caller chose is below
+    ``smallest``, the bytes of the stream's largest ``item`` (``"column"``, ``"instance"``):
+    the blocks never split an item, so it would go in a message of its own, over the budget."""
+    if block_bytes is not None and block_bytes < smallest:
+        raise BlockBytesTooSmall(block_bytes, smallest, item)
+
+
+def row_bytes(X: Any) -> np.ndarray:
+    """The bytes each row of ``X`` (CSR or dense) takes of an instance block's budget: its
+    values (and their column indices, sparse) and 8 for its label.
+
+    >>> row_bytes(np.zeros((2, 3))).tolist()
+    [32, 32]
+    """
+    if sp.issparse(X):
+        return np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize) + 8
+    return np.full(X.shape[0], X.shape[1] * X.dtype.itemsize + 8)
+
+
+def widest_row(src: Any) -> int:
+    """The bytes of the widest row of an instance source (see :func:`row_bytes`), in a pass
+    over it."""
+    widest = 0
+    for X, _ in src.chunks():
+        X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
+        if X.shape[0]:
+            widest = max(widest, int(row_bytes(X).max()))
+    return widest
+
+
 def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> None:
     """group-saola needs its groups; any other algorithm would ignore them. ``option``: how the
     caller spells the groups' argument, for the message."""
@@ -203,27 +234,40 @@ def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
 
 
 def scan_instances(src: Any, algorithm: str, params: dict | None,
-                   record_limit: int | None = None) -> np.ndarray:
+                   record_limit: int | None = None, block_bytes: int | None = None
+                   ) -> np.ndarray:
     """The distinct labels of an instance source, every chunk checked as the worker checks it
-    (:func:`check_chunk`), in a pass over the source ahead of publishing."""
+    (:func:`check_chunk`), in a pass over the source ahead of publishing; and, given the
+    ``block_bytes`` the caller chose, every row within it (:func:`check_budget`, naming the
+    widest row of the whole source)."""
     spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features)
     seen: set = set()
-    rows = 0
+    rows = widest = 0
     for X, y in src.chunks():
-        check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
-                    record_limit)
+        X = check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
+                        record_limit)
+        if block_bytes is not None and X.shape[0]:
+            widest = max(widest, int(row_bytes(X).max()))
         rows += X.shape[0]
+    check_budget(block_bytes, widest, "instance")
     return np.array(sorted(seen, key=str))
 
 
 def check_instance_source(src: Any, algorithm: str, params: dict | None,
-                          record_limit: int | None = None) -> dict:
+                          record_limit: int | None = None,
+                          block_bytes: int | None = None) -> dict:
     """The parameters to send for an instance stream from ``src``, its labels checked whole as
     the worker would check them (a pass over the source: :func:`scan_instances`) unless
-    ``params`` gives the ``classes``."""
+    ``params`` gives the ``classes``. A ``block_bytes`` the caller chose is checked against
+    the source's widest row (:func:`check_budget`), in that pass or, without it, a pass of
+    its own."""
     params = dict(params or {})
-    labels = (None if params.get("classes") is not None
-              else scan_instances(src, algorithm, params, record_limit))
+    if params.get("classes") is not None:
+        labels = None
+        if block_bytes is not None:
+            check_budget(block_bytes, widest_row(src), "instance")
+    else:
+        labels = scan_instances(src, algorithm, params, record_limit, block_bytes)
     params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels)[2]
     params.pop("n_features", None)  # the worker takes d from the open message
     return params

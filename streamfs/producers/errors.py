@@ -10,6 +10,22 @@ class InputFileError(InputDataError):
     """A data file that cannot be read; the message names the file and where (line, column)."""
 
 
+class BlockBytesTooSmall(ValueError):
+    """A payload budget per message (``block_bytes``) the caller chose that is smaller than one
+    item of the stream (a column of a feature stream, an instance of an instance stream),
+    which would then travel in a message of its own, over the budget. ``smallest`` is the
+    smallest budget under which every item fits."""
+
+    def __init__(self, given: int, smallest: int, item: str) -> None:
+        self.given, self.smallest, self.item = given, smallest, item
+        super().__init__(self.said_as("block_bytes"))
+
+    def said_as(self, option: str) -> str:
+        """The message, naming the budget as the caller spells it (``--block-bytes``)."""
+        return (f"{option} {self.given} is smaller than one {self.item} of this stream "
+                f"({self.smallest} bytes): the smallest {option} that works is {self.smallest}")
+
+
 class StreamLeftOpen(RuntimeError):
     """A publish stopped after some of a stream's messages were delivered: the stream stays
     open without ``close``. ``messages_sent`` says how many were delivered, in order, before

@@ -10,7 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.producers.blocks import instance_messages_from_chunks
+from streamfs.producers.blocks import (_column_bytes, instance_messages_from_chunks,
+                                       largest_column_bytes)
 from streamfs.producers.errors import InputDataError
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
@@ -59,6 +60,31 @@ def test_shuffled_groups_stay_whole_and_keep_their_ids():
             assert j in groups[g]
     runs = [g for k, g in enumerate(gids) if k == 0 or gids[k - 1] != g]
     assert sorted(runs) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("how", [{}, {"shuffle_seed": 2}, {"groups": [[0, 3], [1, 2, 4, 5]]}])
+def test_largest_column_bytes_is_the_largest_column_the_blocks_count(sparse, how):
+    """What `produce --block-bytes` is held to: the largest column as sent (values, name,
+    source index, group id); without groups, the smallest budget every block keeps to."""
+    X, y = sparse_dataset(seed=6, n=50, d=6)
+    X = X.tocsc() if sparse else X.toarray()
+    names = ["a", "bb", "a much longer name", "c", "dd", "e"]
+    algorithm = "group-saola" if "groups" in how else "saola"
+    smallest = largest_column_bytes(X, feature_names=names, **how)
+
+    def blocks(budget: int) -> list[list[int]]:
+        """The bytes of each column of each block, as the blocks count them."""
+        msgs = list(feature_stream_messages("s", X, y, algorithm, block_bytes=budget,
+                                            feature_names=names, **how))
+        return [[_column_bytes(m["X"], j, j + 1) + len(name.encode()) + 5
+                 + 9 * (("columns" in m) + ("groups" in m)) for j, name in enumerate(m["names"])]
+                for m in msgs[1:-1]]
+
+    assert max(max(block) for block in blocks(1)) == smallest
+    if "groups" not in how:  # a group travels whole, over any budget below it
+        assert all(sum(block) <= smallest for block in blocks(smallest))
+        assert any(sum(block) > smallest - 1 for block in blocks(smallest - 1))
 
 
 def test_rechunked_instances_are_cut_as_if_in_one_piece():

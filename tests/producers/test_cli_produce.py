@@ -135,6 +135,50 @@ def test_block_bytes_over_the_record_limit_exits_2(kafka_config, topic_prefix, t
     assert "block_bytes must be between 1 and the record limit of 8388608 bytes" in result.output
 
 
+def test_block_bytes_below_one_column_exits_2_naming_the_smallest_that_works(
+        kafka_config, topic_prefix, tmp_path):
+    """Each column went in a message of its own, over the budget, without a word."""
+    from tests.producers.test_publish_checks import records_on
+
+    data = tmp_path / "d.csv"  # 10 rows: a column is 80 bytes of values, and its name
+    data.write_text("x1,a_longer_name,y\n" + "".join(f"{i},{i * 2},{i % 2}\n"
+                                                      for i in range(10)))
+    smallest = 80 + len("a_longer_name") + 5  # the name as the blocks count it
+    for given in (1, smallest - 1):
+        result = _run(kafka_config, topic_prefix, "features", data, "--stream", "b", "-a",
+                      "saola", "--block-bytes", given)
+        assert result.exit_code == 2, result.output
+        assert result.output == (f"Error: --block-bytes {given} is smaller than one column of "
+                                 f"this stream ({smallest} bytes): the smallest --block-bytes "
+                                 f"that works is {smallest}\n")
+    topic = load_catalogue(topic_prefix)["features"].name
+    assert records_on(kafka_config, topic) == 0
+    result = _run(kafka_config, topic_prefix, "features", data, "--stream", "b", "-a", "saola",
+                  "--block-bytes", smallest)
+    assert result.exit_code == 0, result.output
+    assert "published 4 messages (2 columns, 10x2)" in result.output  # one column a message
+
+
+@pytest.mark.parametrize("classes", [[], ["-p", "classes=[0,1]"]])  # with and without label pass
+def test_block_bytes_below_one_instance_exits_2_naming_the_widest_row(kafka_config, topic_prefix,
+                                                                      tmp_path, classes):
+    from tests.producers.test_publish_checks import records_on
+
+    data = tmp_path / "d.svm"  # the widest row comes last: the whole file decides
+    data.write_text("1 1:1\n0 2:1\n" * 50 + "1 1:1 2:1 3:1 4:1\n")
+    widest = 4 * (8 + 4) + 8  # values and their indices, and the label
+    result = _run(kafka_config, topic_prefix, "instances", data, "--stream", "i", "-a", "ofs",
+                  "--block-bytes", widest - 1, *classes)
+    assert result.exit_code == 2, result.output
+    assert result.output == (f"Error: --block-bytes {widest - 1} is smaller than one instance "
+                             f"of this stream ({widest} bytes): the smallest --block-bytes that "
+                             f"works is {widest}\n")
+    assert records_on(kafka_config, load_catalogue(topic_prefix)["instances"].name) == 0
+    result = _run(kafka_config, topic_prefix, "instances", data, "--stream", "i", "-a", "ofs",
+                  "--block-bytes", widest, *classes)
+    assert result.exit_code == 0, result.output
+
+
 def test_topics_not_created_yet_exits_1_saying_how_to_create_them(kafka_config, tmp_path):
     data = tmp_path / "d.csv"
     data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
