@@ -323,12 +323,24 @@ def _load_data(source: str, label: str | None, header: bool | None = None,
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
 
 
+def _labels_refused(exc: ValueError, source: str, label: str | None,
+                    header: bool | None) -> UsageProblem:
+    """A label error of ``source`` naming it and, when no ``label`` was given, the column
+    taken as the label in its place: the wrong column is the likely cause."""
+    from streamfs.producers.files import label_column_note
+
+    return UsageProblem(f"{source}: {exc}{label_column_note(source, label, header)}" if source
+                        else str(exc))
+
+
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
-                y: Any = None, X: Any = None, names: Any = None, source: str = "") -> dict:
-    """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``,
-    of its values (columns shown with their ``names``), before anything is published or run
-    (exit 2)."""
+                y: Any = None, X: Any = None, names: Any = None, source: str = "",
+                label: str | None = None, header: bool | None = None) -> dict:
+    """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``
+    (read with ``label`` and ``header``), of its values (columns shown with their ``names``),
+    before anything is published or run (exit 2)."""
     from streamfs.algorithms.opening import check_open, check_open_data, check_values
+    from streamfs.algorithms.registry import LabelError
 
     try:
         spec, algo, params = check_open(kind, algorithm, params, n_features=n_features)
@@ -337,6 +349,8 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     if y is not None:
         try:  # the labels, and what the data's size allows: the data's fault, say whose
             check_open_data(spec, algo, y)
+        except LabelError as exc:
+            raise _labels_refused(exc, source, label, header) from None
         except ValueError as exc:
             raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
     if X is not None:
@@ -348,10 +362,12 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
 
 
 def _instance_params(src: Any, source: str, algorithm: str, params: dict,
-                     record_limit: int, block_bytes: int | None) -> dict:
+                     record_limit: int, block_bytes: int | None, label: str | None,
+                     header: bool | None) -> dict:
     """The parameters of an instance stream, its source's values and labels (and rows, against
     the ``--block-bytes`` given) checked as the worker checks them, in a pass over the file
     ahead of publishing (exit 2 naming the rows, features or labels)."""
+    from streamfs.algorithms.registry import LabelError
     from streamfs.producers.checks import check_instance_source
     from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputFileError
 
@@ -361,6 +377,8 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
         raise UsageProblem(exc.said_as("--block-bytes")) from None
     except InputFileError:
         raise  # it names the file and the line already
+    except LabelError as exc:  # of a chunk, or of the whole file
+        raise _labels_refused(exc, source, label, header) from None
     except InputDataError as exc:  # the data's fault: say whose
         raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:
@@ -441,6 +459,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from confluent_kafka import KafkaException
 
     from streamfs.algorithms import registry
+    from streamfs.algorithms.registry import LabelError
     from streamfs.producers import DeliveryError
     from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                            instance_messages_from_chunks, largest_column_bytes)
@@ -490,7 +509,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     try:
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
-            params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source)
+            params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source,
+                                 label=label, header=header)
             groups = _groups(groups_file, X.shape[1])
             try:  # a column alone over it would go in a message of its own, over the budget
                 check_budget(block_bytes, largest_column_bytes(
@@ -510,7 +530,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
             params = _instance_params(src, source, algorithm, params, record_limit,
-                                      block_bytes)
+                                      block_bytes, label, header)
             budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
@@ -548,6 +568,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             raise UsageProblem(note) from None
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {note}") \
             from None
+    except LabelError as exc:  # the first chunk's, with -p classes (no pass over the file)
+        raise _labels_refused(exc, source, label, header) from None
     except ValueError as exc:  # data, labels or limits the worker would refuse: nothing sent
         raise UsageProblem(str(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -893,7 +915,8 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
                                      "auto" if zero_based is None else zero_based)
     groups = _groups(groups_file, X.shape[1])
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
-                         n_features=X.shape[1], y=y, X=X, names=names, source=source)
+                         n_features=X.shape[1], y=y, X=X, names=names, source=source,
+                         label=label, header=header)
     params.pop("n_features", None)
     try:
         with notice_while_compiling(lambda m: click.echo(m, err=True),

@@ -15,7 +15,7 @@ instances, refitted every ``refit_every``); the batch estimator is
 >>> get("ofs").check_labels([0, 1, 2])
 Traceback (most recent call last):
 ...
-ValueError: ofs is a binary classifier: the labels have 3 classes (0, 1, 2); map them to two classes first
+streamfs.algorithms.registry.LabelError: ofs is a binary classifier: the labels have 3 classes (0, 1, 2); map them to two classes first
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ from typing import Any, Literal
 from ._validation import label_problem
 
 StreamKind = Literal["features", "instances", "batch"]
+
+
+class LabelError(ValueError):
+    """Labels an algorithm cannot use (:meth:`AlgorithmSpec.check_labels`): apart from the
+    other refusals so that a caller can say where the labels came from (the column taken as
+    the label)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class AlgorithmSpec:
         problem = label_problem(y, self.name, self.binary_only,
                                 continuous=self.continuous_labels)
         if problem is not None:
-            raise ValueError(problem)
+            raise LabelError(problem)
 
 
 _SPECS = [

@@ -24,7 +24,7 @@ from streamfs.algorithms import registry
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
 from streamfs.producers.checks import check_chunk, check_groups_apply, row_bytes, sendable
-from streamfs.producers.errors import InputDataError
+from streamfs.producers.errors import InputDataError, InputLabelError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers
@@ -242,7 +242,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     try:  # the labels are the data's fault, as its values are: InputDataError for both
         spec.check_labels(y)
     except ValueError as exc:
-        raise InputDataError(str(exc)) from None
+        raise InputLabelError(str(exc)) from None
     _, algo, _ = check_open("features", algorithm, params, y=y)
     if record_limit is not None:
         check_stored_column(y.shape[0], record_limit)

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import check_open, check_values
-from streamfs.producers.errors import BlockBytesTooSmall, InputDataError
+from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputLabelError
 
 #: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
 _NUMERIC_KINDS = "biuf"
@@ -168,9 +168,9 @@ def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> 
 def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set,
                           classes: Any = None) -> None:
     """``InputDataError`` when the labels of one block of an instance stream would be refused:
-    not one per row, missing or unusable values, a label that is not one of the ``classes``
-    the stream was opened with, or (``seen``: the classes of the blocks before, updated here)
-    a class too many for a binary learner."""
+    not one per row, or (``InputLabelError``) missing or unusable values, a label that is not
+    one of the ``classes`` the stream was opened with, or (``seen``: the classes of the blocks
+    before, updated here) a class too many for a binary learner."""
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {n_rows} "
@@ -181,18 +181,18 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
 
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
     if problem is not None:
-        raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
+        raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
     if classes is not None:  # the first pass over the source is skipped for them
         known = {np.asarray(c).item() for c in classes}
         other = sorted(set(np.unique(y).tolist()) - known, key=str)
         if other:
-            raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: label(s) "
-                                 f"{', '.join(map(repr, other[:5]))} not among the classes "
-                                 f"{sorted(known, key=str)} the stream was given")
+            raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: label(s) "
+                                  f"{', '.join(map(repr, other[:5]))} not among the classes "
+                                  f"{sorted(known, key=str)} the stream was given")
     seen.update(np.unique(y).tolist())
     problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
     if problem is not None:  # a class too many, counted over the blocks so far
-        raise InputDataError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
+        raise InputLabelError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
 
 
 def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row: int,

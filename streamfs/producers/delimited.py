@@ -58,20 +58,20 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
 
 
 def default_label_note(label: str | int | None, names: list[str] | None, width: int) -> str:
-    """What to add to an error about a feature column when ``label`` was not given: the last
-    column was taken as the label, which the error would not say (a label column elsewhere is
-    then read as a feature).
+    """What to add to an error about the labels, or a feature column, when ``label`` was not
+    given: the last column was taken as the label, which the error would not say (a label
+    column elsewhere is then read as a feature).
 
     >>> default_label_note(None, ["a", "class", "b"], 3)
-    "; the last column, 2 ('b'), was taken as the label by default: name the label with --label"
+    "; the last column, 2 ('b'), was taken as the label because no --label was given: name the label with --label"
     >>> default_label_note("class", ["a", "class", "b"], 3)
     ''
     """
     if label is not None:
         return ""
     name = f" ({names[-1]!r})" if names else ""
-    return (f"; the last column, {width - 1}{name}, was taken as the label by default: name "
-            "the label with --label")
+    return (f"; the last column, {width - 1}{name}, was taken as the label because no --label "
+            "was given: name the label with --label")
 
 
 def labels_from_text(values: list[str]) -> np.ndarray:

@@ -1,9 +1,16 @@
 """Errors of the producer adapters."""
 
+from streamfs.algorithms.registry import LabelError
+
 
 class InputDataError(ValueError):
     """Data the worker would refuse (values, labels, dtypes, shapes, names), found before it was
     published: the message names the columns, rows or labels at fault."""
+
+
+class InputLabelError(InputDataError, LabelError):
+    """Labels the algorithm cannot use (missing, continuous, a class too many...), found
+    before they were published."""
 
 
 class InputFileError(InputDataError):

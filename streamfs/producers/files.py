@@ -81,6 +81,26 @@ def check_source(path: Path, label: str | int | None) -> None:
                              f"files; {suffix} files carry their labels")
 
 
+def label_column_note(source: str, label: str | int | None, header: bool | None = None) -> str:
+    """What a label error about ``source`` adds (see
+    :func:`~streamfs.producers.delimited.default_label_note`) when no ``label`` was given and
+    its format takes the label from a column (CSV/TSV, Parquet, ``.npy``): the last column was
+    taken; ``""`` otherwise (labels kept apart, a label given)."""
+    path = Path(source)
+    if label is not None or not path.is_file():  # sklearn: and dataset names carry labels
+        return ""
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        reader = DelimitedReader(path, header=header, delimiter="\t" if suffix == ".tsv" else ",")
+        return default_label_note(None, reader.names, reader.width)
+    if suffix == ".parquet":
+        names = open_parquet(path).schema_arrow.names
+        return default_label_note(None, names, len(names))
+    if suffix == ".npy":
+        return default_label_note(None, None, np.load(path, mmap_mode="r").shape[1])
+    return ""
+
+
 def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     import sklearn.datasets as skd
 

@@ -160,8 +160,8 @@ def test_a_text_column_says_the_last_was_taken_as_the_label_by_default(tmp_path)
     frame.insert(3, "class", frame.pop("class"))
     frame.to_csv(path, index=False)
     frame.to_parquet(tmp_path / "bc.parquet")
-    note = ("; the last column, 30 ('worst fractal dimension'), was taken as the label by "
-            "default: name the label with --label")
+    note = ("; the last column, 30 ('worst fractal dimension'), was taken as the label because "
+            "no --label was given: name the label with --label")
     for source, error in ((path, "line 2, column 3 ('class'): not a number: 'malignant'"),
                           (tmp_path / "bc.parquet", "column 3 ('class'): not numeric")):
         out = CliRunner().invoke(main, ["select", str(source), "-a", "saola"])
@@ -170,6 +170,41 @@ def test_a_text_column_says_the_last_was_taken_as_the_label_by_default(tmp_path)
     path.write_text("a,class,b\n1,x,oops\n2,y,3\n")
     out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "--label", "class"])
     assert out.exit_code == 2 and out.output.rstrip().endswith("not a number: 'oops'")  # given
+
+
+def test_a_label_error_says_the_last_column_was_taken_without_label(tmp_path):
+    """Without --label the last column is the label: a label error (continuous values, a
+    missing label, a single class) said nothing of it, so the fix (--label) was not in sight."""
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(rng.normal(size=(30, 3)), columns=["a", "class", "b"])
+    frame["class"] = np.arange(30) % 2
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    frame.to_parquet(tmp_path / "d.parquet")
+    np.save(tmp_path / "d.npy", frame.to_numpy())
+    frame.assign(b=[np.nan] + [1.0] * 29).to_parquet(tmp_path / "missing.parquet")
+    note = ("; the last column, 2{}, was taken as the label because no --label was given: "
+            "name the label with --label\n")
+    for source, algorithm, error, name in (
+            ("d.csv", "kofsd", "kofsd takes class labels, not continuous values", " ('b')"),
+            ("d.parquet", "ofs", "ofs is a binary classifier: the labels have 30 classes", " ('b')"),
+            ("d.npy", "kofsd", "kofsd takes class labels, not continuous values", ""),
+            ("missing.parquet", "saola", "the labels contain NaN (1 of 30)", " ('b')")):
+        path = tmp_path / source
+        out = CliRunner().invoke(main, ["select", str(path), "-a", algorithm])
+        assert out.exit_code == 2, out.output
+        assert out.output.startswith(f"Error: {path}: {error}"), out.output
+        assert out.output.endswith(note.format(name)), out.output
+        assert out.output.count("\n") == 1  # one line
+    for args in (["--label", "b"], ["--label", "2"]):  # given: no note
+        out = CliRunner().invoke(main, ["select", str(tmp_path / "d.csv"), "-a", "kofsd", *args])
+        assert out.exit_code == 2 and "continuous values" in out.output, out.output
+        assert "was taken as the label" not in out.output
+    np.savez(tmp_path / "d.npz", X=frame.to_numpy()[:, :2], y=frame["b"].to_numpy())
+    out = CliRunner().invoke(main, ["select", str(tmp_path / "d.npz"), "-a", "kofsd"])
+    assert out.exit_code == 2 and "continuous values" in out.output, out.output
+    assert "was taken as the label" not in out.output  # its labels are an array of their own
 
 
 def test_a_bracketed_list_of_bare_words_is_a_list_of_texts(tmp_path):

@@ -179,6 +179,30 @@ def test_block_bytes_below_one_instance_exits_2_naming_the_widest_row(kafka_conf
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.parametrize("kind, algorithm, params, error", [
+    ("features", "kofsd", [], "kofsd takes class labels, not continuous values"),
+    ("instances", "ofs", [], "data rows 0..19: ofs takes class labels, not continuous values"),
+    ("instances", "ofs", ["-p", "classes=[0,1]"],  # no pass over the file: the first chunk's
+     "data rows 0..19: ofs takes class labels, not continuous values"),
+])
+def test_a_label_error_says_the_last_column_was_taken_without_label(
+        kafka_config, topic_prefix, tmp_path, kind, algorithm, params, error):
+    from tests.producers.test_publish_checks import records_on
+
+    data = tmp_path / "d.csv"  # the label is the first column, a real-valued one the last
+    data.write_text("y,x1,x2\n" + "".join(f"{i % 2},{i},{i / 7}\n" for i in range(20)))
+    result = _run(kafka_config, topic_prefix, kind, data, "--stream", "l", "-a", algorithm,
+                  *params)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: {data}: {error}"), result.output
+    assert result.output.endswith("; the last column, 2 ('x2'), was taken as the label because "
+                                  "no --label was given: name the label with --label\n")
+    assert records_on(kafka_config, load_catalogue(topic_prefix)[kind].name) == 0
+    result = _run(kafka_config, topic_prefix, kind, data, "--stream", "l", "-a", algorithm,
+                  "--label", "y", *params)
+    assert result.exit_code == 0, result.output
+
+
 def test_topics_not_created_yet_exits_1_saying_how_to_create_them(kafka_config, tmp_path):
     data = tmp_path / "d.csv"
     data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
