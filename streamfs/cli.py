@@ -335,11 +335,13 @@ def _labels_refused(exc: ValueError, source: str, label: str | None,
 
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
                 y: Any = None, X: Any = None, names: Any = None, source: str = "",
-                label: str | None = None, header: bool | None = None) -> dict:
+                label: str | None = None, header: bool | None = None,
+                advise: bool = False) -> dict:
     """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``
     (read with ``label`` and ``header``), of its values (columns shown with their ``names``),
-    before anything is published or run (exit 2)."""
-    from streamfs.algorithms.opening import check_open, check_open_data, check_values
+    before anything is published or run (exit 2). ``advise``: warn as the algorithm will at
+    the stream's start, for a caller that does not run it (``produce``; ``select`` runs it)."""
+    from streamfs.algorithms.opening import check_open, check_open_data, check_values, open_advice
     from streamfs.algorithms.registry import LabelError
 
     try:
@@ -353,6 +355,8 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
             raise _labels_refused(exc, source, label, header) from None
         except ValueError as exc:
             raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
+        for advice in open_advice(algo, y) if advise else []:
+            warnings.warn(advice, UserWarning, stacklevel=2)  # one log line (_log_warning)
     if X is not None:
         try:
             check_values(kind, algo, X, names=names)
@@ -510,7 +514,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source,
-                                 label=label, header=header)
+                                 label=label, header=header, advise=True)
             groups = _groups(groups_file, X.shape[1])
             try:  # a column alone over it would go in a message of its own, over the budget
                 check_budget(block_bytes, largest_column_bytes(

@@ -92,6 +92,24 @@ def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any) -> None:
         algo._check_n_instances(len(y))
 
 
+def open_advice(algo: Any, y: Any) -> list[str]:
+    """The warnings ``algo`` gives when a stream with the labels ``y`` starts (advice on the
+    data or the parameters, not a refusal: SAOLA's Fisher z on more than two classes), for a
+    caller that checks an ``open`` before the stream runs: the algorithm warns at its first
+    block, which runs in the worker, not where the stream is published.
+
+    >>> from streamfs.algorithms.registry import get
+    >>> open_advice(get("saola").build({}), [0, 1, 2, 1])  # doctest: +ELLIPSIS
+    ["SAOLA(test='fisher_z') correlates the features with the class as a number ..."]
+    >>> open_advice(get("saola").build({}), [0, 1, 1, 0]), open_advice(get("kofsd").build({}),
+    ...                                                                  [0, 1, 2])
+    ([], [])
+    """
+    advise = getattr(algo, "_label_advice", None)
+    advice = advise(y) if advise is not None else None
+    return [advice] if advice else []
+
+
 def check_stored_column(n_instances: int, record_limit: int) -> None:
     """``ValueError`` when a feature stream of ``n_instances`` rows cannot run under the record
     limit: the worker stores each kept column (8 bytes a value) as one record.

@@ -466,16 +466,24 @@ class _SAOLABase(FeatureStreamSelector):
         if self.test == "fisher_z" and n <= 3:
             raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
 
+    def _label_advice(self, y: Any) -> str | None:
+        """What :meth:`_start` warns of for the class vector ``y``, or None; asked before a
+        stream is published too (:func:`streamfs.algorithms.opening.open_advice`), where no
+        block runs."""
+        k = np.unique(_encode_y(y)[0]).size
+        if self.test != "fisher_z" or k <= 2:
+            return None
+        return (f"{type(self).__name__}(test='fisher_z') correlates the features with the "
+                f"class as a number (as the authors' implementation does): with {k} classes "
+                "the selection depends on how they are coded; test='mi' treats them as "
+                "categories")
+
     def _start(self, y: Any) -> None:
         num, classes = _encode_y(y)
         n = len(num)
         self._check_n_instances(n)
-        if self.test == "fisher_z" and np.unique(num).size > 2:
-            warnings.warn(
-                f"{type(self).__name__}(test='fisher_z') correlates the features with the "
-                f"class as a number (as the authors' implementation does): with "
-                f"{np.unique(num).size} classes the selection depends on how they are coded; "
-                "test='mi' treats them as categories", UserWarning, stacklevel=3)
+        if (advice := self._label_advice(num)) is not None:
+            warnings.warn(advice, UserWarning, stacklevel=3)
         self._begin_stream_params()
         self._st_n = n
         self._st_y = num

@@ -203,6 +203,39 @@ def test_a_label_error_says_the_last_column_was_taken_without_label(
     assert result.exit_code == 0, result.output
 
 
+def test_saola_s_multi_class_warning_is_one_log_line_as_in_select(kafka_config, topic_prefix,
+                                                                   tmp_path):
+    """The algorithm warns at the stream's first block, which runs in the worker: produce ran
+    the same open checks and said nothing, where select warned."""
+    import os
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)  # three classes
+    np.savez(tmp_path / "wine.npz", X=X, y=y)
+    np.savez(tmp_path / "two.npz", X=X[y < 2], y=y[y < 2])
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_config["bootstrap.servers"],
+           "STREAMFS_TOPIC_PREFIX": topic_prefix}
+
+    def produce(name: str, *args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "streamfs.cli", "produce", "features",
+                              str(tmp_path / name), "--stream", name, "-a", "saola",
+                              "--no-progress", *args],
+                             capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr
+        assert "published" in out.stdout
+        return out.stderr
+
+    warning = ("WARNING streamfs: SAOLA(test='fisher_z') correlates the features with the "
+               "class as a number (as the authors' implementation does): with 3 classes the "
+               "selection depends on how they are coded; test='mi' treats them as categories\n")
+    assert produce("wine.npz") == warning  # once, and nothing else
+    assert produce("two.npz") == ""
+    assert "correlates" not in produce("wine.npz", "--replace", "-p", "test=mi")
+
+
 def test_topics_not_created_yet_exits_1_saying_how_to_create_them(kafka_config, tmp_path):
     data = tmp_path / "d.csv"
     data.write_text("x1,x2,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(10)))
