@@ -12,6 +12,7 @@ on, capped by a container's CPU quota); ``1`` runs everything on the calling thr
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import os
@@ -154,7 +155,10 @@ def map_column_ranges(fn: Callable[[int, int], T], n_columns: int) -> list[T]:
             raise
 
     pool = _executor(threads)
-    helpers = [pool.submit(take_ranges) for _ in range(min(threads, len(ranges)) - 1)]
+    # each helper in a copy of the caller's context: what it marks (the worker's stream being
+    # stepped, which a warning names) holds on the helper too
+    helpers = [pool.submit(contextvars.copy_context().run, take_ranges)
+               for _ in range(min(threads, len(ranges)) - 1)]
     try:
         take_ranges()
     finally:

@@ -78,6 +78,7 @@ from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, Topic
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
+from streamfs.worker.stepping import log_warnings
 
 log = logging.getLogger("streamfs.worker")
 
@@ -1435,6 +1436,7 @@ def begin_startup(settings: Settings) -> None:
     ends (exit 0)."""
     logging.basicConfig(level=settings.log_level.upper(),
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
+    log_warnings()  # an algorithm's warning names the stream it is about
     signal.signal(signal.SIGTERM, _stop_during_startup)
     signal.signal(signal.SIGINT, _stop_during_startup)
 

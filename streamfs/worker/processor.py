@@ -42,6 +42,7 @@ from streamfs.algorithms import registry
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
+from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
 
@@ -324,9 +325,10 @@ class StreamProcessor:
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
             stream = self._check_stream_id(key_stream, message)
-            plan = self._apply(stream, message, timestamp, raw, origin)
-            if not defer and stream in self._dirty:
-                plan.writes.extend(self._checkpoint(stream))
+            with stepping(stream):  # an algorithm's warning names the stream (and algorithm)
+                plan = self._apply(stream, message, timestamp, raw, origin)
+                if not defer and stream in self._dirty:
+                    plan.writes.extend(self._checkpoint(stream))
             return plan
         except _ConsumedInvalid as exc:
             plan = self._reject(stream, raw, str(exc), origin)
@@ -426,6 +428,8 @@ class StreamProcessor:
             header = unpackb(raw_header) if raw_header is not None else None
         # the run a dead letter belongs to (or would have started), for `streamfs watch`
         self._run_of_message = header.get("run", 1) if header is not None else 1
+        running(message.get("algorithm") if kind == "open" or header is None
+                else header["algorithm"])
 
         run = message.get("run")
         if run is not None and not isinstance(run, str):

@@ -111,6 +111,30 @@ def test_invalid_message_goes_to_dead_letter_and_worker_goes_on(kafka_config, to
     assert "undecodable" in letter["reason"] and letter["original"] == b"\x00not msgpack"
 
 
+def test_an_algorithm_s_warning_in_the_worker_log_names_its_stream(kafka_config, topic_prefix,
+                                                                    start_worker):
+    """It was `WARNING streamfs: SAOLA(test='fisher_z') correlates ...`, for the first such
+    stream only."""
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)  # three classes: SAOLA's Fisher z warns
+    topics = _topics(topic_prefix)
+    worker = start_worker()
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        for stream in ("wine1", "wine2"):
+            pub.send_all(feature_stream_messages(stream, X, y, "saola", {}))
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        for stream in ("wine1", "wine2"):  # the warning is logged before the result is out
+            assert list(reader.updates(stream, until_final=True, timeout=180))[-1]["final"]
+    lines = sorted(line.split("] ", 1)[-1] for line in worker.log_path.read_text().splitlines()
+                   if "correlates the features" in line)  # the streams' partitions: any order
+    assert lines == [f"WARNING streamfs.worker: stream '{stream}' (saola): SAOLA(test='fisher_z') "
+                     "correlates the features with the class as a number (as the authors' "
+                     "implementation does): with 3 classes the selection depends on how they "
+                     "are coded; test='mi' treats them as categories"
+                     for stream in ("wine1", "wine2")], worker.log_tail()
+
+
 def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_prefix, tmp_path):
     """librdkafka sends its first fetch once the first assigned partition reaches the broker's
     thread; a fetch of empty partitions only returns after fetch.wait.max.ms."""
