@@ -34,7 +34,7 @@ def test_select_as_stream_seeds_as_the_worker_does_for_that_id(tmp_path, algorit
         out = CliRunner().invoke(main, ["select", str(path), "-a", algorithm, "-p",
                                         "n_features_to_select=4", "--json", *args])
         assert out.exit_code == 0, out.output
-        final = json.loads(out.output)
+        final = json.loads(out.stdout)
         return [final["params"]["random_state"], *((i["feature"], i["score"])
                                                    for i in final["selection"])]
 
@@ -218,7 +218,7 @@ def test_a_bracketed_list_of_bare_words_is_a_list_of_texts(tmp_path):
         out = CliRunner().invoke(main, ["select", str(path), "--label", "class", "-a", "ofs",
                                         "-p", f"classes={classes}", "--json"])
         assert out.exit_code == 0, out.output
-        assert json.loads(out.output)["params"]["classes"] == ["benign", "malignant"]
+        assert json.loads(out.stdout)["params"]["classes"] == ["benign", "malignant"]
     assert _parse_params(("classes=[0,1]", "x=[a,1.5,null]")) == {"classes": [0, 1],
                                                                   "x": ["a", 1.5, None]}
     assert parse_params(["ofs"], ["classes=[a,b]"]) == {"ofs": {"classes": ["a", "b"]}}
@@ -254,7 +254,7 @@ def test_select_reads_libsvm_as_produce_does(tmp_path):
         out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p",
                                         "n_features_to_select=2", "--json", *flags])
         assert out.exit_code == 0, out.output
-        return [(i["feature"], i["name"]) for i in json.loads(out.output)["selection"]]
+        return [(i["feature"], i["name"]) for i in json.loads(out.stdout)["selection"]]
 
     one = select()
     assert select("--zero-based") == [(f + 1, name) for f, name in one]
