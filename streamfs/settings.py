@@ -63,6 +63,10 @@ class _Range:
 #: librdkafka takes at most 1,000,000,000 bytes (message.max.bytes, max.partition.fetch.bytes)
 MAX_MESSAGE_BYTES_LIMIT = 1_000_000_000 - 65536
 
+#: the most messages one fetch may ask for: confluent-kafka's Consumer.consume() raises
+#: ValueError above it, which stopped the worker (exit 70) at its first input
+MAX_BATCH_MESSAGES = 1_000_000
+
 #: the range of every numeric setting; the timeouts' bounds are Kafka's default broker limits
 _RANGES = {
     "web_port": _Range("a whole number from 0 to 65535", 0, 65535),
@@ -73,7 +77,8 @@ _RANGES = {
     "batch_ms": _Range("a finite number of milliseconds more than 0", 0, sys.float_info.max,
                        low_open=True),
     "batch_bytes": _Range("a whole number more than 0", 1),
-    "batch_messages": _Range("a whole number more than 0", 1),
+    "batch_messages": _Range(f"a whole number from 1 to {MAX_BATCH_MESSAGES} (the most "
+                             "confluent-kafka fetches in one call)", 1, MAX_BATCH_MESSAGES),
     "transaction_timeout": _Range("a number of seconds from 1 to 900 (at most the broker's "
                                   "transaction.max.timeout.ms default)", 1, 900),
     "max_buffer_bytes": _Range("a whole number more than 0", 1),

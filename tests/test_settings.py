@@ -33,7 +33,8 @@ def test_the_app_id_follows_the_topic_prefix_unless_set(monkeypatch):
     ("STREAMFS_BATCH_MS", "0", "STREAMFS_BATCH_MS must be a finite number of milliseconds more "
                                "than 0"),
     ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be a finite number"),
-    ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be a whole number more than 0"),
+    ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be a whole number from 1 to "
+                                     "1000000"),
     ("STREAMFS_MAX_MESSAGE_BYTES", "0", "STREAMFS_MAX_MESSAGE_BYTES must be a whole number from 1"),
     ("STREAMFS_MAX_BUFFER_BYTES", "0", "STREAMFS_MAX_BUFFER_BYTES must be a whole number more "
                                        "than 0"),
@@ -53,6 +54,7 @@ def test_settings_a_worker_cannot_run_with_are_refused_by_name(monkeypatch, name
     ("STREAMFS_MAX_MESSAGE_BYTES", ["-1", "0", "abc", "1000000000"],
      "a whole number from 1 to 999934464"),
     ("STREAMFS_BATCH_BYTES", ["-5", "0", "1.5"], "a whole number more than 0"),
+    ("STREAMFS_BATCH_MESSAGES", ["0", "1.5", "1000001"], "a whole number from 1 to 1000000"),
     ("STREAMFS_BATCH_MS", ["-1", "0", "inf", "nan", "abc"],
      "a finite number of milliseconds more than 0"),
     ("STREAMFS_REPLICATION_FACTOR", ["-1", "x"], "a whole number, 0 or more"),
@@ -80,6 +82,26 @@ def test_the_range_bounds_are_accepted_and_every_numeric_setting_has_one(monkeyp
     monkeypatch.setenv("STREAMFS_BATCH_MS", "0.5")
     settings = Settings.from_env()
     assert (settings.max_message_bytes, settings.session_timeout) == (999934464, 1800.0)
+
+
+def test_the_batch_message_bound_is_the_most_one_fetch_takes():
+    """A worker with more (2,000,000) started, then stopped with a traceback, exit 70, at the
+    first input it fetched, after every restart: confluent-kafka's consume() refuses it."""
+    from confluent_kafka import Consumer
+
+    from streamfs.settings import MAX_BATCH_MESSAGES
+
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+    try:
+        assert consumer.consume(num_messages=MAX_BATCH_MESSAGES, timeout=0) == []
+        with pytest.raises(ValueError):
+            consumer.consume(num_messages=MAX_BATCH_MESSAGES + 1, timeout=0)
+    finally:
+        consumer.close()
+    with pytest.raises(ValueError, match="STREAMFS_BATCH_MESSAGES must be a whole number "
+                                         "from 1 to 1000000"):
+        Settings(batch_messages=MAX_BATCH_MESSAGES + 1).check()
+    Settings(batch_messages=MAX_BATCH_MESSAGES).check()
 
 
 @pytest.mark.parametrize("env,needle", [
