@@ -67,6 +67,10 @@ MAX_MESSAGE_BYTES_LIMIT = 1_000_000_000 - 65536
 #: ValueError above it, which stopped the worker (exit 70) at its first input
 MAX_BATCH_MESSAGES = 1_000_000
 
+#: the largest replication factor librdkafka sends (its limit on brokers): the admin client
+#: raised ValueError above it, a traceback from `topics create` and the worker (exit 70)
+MAX_REPLICATION_FACTOR = 10_000
+
 #: the range of every numeric setting; the timeouts' bounds are Kafka's default broker limits
 _RANGES = {
     "web_port": _Range("a whole number from 0 to 65535", 0, 65535),
@@ -83,7 +87,8 @@ _RANGES = {
                                   "transaction.max.timeout.ms default)", 1, 900),
     "max_buffer_bytes": _Range("a whole number more than 0", 1),
     "closed_retention": _Range("a number of seconds, 0 or more", 0),
-    "replication_factor": _Range("a whole number, 0 or more", 0),
+    "replication_factor": _Range(f"a whole number from 0 to {MAX_REPLICATION_FACTOR}", 0,
+                                 MAX_REPLICATION_FACTOR),
 }
 
 

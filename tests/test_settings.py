@@ -57,7 +57,7 @@ def test_settings_a_worker_cannot_run_with_are_refused_by_name(monkeypatch, name
     ("STREAMFS_BATCH_MESSAGES", ["0", "1.5", "1000001"], "a whole number from 1 to 1000000"),
     ("STREAMFS_BATCH_MS", ["-1", "0", "inf", "nan", "abc"],
      "a finite number of milliseconds more than 0"),
-    ("STREAMFS_REPLICATION_FACTOR", ["-1", "x"], "a whole number, 0 or more"),
+    ("STREAMFS_REPLICATION_FACTOR", ["-1", "x", "10001"], "a whole number from 0 to 10000"),
     ("STREAMFS_WEB_PORT", ["-1", "65536"], "a whole number from 0 to 65535"),
     ("STREAMFS_SESSION_TIMEOUT", ["abc", "-1", "5"], "a number of seconds from 6 to 1800"),
 ])
@@ -102,6 +102,23 @@ def test_the_batch_message_bound_is_the_most_one_fetch_takes():
                                          "from 1 to 1000000"):
         Settings(batch_messages=MAX_BATCH_MESSAGES + 1).check()
     Settings(batch_messages=MAX_BATCH_MESSAGES).check()
+
+
+def test_the_replication_factor_bound_is_the_most_the_admin_client_sends():
+    """Above it (40000), `topics create` printed a traceback and the worker exited 70 with
+    one: the admin client raises ValueError before it asks the broker."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from streamfs.settings import MAX_REPLICATION_FACTOR
+
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:1"})
+    admin.create_topics([NewTopic("t", 1, MAX_REPLICATION_FACTOR)], request_timeout=0.1)
+    with pytest.raises(ValueError):
+        admin.create_topics([NewTopic("t", 1, MAX_REPLICATION_FACTOR + 1)], request_timeout=0.1)
+    with pytest.raises(ValueError, match="STREAMFS_REPLICATION_FACTOR must be a whole number "
+                                         "from 0 to 10000"):
+        Settings(replication_factor=MAX_REPLICATION_FACTOR + 1).check()
+    Settings(replication_factor=MAX_REPLICATION_FACTOR).check()
 
 
 @pytest.mark.parametrize("env,needle", [
