@@ -175,8 +175,18 @@ def _instance_id(_ctx: click.Context, _param: click.Parameter, value: str | None
     return value
 
 
+def _app_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--app-id`` (or its variable, named so by :class:`EnvOption`) as the worker can use it:
+    a consumer group and the start of its changelogs' names."""
+    from streamfs.settings import app_id_problem
+
+    if value is not None and (problem := app_id_problem(value)):
+        raise click.BadParameter(problem)
+    return value
+
+
 @main.command(cls=SettingsCommand)
-@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="Consumer group / app id.")
 @click.option("--web-port", cls=EnvOption, type=click.IntRange(0, 65535),
               envvar="STREAMFS_WEB_PORT",
@@ -200,9 +210,16 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
     from streamfs.worker.app import (CannotServe, InstanceFenced, StoppedDuringStartup,
                                      begin_startup, run_worker)
 
+    from streamfs.settings import app_id_problem
+
     settings = _settings(ctx)
     if app_id:
         settings.app_id = app_id
+    elif problem := app_id_problem(settings.app_id):
+        if "STREAMFS_APP_ID" in os.environ:  # empty: click takes it for unset, Settings not
+            raise UsageProblem(f"STREAMFS_APP_ID: {problem}")
+        raise UsageProblem(f"STREAMFS_APP_ID is not set, and the app id taken from the topic "
+                           f"prefix {problem}: set STREAMFS_APP_ID (or --app-id)")
     if web_port is not None:
         settings.web_port = web_port
     if web_host is not None:
@@ -268,7 +285,7 @@ def topics_create(ctx: click.Context) -> None:
 
 
 @topics.command("describe")
-@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID",
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="The worker's app id (its changelogs).")
 @click.pass_context
 def topics_describe(ctx: click.Context, app_id: str | None) -> None:

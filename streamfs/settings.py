@@ -121,6 +121,20 @@ def topic_prefix_problem(value: str) -> str | None:
     return f"must be {TOPIC_PREFIX_WORDS}, got {value!r}"
 
 
+#: the worker's changelogs are ``<app id>-instances-streams-changelog``; Kafka takes 249
+APP_ID_WORDS = ("1 to 221 characters, each an ASCII letter or digit, '.', '_' or '-' (it "
+                "begins the changelog topics' names: Kafka's rule for topic names)")
+
+
+def app_id_problem(value: str) -> str | None:
+    """What is wrong with ``value`` as the worker's app id (:data:`APP_ID_WORDS`), if
+    anything: ``"must be ..., got ..."``. An empty one aborted the process in librdkafka
+    (an empty group.id); another the broker refused as a changelog's name, exit 1."""
+    if re.fullmatch(r"[A-Za-z0-9._-]{1,221}", value):
+        return None
+    return f"must be {APP_ID_WORDS}, got {value!r}"
+
+
 def _parse(name: str, kind: str, value: str) -> int | float | str:
     """The value of setting ``name``'s environment variable as the setting's type (its range
     is checked by :meth:`Settings.check`)."""

@@ -198,3 +198,19 @@ def test_a_topic_prefix_kafka_would_not_take_is_refused_by_name(monkeypatch, val
     for ok in ("", "staging.", "team_a-1.", "x" * 232):
         assert Settings(topic_prefix=ok).topic_prefix == ok
         Settings(topic_prefix=ok).check()
+
+
+@pytest.mark.parametrize("value", ["", "a b", "w/0", "wörker", "x" * 222])
+def test_an_app_id_the_worker_cannot_use_is_named_as_such(value):
+    """Empty, librdkafka aborted the worker (an assertion on the empty group.id, exit 134);
+    with other characters or too long, the broker refused the changelog's name (exit 1,
+    naming a topic, not the setting)."""
+    from streamfs.settings import app_id_problem
+
+    assert app_id_problem(value) == (
+        "must be 1 to 221 characters, each an ASCII letter or digit, '.', '_' or '-' (it begins "
+        f"the changelog topics' names: Kafka's rule for topic names), got {value!r}")
+    for ok in ("streamfs", ".", "team_a-1.x", "x" * 221):
+        assert app_id_problem(ok) is None
+    # the longest one still names changelogs Kafka takes
+    assert len(f"{'x' * 221}-instances-streams-changelog") == 249

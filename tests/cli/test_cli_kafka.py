@@ -217,6 +217,25 @@ def test_a_bad_security_setting_is_refused_by_name_before_anything_runs(command,
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(needle), out.stderr
 
 
+@pytest.mark.parametrize("env,args,line", [
+    ({"STREAMFS_APP_ID": ""}, [], "Error: STREAMFS_APP_ID: must be 1 to 221 characters"),
+    ({"STREAMFS_APP_ID": "bad id"}, [], "Error: STREAMFS_APP_ID: must be 1 to 221 characters"),
+    ({"STREAMFS_TOPIC_PREFIX": "x" * 230}, [],
+     "Error: STREAMFS_APP_ID is not set, and the app id taken from the topic prefix must be"),
+    ({}, ["--app-id", "a/b"], "Error: Invalid value for '--app-id': must be 1 to 221"),
+])
+def test_an_app_id_the_worker_cannot_use_is_refused_before_anything_runs(env, args, line):
+    """An empty STREAMFS_APP_ID aborted the process inside librdkafka (exit 134, a core dump
+    where they are kept); one the broker would not take in a changelog's name stopped the
+    worker with exit 1 and a line naming the topic, not the setting."""
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1", **env}
+    out = streamfs("worker", *args, env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(line), out.stderr
+    if not args:
+        assert out.stderr.count("\n") == 1, out.stderr
+
+
 @pytest.mark.parametrize("value", ["warn", "LOUD"])
 def test_a_bad_log_level_from_the_environment_is_refused_by_its_variable(value):
     """It said "Invalid value for '--log-level'" after a usage line, naming a flag the
