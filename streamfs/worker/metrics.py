@@ -53,7 +53,8 @@ def drop_stream(stream: str) -> None:
 READY = Gauge("streamfs_ready", "1 once the worker has its partitions and their state, else 0")
 ASSIGNED_PARTITIONS = Gauge("streamfs_assigned_partitions", "Input partitions this worker owns")
 INPUT_LAG = Gauge("streamfs_input_lag_records",
-                  "Input records waiting on this worker's partitions (updated every 2 s)")
+                  "Input records past the committed offsets of this worker's partitions "
+                  "(updated every 2 s)")
 
 
 def report_health(health) -> None:

@@ -1,0 +1,80 @@
+"""What /health says of input that waits: the worker's lag against a real broker."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from prometheus_client import REGISTRY
+
+from streamfs.producers import StreamPublisher
+from streamfs.settings import Settings
+from streamfs.topics import load_catalogue
+from tests.worker.inprocess import saola_stream
+
+pytestmark = pytest.mark.kafka
+
+
+def _set_topic_config(kafka_config: dict, topic: str, key: str, value: str) -> None:
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                       ConfigResource, ResourceType)
+
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    admin = AdminClient(kafka_config)  # kept until answered: its futures fail once it goes
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def test_a_worker_whose_transactions_keep_failing_reports_its_input_as_lag(
+        kafka_config, topic_prefix, tmp_path):
+    """The results topic's max.message.bytes lowered under a running worker: every batch's
+    transaction fails (MSG_SIZE_TOO_LARGE), is aborted and rewound, and its input is fetched
+    again. Lag was counted from the consumer's position, past the input fetched again, so
+    /health said "ok" with lag 0 for minutes while nothing was committed; it is counted from
+    the committed offsets, so the input waits as lag and, once nothing has been committed for
+    a minute, the worker is "lagging-idle"."""
+    from streamfs.worker import app
+
+    conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                    topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
+                    data_dir=str(tmp_path), session_timeout=10.0)
+    app.prepare_topics(conf)  # checked at start-up as the catalogue has them
+    topics = load_catalogue(topic_prefix)
+    _set_topic_config(kafka_config, topics["selected"].name, "max.message.bytes", "100")
+    messages = saola_stream("lagging", 0, 10)
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(messages)
+
+    def rewinds() -> float:
+        return REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
+
+    before = rewinds()
+    worker = app.Worker(conf)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+        # its transactions fail (polling the worker's count), and its lag has been read
+        while rewinds() < before + 2 or worker.health.snapshot()[1]["lag"] == 0:
+            assert thread.is_alive() and time.monotonic() < deadline, worker.health.snapshot()
+            time.sleep(0.1)
+        # from here on, over three more rewinds and lag updates, every message still waits
+        seen = rewinds()
+        while rewinds() < seen + 3:
+            code, body = worker.health.snapshot()
+            assert body["lag"] == len(messages), body
+            assert thread.is_alive() and time.monotonic() < deadline, body
+            time.sleep(0.1)
+        assert code == 200 and body["status"] == "ok"  # under a minute: not idle yet
+        with worker.health.lock:  # no batch committed for a minute
+            worker.health.last_batch -= 61
+        code, body = worker.health.snapshot()
+        assert code == 503 and body["status"] == "lagging-idle", body
+        assert body["lag"] == len(messages)
+    finally:
+        worker.running = False
+        thread.join(60)
+    assert not thread.is_alive(), "the worker did not stop within 60 s"
