@@ -74,13 +74,18 @@ def _refused(exc: ClientConfigRefused) -> str:
 class _Main(click.Group):
     """Turns an unreachable broker into one line and exit code 69, a topic to read that does
     not exist yet into one line and exit code 1, a client configuration that librdkafka
-    refuses into one line and exit code 2, and Ctrl-C into exit code 130, in every command."""
+    refuses and a topic catalogue that cannot be used into one line and exit code 2, and
+    Ctrl-C into exit code 130, in every command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamfs.client import TopicMissing
+        from streamfs.topics import CatalogueError
 
         try:
             return super().invoke(ctx)
+        except CatalogueError as exc:  # STREAMFS_TOPICS: a setup mistake, as a setting's
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_USAGE)
         except BrokerUnreachable as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_UNREACHABLE)
@@ -242,8 +247,9 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
         except OSError as exc:
             raise UsageProblem(f"STREAMFS_DATA_DIR {settings.data_dir!r} is not a writable "
                                f"directory: {exc.strerror}") from None
-    from streamfs.topics import TopicMismatch, TopicsNotCreated
+    from streamfs.topics import TopicMismatch, TopicsNotCreated, check_catalogue
 
+    check_catalogue(settings.topic_prefix)  # now, not after the warm-up: exit 2 (_Main)
     begin_startup(settings)  # from here SIGINT/SIGTERM stop the start-up with one log line
     try:
         _reachable(settings)
@@ -267,9 +273,11 @@ def topics_create(ctx: click.Context) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import TopicMismatch, TopicsNotCreated, create_topics, load_catalogue
+    from streamfs.topics import (TopicMismatch, TopicsNotCreated, check_catalogue,
+                                 create_topics, load_catalogue)
 
     s = _settings(ctx)
+    check_catalogue(s.topic_prefix)  # no topics the worker would refuse (exit 2: _Main)
     _reachable(s)
     try:
         outcomes = create_topics(s.kafka_config(), load_catalogue(

@@ -48,7 +48,8 @@ def _default_words(name: str, value: Any) -> str:
 #: variables the worker reads that are not :class:`~streamfs.settings.Settings`: name, words,
 #: default
 OTHER_VARIABLES = (("STREAMFS_KERNEL_THREADS", "Threads of the per-column kernels.",
-                    "the CPUs this process may use"),)
+                    "the CPUs this process may use"),
+                   ("STREAMFS_TOPICS", "The topic catalogue's file.", "topics/catalogue.toml"))
 
 
 def settings_help(flags: dict[str, str]) -> list[tuple[str, str]]:

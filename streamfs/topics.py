@@ -37,24 +37,68 @@ class TopicSpec:
     description: str = ""
 
 
+#: the roles of the catalogue's topics, which every command and the worker look up
+ROLES = ("features", "instances", "selected", "dead_letter")
+
+
+class CatalogueError(ValueError):
+    """The topic catalogue cannot be read or used (a setup mistake: one line, exit 2)."""
+
+
 def load_catalogue(prefix: str | None = None, path: Path | None = None,
                    replication_factor: int = 0) -> dict[str, TopicSpec]:
     """Topic specs by role (features, instances, selected, dead_letter), each with
     ``replication_factor`` (the setting STREAMFS_REPLICATION_FACTOR; 0: see
-    :func:`replication_for`). The catalogue has no replication factor of its own."""
-    path = Path(os.environ.get("STREAMFS_TOPICS", path or CATALOGUE))
+    :func:`replication_for`). The catalogue has no replication factor of its own.
+    :class:`CatalogueError`, naming ``STREAMFS_TOPICS`` if it gave the file, when the file
+    cannot be read, is not TOML, or a topic lacks a suffix or a partition count of 1 or
+    more."""
+    env = os.environ.get("STREAMFS_TOPICS")
+    path = Path(env if env is not None else path or CATALOGUE)
+    where = f"STREAMFS_TOPICS {str(path)!r}" if env is not None else str(path)
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise CatalogueError(f"{where}: the topic catalogue cannot be read: "
+                             f"{exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogueError(f"{where}: the topic catalogue is not TOML: {exc}") from None
+    topics = data.get("topics")
+    if not isinstance(topics, dict) or not all(
+            isinstance(t, dict) and isinstance(t.get("suffix"), str)
+            and type(t.get("partitions")) is int and t["partitions"] >= 1
+            for t in topics.values()):
+        raise CatalogueError(f"{where}: each [topics.ROLE] of the topic catalogue needs a "
+                             "suffix (text) and partitions (a whole number from 1)")
     if "replication_factor" in data.get("defaults", {}) or any(
-            "replication_factor" in t for t in data["topics"].values()):
+            "replication_factor" in t for t in topics.values()):
         _warn_replication_key(str(path))
     return {
         role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]), replication_factor,
                         {k: str(v) for k, v in t.get("config", {}).items()},
                         t.get("description", ""))
-        for role, t in data["topics"].items()
+        for role, t in topics.items()
     }
+
+
+def check_catalogue(prefix: str) -> dict[str, TopicSpec]:
+    """:func:`load_catalogue`, and :class:`CatalogueError` unless it has every role of
+    :data:`ROLES`, with as many features as instances partitions (the worker's changelogs
+    are co-partitioned with both)."""
+    specs = load_catalogue(prefix)
+    where = os.environ.get("STREAMFS_TOPICS")
+    where = f"STREAMFS_TOPICS {where!r}" if where is not None else str(CATALOGUE)
+    if missing := [role for role in ROLES if role not in specs]:
+        raise CatalogueError(f"{where}: the topic catalogue has no "
+                             f"{', '.join(f'[topics.{role}]' for role in missing)}")
+    if specs["features"].partitions != specs["instances"].partitions:
+        raise CatalogueError(f"{where}: the features and instances topics of the topic "
+                             f"catalogue must have the same partition count, not "
+                             f"{specs['features'].partitions} and "
+                             f"{specs['instances'].partitions}")
+    return specs
 
 
 @functools.cache

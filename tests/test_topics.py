@@ -174,3 +174,44 @@ def test_an_existing_topic_with_fewer_replicas_is_warned_about(kafka_config, cap
     assert [r.getMessage() for r in caplog.records] == [
         f"existing topic '{name}' has replication factor 1, streamfs creates it with 3; kept "
         "(kafka-reassign-partitions.sh adds replicas)"]
+
+
+@pytest.mark.parametrize("text,needle", [
+    (None, "the topic catalogue cannot be read: No such file or directory"),
+    ("x = [\n", "the topic catalogue is not TOML: "),
+    ('[topics.features]\nsuffix = "f"\n', "each [topics.ROLE] of the topic catalogue needs a "
+                                          "suffix (text) and partitions (a whole number from 1)"),
+    ('[topics.features]\nsuffix = "f"\npartitions = 0\n', "needs a suffix (text) and partitions"),
+])
+def test_a_catalogue_that_cannot_be_used_is_named_by_its_setting(tmp_path, monkeypatch, text,
+                                                                 needle):
+    """STREAMFS_TOPICS naming a missing or broken file was a traceback (FileNotFoundError,
+    TOMLDecodeError, KeyError) from every command, and the worker's after its warm-up, exit 70
+    and again after every restart."""
+    from streamfs.topics import CatalogueError
+
+    path = tmp_path / "catalogue.toml"
+    if text is not None:
+        path.write_text(text)
+    monkeypatch.setenv("STREAMFS_TOPICS", str(path))
+    with pytest.raises(CatalogueError) as refused:
+        load_catalogue("p.")
+    assert str(refused.value).startswith(f"STREAMFS_TOPICS {str(path)!r}: ")
+    assert needle in str(refused.value)
+
+
+def test_a_catalogue_the_worker_cannot_use_is_refused_with_its_reason(tmp_path, monkeypatch):
+    from streamfs.topics import CATALOGUE, CatalogueError, check_catalogue
+
+    monkeypatch.delenv("STREAMFS_TOPICS", raising=False)
+    assert set(check_catalogue("p.")) == {"features", "instances", "selected", "dead_letter"}
+    path = tmp_path / "catalogue.toml"
+    monkeypatch.setenv("STREAMFS_TOPICS", str(path))
+    path.write_text(CATALOGUE.read_text().replace("[topics.dead_letter]", "[topics.other]"))
+    with pytest.raises(CatalogueError, match=r"the topic catalogue has no \[topics.dead_letter\]"):
+        check_catalogue("p.")
+    path.write_text(CATALOGUE.read_text().replace("partitions = 8", "partitions = 4", 1))
+    with pytest.raises(CatalogueError, match="the features and instances topics of the topic "
+                                             "catalogue must have the same partition count, "
+                                             "not 4 and 8"):
+        check_catalogue("p.")

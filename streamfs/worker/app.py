@@ -72,9 +72,9 @@ from typing import Any, NoReturn
 from streamfs.broker import ClientConfigRefused, make_client
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
-from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, TopicMismatch, TopicsNotCreated,
-                             changelog_specs, create_topics, load_catalogue,
-                             wait_for_topics)
+from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
+                             TopicsNotCreated, changelog_specs, check_catalogue, create_topics,
+                             load_catalogue, wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
@@ -1362,10 +1362,9 @@ def drop_stream_series(store: dict[str, bytes]) -> None:
 
 def prepare_topics(settings: Settings) -> None:
     """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
+    check_catalogue(settings.topic_prefix)  # CatalogueError: checked by `streamfs worker` too
     specs = load_catalogue(settings.topic_prefix, replication_factor=settings.replication_factor)
     partitions = specs["features"].partitions
-    if specs["instances"].partitions != partitions:
-        raise ValueError("the features and instances topics must have the same partition count")
     specs.update(changelog_specs(settings.app_id, partitions, settings.replication_factor,
                                  settings.max_message_bytes))
     create_topics(settings.kafka_config(), specs)
@@ -1471,7 +1470,8 @@ def run_worker(settings: Settings) -> None:
         log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,
                  instance, *server.server_address[:2])  # the port bound, also for 0 (any)
         worker.run()
-    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced):
+    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced,
+            CatalogueError):
         raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
     except RestoreHeld as exc:  # known, and a restart is the cure: one line, no traceback
         log.critical("%s", exc)

@@ -236,6 +236,34 @@ def test_an_app_id_the_worker_cannot_use_is_refused_before_anything_runs(env, ar
         assert out.stderr.count("\n") == 1, out.stderr
 
 
+@pytest.mark.parametrize("command", [["worker"], ["topics", "create"]])
+@pytest.mark.parametrize("catalogue,reason", [
+    (None, "the topic catalogue cannot be read: No such file or directory"),
+    ("x = [\n", "the topic catalogue is not TOML: "),
+    ("mixed", "the features and instances topics of the topic catalogue must have the same "
+              "partition count, not 4 and 8"),
+])
+def test_a_catalogue_that_cannot_be_used_is_refused_before_anything_runs(tmp_path, command,
+                                                                        catalogue, reason):
+    """STREAMFS_TOPICS naming a missing or broken file, or one whose input topics differ in
+    partitions: a traceback, from the worker after its warm-up with exit 70 (a supervisor's
+    restart loop); `topics create` made the topics of the last one."""
+    from streamfs.topics import CATALOGUE
+
+    path = tmp_path / "catalogue.toml"
+    if catalogue == "mixed":
+        path.write_text(CATALOGUE.read_text().replace("partitions = 8", "partitions = 4", 1))
+    elif catalogue is not None:
+        path.write_text(catalogue)
+    # checked before the broker is even tried: the address below is never reached
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+           "STREAMFS_TOPICS": str(path)}
+    out = streamfs(*command, env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith(f"Error: STREAMFS_TOPICS {str(path)!r}: {reason}"), out.stderr
+
+
 @pytest.mark.parametrize("value", ["warn", "LOUD"])
 def test_a_bad_log_level_from_the_environment_is_refused_by_its_variable(value):
     """It said "Invalid value for '--log-level'" after a usage line, naming a flag the

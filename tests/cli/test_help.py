@@ -68,7 +68,8 @@ def test_worker_help_lists_every_setting_with_its_default_and_flag():
     section = out.output.split("Environment variables")[1]
     rows = dict(re.findall(r"^  (STREAMFS_[A-Z_]+)\s+(.*)$", section, re.MULTILINE))
     expected = {f"STREAMFS_{f.name.upper()}" for f in fields(Settings) if f.name != "security"}
-    assert set(rows) == expected | set(_SECURITY_ENV) | {"STREAMFS_KERNEL_THREADS"}
+    assert set(rows) == (expected | set(_SECURITY_ENV)
+                         | {"STREAMFS_KERNEL_THREADS", "STREAMFS_TOPICS"})
     assert rows["STREAMFS_WEB_HOST"] == ("(--web-host) Address of /health and /metrics; "
                                          "0.0.0.0: every interface. Default: '127.0.0.1'.")
     assert rows["STREAMFS_WEB_PORT"].startswith("(--web-port) ")
