@@ -4,6 +4,7 @@ Without a broker the Kafka tests are skipped when run by hand and fail when CI=t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
@@ -81,6 +82,31 @@ def restart_broker(kafka_bootstrap):
         assert proc.stdout.strip().splitlines()[-1] == kafka_bootstrap
 
     return restart
+
+
+@pytest.fixture
+def broker_outage(kafka_bootstrap):
+    """``with broker_outage():`` stops the session's broker for the block, then starts it again
+    on the same data and port. Only for a broker this session started."""
+    if not _BROKER_RUN:
+        pytest.skip("the broker was not started by this test session; cannot stop it")
+    script = REPO / "ops" / "kafka" / "broker.sh"
+    env_vars = {**os.environ, "STREAMFS_RUN": str(_BROKER_RUN[0])}
+
+    @contextlib.contextmanager
+    def outage():
+        proc = subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True,
+                              text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        try:
+            yield
+        finally:
+            proc = subprocess.run(["bash", str(script), "restart"], env=env_vars,
+                                  capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            assert proc.stdout.strip().splitlines()[-1] == kafka_bootstrap
+
+    return outage
 
 
 @pytest.fixture

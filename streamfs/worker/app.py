@@ -46,7 +46,8 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   its restart does the same. The topic check is asked every ``TOPIC_CHECK_SECONDS``, busy or
   idle, and answered on the admin client's thread.
 
-``/health`` (readiness: 503 until the assignment is restored, and during a rebalance), ``/live``
+``/health`` (readiness: 503 until the assignment is restored, during a rebalance, while input
+waits unprocessed and while no broker answers), ``/live``
 (liveness: 503 once the loop has stopped turning) and ``/metrics`` are served on the web port.
 """
 
@@ -273,6 +274,9 @@ class Health:
         self.last_batch = time.monotonic()
         self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
         self.lag = 0
+        # time.monotonic() when the consumer lost every broker connection; None once a broker
+        # answered again (Worker._client_error, Worker._broker_answered)
+        self.unreachable_since: float | None = None
 
     def snapshot(self) -> tuple[int, dict]:
         with self.lock:
@@ -285,6 +289,12 @@ class Health:
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.ready and self.lag > 0 and idle > 60:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
+            if self.unreachable_since is not None:
+                # whatever else: it said "ok" (and its stale lag) until the session timed
+                # out, then "rebalancing", with the broker down all along
+                body["status"] = "broker-unreachable"
+                body["unreachable_seconds"] = round(time.monotonic() - self.unreachable_since,
+                                                    1)
             return (200 if body["status"] == "ok" else 503), body
 
     def liveness(self) -> tuple[int, dict]:
@@ -402,6 +412,7 @@ class Worker:
         s = self.settings
         return make_client(Consumer, {
             **s.kafka_config(),
+            "error_cb": self._client_error,  # served by consume(), on the loop's thread
             "group.id": s.app_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -416,6 +427,20 @@ class Worker:
             **({"group.instance.id": s.instance_id} if s.instance_id else {}),
             **fetch_config(s.max_message_bytes),
         })
+
+    def _client_error(self, err: Any) -> None:
+        """The consumer's global errors: every broker connection down is said by /health."""
+        from confluent_kafka import KafkaError
+
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            with self.health.lock:
+                if self.health.unreachable_since is None:
+                    self.health.unreachable_since = time.monotonic()
+
+    def _broker_answered(self) -> None:
+        """A broker answered (an assignment, a commit, a topic check): reachable again."""
+        with self.health.lock:
+            self.health.unreachable_since = None
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
@@ -493,6 +518,7 @@ class Worker:
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
+            self.health.unreachable_since = None  # the group and the offsets answered
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
@@ -1000,6 +1026,7 @@ class Worker:
         metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
+            self.health.unreachable_since = None  # the commit was answered
 
     def _settle_in_callback(self) -> None:
         """:meth:`_settle` inside a rebalance callback (run by ``consume()``), where a
@@ -1241,6 +1268,8 @@ class Worker:
                     found[name] = None
                 continue
             found[name] = (len(desc.partitions), str(desc.topic_id))
+        if found:  # a broker answered the check
+            self._broker_answered()
         problems = topic_changes(self.topic_partitions, self.topic_ids, found)
         if not problems:
             return
