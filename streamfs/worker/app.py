@@ -1452,11 +1452,25 @@ class StoppedDuringStartup(BaseException):
     failure."""
 
 
+#: set by the first SIGINT or SIGTERM of the start-up (see :func:`_stopped_yet`)
+_STOP_ASKED = threading.Event()
+
+
 def _stop_during_startup(signum: int, _frame: Any) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):  # one is enough: a second would cut the shutdown
         signal.signal(sig, signal.SIG_IGN)
     log.info("%s: stopped during start-up", signal.Signals(signum).name)
+    _STOP_ASKED.set()
     raise StoppedDuringStartup
+
+
+def _stopped_yet() -> None:
+    """:class:`StoppedDuringStartup` if a signal asked for it already. The handler's exception
+    is lost where Python ignores exceptions (a ``__del__`` or weakref callback the collector
+    ran when the signal came, seen in the warm-up): the worker started anyway, and with the
+    signals ignored, nothing but SIGKILL stopped it. Checked between the start-up's steps."""
+    if _STOP_ASKED.is_set():
+        raise StoppedDuringStartup
 
 
 def begin_startup(settings: Settings) -> None:
@@ -1476,6 +1490,7 @@ def run_worker(settings: Settings) -> None:
     signal before it has started raises :class:`StoppedDuringStartup` (see
     :func:`begin_startup`)."""
     begin_startup(settings)  # again if the caller did, to cover its own checks
+    _stopped_yet()
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored
@@ -1484,8 +1499,10 @@ def run_worker(settings: Settings) -> None:
     try:
         with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
             warm_up()
+        _stopped_yet()
         freeze_startup_objects()
         prepare_topics(settings)
+        _stopped_yet()
         worker = Worker(settings, health)
 
         def stop(signum: int, _frame: Any) -> None:
@@ -1495,6 +1512,7 @@ def run_worker(settings: Settings) -> None:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        _stopped_yet()  # a signal of the start-up that came before these
         instance = f", instance {settings.instance_id}" if settings.instance_id else ""
         log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,
                  instance, *server.server_address[:2])  # the port bound, also for 0 (any)

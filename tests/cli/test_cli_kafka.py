@@ -325,6 +325,30 @@ def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker(signame):
+    """The signal came while the collector ran a weakref callback (seen: `kill` during the
+    warm-up), where Python prints an exception and drops it: the worker logged that it
+    stopped, then started, with SIGINT and SIGTERM ignored. Here the signal comes inside a
+    ``__del__``, where its exception is dropped in the same way."""
+    script = ("import os, signal\n"
+              "import streamfs.cli as cli, streamfs.worker.app as app\n"
+              "class Collected:\n"
+              "    def __del__(self):\n"
+              f"        os.kill(os.getpid(), signal.{signame})\n"
+              "        sum(range(1000))  # the handler runs here\n"
+              "cli._reachable = lambda settings: None\n"
+              "app.warm_up = lambda: Collected()\n"
+              "cli.main(['worker', '--web-port', '0'])\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr  # was 70: it went on, to a broker it cannot reach
+    assert f"INFO streamfs.worker: {signame}: stopped during start-up" in out.stderr
+    assert "Exception ignored in" in out.stderr  # the exception the signal's handler raised
+    assert "worker failed" not in out.stderr and "started" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("during", ["_reachable", "warm_up"])
 def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(signame, during):
     """Once started, SIGINT and SIGTERM log a line and exit 0 after the batch in progress;
