@@ -380,6 +380,9 @@ class Worker:
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
+        # (topic, partition) -> the offset after the last input message fetched: input up to
+        # it and past the committed offset waits for a commit (see _update_lag)
+        self.fetched_end: dict[tuple[str, int], int] = {}
         self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
@@ -537,6 +540,7 @@ class Worker:
                 drop_stream_series(state.store)
             self.changelog_high.pop((self.roles[topic], p), None)
             self.resume_at.pop((topic, p), None)
+            self.fetched_end.pop((topic, p), None)
             local = self.local.pop((self.roles[topic], p), None)
             if local is not None:
                 local.close()  # its next owner may be another worker on this host
@@ -900,6 +904,8 @@ class Worker:
                 continue
             self.fetched.append(msg)
             self.fetched_bytes += len(msg.value() or b"")
+            key = (msg.topic(), msg.partition())
+            self.fetched_end[key] = max(self.fetched_end.get(key, 0), msg.offset() + 1)
         return bool(self.fetched)
 
     def _drop_fetched(self, partitions: set[tuple[str, int]] | None = None) -> None:
@@ -1346,16 +1352,28 @@ class Worker:
                  sum(map(len, writes.values())), retention)
 
     def _update_lag(self) -> None:
-        """The input records not committed yet, from each partition's committed offset: the
-        consumer's position is past what it fetched, committed or not, so a worker whose
-        transactions kept failing, re-fetching its input after every rewind, had no lag by
-        it, and /health said "ok" while nothing was committed for minutes."""
+        """The input records not committed yet. Where input was fetched past the committed
+        offset, they count from that offset: the consumer's position is past what it fetched,
+        committed or not, so a worker whose transactions kept failing, re-fetching its input
+        after every rewind, had no lag by it, and /health said "ok" while nothing was
+        committed for minutes. Elsewhere, from the position: a transactional producer's
+        commit marker ends its input, and the position (not the committed offset, one past
+        the last message) passes it, so an idle worker on such input has no lag."""
+        from confluent_kafka import TopicPartition
+
         lag = 0
-        for tp in self.consumer.assignment():
+        assigned = self.consumer.assignment()
+        positions = self.consumer.position([TopicPartition(tp.topic, tp.partition)
+                                            for tp in assigned])
+        for tp, at in zip(assigned, positions):
             low, high = self.consumer.get_watermark_offsets(tp, cached=True)
-            committed = self.resume_at.get((tp.topic, tp.partition))
-            if high >= 0 and committed is not None:
-                lag += max(0, high - committed)
+            key = (tp.topic, tp.partition)
+            committed = self.resume_at.get(key)
+            start = at.offset
+            if committed is not None and (start < 0 or self.fetched_end.get(key, 0) > committed):
+                start = committed
+            if high >= 0 and start >= 0:
+                lag += max(0, high - start)
         with self.health.lock:
             self.health.lag = lag
 

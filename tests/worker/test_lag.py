@@ -78,3 +78,58 @@ def test_a_worker_whose_transactions_keep_failing_reports_its_input_as_lag(
         worker.running = False
         thread.join(60)
     assert not thread.is_alive(), "the worker did not stop within 60 s"
+
+
+def test_input_from_a_transactional_producer_leaves_no_lag_once_committed(
+        kafka_config, topic_prefix, tmp_path):
+    """An upstream job publishing with transactions ends its input with a commit marker, one
+    offset past the last message. Counted from the committed offset (one past the last
+    message), the worker kept a lag of one per transaction for good, and after a minute idle
+    /health said "lagging-idle" (503) with nothing left to do; the consumer's position passes
+    the marker, so input fetched and committed counts from there."""
+    from confluent_kafka import Producer
+
+    from streamfs.codec import encode
+    from streamfs.worker import app
+
+    conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                    topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
+                    data_dir=str(tmp_path), session_timeout=10.0)
+    app.prepare_topics(conf)
+    topics = load_catalogue(topic_prefix)
+    messages = saola_stream("upstream-eos", 0, 10)
+    producer = Producer({**kafka_config, "transactional.id": f"upstream-{uuid.uuid4().hex}"})
+    producer.init_transactions(30)
+    for m in messages:  # one transaction a message: a marker after each
+        producer.begin_transaction()
+        producer.produce(topics["features"].name, key=m["stream"].encode(), value=encode(m))
+        producer.commit_transaction(30)
+
+    worker = app.Worker(conf)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+        key = None
+        # every message committed (the offsets past the stream's last message) ...
+        while True:
+            assert thread.is_alive() and time.monotonic() < deadline, worker.health.snapshot()
+            done = [k for k, end in worker.resume_at.items() if k[0] == topics["features"].name
+                    and end > 0 and end == worker.fetched_end.get(k)]
+            if done and not worker.fetched:
+                key = done[0]
+                break
+            time.sleep(0.1)
+        assert worker.resume_at[key] == 2 * len(messages) - 1  # the last marker after it
+        # ... and the lag read since then is nothing
+        while worker.health.snapshot()[1]["lag"] != 0:
+            assert thread.is_alive() and time.monotonic() < deadline, worker.health.snapshot()
+            time.sleep(0.1)
+        with worker.health.lock:  # idle for a minute: still ready, nothing waits
+            worker.health.last_batch -= 61
+        code, body = worker.health.snapshot()
+        assert code == 200 and body["status"] == "ok", body
+    finally:
+        worker.running = False
+        thread.join(60)
+    assert not thread.is_alive(), "the worker did not stop within 60 s"
