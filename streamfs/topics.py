@@ -256,7 +256,7 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             outcome[name] = "exists"
     existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:
-        topics = admin.list_topics(timeout=timeout).topics
+        topics = _listed(admin, existing, max(timeout, 60.0))
         wrong = partition_problems(existing, topics, missing_too=False)
         if wrong:
             raise TopicMismatch(
@@ -281,6 +281,27 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))
     return outcome
+
+
+def _listed(admin: Any, names: Iterable[str], timeout: float) -> dict[str, Any]:
+    """The broker's topic metadata once it lists every topic of ``names`` with partitions. A
+    topic another process has just created is "already exists" to CreateTopics before every
+    broker's metadata shows it: seen as a KeyError and exit 70 when some 35 workers started
+    at once on a new prefix."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        topics = admin.list_topics(timeout=min(10.0, timeout)).topics
+        late = [n for n in names if n not in topics or topics[n].error is not None
+                or not topics[n].partitions]
+        if not late:
+            return topics
+        if time.monotonic() > deadline:
+            raise TopicsNotCreated(f"topics {', '.join(map(repr, late))} exist (the broker "
+                                   f"said so) but its metadata has not listed them after "
+                                   f"{timeout:.0f} s")
+        time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
 
 
 def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
