@@ -49,11 +49,25 @@ def block_budget(message_limit: int | None) -> int:
     return max(1, min(MAX_BLOCK_BYTES, message_limit * 7 // 8))
 
 
-def _column_bytes(X: Any, j0: int, j1: int) -> int:
+def column_value_bytes(X: Any) -> np.ndarray:
+    """The bytes of each column's values as a block counts them (sparse: each non-zero's value
+    and row index, and 8 for the column's pointer).
+
+    >>> column_value_bytes(np.zeros((10, 2))).tolist()
+    [80, 80]
+    """
     if sp.issparse(X):
-        nnz = X.indptr[j1] - X.indptr[j0]
-        return int(nnz) * (X.data.itemsize + X.indices.itemsize) + 8 * (j1 - j0)
-    return X.shape[0] * (j1 - j0) * X.dtype.itemsize
+        X = X.tocsc()
+        per_nonzero = X.data.itemsize + X.indices.itemsize
+        return np.diff(X.indptr).astype(np.int64) * per_nonzero + 8
+    return np.full(X.shape[1], X.shape[0] * X.dtype.itemsize, dtype=np.int64)
+
+
+def _cumulative_bytes(X: Any, extra: np.ndarray | None) -> np.ndarray:
+    """``c[j]``: the bytes of columns ``0..j-1`` with their ``extra``; columns ``a..b-1`` take
+    ``c[b] - c[a]``."""
+    per_column = column_value_bytes(X) + (0 if extra is None else extra)
+    return np.concatenate([[0], np.cumsum(per_column, dtype=np.int64)])
 
 
 def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
@@ -75,12 +89,11 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     >>> list(column_blocks(np.zeros((10, 7)), max_columns=2))
     [(0, 2), (2, 4), (4, 6), (6, 7)]
     """
-    X = X.tocsc() if sp.issparse(X) else X
     n = X.shape[1]
-    added = np.concatenate([[0], np.cumsum(extra)]) if extra is not None else None
+    total = _cumulative_bytes(X, extra)
 
     def cost(j0: int, j1: int) -> int:
-        return _column_bytes(X, j0, j1) + (0 if added is None else int(added[j1] - added[j0]))
+        return int(total[j1] - total[j0])
 
     cuts = list(boundaries) if boundaries is not None else list(range(1, n + 1))
     if cuts and cuts[-1] != n:
@@ -125,10 +138,7 @@ def largest_column_bytes(X: Any, *, feature_names: Sequence[str] | None = None,
     n = X.shape[1]
     if not n:
         return 0
-    if sp.issparse(X):
-        values = np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize) + 8
-    else:
-        values = np.full(n, X.shape[0] * X.dtype.itemsize)
+    values = column_value_bytes(X)
     order, gid, _ = feature_order(n, groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(n))
     names = None if feature_names is None else [str(feature_names[j]) for j in order]
@@ -287,8 +297,9 @@ def _check_group_blocks(X: Any, blocks: list[tuple[int, int]], extra: np.ndarray
     """``InputDataError`` before the ``open`` when a group's columns alone are more bytes than
     a record may hold: a group travels in one message, so the stream could not be sent whole
     (found only after the ``open``, it left the stream open on the topic)."""
+    total = _cumulative_bytes(X, extra)
     for a, b in blocks:
-        size = _column_bytes(X, a, b) + (0 if extra is None else int(extra[a:b].sum()))
+        size = int(total[b] - total[a])
         if size > record_limit and gid[a] == gid[b - 1]:
             columns = order[a:b].tolist()
             shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.producers.blocks import (_column_bytes, instance_messages_from_chunks,
+from streamfs.producers.blocks import (column_value_bytes, instance_messages_from_chunks,
                                        largest_column_bytes)
 from streamfs.producers.errors import InputDataError
 from streamfs.producers.objects import from_objects
@@ -77,7 +77,7 @@ def test_largest_column_bytes_is_the_largest_column_the_blocks_count(sparse, how
         """The bytes of each column of each block, as the blocks count them."""
         msgs = list(feature_stream_messages("s", X, y, algorithm, block_bytes=budget,
                                             feature_names=names, **how))
-        return [[_column_bytes(m["X"], j, j + 1) + len(name.encode()) + 5
+        return [[int(column_value_bytes(m["X"])[j]) + len(name.encode()) + 5
                  + 9 * (("columns" in m) + ("groups" in m)) for j, name in enumerate(m["names"])]
                 for m in msgs[1:-1]]
 
