@@ -256,7 +256,14 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
             outcome[name] = "exists"
     existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:
-        topics = _listed(admin, existing, max(timeout, 60.0))
+        # a topic another process has just created is "already exists" to CreateTopics
+        # before this broker's metadata lists it: seen as a KeyError below (exit 70) when
+        # some 35 workers started at once on a new prefix
+        topics, late = _listed(admin, dict.fromkeys(existing), max(timeout, 60.0))
+        if late:
+            raise TopicsNotCreated(f"topics {', '.join(map(repr, late))} exist (the broker "
+                                   f"said so) but its metadata has not listed them after "
+                                   f"{max(timeout, 60.0):.0f} s")
         wrong = partition_problems(existing, topics, missing_too=False)
         if wrong:
             raise TopicMismatch(
@@ -283,24 +290,23 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     return outcome
 
 
-def _listed(admin: Any, names: Iterable[str], timeout: float) -> dict[str, Any]:
-    """The broker's topic metadata once it lists every topic of ``names`` with partitions. A
-    topic another process has just created is "already exists" to CreateTopics before every
-    broker's metadata shows it: seen as a KeyError and exit 70 when some 35 workers started
-    at once on a new prefix."""
+def _listed(admin: Any, partitions: dict[str, int | None], timeout: float
+            ) -> tuple[dict[str, Any], list[str]]:
+    """Poll the broker's metadata until it lists every topic of ``partitions`` with that many
+    partitions (None: any number, at least one, and no error), for up to ``timeout`` seconds;
+    the metadata's topics and the names still missing then."""
     import time
 
     deadline = time.monotonic() + timeout
     while True:
-        topics = admin.list_topics(timeout=min(10.0, timeout)).topics
-        late = [n for n in names if n not in topics or topics[n].error is not None
-                or not topics[n].partitions]
-        if not late:
-            return topics
-        if time.monotonic() > deadline:
-            raise TopicsNotCreated(f"topics {', '.join(map(repr, late))} exist (the broker "
-                                   f"said so) but its metadata has not listed them after "
-                                   f"{timeout:.0f} s")
+        topics = admin.list_topics(timeout=10).topics
+        late = [name for name, count in partitions.items()
+                if name not in topics or (len(topics[name].partitions) != count
+                                          if count is not None else
+                                          topics[name].error is not None
+                                          or not topics[name].partitions)]
+        if not late or time.monotonic() > deadline:
+            return topics, late
         time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
 
 
@@ -396,17 +402,11 @@ def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: fl
 
     admin = make_client(AdminClient, admin_config)
     deadline = time.monotonic() + timeout
-    missing: list[str] = [s.name for s in specs.values()]
-    while missing:
-        meta = admin.list_topics(timeout=10)
-        missing = [s.name for s in specs.values()
-                   if s.name not in meta.topics or len(meta.topics[s.name].partitions) != s.partitions]
-        if missing and time.monotonic() > deadline:
-            raise TimeoutError(f"topics not ready after {timeout} s: {missing}")
-        if missing:
-            time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
-    wait_until_served(admin, {s.name: s.partitions for s in specs.values()},
-                      max(0.0, deadline - time.monotonic()))
+    partitions = {s.name: s.partitions for s in specs.values()}
+    _, missing = _listed(admin, partitions, timeout)
+    if missing:
+        raise TimeoutError(f"topics not ready after {timeout} s: {missing}")
+    wait_until_served(admin, partitions, max(0.0, deadline - time.monotonic()))
 
 
 def wait_until_served(admin: Any, partitions: dict[str, int], timeout: float) -> None:
