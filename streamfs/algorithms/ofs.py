@@ -523,13 +523,15 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             names[slot] = key  # in place: the cached index is updated alongside
             index[key] = slot
 
-    def _dict_to_csr(self, x: dict, learn: bool = False) -> _CSR:
-        """``learn``: names not seen yet name features (see :meth:`_key_index`), once every
-        check of ``x`` passed (a refused instance names nothing); otherwise they are left
-        out."""
+    def _dict_to_csr(self, x: dict, learn: bool = False) -> tuple[_CSR, list[str], np.ndarray]:
+        """The row, and the names it brings with the features they are to name. ``learn``:
+        names not seen yet take the first unnamed features (see :meth:`_key_index`); the
+        caller names them once the instance is learned (a refused instance names nothing).
+        Otherwise they are left out."""
         self._ensure_init(None)
         n = len(x)
         new: list[str] = []
+        slots = _EMPTY_INDEX
         if all(type(k) is int for k in x):
             keys = np.fromiter(x.keys(), dtype=np.int64, count=n)
         else:
@@ -557,24 +559,31 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             raise ValueError(f"feature index out of range [0, {self.d_})")
         if not self._partial and not np.isfinite(vals).all():
             raise ValueError("x contains NaN or infinite values")
-        if new:
-            self._name_features(new, slots)
         order = np.argsort(keys, kind="stable")
         keys, vals = keys[order], vals[order]
         keep = vals != 0.0
         keys, vals = keys[keep], vals[keep]
-        return np.array([0, keys.size], dtype=np.int64), keys, vals
+        return (np.array([0, keys.size], dtype=np.int64), keys, vals), new, slots
 
-    def _as_csr(self, X: Any, single: bool, learn: bool = False) -> _CSR:
+    def _one_to_learn(self, x: Any) -> tuple[_CSR, list[str], np.ndarray]:
+        """:meth:`_as_csr` of one instance to learn, with the names a dict (or Series) brings
+        and the features they are to name (:meth:`_name_features`, once it is learned)."""
+        if _is_series(x):
+            x = x.to_dict()
+        if isinstance(x, dict) and not sp.issparse(x):
+            return self._dict_to_csr(x, learn=True)
+        return self._as_csr(x, single=True), [], _EMPTY_INDEX
+
+    def _as_csr(self, X: Any, single: bool) -> _CSR:
         """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
-        dense, sparse and dict inputs run through identical arithmetic. ``learn``: a dict's
-        new names name features (see :meth:`_key_index`)."""
+        dense, sparse and dict inputs run through identical arithmetic. A dict's names not
+        seen yet are left out (they weigh 0)."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
-            return self._dict_to_csr(X, learn)
+            return self._dict_to_csr(X)[0]
         if single and _is_series(X):
             # a pandas Series (df.iloc[i], iterrows()): its labels say which feature each
             # value is, not its positions
-            return self._dict_to_csr(X.to_dict(), learn)
+            return self._dict_to_csr(X.to_dict())[0]
         if sp.issparse(X):
             # X itself where it is one already (the worker's decoded blocks, whose canonical
             # flag the decoder set); copied below only where it must change
@@ -837,16 +846,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         (2, [1], ['ham', 'spam'])
         """
         self._check_stream_params()
-        M = self._as_csr(x, single=True, learn=True)
+        M, new, slots = self._one_to_learn(x)
         if self._pending is not None:
-            idx = self._pending
-            _, cols, data = M
-            # read only the pending attributes (the row's indices are sorted)
-            pos = np.minimum(np.searchsorted(cols, idx), max(cols.size - 1, 0))
-            hit = cols[pos] == idx if cols.size else np.zeros(idx.size, bool)
-            vals = np.where(hit, data[pos] if data.size else 0.0, 0.0)
-            return self.learn_observed(idx, vals, y)
-        self._learn_block(M, np.asarray([_one_label(y)]))
+            self.learn_observed(self._pending, _values_at(M, self._pending), y)
+        else:
+            self._learn_block(M, np.asarray([_one_label(y)]))
+        if new:
+            self._name_features(new, slots)
         return self
 
     def predict_one(self, x: Any) -> Any:
@@ -1033,6 +1039,18 @@ def _block_labels(y: Any, known: list) -> np.ndarray:
     if y.size:
         check_targets(y, known)
     return y
+
+
+_EMPTY_INDEX = np.empty(0, dtype=np.int64)
+
+
+def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:
+    """The values of the one-row ``M`` (sorted indices) at the features ``idx``; 0 where
+    it has none."""
+    _, cols, data = M
+    pos = np.minimum(np.searchsorted(cols, idx), max(cols.size - 1, 0))
+    hit = cols[pos] == idx if cols.size else np.zeros(idx.size, bool)
+    return np.where(hit, data[pos] if data.size else 0.0, 0.0)
 
 
 def _one_label(y: Any) -> Any:

@@ -307,3 +307,24 @@ def test_a_refused_dict_names_no_feature(bad, message):
     assert m.feature_names_in_.tolist() == ["malic_acid", "proline", "color"]
     np.testing.assert_array_equal(m.coef_, clean.coef_)
     assert m.n_seen_ == clean.n_seen_ == 3
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_dict_a_partial_learner_refuses_for_nan_names_no_feature(split):
+    """A partial-input learner takes NaN where it does not read, so the check of the values
+    it reads comes with learning, after the keys were read: the refused instance had named
+    its new keys. ``split``: the attributes drawn first (``attributes_to_observe``)."""
+    m, clean = (OFSPartial(3, n_features=3, random_state=0) for _ in range(2))
+    for learner in (m, clean):
+        for x, label in [({"malic_acid": 1.0}, 1), ({"malic_acid": -1.0}, 0)] * 2:
+            learner.learn_one(x, label)  # malic_acid enters the support: it is read
+    if split:
+        m.attributes_to_observe()
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        m.learn_one({"malic_acid": float("nan"), "ash": 1.0}, 0)
+    assert m.feature_names_in_.tolist() == ["malic_acid", None, None]
+    for learner in (m, clean):
+        learner.learn_one({"proline": 2.0, "malic_acid": -1.0}, 0)
+    assert m.feature_names_in_.tolist() == ["malic_acid", "proline", None]
+    np.testing.assert_array_equal(m.coef_, clean.coef_)
+    assert m.n_seen_ == clean.n_seen_ == 5
