@@ -591,6 +591,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     except StreamLeftOpen as exc:
         cause = exc.__cause__
         data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1
+        if isinstance(cause, LabelError):  # a later chunk's: say whose, and which column
+            cause = _labels_refused(cause, source, label, header).message
         note = left_open_message(cause, stream_id, exc.messages_sent, _LEFT_OPEN.format(
             "once the file is fixed, " if data_fault else ""), exc.delivered_after)
         if data_fault:

@@ -143,9 +143,13 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
                 feature_names=names, groups=groups, progress=progress, on_algorithm=done,
             )
     except (ValueError, FileNotFoundError) as exc:
+        from streamfs.algorithms.registry import LabelError
         from streamfs.cli import UsageProblem
+        from streamfs.producers.files import label_column_note
 
-        raise UsageProblem(str(exc)) from None
+        # the column taken as the label in place of one not given is the likely cause
+        note = label_column_note(data, label, header) if isinstance(exc, LabelError) else ""
+        raise UsageProblem(f"{exc}{note}") from None
     if json_out != "-":
         from rich.console import Group
         from rich.text import Text

@@ -36,6 +36,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms.registry import LabelError
+
 from . import metrics
 
 __all__ = [
@@ -145,7 +147,7 @@ def one_vs_rest(
             except (TypeError, ValueError):
                 hits = []
         if not hits:
-            raise ValueError(f"one-vs-rest label {label!r} not among the classes {text}")
+            raise LabelError(f"one-vs-rest label {label!r} not among the classes {text}")
         k = hits[0]
     return (codes == k).astype(np.int64), classes[k].item()
 

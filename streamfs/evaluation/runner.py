@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from streamfs.algorithms.registry import LabelError
+
 from . import protocols as P
 
 __all__ = ["parse_params", "resolve_params", "evaluate_dataset", "subsample",
@@ -199,7 +201,7 @@ def evaluate_dataset(
     counts = np.bincount(codes, minlength=len(classes))
     if counts.min() < 2:  # stratified splits need two of each: sklearn's words named no class
         rare = classes[int(np.argmin(counts))].item()
-        raise ValueError(f"class {rare!r} has {counts.min()} instance"
+        raise LabelError(f"class {rare!r} has {counts.min()} instance"
                          + (f" in the subsample of max_instances={max_instances}" if note else "")
                          + ": the stratified splits need at least 2 of every class")
     if one_vs_rest is not None:  # refused even where no algorithm takes it (it did nothing)

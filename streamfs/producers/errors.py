@@ -60,7 +60,7 @@ class PublishInterrupted(KeyboardInterrupt):
         self.messages_sent = messages_sent
 
 
-def left_open_message(cause: BaseException, stream: str, sent: int, retry: str,
+def left_open_message(cause: BaseException | str, stream: str, sent: int, retry: str,
                       after: int = 0) -> str:
     """What a publish stopped part way says: why, how many messages went out (and how many
     after a refused one), and ``retry``."""

@@ -195,3 +195,28 @@ def test_evaluate_says_that_it_sets_the_classes_itself(tmp_path):
     res = CliRunner().invoke(evaluate, [str(path), "-a", "ofs", "-p", "classes=[neg,pos]"])
     assert res.exit_code == 2, res.output
     assert "ofs: evaluate sets classes itself" in res.output
+
+
+def test_a_label_error_says_the_last_column_was_taken_without_label(tmp_path):
+    """Without --label the last column of a CSV is the label; evaluate's label errors (a class
+    of one instance, a one-vs-rest class not among them) did not say so, as select's do."""
+    rng = np.random.default_rng(4)
+    path = tmp_path / "d.csv"
+    np.savetxt(path, np.c_[np.arange(40) % 2, rng.normal(size=(40, 3))], delimiter=",",
+               header="class,a,b,c", comments="")
+    note = ("; the last column, 3 ('c'), was taken as the label because no --label was "
+            "given: name the label with --label")
+    out = CliRunner().invoke(evaluate, [str(path), "-a", "saola"])
+    assert out.exit_code == 2
+    assert out.output.rstrip().endswith("the stratified splits need at least 2 of every class"
+                                        + note), out.output
+    codes = tmp_path / "codes.csv"  # its last column has two values: classes 5 and 6
+    np.savetxt(codes, np.c_[np.arange(40) % 2, rng.normal(size=40), 5 + np.arange(40) % 2],
+               delimiter=",", header="class,a,c", comments="")
+    out = CliRunner().invoke(evaluate, [str(codes), "-a", "ofs", "--one-vs-rest", "1"])
+    assert out.exit_code == 2 and "not among the classes ['5', '6']" in out.output
+    assert out.output.rstrip().endswith(note.replace("3 ('c')", "2 ('c')")), out.output
+    given = CliRunner().invoke(evaluate, [str(codes), "-a", "ofs", "--label", "class",
+                                          "--one-vs-rest", "7"])
+    assert given.exit_code == 2
+    assert given.output.rstrip().endswith("not among the classes ['0', '1']"), given.output

@@ -56,6 +56,22 @@ def test_error_late_in_a_streamed_file_says_what_was_published(kafka_config, top
             "publish it again with --replace, or under another --stream") in result.output
 
 
+def test_a_late_label_error_says_the_last_column_was_taken_without_label(kafka_config,
+                                                                         topic_prefix, tmp_path):
+    """With the classes given there is no label pass: a label outside them late in the file
+    stops the publish part way, and said nothing of the column taken as the label."""
+    path = tmp_path / "late.csv"
+    rows = "".join(f"{i},0.5,{i % 2}\n" for i in range(400_000))  # > one 4 MiB chunk
+    path.write_text("a,b,y\n" + rows + "1,0.5,7\n")
+    result = _run(kafka_config, topic_prefix, "instances", path, "--stream", "late", "-a", "ofs",
+                  "-p", "classes=[0,1]")
+    assert result.exit_code == 2, result.output
+    assert f"Error: {path}: data rows " in result.output
+    assert ("; the last column, 2 ('y'), was taken as the label because no --label was given: "
+            "name the label with --label (") in result.output
+    assert "were already published; it stays open without 'close'" in result.output
+
+
 def test_missing_file_and_bad_groups_exit_2(kafka_config, topic_prefix, tmp_path):
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "nope.csv", "--stream", "s",
                   "-a", "saola")
