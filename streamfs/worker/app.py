@@ -68,7 +68,7 @@ import time
 import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from streamfs.broker import ClientConfigRefused, make_client
 from streamfs.settings import Settings
@@ -297,9 +297,15 @@ class Health:
                                                     1)
             return (200 if body["status"] == "ok" else 503), body
 
+    def beat(self) -> None:
+        """Start-up made progress (an algorithm's kernels loaded or compiled, the topics
+        checked): counted as a turn of the loop, which has not started yet."""
+        self.loop_at = time.monotonic()
+
     def liveness(self) -> tuple[int, dict]:
-        """200 while the loop turns (also during a rebalance, when ``/health`` says 503);
-        503 once it has not turned for ``stall_seconds``."""
+        """200 while the loop turns (also during a rebalance, when ``/health`` says 503) and
+        while start-up makes progress (:meth:`beat`); 503 once neither happened for
+        ``stall_seconds``."""
         since = time.monotonic() - self.loop_at
         alive = since < self.stall_seconds
         return (200 if alive else 503), {"status": "alive" if alive else "stalled",
@@ -1418,10 +1424,11 @@ def prepare_topics(settings: Settings) -> None:
     wait_for_topics(settings.kafka_config(), specs)
 
 
-def warm_up() -> None:
+def warm_up(progress: Callable[[], None] = lambda: None) -> None:
     """Import every algorithm and run it once on a tiny stream, so that module imports and
     numba's compiled kernels are loaded before the worker takes partitions, not on the first
-    message of a stream."""
+    message of a stream. ``progress`` is called after each run: a first start compiles for
+    minutes, and liveness must not read that as a stall."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -1452,6 +1459,7 @@ def warm_up() -> None:
             algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
             algo.partial_fit(X_in, y_in)
             algo.to_state()
+            progress()
 
 
 def freeze_startup_objects() -> None:
@@ -1491,6 +1499,14 @@ def _stopped_yet() -> None:
         raise StoppedDuringStartup
 
 
+def _start_up_step(health: Health) -> None:
+    """A step of the start-up done: liveness beats (:meth:`Health.beat`), and a stop asked
+    meanwhile stops the worker here (:func:`_stopped_yet`), not after every algorithm's
+    kernels have compiled, minutes on a first start."""
+    health.beat()
+    _stopped_yet()
+
+
 def begin_startup(settings: Settings) -> None:
     """The worker's log lines; and until :func:`run_worker` has started the worker (and stops
     it on SIGINT or SIGTERM once the batch in progress is committed), either signal logs one
@@ -1516,11 +1532,11 @@ def run_worker(settings: Settings) -> None:
     server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
     try:
         with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
-            warm_up()
-        _stopped_yet()
+            warm_up(lambda: _start_up_step(health))
+        _start_up_step(health)
         freeze_startup_objects()
         prepare_topics(settings)
-        _stopped_yet()
+        _start_up_step(health)
         worker = Worker(settings, health)
 
         def stop(signum: int, _frame: Any) -> None:

@@ -313,7 +313,7 @@ def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash
     junk.write_text("not a certificate\n")
     script = ("import streamfs.cli as cli, streamfs.worker.app as app\n"
               "cli._reachable = lambda settings: None\n"  # straight to the worker's clients
-              "app.warm_up = lambda: None\n"
+              "app.warm_up = lambda progress: None\n"
               "cli.main(['worker', '--web-port', '0'])\n")
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
            "STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": str(junk)}
@@ -337,7 +337,7 @@ def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker
               f"        os.kill(os.getpid(), signal.{signame})\n"
               "        sum(range(1000))  # the handler runs here\n"
               "cli._reachable = lambda settings: None\n"
-              "app.warm_up = lambda: Collected()\n"
+              "app.warm_up = lambda progress: Collected()\n"
               "cli.main(['worker', '--web-port', '0'])\n")
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     out = subprocess.run([sys.executable, "-c", script], env=env, text=True,

@@ -202,6 +202,38 @@ def test_web_server_answers_its_two_paths_exactly_and_head_probes():
         server.server_close()
 
 
+def test_start_up_progress_keeps_the_worker_alive():
+    """/live counted from the process's start: a first start compiling the numba kernels for
+    longer than the stall limit read "stalled" (a liveness probe would restart it, again and
+    again). Each warm-up run beats, as a turn of the loop would."""
+    from streamfs.algorithms import registry
+    from streamfs.worker.app import Health, warm_up
+
+    health = Health(stall_seconds=5.0)
+    health.loop_at -= 6.0  # as long since the process started
+    assert health.liveness()[0] == 503
+    beats = []
+    warm_up(lambda: (beats.append(1), health.beat()))
+    runs = {"features": 3, "instances": 2}  # the inputs each kind is warmed up on
+    assert len(beats) == sum(runs[spec.kind] for spec in registry.ALGORITHMS.values())
+    assert health.liveness() == (200, {"status": "alive", "loop_seconds": 0.0})
+
+
+def test_a_stop_asked_during_the_warm_up_stops_it_at_the_next_run():
+    """A SIGTERM whose exception was lost mid-compile (see _stopped_yet) was seen only after
+    the whole warm-up: minutes on a first start."""
+    from streamfs.worker import app
+
+    health, runs = app.Health(), []
+    app._STOP_ASKED.set()
+    try:
+        with pytest.raises(app.StoppedDuringStartup):
+            app.warm_up(lambda: (runs.append(1), app._start_up_step(health)))
+    finally:
+        app._STOP_ASKED.clear()
+    assert len(runs) == 1
+
+
 def test_loop_stall_limit_is_the_consumers_max_poll_interval():
     """librdkafka refuses max.poll.interval.ms below session.timeout.ms: a long session
     timeout lifts both."""
