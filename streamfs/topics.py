@@ -45,6 +45,14 @@ class CatalogueError(ValueError):
     """The topic catalogue cannot be read or used (a setup mistake: one line, exit 2)."""
 
 
+def _catalogue_file(path: Path | None = None) -> tuple[Path, str]:
+    """The catalogue's file (``STREAMFS_TOPICS``, else ``path``, else the project's) and how
+    errors name it."""
+    env = os.environ.get("STREAMFS_TOPICS")
+    path = Path(env if env is not None else path or CATALOGUE)
+    return path, f"STREAMFS_TOPICS {str(path)!r}" if env is not None else str(path)
+
+
 def load_catalogue(prefix: str | None = None, path: Path | None = None,
                    replication_factor: int = 0) -> dict[str, TopicSpec]:
     """Topic specs by role (features, instances, selected, dead_letter), each with
@@ -53,9 +61,7 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None,
     :class:`CatalogueError`, naming ``STREAMFS_TOPICS`` if it gave the file, when the file
     cannot be read, is not TOML, or a topic lacks a suffix or a partition count of 1 or
     more."""
-    env = os.environ.get("STREAMFS_TOPICS")
-    path = Path(env if env is not None else path or CATALOGUE)
-    where = f"STREAMFS_TOPICS {str(path)!r}" if env is not None else str(path)
+    path, where = _catalogue_file(path)
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
     try:
         with open(path, "rb") as fh:
@@ -88,8 +94,7 @@ def check_catalogue(prefix: str) -> dict[str, TopicSpec]:
     :data:`ROLES`, with as many features as instances partitions (the worker's changelogs
     are co-partitioned with both)."""
     specs = load_catalogue(prefix)
-    where = os.environ.get("STREAMFS_TOPICS")
-    where = f"STREAMFS_TOPICS {where!r}" if where is not None else str(CATALOGUE)
+    where = _catalogue_file()[1]
     if missing := [role for role in ROLES if role not in specs]:
         raise CatalogueError(f"{where}: the topic catalogue has no "
                              f"{', '.join(f'[topics.{role}]' for role in missing)}")
