@@ -20,9 +20,11 @@ are replayed block-wise. Concretely:
   sum_{x_i != 0} c_i)`` where ``c`` is the (stored, dense) centred partner column, so a dense
   column without zeros is an ordinary two-pass centred dot product and a sparse column costs
   O(nnz);
-* joint histograms are integer count tables (exact), whose cells are always visited in the same
-  row-major order; each mutual-information term is ``c log2(c N / (c_x c_y))``, so an exactly
-  independent pair gives exactly 0.
+* joint histograms are integer count tables (exact); each mutual-information term is
+  ``c log2(c N / (c_x c_y))``, so an exactly independent pair gives exactly 0, and the terms
+  (of an entropy too) are summed in increasing order, not in the order of the states: a
+  feature whose states are renumbered (a relabelled copy) has the same SU to the last bit, and
+  ``SU(X, Y)`` is ``SU(Y, X)``.
 
 Block kernels take a column block as ``(indptr, indices, data, dense)``: CSC arrays with sorted
 row indices, or, when ``dense`` is true, a Fortran-ordered matrix flattened column by column
@@ -931,21 +933,51 @@ def _nb_codes(vals, n, n_bins):
 
 @njit(cache=True, nogil=True)
 def _nb_entropy_counts(counts, n):
+    # the terms are added in the order of their counts, not of the states: a variable whose
+    # states are renumbered has the same entropy to the last bit (SAOLA's ties need that)
+    ordered = np.sort(counts)
     h = 0.0
-    for a in range(len(counts)):
-        c = counts[a]
+    for a in range(len(ordered)):
+        c = ordered[a]
         if c > 0:
             h += c * math.log2(n / c)
     return h / n
 
 
 @njit(cache=True, nogil=True)
+def _nb_sum_sorted(terms, m):
+    """Sum of ``terms[:m]`` in increasing order (sorted in place): the same bits whatever
+    order they came in."""
+    if m > 24:
+        terms[:m].sort()
+    else:  # a joint table of a few cells: an insertion sort, no call
+        for i in range(1, m):
+            v = terms[i]
+            k = i - 1
+            while k >= 0 and terms[k] > v:
+                terms[k + 1] = terms[k]
+                k -= 1
+            terms[k + 1] = v
+    s = 0.0
+    for i in range(m):
+        s += terms[i]
+    return s
+
+
+@njit(cache=True, nogil=True)
 def _nb_mi_pair(rows, fcodes, fcounts, zcode, n, ycodes, ycounts, work):
-    """I(F; Y) in bits from F's listed rows/codes and Y's full code vector (exact counts)."""
+    """I(F; Y) in bits from F's listed rows/codes and Y's full code vector (exact counts).
+
+    The terms of the non-empty cells are summed in increasing order, so that renumbering
+    either variable's states, or swapping F and Y, gives the same bits: an exact tie in SU
+    (a relabelled copy of a feature) stays a tie, as SAOLA's strict and non-strict rules
+    need."""
     kf = len(fcounts)
     ky = len(ycounts)
-    mi = 0.0
-    if kf * ky + ky <= len(work):
+    m = 0
+    if 2 * kf * ky + ky <= len(work):
+        # the terms go to the work array's tail, read as floats
+        terms = work[kf * ky + ky : 2 * kf * ky + ky].view(np.float64)
         tab = work[: kf * ky]
         tab[:] = 0
         lc = work[kf * ky : kf * ky + ky]  # per-state counts of Y over the listed rows
@@ -961,8 +993,10 @@ def _nb_mi_pair(rows, fcodes, fcounts, zcode, n, ycodes, ycounts, work):
             for bcode in range(ky):
                 c = tab[a * ky + bcode]
                 if c > 0:
-                    mi += c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+                    terms[m] = c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+                    m += 1
     else:
+        terms = np.empty(n)
         full = np.empty(n, dtype=np.int64)
         full[:] = zcode
         for k in range(len(rows)):
@@ -979,9 +1013,10 @@ def _nb_mi_pair(rows, fcodes, fcounts, zcode, n, ycodes, ycounts, work):
             c = j - i
             a = keys[i] // ky
             bcode = keys[i] % ky
-            mi += c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+            terms[m] = c * math.log2(float(c * n) / float(fcounts[a] * ycounts[bcode]))
+            m += 1
             i = j
-    return mi / n
+    return _nb_sum_sorted(terms, m) / n
 
 
 @njit(cache=True, nogil=True)
@@ -1026,8 +1061,9 @@ def _nb_su_many(rows, fcodes, fcounts, zcode, hf, n, Y, Yc, yk, yh, t_idx, work)
 
 
 def _work(n: int) -> np.ndarray:
-    # dense joint tables up to this many cells, else a sort-based count (same cell order)
-    return np.empty(max(4 * n, 1024), dtype=np.int64)
+    # a joint table of up to about 4N cells and its terms, else a sort-based count (the terms
+    # are summed in sorted order either way: the same bits)
+    return np.empty(max(8 * n, 2048), dtype=np.int64)
 
 
 def _codes1(x: Any, n_bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -67,6 +67,21 @@ def test_su_extremes():
     assert symmetrical_uncertainty([3, 3, 3], [3, 3, 3]) == 0.0  # both constant
 
 
+def test_relabelled_states_and_swapped_variables_give_the_same_bits():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        x = rng.integers(0, 6, 300)
+        y = (x + rng.integers(0, 4, 300)) % 5
+        x2 = rng.permutation(6)[x]
+        y2 = rng.permutation(5)[y]
+        assert entropy(x2) == entropy(x)
+        assert mutual_information(x2, y2) == mutual_information(x, y)
+        assert symmetrical_uncertainty(y, x) == symmetrical_uncertainty(x, y)
+        assert symmetrical_uncertainty(x2, y) == symmetrical_uncertainty(x, y)
+        assert block_su_with_target(as_column_block(np.column_stack([x, x2])), y)[0].tolist() \
+            == [symmetrical_uncertainty(x, y)] * 2
+
+
 def test_fisher_z_hand_values():
     # centred: (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): cross 4, sums of squares 5
     assert pearson_r([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8, abs=1e-15)
