@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shlex
 import sys
@@ -437,6 +438,16 @@ def _groups(groups_file: str | None, n_columns: int) -> list[list[int]] | None:
     return groups
 
 
+def _finite_rate(ctx: click.Context, param: click.Parameter, value: float | None
+                 ) -> float | None:
+    """--rate: FloatRange lets inf and nan through (an OverflowError traceback, or a bare
+    "cannot convert float NaN to integer", once the file was read)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of items per second", ctx,
+                                 param)
+    return value
+
+
 #: what to do with a stream whose publish stopped part way
 _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 
@@ -458,6 +469,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               help="Features: send the columns in a seeded random order (blocks carry `columns`).")
 @GROUPS_OPTION
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,
+              callback=_finite_rate,
               help="Replay speed: instances/s (instance streams) or features/s (feature streams).")
 @N_FEATURES_OPTION
 @ZERO_BASED_OPTION
@@ -501,7 +513,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.producers.sources import open_instances
     from streamfs.topics import load_catalogue
 
-    from streamfs.algorithms.opening import check_stream_id
+    from streamfs.algorithms.opening import check_buffer_cap, check_stream_id
 
     s = _settings(ctx)
     try:
@@ -528,6 +540,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise click.UsageError("--shuffle-seed and --groups apply to feature streams only")
     try:
         registry.get(algorithm)  # an unknown name is refused before the file is read
+        check_buffer_cap(params, s.max_buffer_bytes)  # the worker's cap on the 'open'
         check_groups_apply(algorithm, groups_file, "--groups FILE")
         check_block_bytes(block_bytes, record_limit)
     except ValueError as exc:

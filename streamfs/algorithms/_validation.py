@@ -247,6 +247,10 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
     if missing:
         what = "NaN" if arr.dtype.kind == "f" else "None or NaN"
         return f"the labels contain {what} ({missing} of {arr.size}); every instance needs a class"
+    infinite = _infinite_labels(arr)
+    if infinite:  # the worker refuses a class vector that is not finite
+        return (f"the labels contain infinite values ({infinite} of {arr.size}); every "
+                f"instance needs a finite class")
     if arr.dtype.kind == "S" or (arr.dtype.kind == "O" and any(isinstance(v, bytes) for v in arr)):
         return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
     if len(_label_kinds(arr)) > 1:
@@ -309,6 +313,15 @@ def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> None:
         # pass of its own over every block's labels (5 % of an instance stream's steps)
         return
     check_classification_targets(y)
+
+
+def _infinite_labels(arr: np.ndarray) -> int:
+    """How many of the labels ``arr`` are +-inf."""
+    if arr.dtype.kind == "f":
+        return int(np.count_nonzero(np.isinf(arr)))
+    if arr.dtype.kind == "O":
+        return sum(1 for v in arr if isinstance(v, float) and math.isinf(v))
+    return 0
 
 
 def _missing_labels(arr: np.ndarray) -> int:

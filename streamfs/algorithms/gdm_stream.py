@@ -274,9 +274,10 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self.n_iter_ = int(model.n_iter_)
         self.last_fit_at_ = self.n_seen_
 
-    def _check_values(self, X: Any, names: Any = None) -> None:
+    def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
         """``ValueError`` naming the features (with their ``names``) whose values a fit on a
-        full window of ``max_instances`` could not standardise (see GDM's limit)."""
+        full window of ``max_instances`` could not standardise (see GDM's limit); it names
+        columns, not rows (``first_row`` unused)."""
         problem = value_problem(column_abs_max(X), self.max_instances,
                                 *GDM._value_limit(self.max_instances), names=names)
         if problem is not None:

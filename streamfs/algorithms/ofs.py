@@ -666,17 +666,26 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             self._run(self._rows(M, start, start + len(ysign)), ysign, True, start)
         self._check_overflow(M)
 
-    def _check_values(self, X: Any, names: Any = None) -> None:
+    def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
         """The check of :meth:`_check_norms` on a block ``X`` about to be published (see
-        :func:`streamfs.algorithms.opening.check_values`); ``names`` are not needed: it names
-        rows."""
-        self._check_norms(self._as_csr(X, single=False))
+        :func:`streamfs.algorithms.opening.check_values`), naming the data rows from
+        ``first_row``; ``names`` are not needed: it names rows."""
+        self._check_norms(self._as_csr(X, single=False), first_row)
 
-    def _check_norms(self, M: _CSR) -> None:
+    def _check_norms(self, M: _CSR, first_row: int | None = None) -> None:
         """``ValueError``, before anything is learned from the block: where instances are
         scaled to unit norm, naming the rows whose L2 norm overflows float64 (they would
         silently become all zeros); where they are not, for values beyond
-        :data:`RAW_ABS_LIMIT`."""
+        :data:`RAW_ABS_LIMIT`, naming their rows. Rows are the block's, or with
+        ``first_row`` (a publisher's chunk of a source) the source's data rows."""
+
+        def where(rows: np.ndarray) -> str:
+            shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
+            if first_row is None:
+                return f"rows {shown_rows} of the block"
+            return f"data rows {(rows[:10] + first_row).tolist()}" \
+                   f"{' ...' if rows.size > 10 else ''} (counted from 0)"
+
         indptr, _, data = M
         if not data.size:
             return
@@ -687,11 +696,14 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             largest = float(np.max(np.abs(finite))) if finite.size else 0.0
         if self._norm_mode() != 1:
             if largest > RAW_ABS_LIMIT:
+                with np.errstate(invalid="ignore"):
+                    over = np.abs(data) > RAW_ABS_LIMIT
+                rows = np.unique(np.searchsorted(indptr, np.flatnonzero(over), side="right") - 1)
                 raise ValueError(
                     f"{type(self).__name__}: |x| up to {largest:.3g}; without unit-norm scaling "
                     f"(normalize={self.normalize!r}) values must stay within "
                     f"{RAW_ABS_LIMIT:.0e}, or its weights' arithmetic overflows float64: "
-                    f"rescale the features")
+                    f"rescale the features ({where(rows)})")
             return
         widest = data.size if indptr.size == 2 else int(np.max(np.diff(indptr)))
         if largest <= math.sqrt(DBL_MAX / widest):
@@ -700,9 +712,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             sums = np.add.reduceat(data * data, indptr[:-1]) * (np.diff(indptr) > 0)
         rows = np.flatnonzero(~np.isfinite(sums))
         if rows.size:
-            shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
             raise ValueError(
-                f"{type(self).__name__}: rows {shown_rows} of the block have an L2 norm beyond "
+                f"{type(self).__name__}: {where(rows)} have an L2 norm beyond "
                 f"float64 (|x| up to {largest:.3g}), so they cannot be "
                 f"scaled to unit norm: rescale the features")
 

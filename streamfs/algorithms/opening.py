@@ -46,6 +46,12 @@ def check_stream_id(stream: Any) -> str:
         raise ValueError("the stream id is empty")
     if STATE_KEY_SEP in stream:
         raise ValueError("the stream id must not contain the \\x1f character")
+    try:
+        stream.encode("utf-8")  # the record key
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"the stream id {stream!r} is not valid Unicode text (a lone surrogate "
+                         f"at position {exc.start}, e.g. bytes that are not UTF-8): it travels "
+                         f"as the UTF-8 record key") from None
     return stream
 
 
@@ -81,6 +87,24 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     if y is not None:
         check_open_data(spec, algo, y)
     return spec, algo, params
+
+
+def check_buffer_cap(params: Any, cap: int | None) -> None:
+    """``ValueError`` when ``params`` ask for a ``max_buffer_bytes`` over ``cap``, the most a
+    worker lets an ``open`` ask for (STREAMFS_MAX_BUFFER_BYTES); a value that is not an
+    integer is left to the algorithm's own check.
+
+    >>> check_buffer_cap({"max_buffer_bytes": 2048}, 1024)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_buffer_bytes=2048 exceeds this worker's cap of 1024 bytes (STREAMFS_MAX_BUFFER_BYTES)
+    """
+    asked = params.get("max_buffer_bytes") if isinstance(params, dict) else None
+    if cap is None or not isinstance(asked, (int, np.integer)) or isinstance(asked, bool):
+        return
+    if asked > cap:
+        raise ValueError(f"max_buffer_bytes={asked} exceeds this worker's cap of {cap} bytes "
+                         f"(STREAMFS_MAX_BUFFER_BYTES)")
 
 
 def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any) -> None:
@@ -146,4 +170,4 @@ def check_values(kind: str, algo: Any, X: Any, *, first_row: int = 0,
         raise ValueError(f"X contains NaN or infinite values in data rows {rows}"
                          f"{' ...' if bad.size > 10 else ''} (counted from 0)")
     if hasattr(algo, "_check_values"):  # GDM: its window's variances must stay finite
-        algo._check_values(X, names)
+        algo._check_values(X, names, first_row=first_row)

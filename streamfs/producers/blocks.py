@@ -21,9 +21,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
-                                         check_values)
-from streamfs.producers.checks import check_chunk, check_groups_apply, row_bytes, sendable
+from streamfs.algorithms.opening import (check_buffer_cap, check_open, check_stored_column,
+                                         check_stream_id, check_values)
+from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
+                                       sendable_labels, wire_params)
 from streamfs.producers.errors import InputDataError, InputLabelError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
@@ -226,7 +227,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
                             run: str | None = None, replace: bool = False,
                             naming: dict | None = None,
                             record_limit: int | None = None,
-                            max_columns: int | None = None) -> Iterator[dict]:
+                            max_columns: int | None = None,
+                            buffer_cap: int | None = None) -> Iterator[dict]:
     """The messages of a feature stream: ``open`` (with ``y``), column blocks, ``close``.
 
     With ``feature_names`` (one per source column), every block carries the ``names`` of its
@@ -238,11 +240,12 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     Whenever the sent order is not the source order, each block has ``columns``: the source
     column index of each of its columns. ``record_limit``: the largest record the worker
     stores (a stream whose kept columns would not fit is refused). ``max_columns``: the most
-    columns a block carries (a group is never split).
+    columns a block carries (a group is never split). ``buffer_cap``: the most the worker lets
+    ``max_buffer_bytes`` be (STREAMFS_MAX_BUFFER_BYTES; a stream asking for more is refused).
     """
     check_stream_id(stream)
     X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
-    y = np.asarray(y)
+    y = sendable_labels(y)  # float16 widened; complex, dates refused before the 'open'
     if y.ndim == 0 or y.shape[0] != X.shape[0]:
         # the open would carry N = len(y) and every block columns of another length, each
         # block dead-lettered and the stream closed with an empty selection
@@ -254,6 +257,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     except ValueError as exc:
         raise InputLabelError(str(exc)) from None
     _, algo, _ = check_open("features", algorithm, params, y=y)
+    sent_params = wire_params(params)  # before the 'open': every value must encode
+    check_buffer_cap(params, buffer_cap)  # else the worker dead-letters the 'open'
     if record_limit is not None:
         check_stored_column(y.shape[0], record_limit)
     try:
@@ -274,7 +279,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
         _check_group_blocks(X, blocks, extra, gid, order, record_limit)
     head = open_fields(run=run, replace=replace, naming=naming)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
-           "params": dict(params or {}), "y": labels, **head}
+           "params": sent_params, "y": labels, **head}
     seq = 0
     for a, b in blocks:
         seq += 1
@@ -338,13 +343,15 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
                                   max_rows: int | None = None, run: str | None = None,
                                   replace: bool = False,
                                   naming: dict | None = None,
-                                  record_limit: int | None = None) -> Iterator[dict]:
+                                  record_limit: int | None = None,
+                                  buffer_cap: int | None = None) -> Iterator[dict]:
     """An instance stream from row chunks ``(X, y)`` read incrementally (d known up front).
 
     Chunks are re-cut into byte-bounded blocks; a chunk's last, partial block waits for the
     next chunk, so message boundaries do not depend on how the reader chunked the file. Each
     chunk is checked as the worker checks it (values, labels, rows wider than
-    ``record_limit``), the first before the ``open``.
+    ``record_limit``), the first before the ``open``; ``buffer_cap``: see
+    :func:`feature_stream_messages`.
 
     >>> chunks = [(np.ones((3, 2)), np.zeros(3)), (np.ones((2, 2)), np.zeros(2))]
     >>> msgs = list(instance_messages_from_chunks("s", chunks, 2, "ofs", block_bytes=100))
@@ -353,6 +360,8 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     """
     check_stream_id(stream)
     spec, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
+    sent_params = wire_params(params)  # before the 'open': every value must encode
+    check_buffer_cap(params, buffer_cap)  # else the worker dead-letters the 'open'
     head = open_fields(run=run, replace=replace, naming=naming)
     if feature_names is not None and len(feature_names) != n_features:
         raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")
@@ -363,7 +372,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
         nonlocal rows
         X = check_chunk(spec, algo, X, y, n_features, rows, feature_names, seen, record_limit)
         rows += X.shape[0]
-        return X, np.asarray(y)
+        return X, sendable_labels(y)  # checked by check_chunk: float16 widened
 
     # check the first chunk before 'open': a source that is bad from the start publishes nothing
     it = iter(chunks)
@@ -371,7 +380,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     if first is not None:
         first = checked(*first)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
-           "params": dict(params or {}), "n_features": int(n_features),
+           "params": sent_params, "n_features": int(n_features),
            "feature_names": None if feature_names is None else [str(v) for v in feature_names],
            **head}
     seq = 0

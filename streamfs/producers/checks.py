@@ -38,6 +38,64 @@ def sendable(X: Any, what: str = "X") -> Any:
     return X
 
 
+def sendable_labels(y: Any, what: str = "the labels") -> np.ndarray:
+    """``y`` with a dtype the codec carries: float16 widened to float32 (exact); labels that
+    cannot travel (complex, dates, text that is not valid Unicode) refused with
+    :class:`InputLabelError` naming ``what``.
+
+    >>> sendable_labels(np.array([0, 1], dtype=np.float16)).dtype
+    dtype('float32')
+    """
+    y = np.asarray(y)
+    kind = y.dtype.kind
+    if kind == "f" and y.dtype.itemsize < 4:
+        return y.astype(np.float32)
+    if kind not in _NUMERIC_KINDS + "USO":  # bytes: label_problem names them
+        raise InputLabelError(f"{what} have dtype {y.dtype}: a label is a number (bool, integer, "
+                              f"float) or text; convert them first (e.g. y.astype(str))")
+    if kind in "UO":
+        texts = [v for v in y.ravel().tolist() if isinstance(v, str)]
+        try:
+            "".join(texts).encode("utf-8")  # one pass in C; the loop names the culprit
+        except UnicodeEncodeError:
+            for v in texts:
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InputLabelError(f"{what} hold {v!r}, not valid Unicode text (a lone "
+                                          f"surrogate): labels travel as UTF-8") from None
+    return y
+
+
+def wire_params(params: dict | None) -> dict:
+    """The ``params`` of an ``open`` as they travel: numpy arrays as lists (``classes`` of text
+    labels, such as ``np.unique(y)``, would not encode), and ``ValueError`` naming a parameter
+    whose value cannot travel in a message (an integer beyond 64 bits).
+
+    >>> wire_params({"classes": np.array(["a", "b"])})
+    {'classes': ['a', 'b']}
+    >>> wire_params({"random_state": 2 ** 70})
+    Traceback (most recent call last):
+    ...
+    ValueError: parameter 'random_state' = 1180591620717411303424 cannot travel in a message (integers must fit in 64 bits)
+    """
+    from streamfs.algorithms._validation import shown
+    from streamfs.codec import packb
+
+    out = {}
+    for name, value in (params or {}).items():
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        try:
+            packb(value)
+        except (ValueError, TypeError, OverflowError) as exc:
+            why = ("integers must fit in 64 bits" if isinstance(value, int) else str(exc))
+            raise ValueError(f"parameter {name!r} = {shown(value)} cannot travel in a message "
+                             f"({why})") from None
+        out[name] = value
+    return out
+
+
 def catalogue_role(topic: str, plain: dict | None = None) -> str | None:
     """The catalogue role (features, instances, selected, dead_letter) whose suffix ends
     ``topic`` (the longest that does), or None for a topic outside the catalogue's naming;
@@ -177,6 +235,7 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
                              f"instances but labels of shape {y.shape}")
     if not n_rows:
         return
+    sendable_labels(y, f"data rows {first_row}..{first_row + n_rows - 1}: the labels")
     from streamfs.algorithms._validation import label_problem
 
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 #: approximate bytes of parsed features per chunk
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+#: UTF-8 wherever the file is read (not the machine's locale); a leading BOM, as in Excel's
+#: "CSV UTF-8", is dropped rather than read as part of the first column's name
+TEXT_ENCODING = "utf-8-sig"
 
 
 def is_number(v: str) -> bool:
@@ -238,16 +241,38 @@ class DelimitedReader:
         self.chunk_rows = max(1, chunk_bytes // (8 * self.width))
 
     def _first_row(self) -> list[str]:
-        with open(self.path, newline="") as fh:
-            for row in csv.reader(fh, delimiter=self.delimiter):
-                if row:
-                    return row
+        try:
+            with open(self.path, newline="", encoding=TEXT_ENCODING) as fh:
+                for row in csv.reader(fh, delimiter=self.delimiter):
+                    if row:
+                        return row
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
         raise InputFileError(f"{self.path}: empty file")
+
+    def _not_utf8(self) -> InputFileError:
+        """The error for a file that is not UTF-8 text, naming its first such line (a pass
+        over the file, on this error only: the text reader decodes blocks, not lines)."""
+        with open(self.path, "rb") as fh:
+            for number, line in enumerate(fh, 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return InputFileError(f"{self.path}, line {number}: not UTF-8 text (byte "
+                                          f"0x{line[exc.start]:02x}, byte {exc.start + 1} of the line); "
+                                          f"save the file as UTF-8")
+        return InputFileError(f"{self.path}: not UTF-8 text; save the file as UTF-8")
 
     def text_chunks(self) -> Iterator[tuple[np.ndarray, list[str], list[int]]]:
         """Chunks ``(X, label texts, line numbers)`` (see :meth:`chunks` for typed labels)."""
+        try:
+            yield from self._text_chunks()
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
+    def _text_chunks(self) -> Iterator[tuple[np.ndarray, list[str], list[int]]]:
         self.bytes_read = 0
-        with open(self.path, newline="") as fh:
+        with open(self.path, newline="", encoding=TEXT_ENCODING) as fh:
             reader = csv.reader(fh, delimiter=self.delimiter)
             skip_header = self.header
             rows: list[list[str]] = []

@@ -171,9 +171,12 @@ def read_libsvm(path: Path, n_features: int | None = None, *,
 def read_groups(path: Path | str) -> list[list[int]]:
     """Group definitions for group-SAOLA: a JSON list of lists of column indices."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:  # a missing file is no "JSON file of groups" problem
         raise InputFileError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not a JSON file of groups (byte 0x{exc.object[exc.start]:02x} "
+                             f"at offset {exc.start} is not UTF-8 text)") from None
     try:
         groups = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -189,6 +192,8 @@ def check_groups(groups: Sequence[Sequence[int]], n_columns: int, source: str) -
     """Groups must partition the columns ``0..n_columns-1``; the error names the culprit."""
     seen: dict[int, int] = {}
     for g, members in enumerate(groups):
+        if not len(members):  # group-SAOLA refuses it (group_members), without the file's name
+            raise InputFileError(f"{source}: group {g} is empty")
         for j in members:
             if not 0 <= j < n_columns:
                 raise InputFileError(f"{source}: group {g} has column {j}, outside 0..{n_columns - 1}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from numbers import Real
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
@@ -121,6 +123,14 @@ def worker_record_limit() -> int:
     return Settings.from_env().max_message_bytes
 
 
+def worker_buffer_cap() -> int:
+    """The most an ``open`` may ask for in ``max_buffer_bytes`` as this environment sets it
+    (STREAMFS_MAX_BUFFER_BYTES)."""
+    from streamfs.settings import Settings
+
+    return Settings.from_env().max_buffer_bytes
+
+
 def topic_record_limit(kafka_config: dict[str, Any], topic: str,
                        worker_limit: int | None = None) -> int | None:
     """The largest record ``topic`` accepts (its ``max.message.bytes``), capped at
@@ -196,7 +206,8 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=block_bytes, shuffle_seed=shuffle_seed,
                                        feature_names=names, replace=replace, record_limit=limit,
-                                       max_columns=items_per_message(rate))
+                                       max_columns=items_per_message(rate),
+                                       buffer_cap=worker_buffer_cap())
     return _publish(kafka_config, topic, "features", messages, replace, rate, limit)
 
 
@@ -215,7 +226,8 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
-        max_rows=items_per_message(rate), replace=replace, record_limit=limit)
+        max_rows=items_per_message(rate), replace=replace, record_limit=limit,
+        buffer_cap=worker_buffer_cap())
     return _publish(kafka_config, topic, "instances", messages, replace, rate, limit)
 
 
@@ -226,4 +238,10 @@ def items_per_message(rate: float | None) -> int | None:
     >>> items_per_message(None), items_per_message(0.2), items_per_message(500)
     (None, 1, 500)
     """
-    return None if rate is None else max(1, int(rate))
+    if rate is None:
+        return None
+    if isinstance(rate, bool) or not isinstance(rate, Real) or not (math.isfinite(rate)
+                                                                     and rate > 0):
+        raise ValueError(f"rate must be a finite number of items per second, more than 0, "
+                         f"got {rate!r}")
+    return max(1, int(rate))

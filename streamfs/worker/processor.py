@@ -40,7 +40,8 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
-from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
+from streamfs.algorithms.opening import (check_buffer_cap, check_open, check_stored_column,
+                                         check_stream_id)
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 from streamfs.worker.stepping import running, stepping
 
@@ -575,10 +576,10 @@ class StreamProcessor:
                                          n_features=message.get("n_features"))
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        asked = params.get("max_buffer_bytes", 0)
-        if asked > self.max_buffer_bytes:
-            raise InvalidInput(f"max_buffer_bytes={asked} exceeds this worker's cap of "
-                               f"{self.max_buffer_bytes} bytes (STREAMFS_MAX_BUFFER_BYTES)")
+        try:
+            check_buffer_cap(params, self.max_buffer_bytes)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}
         if y is not None:
             try:

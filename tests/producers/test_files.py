@@ -505,3 +505,17 @@ def test_instances_of_a_bundled_dataset_carry_its_feature_names():
     (found by the compose smoke test: OFS results named `x3` where `select` said `mean area`)."""
     src = open_instances("sklearn:breast_cancer")
     assert src.n_features == 30 and src.feature_names[3] == "mean area"
+
+
+def test_a_utf8_bom_is_no_part_of_the_first_name(tmp_path):
+    # Excel's "CSV UTF-8" starts with a BOM: read as text it made the first column
+    # '\ufefff1', so `--label f1` found no such column
+    path = tmp_path / "bom.csv"
+    path.write_bytes("f1,é,class\n1,2,0\n2,3,1\n".encode("utf-8-sig"))
+    reader = DelimitedReader(path, label="f1")
+    X, labels, _ = next(reader.text_chunks())
+    assert labels == ["1", "2"] and X.tolist() == [[2.0, 0.0], [3.0, 1.0]]
+    assert reader.feature_names == ["é", "class"]
+    groups = tmp_path / "groups.json"
+    groups.write_bytes("[[0, 1], [2]]".encode("utf-8-sig"))
+    assert read_groups(groups) == [[0, 1], [2]]

@@ -1,0 +1,158 @@
+"""What the worker would refuse is refused where the stream is published, before its 'open'
+(no broker: the message generators and the checks they run)."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from streamfs.cli import main
+from streamfs.codec import decode, encode
+from streamfs.producers import feature_stream_messages, instance_stream_messages
+from streamfs.producers.blocks import instance_messages_from_chunks
+from streamfs.producers.errors import InputDataError, InputLabelError
+from streamfs.worker.processor import StreamProcessor
+
+
+
+# ---------------------------------------------------------------- labels the codec cannot carry
+
+
+def _int_labels():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(40, 4)), rng.integers(0, 2, 40)
+
+
+@pytest.mark.parametrize("make", [feature_stream_messages, instance_stream_messages])
+def test_float16_labels_are_widened_and_encode(make):
+    X, y = _int_labels()
+    msgs = list(make("s", X, y.astype(np.float16), "saola" if make is feature_stream_messages
+                     else "ofs"))
+    for m in msgs:
+        encode(m)  # CodecError before the fix: "cannot encode arrays of dtype float16"
+
+
+@pytest.mark.parametrize("make", [feature_stream_messages, instance_stream_messages])
+@pytest.mark.parametrize("labels", [lambda y: y.astype(complex),
+                                    lambda y: y.astype("datetime64[D]"),
+                                    lambda y: np.where(y == 1, "a\udcff", "b")])
+def test_labels_that_cannot_travel_are_refused_before_the_open(make, labels):
+    X, y = _int_labels()
+    gen = make("s", X, labels(y), "saola" if make is feature_stream_messages else "ofs")
+    with pytest.raises(InputLabelError, match="labels"):
+        next(gen)  # nothing yielded: no 'open' left on the topic without its data
+
+
+# ---------------------------------------------------------------- infinite labels
+
+
+def _infinite_labels():
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=40)  # SAOLA takes real-valued targets
+    y[7] = np.inf
+    return rng.normal(size=(40, 4)), y
+
+
+def test_the_worker_refuses_infinite_labels():
+    X, y = _infinite_labels()
+    opening = {"kind": "open", "stream": "s", "seq": 0, "algorithm": "saola", "params": {},
+               "y": y, "run": "r"}
+    plan = StreamProcessor("features", {}, log_dead_letters=False).handle("s", encode(opening))
+    assert "infinite" in decode(plan.dead_letter)["reason"]
+
+
+@pytest.mark.parametrize("algorithm", ["saola", "saola-max", "group-saola"])
+def test_the_producer_refuses_infinite_labels_before_the_open(algorithm):
+    X, y = _infinite_labels()
+    groups = [[0, 1], [2, 3]] if algorithm == "group-saola" else None
+    gen = feature_stream_messages("s", X, y, algorithm, groups=groups)
+    with pytest.raises(InputLabelError, match=r"infinite values \(1 of 40\)"):
+        next(gen)
+
+
+# ---------------------------------------------------------------- parameters as they travel
+
+
+def _text_labels():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40)
+    return rng.normal(size=(40, 4)), np.where(y == 1, "yes", "no")
+
+
+def test_text_classes_from_np_unique_are_published_and_accepted():
+    X, y = _text_labels()
+    msgs = list(instance_stream_messages("s", X, y, "ofs", {"classes": np.unique(y)}))
+    processor = StreamProcessor("instances", {}, log_dead_letters=False)
+    for m in msgs:  # CodecError before the fix: "cannot encode arrays of dtype <U3"
+        plan = processor.handle("s", encode(m))
+        assert plan.dead_letter is None, decode(plan.dead_letter)["reason"]
+        for key, value in plan.writes:
+            processor.store[key] = value
+    assert msgs[0]["params"]["classes"] == ["no", "yes"]
+
+
+@pytest.mark.parametrize("make,algorithm", [(instance_stream_messages, "ofs-partial"),
+                                            (feature_stream_messages, "saola")])
+def test_a_value_no_message_carries_is_refused_naming_the_parameter(make, algorithm):
+    X, y = _text_labels()
+    params = {"random_state": 2 ** 70} if algorithm == "ofs-partial" else {"max_features": 2 ** 70}
+    gen = make("s", X, y, algorithm, params)
+    with pytest.raises(ValueError, match=r"parameter '(random_state|max_features)' = \d+ cannot travel"):
+        next(gen)
+
+
+# ---------------------------------------------------------------- the worker's buffer cap
+
+
+def test_feature_stream_over_the_cap_is_refused_before_the_open():
+    X, y = _int_labels()
+    gen = feature_stream_messages("s", X, y, "kofsd", {"max_buffer_bytes": 1 << 20},
+                                  buffer_cap=1 << 19)
+    with pytest.raises(ValueError, match="max_buffer_bytes=1048576 exceeds this worker.s cap"):
+        next(gen)
+
+
+def test_instance_stream_over_the_cap_is_refused_before_the_open():
+    X, y = _int_labels()
+    gen = instance_messages_from_chunks("s", [(X, y)], 4, "ofs", {"max_buffer_bytes": 1 << 20},
+                                        buffer_cap=1 << 19)
+    with pytest.raises(ValueError, match="max_buffer_bytes=1048576 exceeds this worker.s cap"):
+        next(gen)
+
+
+def test_cli_refuses_a_buffer_over_the_cap_before_reading_the_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("STREAMFS_MAX_BUFFER_BYTES", "1024")
+    result = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "produce", "features",
+                                       str(tmp_path / "missing.npz"), "--stream", "s", "-a",
+                                       "kofsd", "-p", "max_buffer_bytes=2048", "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert "max_buffer_bytes=2048 exceeds this worker's cap of 1024 bytes" in result.output
+
+
+# ---------------------------------------------------------------- rows named in the source
+
+
+def _chunks(value):
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(10, 3)), rng.normal(size=(10, 3))
+    B[2, 1] = value
+    y = np.tile([0, 1], 5)
+    return [(A, y), (B, y)]
+
+
+@pytest.mark.parametrize("algorithm,params,value", [
+    ("ofs", {}, 1e300),  # unit-norm scaling: the row's L2 norm overflows
+    ("pe-trun", {}, 1e300),
+    ("ofs-partial", {"normalize": False}, 1e50),  # raw values beyond RAW_ABS_LIMIT
+])
+def test_the_source_row_is_named(algorithm, params, value):
+    with pytest.raises(InputDataError, match=r"data rows \[12\] \(counted from 0\)"):
+        list(instance_messages_from_chunks("s", _chunks(value), 3, algorithm, params))
+
+
+def test_the_worker_still_names_the_rows_of_its_block():
+    from streamfs.algorithms.ofs import OFS
+
+    X = np.ones((4, 3))
+    X[2, 1] = 1e300
+    with pytest.raises(ValueError, match=r"rows \[2\] of the block"):
+        OFS(2, n_features=3).partial_fit(X, [0, 1, 0, 1])
