@@ -362,21 +362,23 @@ def _labels_refused(exc: ValueError, source: str, label: str | None,
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
                 y: Any = None, X: Any = None, names: Any = None, source: str = "",
                 label: str | None = None, header: bool | None = None,
-                advise: bool = False) -> dict:
+                advise: bool = False, buffer_cap: int | None = None) -> dict:
     """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``
     (read with ``label`` and ``header``), of its values (columns shown with their ``names``),
     before anything is published or run (exit 2). ``advise``: warn as the algorithm will at
-    the stream's start, for a caller that does not run it (``produce``; ``select`` runs it)."""
+    the stream's start, for a caller that does not run it (``produce``; ``select`` runs it).
+    ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (``produce``)."""
     from streamfs.algorithms.opening import check_open, check_open_data, check_values, open_advice
     from streamfs.algorithms.registry import LabelError
 
     try:
-        spec, algo, params = check_open(kind, algorithm, params, n_features=n_features)
+        spec, algo, params = check_open(kind, algorithm, params, n_features=n_features,
+                                        buffer_cap=buffer_cap)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     if y is not None:
         try:  # the labels, and what the data's size allows: the data's fault, say whose
-            check_open_data(spec, algo, y)
+            check_open_data(spec, algo, y, buffer_cap=buffer_cap)
         except LabelError as exc:
             raise _labels_refused(exc, source, label, header) from None
         except ValueError as exc:
@@ -393,7 +395,7 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
 
 def _instance_params(src: Any, source: str, algorithm: str, params: dict,
                      record_limit: int, block_bytes: int | None, label: str | None,
-                     header: bool | None) -> dict:
+                     header: bool | None, buffer_cap: int | None = None) -> dict:
     """The parameters of an instance stream, its source's values and labels (and rows, against
     the ``--block-bytes`` given) checked as the worker checks them, in a pass over the file
     ahead of publishing (exit 2 naming the rows, features or labels)."""
@@ -402,7 +404,8 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
     from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputFileError
 
     try:
-        return check_instance_source(src, algorithm, params, record_limit, block_bytes)
+        return check_instance_source(src, algorithm, params, record_limit, block_bytes,
+                                     buffer_cap)
     except BlockBytesTooSmall as exc:
         raise UsageProblem(exc.said_as("--block-bytes")) from None
     except InputFileError:
@@ -547,12 +550,14 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise UsageProblem(str(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
     counts = {"items": 0, "messages": 0}
-    open_kw = {"replace": replace}
+    # the worker's cap: a lower one than the algorithms' default bounds streams that set none
+    open_kw = {"replace": replace, "buffer_cap": s.max_buffer_bytes}
     try:
         if kind == "features":
             X, y, names, naming = _load_data(source, label, header, n_features, zb)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source,
-                                 label=label, header=header, advise=True)
+                                 label=label, header=header, advise=True,
+                                 buffer_cap=s.max_buffer_bytes)
             groups = _groups(groups_file, X.shape[1])
             try:  # a column alone over it would go in a message of its own, over the budget
                 check_budget(block_bytes, largest_column_bytes(
@@ -572,7 +577,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb)
             params = _instance_params(src, source, algorithm, params, record_limit,
-                                      block_bytes, label, header)
+                                      block_bytes, label, header, s.max_buffer_bytes)
             budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,

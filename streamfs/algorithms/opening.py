@@ -56,7 +56,8 @@ def check_stream_id(stream: Any) -> str:
 
 
 def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None = None,
-               y: Any = None, seed: int | None = None) -> tuple[registry.AlgorithmSpec, Any, dict]:
+               y: Any = None, seed: int | None = None, buffer_cap: int | None = None
+               ) -> tuple[registry.AlgorithmSpec, Any, dict]:
     """``(spec, algorithm object, effective params)`` or ``ValueError`` with one clear line.
 
     Checks the algorithm's name and stream kind, its parameters' names, types and ranges (the
@@ -65,7 +66,10 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     ``len(y)`` instances (K-OFSD: more than ``k``, and distances that fit its
     ``max_buffer_bytes``; SAOLA's Fisher z: more than 3). ``n_features`` is passed to the
     instance-stream learners; ``seed`` becomes ``random_state`` where the algorithm draws
-    random numbers and none was given.
+    random numbers and none was given. ``buffer_cap`` (a worker's STREAMFS_MAX_BUFFER_BYTES):
+    a ``max_buffer_bytes`` over it is refused, and where none is given and the algorithm's
+    default is over it, the cap becomes the stream's ``max_buffer_bytes`` (its effective
+    params say so), so that an operator's lower cap bounds every stream.
     """
     if not isinstance(algorithm, str):
         raise ValueError(f"'algorithm' must be a name, got {algorithm!r}")
@@ -84,9 +88,27 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     if "random_state" in allowed and params.get("random_state") is None and seed is not None:
         params["random_state"] = seed
     algo = spec.build(params)
+    if buffer_cap is not None and "max_buffer_bytes" in allowed:
+        if "max_buffer_bytes" in params:
+            check_buffer_cap(params, buffer_cap)
+        elif algo.max_buffer_bytes > buffer_cap:
+            params["max_buffer_bytes"] = int(buffer_cap)
+            try:
+                algo = spec.build(params)
+            except ValueError as exc:
+                raise _cap_said(exc, buffer_cap) from None
     if y is not None:
-        check_open_data(spec, algo, y)
+        check_open_data(spec, algo, y, buffer_cap=buffer_cap)
     return spec, algo, params
+
+
+def _cap_said(exc: ValueError, cap: int | None) -> ValueError:
+    """``exc`` saying the worker's cap where it asks for a larger ``max_buffer_bytes`` (a
+    stream that sets none has the cap as its value, which the user did not write)."""
+    if cap is None or "max_buffer_bytes" not in str(exc):
+        return exc
+    return type(exc)(f"{exc} (this worker's cap on max_buffer_bytes, STREAMFS_MAX_BUFFER_BYTES, "
+                     f"is {int(cap)} bytes)")
 
 
 def check_buffer_cap(params: Any, cap: int | None) -> None:
@@ -107,13 +129,18 @@ def check_buffer_cap(params: Any, cap: int | None) -> None:
                          f"(STREAMFS_MAX_BUFFER_BYTES)")
 
 
-def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any) -> None:
+def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any, *,
+                    buffer_cap: int | None = None) -> None:
     """The part of :func:`check_open` that depends on the data: ``ValueError`` when the labels
     ``y`` do not suit ``algo`` or it cannot run on ``len(y)`` instances (a caller that names
-    the data's source in the message calls it apart)."""
+    the data's source in the message calls it apart); its message gives the worker's
+    ``buffer_cap`` where it asks for a larger ``max_buffer_bytes``."""
     spec.check_labels(y)
     if hasattr(algo, "_check_n_instances"):  # parameters and memory that depend on N
-        algo._check_n_instances(len(y))
+        try:
+            algo._check_n_instances(len(y))
+        except ValueError as exc:
+            raise _cap_said(exc, buffer_cap) from None
 
 
 def open_advice(algo: Any, y: Any) -> list[str]:

@@ -21,8 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.opening import (check_buffer_cap, check_open, check_stored_column,
-                                         check_stream_id, check_values)
+from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
+                                         check_values)
 from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
                                        sendable_labels, wire_params)
 from streamfs.producers.errors import InputDataError, InputLabelError
@@ -256,9 +256,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
         spec.check_labels(y)
     except ValueError as exc:
         raise InputLabelError(str(exc)) from None
-    _, algo, _ = check_open("features", algorithm, params, y=y)
+    _, algo, _ = check_open("features", algorithm, params, y=y, buffer_cap=buffer_cap)
     sent_params = wire_params(params)  # before the 'open': every value must encode
-    check_buffer_cap(params, buffer_cap)  # else the worker dead-letters the 'open'
     if record_limit is not None:
         check_stored_column(y.shape[0], record_limit)
     try:
@@ -359,9 +358,9 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
     (['open', 'instances', 'instances', 'close'], [4, 1])
     """
     check_stream_id(stream)
-    spec, algo, _ = check_open("instances", algorithm, params, n_features=n_features)
+    spec, algo, _ = check_open("instances", algorithm, params, n_features=n_features,
+                               buffer_cap=buffer_cap)
     sent_params = wire_params(params)  # before the 'open': every value must encode
-    check_buffer_cap(params, buffer_cap)  # else the worker dead-letters the 'open'
     head = open_fields(run=run, replace=replace, naming=naming)
     if feature_names is not None and len(feature_names) != n_features:
         raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")

@@ -293,13 +293,14 @@ def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
 
 
 def scan_instances(src: Any, algorithm: str, params: dict | None,
-                   record_limit: int | None = None, block_bytes: int | None = None
-                   ) -> np.ndarray:
+                   record_limit: int | None = None, block_bytes: int | None = None,
+                   buffer_cap: int | None = None) -> np.ndarray:
     """The distinct labels of an instance source, every chunk checked as the worker checks it
     (:func:`check_chunk`), in a pass over the source ahead of publishing; and, given the
     ``block_bytes`` the caller chose, every row within it (:func:`check_budget`, naming the
-    widest row of the whole source)."""
-    spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features)
+    widest row of the whole source). ``buffer_cap``: see :func:`check_open`."""
+    spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features,
+                               buffer_cap=buffer_cap)
     seen: set = set()
     rows = widest = 0
     for X, y in src.chunks():
@@ -314,19 +315,21 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
 
 def check_instance_source(src: Any, algorithm: str, params: dict | None,
                           record_limit: int | None = None,
-                          block_bytes: int | None = None) -> dict:
+                          block_bytes: int | None = None, buffer_cap: int | None = None) -> dict:
     """The parameters to send for an instance stream from ``src``, its labels checked whole as
     the worker would check them (a pass over the source: :func:`scan_instances`) unless
     ``params`` gives the ``classes``. A ``block_bytes`` the caller chose is checked against
     the source's widest row (:func:`check_budget`), in that pass or, without it, a pass of
-    its own."""
+    its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
+    :func:`streamfs.algorithms.opening.check_open`)."""
     params = dict(params or {})
     if params.get("classes") is not None:
         labels = None
         if block_bytes is not None:
             check_budget(block_bytes, widest_row(src), "instance")
     else:
-        labels = scan_instances(src, algorithm, params, record_limit, block_bytes)
-    params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels)[2]
+        labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap)
+    params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels,
+                        buffer_cap=buffer_cap)[2]
     params.pop("n_features", None)  # the worker takes d from the open message
     return params

@@ -222,12 +222,12 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
     block_bytes, limit = _limits(kafka_config, topic, block_bytes)
-    params = check_instance_source(source, algorithm, params, limit)
+    cap = worker_buffer_cap()
+    params = check_instance_source(source, algorithm, params, limit, buffer_cap=cap)
     messages = instance_messages_from_chunks(
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
-        max_rows=items_per_message(rate), replace=replace, record_limit=limit,
-        buffer_cap=worker_buffer_cap())
+        max_rows=items_per_message(rate), replace=replace, record_limit=limit, buffer_cap=cap)
     return _publish(kafka_config, topic, "instances", messages, replace, rate, limit)
 
 

@@ -40,8 +40,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
-from streamfs.algorithms.opening import (check_buffer_cap, check_open, check_stored_column,
-                                         check_stream_id)
+from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 from streamfs.worker.stepping import running, stepping
 
@@ -573,11 +572,8 @@ class StreamProcessor:
             seed = int.from_bytes(hashlib.blake2b(stream.encode(), digest_size=4).digest(),
                                   "little")
             _, algo, params = check_open(self.kind, name, message.get("params"), y=y, seed=seed,
-                                         n_features=message.get("n_features"))
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-        try:
-            check_buffer_cap(params, self.max_buffer_bytes)
+                                         n_features=message.get("n_features"),
+                                         buffer_cap=self.max_buffer_bytes)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}

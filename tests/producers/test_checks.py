@@ -119,6 +119,18 @@ def test_instance_stream_over_the_cap_is_refused_before_the_open():
         next(gen)
 
 
+@pytest.mark.parametrize("cap,refused", [(100_000, True), (1 << 20, False)])
+def test_a_cap_below_the_default_applies_to_a_stream_that_sets_none(cap, refused):
+    X, y = _int_labels()
+    X, y = np.tile(X, (3, 1)), np.tile(y, 3)  # K-OFSD over N = 120 needs about 230 kB
+    gen = feature_stream_messages("s", X, y, "kofsd", buffer_cap=cap)
+    if refused:
+        with pytest.raises(ValueError, match="STREAMFS_MAX_BUFFER_BYTES, is 100000 bytes"):
+            next(gen)
+    else:
+        assert next(gen)["params"] == {}  # the worker applies the same cap itself
+
+
 def test_cli_refuses_a_buffer_over_the_cap_before_reading_the_file(monkeypatch, tmp_path):
     monkeypatch.setenv("STREAMFS_MAX_BUFFER_BYTES", "1024")
     result = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "produce", "features",

@@ -66,3 +66,15 @@ def test_cli_refuses_a_rate_that_is_not_finite(tmp_path, rate):
 def test_api_refuses_a_rate_that_is_not_finite(rate):
     with pytest.raises(ValueError, match="rate must be a finite number"):
         items_per_message(rate)
+
+
+def test_a_lower_worker_cap_bounds_a_stream_that_sets_no_buffer(tmp_path, monkeypatch):
+    # the algorithms' 1 GiB default went past it: the worker would have run the stream
+    monkeypatch.setenv("STREAMFS_MAX_BUFFER_BYTES", "100000")
+    path = tmp_path / "k.npz"
+    np.savez(path, X=np.random.default_rng(0).normal(size=(120, 5)), y=np.tile([0, 1], 60))
+    result = _produce("features", path, "--stream", "s", "-a", "kofsd")
+    assert result.exit_code == 2, result.output
+    assert "exceed max_buffer_bytes=100000; use at most N = 71 instances" in result.output
+    assert "this worker's cap on max_buffer_bytes, STREAMFS_MAX_BUFFER_BYTES, is 100000 bytes" \
+        in result.output

@@ -771,6 +771,25 @@ def test_an_open_above_the_worker_s_buffer_cap_is_dead_lettered():
     assert not dead
 
 
+def test_a_cap_below_the_default_bounds_a_stream_that_sets_none():
+    # K-OFSD's 1 GiB default went past a worker's lower cap: the cap did not bound memory
+    X, y = _data()  # N = 120: distances and sort keys need 16 * 120 * 120 = 230,400 bytes
+    opening = next(feature_stream_messages("s", X, y, "kofsd"))
+    roomy = StreamProcessor("features", {}, max_buffer_bytes=1 << 20)
+    _, dead = _run(roomy, [opening])
+    assert not dead
+    assert unpackb(roomy.store[header_key("s")])["params"]["max_buffer_bytes"] == 1 << 20
+    tight = StreamProcessor("features", {}, max_buffer_bytes=100_000)
+    _, dead = _run(tight, [opening])
+    assert len(dead) == 1 and dead[0]["reason"].endswith(
+        "exceed max_buffer_bytes=100000; use at most N = 71 instances or a larger "
+        "max_buffer_bytes (this worker's cap on max_buffer_bytes, STREAMFS_MAX_BUFFER_BYTES, "
+        "is 100000 bytes)")
+    default = StreamProcessor("features", {})
+    _run(default, [opening])
+    assert "max_buffer_bytes" not in unpackb(default.store[header_key("s")])["params"]
+
+
 def test_the_worker_s_buffer_cap_comes_from_its_settings(monkeypatch):
     from streamfs.settings import Settings
     from streamfs.worker.app import PartitionState
