@@ -241,7 +241,9 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     column index of each of its columns. ``record_limit``: the largest record the worker
     stores (a stream whose kept columns would not fit is refused). ``max_columns``: the most
     columns a block carries (a group is never split). ``buffer_cap``: the most the worker lets
-    ``max_buffer_bytes`` be (STREAMFS_MAX_BUFFER_BYTES; a stream asking for more is refused).
+    ``max_buffer_bytes`` be (STREAMFS_MAX_BUFFER_BYTES; a stream asking for more is refused,
+    and one that sets none is checked with the cap where it is below the algorithm's
+    default, as the worker runs it).
     """
     check_stream_id(stream)
     X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
