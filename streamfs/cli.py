@@ -29,6 +29,7 @@ EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: not
 EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
+EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as the shell says
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -100,6 +101,21 @@ class _Main(click.Group):
             # how `watch` and `dead-letters --follow` are stopped: click's "Aborted!" and
             # exit 1 would read as a Kafka error (README, Exit codes)
             ctx.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
+            # click would exit 1, which reads as a Kafka error or "no selection"
+            _stdout_to_devnull()
+            ctx.exit(EXIT_BROKEN_PIPE)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at /dev/null, so that flushing what is left in its
+    buffer (at exit) does not fail on the closed pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _topic_prefix(_ctx: click.Context, _param: click.Parameter, value: str | None
@@ -131,7 +147,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     published, unless the message says how much was), 3 watch --timeout passed, 4 the worker
     rejected the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70
     the worker met an error it cannot recover from (a supervisor restarts it), 130
-    interrupted (Ctrl-C).
+    interrupted (Ctrl-C), 141 the output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -899,7 +915,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
     from datetime import datetime, timezone
 
-    from streamfs.client import OutputReader
+    from streamfs.client import OutputReader, original_bytes
     from streamfs.topics import load_catalogue
 
     s = _settings(ctx)
@@ -917,7 +933,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
             if as_json:
                 click.echo(_json_line(letter))
                 continue
-            original = letter.get("original") or b""
+            original = original_bytes(letter) or b""  # JSON letters: base64 text
             where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
             sid = letter.get("stream")
             click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "

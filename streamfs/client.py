@@ -97,6 +97,22 @@ def _check_result(message: dict) -> None:
             raise InvalidRecord(f"result whose {key!r} is not {what}")
     if not all(isinstance(i, dict) and _is_int(i.get("feature")) for i in message["selection"]):
         raise InvalidRecord("result with a 'selection' item without an integer 'feature'")
+    # what `watch` shows and decides on besides (its table, its exit code): a record that
+    # gets these wrong is skipped like the others, not a traceback in the reader
+    counters = message.get("counters", {})
+    if not isinstance(counters, dict) or not _is_int(counters.get("rejected_messages", 0)):
+        raise InvalidRecord("result whose 'counters' is not a map of counts")
+    if not isinstance(message.get("params", {}), dict):
+        raise InvalidRecord("result whose 'params' is not a map")
+    for item in message["selection"]:
+        score = item.get("score")
+        if score is not None and not _is_number(score):
+            raise InvalidRecord("result with a 'selection' item whose 'score' is not a number")
+        affiliated = item.get("affiliated", [])
+        if not (_is_list(affiliated) and all(_is_list(a) and a and _is_int(a[0])
+                                             for a in affiliated)):
+            raise InvalidRecord("result with a 'selection' item whose 'affiliated' is not a "
+                                "list of [feature, strength, name]")
 
 
 def _check_dead_letter(message: dict) -> None:
@@ -152,6 +168,19 @@ class Refused:
             log.warning("input of stream %r from another run was refused: %s (that run's other "
                         "refused messages are counted, not shown)", key[0], letter["reason"])
         self.counts[key] = self.counts.get(key, 0) + 1
+
+
+def original_bytes(letter: dict) -> bytes | None:
+    """A dead letter's ``original`` input bytes, whichever format the worker wrote (msgpack's
+    bytes, or the JSON format's base64 text); None where there are none or they cannot be
+    read (a letter not written by a streamfs worker)."""
+    original = letter.get("original")
+    if isinstance(original, str):
+        try:
+            return base64.b64decode(original, validate=True)
+        except ValueError:  # binascii.Error
+            return None
+    return original if isinstance(original, bytes) else None
 
 
 def _original(letter: dict) -> dict | None:

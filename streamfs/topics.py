@@ -45,6 +45,19 @@ class CatalogueError(ValueError):
     """The topic catalogue cannot be read or used (a setup mistake: one line, exit 2)."""
 
 
+class Catalogue(dict):
+    """Topic specs by role, as :func:`load_catalogue` read them: a role the file does not
+    give is a :class:`CatalogueError` naming the file and the role (``watch`` and
+    ``dead-letters`` look up the roles they read; a ``KeyError`` was a traceback)."""
+
+    def __init__(self, specs: dict, where: str) -> None:
+        super().__init__(specs)
+        self.where = where
+
+    def __missing__(self, role: str) -> "TopicSpec":
+        raise CatalogueError(f"{self.where}: the topic catalogue has no [topics.{role}]")
+
+
 def _catalogue_file(path: Path | None = None) -> tuple[Path, str]:
     """The catalogue's file (``STREAMFS_TOPICS``, else ``path``, else the project's) and how
     errors name it."""
@@ -60,7 +73,7 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None,
     :func:`replication_for`). The catalogue has no replication factor of its own.
     :class:`CatalogueError`, naming ``STREAMFS_TOPICS`` if it gave the file, when the file
     cannot be read, is not TOML, or a topic lacks a suffix or a partition count of 1 or
-    more."""
+    more; looking up a role the file lacks raises it too (:class:`Catalogue`)."""
     path, where = _catalogue_file(path)
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
     try:
@@ -81,12 +94,12 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None,
     if "replication_factor" in data.get("defaults", {}) or any(
             "replication_factor" in t for t in topics.values()):
         _warn_replication_key(str(path))
-    return {
+    return Catalogue({
         role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]), replication_factor,
                         {k: str(v) for k, v in t.get("config", {}).items()},
                         t.get("description", ""))
         for role, t in topics.items()
-    }
+    }, where)
 
 
 def check_catalogue(prefix: str) -> dict[str, TopicSpec]:

@@ -36,6 +36,7 @@ The logic lives in :class:`Downstream`, fed decoded messages, without Kafka:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from typing import Any, Callable, Iterable
@@ -424,28 +425,43 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
               help="Seconds to wait, once finished, for the topics' ends to be reached.")
 def main(selection_stream: str, instance_stream: str, classes: str | None,
          max_blocks: int | None, timeout: float | None, replay: int, grace: float) -> None:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+    from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, check_reachable,
+                                 make_client)
     from streamfs.client import reader_config
     from streamfs.settings import Settings
-    from streamfs.topics import load_catalogue
+    from streamfs.topics import load_catalogue, missing_topic_message
 
-    settings = Settings.from_env()
-    topics = load_catalogue(settings.topic_prefix)
-    names = [topics["selected"].name, topics["instances"].name]
+    # librdkafka's lines (one per failed connection) are for --verbose in the streamfs
+    # commands; here the error below says what matters
+    logging.getLogger("streamfs.kafka").setLevel(logging.CRITICAL)
+    try:  # a setting, the catalogue or the broker: one line, as the streamfs commands say it
+        settings = Settings.from_env()
+        topics = load_catalogue(settings.topic_prefix)
+        names = [topics["selected"].name, topics["instances"].name]
+        check_reachable(settings.kafka_config())
+    except ValueError as exc:  # a STREAMFS_* setting, or CatalogueError
+        raise click.UsageError(str(exc)) from None
+    except BrokerUnreachable as exc:
+        click.echo(f"Error: {exc}", err=True)
+        raise SystemExit(EXIT_UNREACHABLE) from None
     initial = [int(c) if c.strip().lstrip("-").isdigit() else c.strip()
                for c in classes.split(",")] if classes else []
     downstream = Downstream(selection_stream, instance_stream, classes=initial, replay=replay)
     # the project's readers' settings: read_committed, partition ends reported and soon known
-    consumer = Consumer(reader_config(settings.kafka_config()))
+    consumer = make_client(Consumer, reader_config(settings.kafka_config()))
     try:
         # assigned (not subscribed) from the beginning: every record produced before this
         # process started is read, and no group rebalance delays the first fetch
         parts = []
         for name in names:
-            meta = consumer.list_topics(name, timeout=30).topics[name]
-            if meta.error is not None or not meta.partitions:
-                raise click.ClickException(f"topic {name!r} does not exist")
+            try:
+                meta = consumer.list_topics(name, timeout=30).topics.get(name)
+            except KafkaException as exc:  # the broker went away since the check
+                raise click.ClickException(f"cannot read the topics: {exc.args[0].str()}")
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise click.ClickException(missing_topic_message(name))
             parts += [TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions]
         consumer.assign(parts)
         try:
@@ -453,6 +469,9 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
                             max_blocks=max_blocks, grace=grace)
         except DownstreamError as exc:
             raise click.ClickException(str(exc)) from None
+        except KeyboardInterrupt:  # Ctrl-C: what was learnt so far, and the shell's 130
+            click.echo(downstream.summary_text())
+            raise SystemExit(130) from None
     finally:
         consumer.close()
     click.echo(downstream.summary_text())

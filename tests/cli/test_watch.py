@@ -195,3 +195,88 @@ def test_ids_with_control_characters_are_shown_escaped(cli_env, kafka_config, to
     assert tables.returncode == 0, tables.stderr
     assert "'c\\x1bd' · saola · v1 · final" in tables.stdout and "\x1b" not in tables.stdout
     assert "plain · saola · v1" in tables.stdout  # printable ids as they are
+
+
+def test_output_piped_into_head_is_not_a_kafka_error(cli_env, kafka_config, selected):
+    """`streamfs watch --json | head -1`: the write after head left raised EPIPE, which click
+    turned into exit 1 (README: a Kafka error, or `watch --once` found no selection)."""
+    import subprocess
+    import sys
+    import time
+
+    _put(kafka_config, selected, _result("p1", 1))
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "watch", "--json",
+                             "--timeout", "120"], env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["stream"] == "p1"
+        proc.stdout.close()  # head -1 has its line and goes
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            _put(kafka_config, selected, _result("p1", 2))  # the next line meets the closed pipe
+            time.sleep(0.5)
+        assert proc.wait(timeout=10) == 141
+        stderr = proc.stderr.read()
+        assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_catalogue_without_the_role_a_reader_needs_is_one_line(cli_env, tmp_path):
+    """STREAMFS_TOPICS without [topics.dead_letter] or [topics.selected]: `watch` and
+    `dead-letters` raised KeyError (a traceback, exit 1); the file is a setup mistake, exit 2."""
+    catalogue = tmp_path / "catalogue.toml"
+    catalogue.write_text('[topics.features]\nsuffix = "features"\npartitions = 8\n'
+                         '[topics.selected]\nsuffix = "selected-features"\npartitions = 8\n')
+    env = {**cli_env, "STREAMFS_TOPICS": str(catalogue)}
+    for args, role in ((["watch", "s1", "--until-final"], "dead_letter"),
+                       (["dead-letters"], "dead_letter")):
+        out = streamfs(*args, env=env, timeout=60)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert out.stderr.strip() == (f"Error: STREAMFS_TOPICS {str(catalogue)!r}: the topic "
+                                      f"catalogue has no [topics.{role}]"), out.stderr
+    catalogue.write_text('[topics.dead_letter]\nsuffix = "dead-letter"\npartitions = 1\n')
+    out = streamfs("watch", "--once", env=env, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip().endswith("has no [topics.selected]"), \
+        out.stderr
+
+
+def test_dead_letters_count_the_input_bytes_of_json_letters(cli_env, kafka_config,
+                                                            topic_prefix):
+    """With STREAMFS_RESULT_FORMAT=json a letter's 'original' is base64 text: `dead-letters`
+    showed the length of that text (24388 bytes for an input of 18290)."""
+    import base64
+
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    letter = {"v": 1, "kind": "dead_letter", "stream": "j1", "run": 1, "reason": "why",
+              "original": base64.b64encode(bytes(300)).decode(), "topic": "t", "partition": 0,
+              "offset": 7}
+    _put(kafka_config, dead, json.dumps(letter).encode(), {**letter, "original": 5})
+    out = streamfs("dead-letters", env=cli_env, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert [line.split("@7  ")[1].split("  ")[0] for line in out.stdout.splitlines()] \
+        == ["300 bytes", "0 bytes"], out.stdout
+
+
+@pytest.mark.parametrize("bad, problem", [
+    ({"counters": []}, "result whose 'counters' is not a map of counts"),
+    ({"counters": {"rejected_messages": "2"}}, "result whose 'counters' is not a map of counts"),
+    ({"selection": [{"feature": 1, "score": "high"}]},
+     "result with a 'selection' item whose 'score' is not a number"),
+    ({"selection": [{"feature": 1, "affiliated": 5}]},
+     "result with a 'selection' item whose 'affiliated' is not a list of [feature, strength, "
+     "name]"),
+])
+def test_results_whose_shown_fields_are_wrong_are_skipped(cli_env, kafka_config, selected, bad,
+                                                          problem):
+    """`watch` formats counters, scores and affiliated features and decides its exit code on
+    'rejected_messages': records that got them wrong ended it in a traceback (AttributeError,
+    ValueError, TypeError), where README says records readers cannot use are skipped."""
+    _put(kafka_config, selected, {**_result("w1", 1, final=True), **bad},
+         {**_result("w2", 2, final=True), "counters": {"rejected_messages": 0}})
+    for args in (["--once"], ["w2", "--until-final"], ["--until-final"]):
+        out = streamfs("watch", *args, "--timeout", "60", env=cli_env, timeout=120)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
+        assert "w2 · saola · v2 · final" in out.stdout and "w1" not in out.stdout, out.stdout
+        assert f"skipped {selected}[0]@0: {problem}" in out.stderr, out.stderr

@@ -246,3 +246,20 @@ def test_follow_skips_results_it_cannot_use_and_counts_them():
     assert follow(ds, FakeConsumer(msgs), 2, echo=lambda s: None, grace=0.0,
                   skipped=skipped) == "finished"
     assert ds.summary()["selection_version"] == 2 and skipped.total == 3
+
+
+def test_main_without_a_broker_is_one_line_naming_the_address():
+    """The example waited 30 s in list_topics, then ended in a KafkaException traceback."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "streamfs.examples.downstream",
+                          "--selection-stream", "s1", "--instance-stream", "s2"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 69 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith("Error: cannot reach Kafka at 127.0.0.1:1"), out.stderr
+    assert time.monotonic() - start < 20
