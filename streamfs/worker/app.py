@@ -298,8 +298,8 @@ class Health:
             return (200 if body["status"] == "ok" else 503), body
 
     def beat(self) -> None:
-        """Start-up made progress (an algorithm's kernels loaded or compiled, the topics
-        checked): counted as a turn of the loop, which has not started yet."""
+        """Progress outside the loop's turns (an algorithm's kernels loaded or compiled, the
+        topics checked, a coordinator asked again): counted as a turn of the loop."""
         self.loop_at = time.monotonic()
 
     def liveness(self) -> tuple[int, dict]:
@@ -562,8 +562,7 @@ class Worker:
         first; the beginning where none, or where they count in an input topic since deleted
         and re-created), with their state restored to match; those known to have input
         waiting first, the fullest first."""
-        committed = self.consumer.committed(partitions,
-                                            timeout=self.settings.transaction_timeout + 60)
+        committed = self._committed(partitions, self.settings.transaction_timeout + 60)
         # after the offsets: a topic re-created in between is told by its new id
         self.topic_ids, self.topic_ids_at = self._input_topic_ids(), time.monotonic()
         recreated = self._drop_offsets_of_recreated(committed)
@@ -591,6 +590,31 @@ class Worker:
         # fetch.wait.max.ms (measured: first message 8-12 ms after the assignment with the
         # full partition first, 8-34 ms in partition order)
         return [tp for _, tp in sorted(zip(waiting, committed), key=lambda wt: -wt[0])]
+
+    def _committed(self, partitions: list, timeout: float) -> list:
+        """``consumer.committed(partitions)``, asked again while the group's coordinator is
+        moving or loading (a broker restarted: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+        COORDINATOR_NOT_AVAILABLE; librdkafka returns these from ``committed`` rather than
+        retry them, and the worker had exited 70 on one in a rewind), within ``timeout``
+        seconds in all."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                  KafkaError.COORDINATOR_NOT_AVAILABLE}
+        deadline = time.monotonic() + timeout
+        pause = 0.05
+        while True:
+            try:
+                return self.consumer.committed(
+                    partitions, timeout=max(1.0, deadline - time.monotonic()))
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.code() not in moving or time.monotonic() + pause >= deadline:
+                    raise
+                log.info("committed offsets: %s; asking again", err.str())
+            self.health.beat()  # waiting on the broker is no stall of the loop
+            time.sleep(pause)  # a back-off between requests, not a wait for an event
+            pause = min(2 * pause, 1.0)
 
     def _drop_offsets_of_recreated(self, committed: list) -> set[tuple[str, int]]:
         """Set to "none" the committed offsets that count in an input topic deleted and made

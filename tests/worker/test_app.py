@@ -547,3 +547,32 @@ def test_a_restore_that_keeps_reading_is_not_cut_short_by_the_marker_deadline(mo
     assert worker._read_tails({("features", 0): 0}, {("features", 0): 5}) == 5
     assert sorted(worker.partitions[("features", 0)].store) == [f"k{o}" for o in range(5)]
     assert worker.changelog_high[("features", 0)] == 5
+
+
+def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
+    """After a broker restart, ``committed()`` answered NOT_COORDINATOR (librdkafka does not
+    retry it there) and the worker's rewind exited 70; it asks again, and only for a moving
+    or loading coordinator."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.worker import app
+
+    answers = [KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "offsets"]
+
+    class Consumer:
+        def committed(self, partitions, timeout):
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return partitions
+
+    worker = object.__new__(app.Worker)
+    worker.consumer, worker.health = Consumer(), app.Health()
+    assert worker._committed(["p0"], 30) == ["p0"] and not answers
+    answers[:] = [KafkaError.GROUP_AUTHORIZATION_FAILED, "offsets"]
+    with pytest.raises(KafkaException, match="GROUP_AUTHORIZATION_FAILED"):
+        worker._committed(["p0"], 30)  # not a coordinator moving: no second ask
+    answers[:] = [KafkaError.NOT_COORDINATOR] * 100
+    with pytest.raises(KafkaException, match="NOT_COORDINATOR"):
+        worker._committed(["p0"], 0.3)  # the deadline holds
+    assert len(answers) > 90
