@@ -73,11 +73,28 @@ def _refused(exc: ClientConfigRefused) -> str:
             f"{'it' if len(names) == 1 else 'them'}: {exc.detail}")
 
 
+#: commands imported only when they run (or --help lists them): their modules import
+#: scikit-learn, about 1.4 s at every start of `watch` or `dead-letters`, which do not need it
+_LAZY_COMMANDS = {"bench": ("streamfs.bench.command", "bench"),
+                  "evaluate": ("streamfs.evaluation.command", "evaluate")}
+
+
 class _Main(click.Group):
     """Turns an unreachable broker into one line and exit code 69, a topic to read that does
     not exist yet into one line and exit code 1, a client configuration that librdkafka
     refuses and a topic catalogue that cannot be used into one line and exit code 2, and
     Ctrl-C into exit code 130, in every command."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in _LAZY_COMMANDS and name not in self.commands:
+            import importlib
+
+            module, attr = _LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attr))
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamfs.client import TopicMissing
@@ -993,15 +1010,6 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     _print_results([result], as_json)
 
 
-def _attach_commands() -> None:
-    from streamfs.bench.command import bench
-    from streamfs.evaluation.command import evaluate
-
-    main.add_command(bench)
-    main.add_command(evaluate)
-
-
-_attach_commands()
 
 if __name__ == "__main__":
     main()

@@ -100,3 +100,24 @@ def test_worker_web_host_flag_overrides_its_variable(monkeypatch):
         out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker", *args], env=env)
         assert out.exit_code == 0, out.output
         assert ran.pop().web_host == host, (args, env)
+
+
+def test_the_readers_start_without_scikit_learn_and_every_command_is_listed():
+    """`watch` and `dead-letters` imported scikit-learn through the bench and evaluate
+    commands' modules: 1.7 s before `streamfs watch --help` printed, 0.3 s without."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from streamfs.cli import main; import streamfs.client; "
+            "assert 'sklearn' not in sys.modules, 'sklearn imported'; "
+            "from click.testing import CliRunner; "
+            "print(CliRunner().invoke(main, ['--help']).output)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    listed = [line.split()[0] for line in out.stdout.split("Commands:")[1].splitlines()
+              if line.strip()]
+    assert listed == sorted(main.list_commands(None)) and {"bench", "evaluate", "watch"} <= \
+        set(listed)
+    assert CliRunner().invoke(main, ["evaluate", "--help"]).exit_code == 0
+    assert CliRunner().invoke(main, ["bench", "--help"]).exit_code == 0
