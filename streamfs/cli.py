@@ -82,8 +82,9 @@ _LAZY_COMMANDS = {"bench": ("streamfs.bench.command", "bench"),
 class _Main(click.Group):
     """Turns an unreachable broker into one line and exit code 69, a topic to read that does
     not exist yet into one line and exit code 1, a client configuration that librdkafka
-    refuses and a topic catalogue that cannot be used into one line and exit code 2, and
-    Ctrl-C into exit code 130, in every command."""
+    refuses and a topic catalogue that cannot be used into one line and exit code 2, Ctrl-C
+    into exit code 130 and a closed output pipe into 141, in every command; imports the
+    commands of :data:`_LAZY_COMMANDS` when they are asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})

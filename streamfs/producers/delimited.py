@@ -258,8 +258,9 @@ class DelimitedReader:
                 try:
                     line.decode("utf-8")
                 except UnicodeDecodeError as exc:
+                    byte = line[exc.start]
                     return InputFileError(f"{self.path}, line {number}: not UTF-8 text (byte "
-                                          f"0x{line[exc.start]:02x}, byte {exc.start + 1} of the line); "
+                                          f"0x{byte:02x}, byte {exc.start + 1} of the line); "
                                           f"save the file as UTF-8")
         return InputFileError(f"{self.path}: not UTF-8 text; save the file as UTF-8")
 

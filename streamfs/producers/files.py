@@ -175,8 +175,9 @@ def read_groups(path: Path | str) -> list[list[int]]:
     except OSError as exc:  # a missing file is no "JSON file of groups" problem
         raise InputFileError(f"{path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path}: not a JSON file of groups (byte 0x{exc.object[exc.start]:02x} "
-                             f"at offset {exc.start} is not UTF-8 text)") from None
+        byte = exc.object[exc.start]
+        raise InputFileError(f"{path}: not a JSON file of groups (byte 0x{byte:02x} at offset "
+                             f"{exc.start} is not UTF-8 text)") from None
     try:
         groups = json.loads(text)
     except json.JSONDecodeError as exc:
