@@ -371,9 +371,10 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
 
     def checked(X: Any, y: Any) -> tuple[Any, np.ndarray]:
         nonlocal rows
-        X = check_chunk(spec, algo, X, y, n_features, rows, feature_names, seen, record_limit)
+        X, y = check_chunk(spec, algo, X, y, n_features, rows, feature_names, seen,
+                           record_limit)
         rows += X.shape[0]
-        return X, sendable_labels(y)  # checked by check_chunk: float16 widened
+        return X, y
 
     # check the first chunk before 'open': a source that is bad from the start publishes nothing
     it = iter(chunks)

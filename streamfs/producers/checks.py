@@ -224,8 +224,9 @@ def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> 
 
 
 def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: set,
-                          classes: Any = None) -> None:
-    """``InputDataError`` when the labels of one block of an instance stream would be refused:
+                          classes: Any = None) -> np.ndarray:
+    """The labels of one block of an instance stream as they are sent
+    (:func:`sendable_labels`); ``InputDataError`` when they would be refused:
     not one per row, or (``InputLabelError``) missing or unusable values, a label that is not
     one of the ``classes`` the stream was opened with, or (``seen``: the classes of the blocks
     before, updated here) a class too many for a binary learner."""
@@ -234,8 +235,8 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
         raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {n_rows} "
                              f"instances but labels of shape {y.shape}")
     if not n_rows:
-        return
-    sendable_labels(y, f"data rows {first_row}..{first_row + n_rows - 1}: the labels")
+        return y
+    y = sendable_labels(y, f"data rows {first_row}..{first_row + n_rows - 1}: the labels")
     from streamfs.algorithms._validation import label_problem
 
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
@@ -252,11 +253,13 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
     problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
     if problem is not None:  # a class too many, counted over the blocks so far
         raise InputLabelError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
+    return y
 
 
 def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row: int,
-                names: Any, seen: set, record_limit: int | None = None) -> Any:
-    """``X`` of one chunk of an instance stream as it is sent (see :func:`sendable`), checked
+                names: Any, seen: set, record_limit: int | None = None) -> tuple[Any, Any]:
+    """``(X, y)`` of one chunk of an instance stream as they are sent (see :func:`sendable`,
+    :func:`sendable_labels`), checked
     as the worker checks it (width, values, labels, and, given the ``record_limit``, rows that
     would not fit one message); :class:`InputDataError` naming the rows otherwise."""
     X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
@@ -267,10 +270,11 @@ def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row
         check_values("instances", algo, X, first_row=first_row, names=names)
     except ValueError as exc:
         raise InputDataError(str(exc)) from None
-    check_labels_of_block(spec, y, X.shape[0], first_row, seen, getattr(algo, "classes", None))
+    y = check_labels_of_block(spec, y, X.shape[0], first_row, seen,
+                              getattr(algo, "classes", None))
     if record_limit is not None:
         check_row_width(X, first_row, record_limit)
-    return X
+    return X, y
 
 
 #: room for the envelope of an instance block besides its values
@@ -304,8 +308,8 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
     seen: set = set()
     rows = widest = 0
     for X, y in src.chunks():
-        X = check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
-                        record_limit)
+        X, y = check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
+                           record_limit)
         if block_bytes is not None and X.shape[0]:
             widest = max(widest, int(row_bytes(X).max()))
         rows += X.shape[0]
