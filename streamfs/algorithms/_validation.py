@@ -253,7 +253,7 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
                 f"instance needs a finite class")
     if arr.dtype.kind == "S" or (arr.dtype.kind == "O" and any(isinstance(v, bytes) for v in arr)):
         return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
-    if len(_label_kinds(arr)) > 1:
+    if len(label_kinds(arr)) > 1:
         return "the labels mix strings and numbers: use one type for every label"
     try:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
@@ -276,7 +276,7 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
     return None
 
 
-def _label_kinds(values: Any) -> set[bool]:
+def label_kinds(values: Any) -> set[bool]:
     """``{is a string}`` over the labels ``values`` (an array or a sequence)."""
     if isinstance(values, np.ndarray) and values.dtype.kind != "O":
         return {values.dtype.kind in "US"} if values.size else set()
@@ -299,7 +299,7 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
     ...
     ValueError: Mix of label input types (string and number)
     """
-    if len(_label_kinds(y) | _label_kinds(known)) > 1:
+    if len(label_kinds(y) | label_kinds(known)) > 1:
         raise ValueError("Mix of label input types (string and number)")
 
 

@@ -48,6 +48,7 @@ from ._validation import (
     check_number,
     check_state_algorithm,
     group_members,
+    label_kinds,
 )
 from .base import FeatureStreamSelector
 from .measures import (
@@ -385,7 +386,12 @@ def _nb_saola_fisher(
 
 
 def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
-    """Numeric class vector: numbers as they are, strings as their index in sorted order."""
+    """Numeric class vector: numbers as they are, strings as their index in sorted order.
+
+    Numbers held as Python objects (a pandas ``object`` column of ints, say) are numbers, not
+    text. Integers that float64 cannot hold exactly (beyond 2**53) are taken as their distance
+    from the smallest label, which leaves Pearson's r and the MI states as they are: as
+    floats, neighbouring ones would be one class."""
     arr = np.asarray(y)
     if arr.ndim != 1:
         arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
@@ -394,7 +400,12 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
                          f"{arr.shape}")
     # as scikit-learn: as text, 1 and "1" would silently become one class
     check_label_types(arr)
-    if arr.dtype.kind in "biuf":
+    if arr.dtype.kind == "O" and label_kinds(arr) == {False}:
+        arr = _numbers_of_objects(arr)
+    if arr.dtype.kind in "iuO":  # integers (objects: Python ints beyond 64 bits)
+        num = _exact_integer_labels(arr)
+        classes = None
+    elif arr.dtype.kind in "bf":
         num = arr.astype(np.float64)
         if not np.all(np.isfinite(num)):
             raise ValueError("y contains NaN or infinite values")
@@ -406,6 +417,42 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     if len(np.unique(num)) < 2:
         raise ValueError("y has a single class; feature relevance is undefined")
     return num, classes
+
+
+def _numbers_of_objects(arr: np.ndarray) -> np.ndarray:
+    """The numeric array of labels that are numbers held as objects; ``ValueError`` for
+    labels that are neither numbers nor strings (``None`` among them)."""
+    if not all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+               for v in arr):
+        bad = next(v for v in arr if not isinstance(v, (int, float, np.number))
+                   or isinstance(v, (bool, np.bool_)))
+        raise ValueError(f"y must hold numbers or strings, not {type(bad).__name__} "
+                         f"({bad!r})")
+    out = np.array(arr.tolist())  # int64, uint64 or float64; object for ints beyond 64 bits
+    if out.dtype.kind == "O" and not all(isinstance(v, (int, np.integer)) for v in out):
+        raise ValueError("y mixes integers beyond 64 bits with other numbers: use integers "
+                         "or floats, not both")
+    return out
+
+
+def _exact_integer_labels(arr: np.ndarray) -> np.ndarray:
+    """Integer labels as float64: as they are when float64 holds them exactly (as the authors'
+    implementation does), else as their distance from the smallest label; ``ValueError`` if
+    two labels are one float even so."""
+    if arr.dtype.kind != "O" and (arr.size == 0 or (int(arr.min()) >= -_EXACT_INT
+                                                    and int(arr.max()) <= _EXACT_INT)):
+        return arr.astype(np.float64)
+    classes, inv = np.unique(arr, return_inverse=True)
+    low = int(classes[0])
+    offsets = np.array([float(int(c) - low) for c in classes])
+    if len(np.unique(offsets)) < len(classes):
+        raise ValueError(f"y has integer labels too far apart to tell apart as float64 "
+                         f"(from {low} to {int(classes[-1])}): map them to classes first")
+    return offsets[inv.ravel()]
+
+
+#: the largest integer magnitude up to which float64 holds every integer exactly
+_EXACT_INT = 2 ** 53
 
 
 class _SAOLABase(FeatureStreamSelector):

@@ -40,8 +40,8 @@ def sendable(X: Any, what: str = "X") -> Any:
 
 def sendable_labels(y: Any, what: str = "the labels") -> np.ndarray:
     """``y`` with a dtype the codec carries: float16 widened to float32 (exact); labels that
-    cannot travel (complex, dates, text that is not valid Unicode) refused with
-    :class:`InputLabelError` naming ``what``.
+    cannot travel (complex, dates, text that is not valid Unicode, integers beyond 64 bits)
+    refused with :class:`InputLabelError` naming ``what``.
 
     >>> sendable_labels(np.array([0, 1], dtype=np.float16)).dtype
     dtype('float32')
@@ -53,6 +53,12 @@ def sendable_labels(y: Any, what: str = "the labels") -> np.ndarray:
     if kind not in _NUMERIC_KINDS + "USO":  # bytes: label_problem names them
         raise InputLabelError(f"{what} have dtype {y.dtype}: a label is a number (bool, integer, "
                               f"float) or text; convert them first (e.g. y.astype(str))")
+    if kind == "O":
+        wide = next((v for v in y.ravel().tolist() if isinstance(v, int)
+                     and not -2 ** 63 <= v < 2 ** 64), None)
+        if wide is not None:
+            raise InputLabelError(f"{what} hold {wide}: integer labels must fit in 64 bits to "
+                                  f"travel; map them to classes first")
     if kind in "UO":
         texts = [v for v in y.ravel().tolist() if isinstance(v, str)]
         try:

@@ -745,3 +745,47 @@ def test_labels_of_a_wrong_shape_are_refused_naming_the_shape(cls):
     # a column vector is one label per row, as scikit-learn takes it
     assert cls().fit(X[:, :4], y[:, None]).selected_.tolist() == cls().fit(
         X[:, :4], y).selected_.tolist()
+
+
+def _fit(cls, X, y, **params):
+    groups = [list(range(0, X.shape[1], 2)), list(range(1, X.shape[1], 2))]
+    kw = {"groups": groups} if cls is GroupSAOLA else {}
+    return cls(**params).fit(X, y, **kw).selected_.tolist()
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("test", ["fisher_z", "mi"])
+def test_integer_labels_beyond_float_precision_stay_apart(cls, test):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = np.floor(X[:, :12] * 10) if test == "mi" else X[:, :12]
+    expected = _fit(cls, X, y, test=test)
+    # float64 makes 2**53 and 2**53 + 1 one number: the labels were one class
+    for low, dtype in ((2 ** 53, np.int64), (-2 ** 63, np.int64), (2 ** 64 - 2, np.uint64)):
+        assert _fit(cls, X, y.astype(dtype) + dtype(low), test=test) == expected
+    beyond_64_bits = np.array([2 ** 70 + int(v) for v in y], dtype=object)
+    assert _fit(cls, X, beyond_64_bits, test=test) == expected
+
+
+def test_integer_labels_held_as_objects_are_numbers():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(90, 30))
+    y = np.array([1, 2, 10] * 30)
+    X[:, 3] += y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # 3 classes correlated as numbers
+        as_ints = SAOLA().fit(X, y).selected_.tolist()
+        # a pandas column of Python ints has dtype object: as text, 10 came before 2
+        assert SAOLA().fit(X, y.astype(object)).selected_.tolist() == as_ints
+        assert SAOLA().fit(X, y.astype(object)).selected_.tolist() != SAOLA().fit(
+            X, y.astype(str)).selected_.tolist()
+
+
+def test_integer_labels_float64_cannot_tell_apart_are_refused():
+    X = np.random.default_rng(2).normal(size=(90, 4))
+    with pytest.raises(ValueError, match=r"^y has integer labels too far apart to tell apart "
+                                         r"as float64 \(from 5 to 1180591620717411303425\)"):
+        SAOLA().fit(X, np.array([5, 2 ** 70, 2 ** 70 + 1] * 30, dtype=object))
+    with pytest.raises(ValueError, match=r"^y must hold numbers or strings, not NoneType"):
+        SAOLA().fit(X, np.array([1, None, 2] * 30, dtype=object))

@@ -34,12 +34,23 @@ def test_float16_labels_are_widened_and_encode(make):
 @pytest.mark.parametrize("make", [feature_stream_messages, instance_stream_messages])
 @pytest.mark.parametrize("labels", [lambda y: y.astype(complex),
                                     lambda y: y.astype("datetime64[D]"),
-                                    lambda y: np.where(y == 1, "a\udcff", "b")])
+                                    lambda y: np.where(y == 1, "a\udcff", "b"),
+                                    lambda y: np.array([2 ** 70 + int(v) for v in y],
+                                                       dtype=object)])
 def test_labels_that_cannot_travel_are_refused_before_the_open(make, labels):
     X, y = _int_labels()
     gen = make("s", X, labels(y), "saola" if make is feature_stream_messages else "ofs")
     with pytest.raises(InputLabelError, match="labels"):
         next(gen)  # nothing yielded: no 'open' left on the topic without its data
+
+
+@pytest.mark.parametrize("make", [feature_stream_messages, instance_stream_messages])
+def test_64_bit_integer_labels_travel(make):
+    X, y = _int_labels()
+    for labels in (y.astype(np.uint64) + np.uint64(2 ** 64 - 2),
+                   np.array([-2 ** 63 if v else 2 ** 64 - 1 for v in y], dtype=object)):
+        for m in make("s", X, labels, "saola" if make is feature_stream_messages else "ofs"):
+            encode(m)
 
 
 # ---------------------------------------------------------------- infinite labels
