@@ -81,10 +81,10 @@ _LAZY_COMMANDS = {"bench": ("streamfs.bench.command", "bench"),
 
 class _Main(click.Group):
     """Turns an unreachable broker into one line and exit code 69, a topic to read that does
-    not exist yet into one line and exit code 1, a client configuration that librdkafka
-    refuses and a topic catalogue that cannot be used into one line and exit code 2, Ctrl-C
-    into exit code 130 and a closed output pipe into 141, in every command; imports the
-    commands of :data:`_LAZY_COMMANDS` when they are asked for."""
+    not exist yet or was deleted while being read into one line and exit code 1, a client
+    configuration that librdkafka refuses and a topic catalogue that cannot be used into one
+    line and exit code 2, Ctrl-C into exit code 130 and a closed output pipe into 141, in
+    every command; imports the commands of :data:`_LAZY_COMMANDS` when they are asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
@@ -160,12 +160,13 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
          verbose: bool) -> None:
     """streamfs: online feature selection on Kafka streams.
 
-    Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing or has another
-    partition count or setting streamfs relies on, or another Kafka error, 2 a mistake in the command or its input (nothing
-    published, unless the message says how much was), 3 watch --timeout passed, 4 the worker
-    rejected the stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70
-    the worker met an error it cannot recover from (a supervisor restarts it), 130
-    interrupted (Ctrl-C), 141 the output's reader went away (a pipe into `head`).
+    Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing (or was deleted
+    while being read) or has another partition count or setting streamfs relies on, or
+    another Kafka error, 2 a mistake in the command or its input (nothing published, unless
+    the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
+    stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the worker
+    met an error it cannot recover from (a supervisor restarts it), 130 interrupted (Ctrl-C),
+    141 the output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

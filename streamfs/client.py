@@ -17,7 +17,7 @@ import math
 import time
 import uuid
 from numbers import Integral, Real
-from typing import Any, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 from streamfs.codec import CodecError, decode, decode_any
 
@@ -34,8 +34,19 @@ REQUIRED_CONFIG = {"enable.partition.eof": True, "isolation.level": "read_commit
 DEFAULT_CONFIG = {"fetch.wait.max.ms": 50}
 
 
+#: how often a reader asks the broker whether the topics it reads are still there, and still
+#: the same topics (their ids): a consumer assigned a topic that is deleted gets nothing more
+#: from its polls and no error (a `watch` polled on for 12 minutes without a word)
+TOPIC_CHECK_SECONDS = 5.0
+
+
 class TopicMissing(RuntimeError):
     """A topic to read does not exist on the broker (no worker has created the topics yet)."""
+
+
+class TopicDeleted(TopicMissing):
+    """A topic was deleted while being read, or deleted and re-created under its name (another
+    topic id): what follows is not on it."""
 
 
 class InvalidRecord(ValueError):
@@ -252,6 +263,83 @@ def _watermark(consumer: Any, topic: str, partition: int, which: int, fallback: 
         return fallback
 
 
+class TopicCheck:
+    """Asks the broker, at most every ``interval`` seconds, whether ``topics`` are still the
+    topics they were when :meth:`start` was called: :meth:`__call__` raises
+    :class:`TopicDeleted` for one deleted since, or deleted and re-created (its topic id
+    changed: the consumer would read the new topic on from the old one's offsets, or from its
+    start where those are beyond its end, without a word).
+
+    The broker answers on the admin client's thread: a call only looks whether it has, so a
+    poll loop can make one every turn. A question the broker does not answer (gone, timed out)
+    is asked again at the next interval: an outage is not a deleted topic."""
+
+    def __init__(self, kafka_config: dict[str, Any], topics: Iterable[str],
+                 interval: float = TOPIC_CHECK_SECONDS) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        from streamfs.broker import make_client
+
+        _check_interval(interval)
+        self.topics = tuple(topics)
+        self.interval = interval
+        #: topic -> its id when :meth:`start` was called (as the broker first answered)
+        self.ids: dict[str, str] = {}
+        # kept: an admin client dropped never completes its futures
+        self._admin = make_client(AdminClient, kafka_config)
+        self._asked: dict[str, Any] | None = None  # a question the broker has yet to answer
+        self._first = False  # the question in flight is the one :meth:`start` asked
+        self._due = math.inf
+
+    def start(self) -> None:
+        """Ask the topics' ids now, without waiting: what later answers are compared with."""
+        self.ids.clear()
+        self._asked, self._first = self._ask(), True
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the answer to the question in flight (the ids
+        :meth:`start` asked for), and judge it."""
+        import concurrent.futures
+
+        if self._asked is not None:
+            concurrent.futures.wait(list(self._asked.values()), timeout=timeout)
+        self()
+
+    def _ask(self) -> dict[str, Any]:
+        from confluent_kafka import TopicCollection
+
+        self._admin.poll(0)  # serve its log lines (they wait on its queue)
+        return self._admin.describe_topics(TopicCollection(list(self.topics)),
+                                           request_timeout=30)
+
+    def __call__(self) -> None:
+        """Raise :class:`TopicDeleted` if the broker has answered that a topic was deleted
+        or re-created; ask again if the last answer is ``interval`` seconds old."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        if self._asked is None:
+            if time.monotonic() >= self._due:
+                self._asked, self._first = self._ask(), False
+            return
+        if not all(future.done() for future in self._asked.values()):
+            return
+        answered, self._asked = self._asked, None
+        self._due = time.monotonic() + self.interval
+        for name, future in answered.items():
+            try:
+                topic_id = str(future.result().topic_id)
+            except KafkaException as exc:
+                # the first answer may come from a broker that has yet to learn of a topic
+                # just created (the reader found it): a topic gone stays gone at the next look
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not self._first:
+                    raise TopicDeleted(f"topic {name!r} was deleted while being read") from None
+                continue
+            known = self.ids.setdefault(name, topic_id)
+            if known != topic_id:
+                raise TopicDeleted(f"topic {name!r} was deleted and re-created while being read "
+                                   f"(topic id {known} when reading started, {topic_id} now)")
+
+
 def _check_config(kafka_config: dict[str, Any]) -> None:
     for key, value in REQUIRED_CONFIG.items():
         if key in kafka_config and str(kafka_config[key]).lower() != str(value).lower():
@@ -268,6 +356,12 @@ def _check_timeout(timeout: Any) -> None:
     if timeout is not None and not (_is_number(timeout) and timeout > 0):  # NaN: refused
         raise ValueError(f"timeout must be a number of seconds more than 0, or None for no "
                          f"limit, not {timeout!r}")
+
+
+def _check_interval(interval: Any) -> None:
+    if not (_is_number(interval) and 0 < interval < math.inf):
+        raise ValueError(f"topic_check must be a finite number of seconds more than 0, not "
+                         f"{interval!r}")
 
 
 def _check_run(run: Any) -> None:
@@ -301,15 +395,19 @@ class OutputReader:
 
     With several topics (say results and dead letters), messages of the topics interleave in
     arrival order. ``kafka_config`` may not change :data:`REQUIRED_CONFIG` (``ValueError``).
+    While reading, every ``topic_check`` seconds (:data:`TOPIC_CHECK_SECONDS`) the reader asks
+    the broker whether the topics are still there and the same (:class:`TopicCheck`).
     """
 
     def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str,
-                 start: Literal["beginning", "end"] = "beginning") -> None:
+                 start: Literal["beginning", "end"] = "beginning",
+                 topic_check: float = TOPIC_CHECK_SECONDS) -> None:
         from confluent_kafka import Consumer
 
         from streamfs.broker import make_client, with_kafka_logger
 
         _check_config(kafka_config)
+        _check_interval(topic_check)
         if start not in ("beginning", "end"):
             raise ValueError(f"start must be 'beginning' or 'end', not {start!r}")
         for name in (topic, *more_topics):
@@ -326,6 +424,7 @@ class OutputReader:
         self.caught_up = False
         self._n_partitions: int | None = None
         self._consumer = make_client(Consumer, reader_config(kafka_config))
+        self._topic_check = TopicCheck(kafka_config, self.topics, topic_check)
 
     def assign(self) -> int:
         """Assign every partition of the topics from its first offset (or end) now, rather than
@@ -338,6 +437,7 @@ class OutputReader:
         if self._n_partitions is not None:
             return self._n_partitions
         check_reachable(self._kafka_config)  # BrokerUnreachable naming the address, at once
+        self._topic_check.start()  # the topics' ids, asked beside the offsets below
         assignment = []
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
@@ -348,6 +448,7 @@ class OutputReader:
             assignment += [TopicPartition(topic, p, self._offset(self._consumer, topic, p))
                            for p in meta.partitions]
         self._consumer.assign(assignment)
+        self._topic_check.wait(30)  # answered by now, as a rule: a later answer is taken then
         self._n_partitions = len(assignment)
         return self._n_partitions
 
@@ -357,8 +458,10 @@ class OutputReader:
         ``poll`` seconds without one, and when every partition has been read to its end (then
         :attr:`caught_up` is true), so that callers can watch a clock or another topic.
         ``to_end``: stop at the end of the topics as they are now. ``timeout``: raise
-        ``TimeoutError`` after this many seconds (more than 0; None: no limit). ``ValueError``
-        at once for a ``timeout`` or ``poll`` out of range."""
+        ``TimeoutError`` after this many seconds (more than 0; None: no limit). A topic deleted
+        (or re-created) while being read raises :class:`TopicDeleted` (a
+        :class:`TopicMissing`), at most ``topic_check`` seconds and a broker's answer after.
+        ``ValueError`` at once for a ``timeout`` or ``poll`` out of range."""
         _check_timeout(timeout)
         if not (_is_number(poll) and 0 <= poll < math.inf):
             raise ValueError(f"poll must be a finite number of seconds, 0 or more, not {poll!r}")
@@ -374,6 +477,8 @@ class OutputReader:
         while True:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"nothing more on {', '.join(self.topics)} after {timeout} s")
+            # busy or idle: a reader of two topics that one keeps busy never idles
+            self._topic_check()
             msg = self._consumer.poll(poll)
             if msg is None:
                 yield None
@@ -532,9 +637,10 @@ class SelectionReader(OutputReader):
 
     def __init__(self, kafka_config: dict[str, Any], topic: str, *,
                  dead_letters: str | None = None,
-                 start: Literal["beginning", "end"] = "beginning") -> None:
+                 start: Literal["beginning", "end"] = "beginning",
+                 topic_check: float = TOPIC_CHECK_SECONDS) -> None:
         super().__init__(kafka_config, topic, *([dead_letters] if dead_letters else []),
-                         start=start)
+                         start=start, topic_check=topic_check)
         self.refused = Refused()
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
@@ -552,10 +658,12 @@ class SelectionReader(OutputReader):
         (``open_input``); before the run's first result, only if its input was readable.
         A final result read after such a letter is still yielded as final: its
         ``counters["rejected_messages"]`` says how many messages it leaves out (``streamfs
-        watch --until-final`` exits 4 for it). ``timeout``: raise ``TimeoutError`` after this many seconds (more than 0; None: no
-        limit). ``run``: only results of that run (a replaced stream starts run 2, ...).
-        ``ValueError`` at once for a parameter out of range, and for ``until_final`` with
-        ``to_end`` (which stops at the end, final or not).
+        watch --until-final`` exits 4 for it). ``timeout``: raise ``TimeoutError`` after this
+        many seconds (more than 0; None: no limit). ``run``: only results of that run (a
+        replaced stream starts run 2, ...). A topic deleted or re-created while being read
+        raises :class:`TopicDeleted` (a :class:`TopicMissing`; see
+        :meth:`OutputReader.messages`). ``ValueError`` at once for a parameter out of range,
+        and for ``until_final`` with ``to_end`` (which stops at the end, final or not).
         """
         _check_stream(stream)
         _check_timeout(timeout)

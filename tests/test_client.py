@@ -346,7 +346,61 @@ def test_reader_topics_and_current_selection_s_arguments_are_checked(kafka_confi
             OutputReader(kafka_config, topic)
     with pytest.raises(ValueError, match="a topic must be a topic name .*, not 7"):
         SelectionReader(kafka_config, "t", dead_letters=7)
+    for interval in (0, float("inf"), "5"):
+        with pytest.raises(ValueError, match=f"topic_check must be a finite number of seconds "
+                           f"more than 0, not {re.escape(repr(interval))}"):
+            SelectionReader(kafka_config, "t", topic_check=interval)
     with pytest.raises(ValueError, match=r"stream must be a stream id \(a string\), not None"):
         current_selection(None, kafka_config, "t")
     with pytest.raises(ValueError, match="run must be .*, not 0"):
         current_selection("s", kafka_config, "t", run=0)
+
+
+# --- topics deleted (or deleted and re-created) under a reader ------------------------------
+
+def _delete_topic(kafka_config: dict, topic: str) -> None:
+    """Delete ``topic``; returns once the broker has."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(kafka_config)  # kept until the answer: a client dropped never gives it
+    admin.delete_topics([topic])[topic].result(timeout=30)
+
+
+def test_a_topic_deleted_under_a_reader_ends_the_read(kafka_config, topic_prefix):
+    """A consumer assigned a topic that is deleted gets nothing more from its polls, without an
+    error: a `watch` polled on for 12 minutes without a word. The reader asks the broker while
+    it reads (here every 0.2 s) and raises TopicMissing naming the topic."""
+    from streamfs.client import TopicDeleted, TopicMissing
+
+    topic = load_catalogue(topic_prefix)["dead_letter"].name
+    _publish(kafka_config, topic, 1)
+    with OutputReader(kafka_config, topic, topic_check=0.2) as reader:
+        messages = reader.messages(timeout=30)  # the bound: TimeoutError without the check
+        assert next(m for m in messages if m is not None)[1]["n"] == 1
+        _delete_topic(kafka_config, topic)
+        with pytest.raises(TopicMissing, match=f"topic '{topic}' was deleted while being read"
+                           ) as raised:
+            list(messages)
+    assert isinstance(raised.value, TopicDeleted)
+
+
+def test_a_topic_re_created_under_a_reader_ends_the_read(kafka_config, topic_prefix):
+    """A topic deleted and made again under the same name between two looks is told by its
+    topic id: the consumer would read on in the new topic from the old one's offsets (or from
+    its start, those out of its range), mixing the two without a word."""
+    from streamfs.client import TopicDeleted
+    from streamfs.topics import create_topics
+
+    topic = load_catalogue(topic_prefix)["dead_letter"].name
+    _publish(kafka_config, topic, 1)
+    with OutputReader(kafka_config, topic, topic_check=0.2) as reader:
+        messages = reader.messages(timeout=30)
+        assert next(m for m in messages if m is not None)[1]["n"] == 1
+        # the reader is suspended in its generator meanwhile: it cannot look in between
+        _delete_topic(kafka_config, topic)
+        create_topics(kafka_config, load_catalogue(topic_prefix))
+        _publish(kafka_config, topic, 2)  # the broker has the new topic's leader by now
+        with pytest.raises(TopicDeleted, match=f"topic '{topic}' was deleted and re-created "
+                           "while being read"):
+            list(messages)
+

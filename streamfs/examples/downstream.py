@@ -6,7 +6,8 @@ classifier (log loss, on online-standardised features) restricted to the current
 ``--selection-stream``; each new version with a different feature set starts a new model on
 those features. It exits, printing a summary, once the final result of the selection stream
 and the ``close`` of the instance stream have both been read (and the topics are read to
-their end).
+their end); a topic deleted (or deleted and re-created) while it reads ends it with one line,
+exit 1.
 
     python -m streamfs.examples.downstream --selection-stream s1 --instance-stream s2
 
@@ -363,13 +364,15 @@ class Downstream:
 def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
            echo: Callable[[str], None] = click.echo, timeout: float | None = None,
            max_blocks: int | None = None, grace: float = 10.0,
-           skipped: Skipped | None = None) -> str:
+           skipped: Skipped | None = None, check: Callable[[], None] | None = None) -> str:
     """Poll ``consumer`` (assigned ``n_partitions`` partitions from their beginning, with
     ``enable.partition.eof``) into ``downstream`` until it has finished and every partition
     has been read to its end, or ``grace`` seconds after it finished (``"finished"``), or
     ``max_blocks`` instance blocks were read (``"max-blocks"``), or ``timeout`` seconds
     passed (``"timeout"``). Records the readers cannot use are skipped as the client skips
-    them, counted in ``skipped``."""
+    them, counted in ``skipped``. ``check`` is called at every turn: a
+    :class:`~streamfs.client.TopicCheck`, which raises ``TopicDeleted`` for a topic deleted
+    (or re-created) meanwhile, that the consumer's polls would never tell."""
     from confluent_kafka import KafkaError
 
     skipped = Skipped() if skipped is None else skipped
@@ -390,6 +393,8 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
         if deadline is not None and now > deadline:
             echo(f"timed out after {timeout} s")
             return "timeout"
+        if check is not None:
+            check()
         msg = consumer.poll(0.5)
         if msg is None:
             continue
@@ -429,7 +434,7 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
 
     from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, check_reachable,
                                  make_client)
-    from streamfs.client import reader_config
+    from streamfs.client import TopicCheck, TopicMissing, reader_config
     from streamfs.settings import Settings
     from streamfs.topics import load_catalogue, missing_topic_message
 
@@ -451,6 +456,9 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
     downstream = Downstream(selection_stream, instance_stream, classes=initial, replay=replay)
     # the project's readers' settings: read_committed, partition ends reported and soon known
     consumer = make_client(Consumer, reader_config(settings.kafka_config()))
+    # the topics' ids as reading starts: one deleted or made again since ends the loop
+    check = TopicCheck(settings.kafka_config(), names)
+    check.start()
     try:
         # assigned (not subscribed) from the beginning: every record produced before this
         # process started is read, and no group rebalance delays the first fetch
@@ -465,9 +473,10 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
             parts += [TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions]
         consumer.assign(parts)
         try:
+            check.wait(30)
             status = follow(downstream, consumer, len(parts), timeout=timeout,
-                            max_blocks=max_blocks, grace=grace)
-        except DownstreamError as exc:
+                            max_blocks=max_blocks, grace=grace, check=check)
+        except (DownstreamError, TopicMissing) as exc:  # TopicMissing: a topic deleted since
             raise click.ClickException(str(exc)) from None
         except KeyboardInterrupt:  # Ctrl-C: what was learnt so far, and the shell's 130
             click.echo(downstream.summary_text())

@@ -280,3 +280,37 @@ def test_results_whose_shown_fields_are_wrong_are_skipped(cli_env, kafka_config,
         assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stderr)
         assert "w2 · saola · v2 · final" in out.stdout and "w1" not in out.stdout, out.stdout
         assert f"skipped {selected}[0]@0: {problem}" in out.stderr, out.stderr
+
+
+def test_a_topic_deleted_under_a_watch_is_one_line_and_exit_1(cli_env, kafka_config,
+                                                              topic_prefix, selected):
+    """A watch whose topic was deleted polled on without a word (seen: 12 minutes), and so did
+    `dead-letters --follow`: each now says so within a few seconds, exit 1 as for a topic
+    missing at the start."""
+    import subprocess
+    import sys
+
+    from tests.test_client import _delete_topic
+
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    _put(kafka_config, selected, _result("t1", 1))
+    _put(kafka_config, dead, {"kind": "dead_letter", "stream": "t1", "run": 1, "reason": "why",
+                              "topic": "f", "partition": 0, "offset": 1})
+    commands = {selected: ["watch", "--json", "--timeout", "30"], dead: ["dead-letters", "-f"]}
+    procs = {topic: subprocess.Popen([sys.executable, "-m", "streamfs.cli", *args], env=cli_env,
+                                     text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for topic, args in commands.items()}
+    try:
+        for topic, proc in procs.items():
+            assert proc.stdout.readline(), topic  # the command is reading: delete its topic
+            _delete_topic(kafka_config, topic)
+        for topic, proc in procs.items():
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 1 and "Traceback" not in err, (topic, err)
+            assert err.strip().splitlines()[-1] == (f"Error: topic {topic!r} was deleted while "
+                                                    "being read"), err
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+

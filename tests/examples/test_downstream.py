@@ -263,3 +263,33 @@ def test_main_without_a_broker_is_one_line_naming_the_address():
     assert out.returncode == 69 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.startswith("Error: cannot reach Kafka at 127.0.0.1:1"), out.stderr
     assert time.monotonic() - start < 20
+
+
+@pytest.mark.kafka
+def test_a_topic_deleted_under_the_example_is_one_line_and_exit_1(kafka_bootstrap,
+                                                                  kafka_config, topic_prefix):
+    """The example polled on without a word when the selections' topic was deleted."""
+    import os
+    import subprocess
+    import sys
+
+    from streamfs.topics import load_catalogue
+    from tests.test_client import _delete_topic, _put
+
+    selected = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, selected, result(1, [0]))
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": topic_prefix}
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.examples.downstream",
+                             "--selection-stream", SEL, "--instance-stream", INST,
+                             "--timeout", "30"], env=env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().startswith("selection v1: new model")  # it is reading
+        _delete_topic(kafka_config, selected)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1 and "Traceback" not in err, err
+    assert err.strip() == f"Error: topic {selected!r} was deleted while being read", err
