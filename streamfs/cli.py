@@ -28,6 +28,7 @@ EXIT_KAFKA = 1  # Kafka did not take the stream, or a client error
 EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: nothing published
 EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
+EXIT_RUN_REPLACED = 5  # watch --run N --until-final: run N was replaced before its final result
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as the shell says
 
@@ -164,9 +165,10 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     while being read) or has another partition count or setting streamfs relies on, or
     another Kafka error, 2 a mistake in the command or its input (nothing published, unless
     the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
-    stream's input (see `streamfs dead-letters`), 69 the broker is unreachable, 70 the worker
-    met an error it cannot recover from (a supervisor restarts it), 130 interrupted (Ctrl-C),
-    141 the output's reader went away (a pipe into `head`).
+    stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
+    replaced before its final result, 69 the broker is unreachable, 70 the worker met an
+    error it cannot recover from (a supervisor restarts it), 130 interrupted (Ctrl-C), 141
+    the output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -812,7 +814,8 @@ def _print_results(results: list[dict], as_json: bool) -> None:
 @click.option("--until-final", is_flag=True,
               help="Read the topic to its end, then exit once the newest run of STREAM (of "
               "every stream seen, without STREAM) has its final result; exit 4 with the reason "
-              "if the worker dead-letters input of that run.")
+              "if the worker dead-letters input of that run, 5 if that run (--run N) was "
+              "replaced by a newer one before its final result.")
 @click.option("--run", "run", type=click.IntRange(min=1), default=None,
               help="Only results of this run of STREAM (after `produce --replace`); needs "
               "STREAM.")
@@ -881,9 +884,10 @@ def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | N
 def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
                    as_json: bool, timeout: float | None) -> int:
     """Print ``reader``'s updates; the exit code: 0 (the final results, see
-    :meth:`SelectionReader.updates`), 3 (time is up) or 4 (input dead-lettered: seen before
-    the final, or counted in a final result with ``until_final``)."""
-    from streamfs.client import StreamRejected
+    :meth:`SelectionReader.updates`), 3 (time is up), 4 (input dead-lettered: seen before
+    the final, or counted in a final result with ``until_final``) or 5 (``until_final`` of
+    run ``run``, replaced before its final result)."""
+    from streamfs.client import RunReplaced, StreamRejected
 
     partial: dict[str, int] = {}  # final results computed without some input of their run
     try:
@@ -899,6 +903,9 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     except StreamRejected as exc:
         click.echo(f"Error: {exc}", err=True)
         return EXIT_REJECTED
+    except RunReplaced as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return EXIT_RUN_REPLACED
     finally:  # each refused run was shown once, at its first message: now how many it had
         for (sid, _), n in reader.refused.counts.items():
             click.echo(f"warning: {n} message(s) of another run of stream {sid!r} were refused "

@@ -62,6 +62,21 @@ def _where(letter: dict) -> str:
     return f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
 
 
+class RunReplaced(RuntimeError):
+    """The run waited for (``updates(stream, run=N, until_final=True)``) was replaced by a newer
+    run of its stream without a final result, or its results are no longer on the compacted
+    topic: it will not have one. ``stream``, ``run``, ``newer`` (the newest run seen)."""
+
+    def __init__(self, stream: str, run: int, newer: int, seen: bool, *, topic: str) -> None:
+        if seen:
+            text = f"run {run} of {stream!r} was replaced by run {newer} before its final result"
+        else:
+            text = (f"no result of run {run} of {stream!r} is left on {topic}: it was replaced "
+                    f"by run {newer} (the topic keeps each stream's latest result)")
+        super().__init__(text)
+        self.stream, self.run, self.newer = stream, run, newer
+
+
 class StreamRejected(RuntimeError):
     """The worker dead-lettered input of a stream being waited for: its final result, if one
     comes, leaves that input out. ``letter`` is the dead letter (``reason``, ``topic``,
@@ -525,7 +540,8 @@ class OutputReader:
 
 class _Finals:
     """What ``until_final`` waits for: ``stream`` (or every stream seen) in its newest run seen
-    (or ``run``) with a final latest result; and the dead letters of each stream by run."""
+    (or ``run``) with a final latest result; the dead letters of each stream by run; and the
+    runs after ``run`` that replaced it."""
 
     def __init__(self, stream: str | None, run: int | None, refused: Refused) -> None:
         self.stream = stream
@@ -542,6 +558,9 @@ class _Finals:
         #: of the dead-letter topic, in the order the worker read their input
         self.runless: dict[str, dict[tuple[tuple[str, int] | None, bool], dict]] = {}
         self.held: set[tuple[str, int, Position | None]] = set()  # logged: (stream, run, where)
+        #: stream -> the newest run seen after ``run`` (whose results are not taken): ``run``
+        #: will not get a final result after it
+        self.newer: dict[str, int] = {}
 
     def result(self, result: dict) -> None:
         # a stream's results share a partition, in order: the last run seen is the newest
@@ -549,6 +568,11 @@ class _Finals:
         self.newest[sid] = run
         self.final[sid] = bool(result.get("final"))
         self.opens[(sid, run)] = _position(result.get("open_input"))
+
+    def newer_run(self, result: dict) -> None:
+        """A result of a run after ``run``: that run replaced ``run``."""
+        sid = result["stream"]
+        self.newer[sid] = max(self.newer.get(sid, 0), result.get("run", 1))
 
     def dead_letter(self, letter: dict) -> None:
         sid = letter.get("stream")
@@ -572,6 +596,18 @@ class _Finals:
 
     def all_final(self) -> bool:
         return bool(self.final) and not self._open()
+
+    def replaced(self) -> tuple[str, int, int, bool] | None:
+        """A watched stream whose run ``run`` is not final but was replaced by a newer run: the
+        stream, ``run``, the newest run seen, and whether a result of ``run`` was read (none:
+        its results were compacted away, or it had none). Without ``run``, the newest run of
+        each stream is the one watched: none is replaced."""
+        if self.run is None:
+            return None
+        for sid in self._open():
+            if sid in self.newer:
+                return sid, self.run, self.newer[sid], sid in self.final
+        return None
 
     def rejection(self) -> dict | None:
         """A dead letter of the watched run of a stream not final: one of that run, or one
@@ -660,8 +696,11 @@ class SelectionReader(OutputReader):
         ``counters["rejected_messages"]`` says how many messages it leaves out (``streamfs
         watch --until-final`` exits 4 for it). ``timeout``: raise ``TimeoutError`` after this
         many seconds (more than 0; None: no limit). ``run``: only results of that run (a
-        replaced stream starts run 2, ...). A topic deleted or re-created while being read
-        raises :class:`TopicDeleted` (a :class:`TopicMissing`; see
+        replaced stream starts run 2, ...); with ``until_final``, once every partition is read
+        to its end, a stream whose run ``run`` is not final but has a result of a newer run
+        raises :class:`RunReplaced` (its final will not come; or, with no result of ``run``
+        read, compaction left only the newer run's). A topic deleted or re-created while being
+        read raises :class:`TopicDeleted` (a :class:`TopicMissing`; see
         :meth:`OutputReader.messages`). ``ValueError`` at once for a parameter out of range,
         and for ``until_final`` with ``to_end`` (which stops at the end, final or not).
         """
@@ -687,6 +726,10 @@ class SelectionReader(OutputReader):
                         return
                     if (letter := finals.rejection()) is not None:
                         raise StreamRejected(letter)
+                    # a stream's results share a partition, in order: once a newer run's
+                    # result is read, the watched run's final cannot come after it
+                    if (replaced := finals.replaced()) is not None:
+                        raise RunReplaced(*replaced, topic=self.topic)
         except TimeoutError:
             raise TimeoutError(self._timed_out(stream, until_final, timeout)) from None
 
@@ -697,7 +740,11 @@ class SelectionReader(OutputReader):
             if kind == "dead_letter":
                 finals.dead_letter(message)
             return None
-        if kind != "result" or run not in (None, message.get("run", 1)):
+        if kind != "result":
+            return None
+        if run not in (None, message.get("run", 1)):
+            if message.get("run", 1) > run:
+                finals.newer_run(message)
             return None
         finals.result(message)
         return message

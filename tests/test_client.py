@@ -404,3 +404,35 @@ def test_a_topic_re_created_under_a_reader_ends_the_read(kafka_config, topic_pre
                            "while being read"):
             list(messages)
 
+
+# --- until_final of a run replaced before its final result -----------------------------------
+
+def test_until_final_of_a_run_replaced_before_its_final_says_so(kafka_config, topic_prefix):
+    """`run=1` skipped run 2's results, so a run 1 replaced before its final (or whose results
+    were compacted away) was waited for forever; a run final before it was replaced is
+    still the run's final."""
+    from streamfs.client import RunReplaced, SelectionReader
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    _put(kafka_config, topic, _result("w", 1), _result("w", 2, run=2),
+         _result("c", 5, run=2),  # run 1's results compacted away
+         _result("f", 1), _result("f", 2, final=True), _result("f", 3, run=2))
+    with SelectionReader(kafka_config, topic) as reader:
+        seen = []
+        with pytest.raises(RunReplaced, match=r"^run 1 of 'w' was replaced by run 2 before its "
+                           r"final result$") as raised:
+            for result in reader.updates("w", until_final=True, run=1, timeout=30):
+                seen.append(result)
+        assert _versions(seen) == [("w", 1)]
+        assert (raised.value.stream, raised.value.run, raised.value.newer) == ("w", 1, 2)
+        with pytest.raises(RunReplaced, match=r"^no result of run 1 of 'c' is left on "
+                           f"{re.escape(topic)}: it was replaced by run 2"):
+            list(reader.updates("c", until_final=True, run=1, timeout=30))
+        assert _versions(reader.updates("f", until_final=True, run=1, timeout=30)) == [
+            ("f", 1), ("f", 2)]
+        # every stream seen in run 1: 'w' is not final and never will be
+        with pytest.raises(RunReplaced, match="run 1 of 'w' was replaced by run 2"):
+            list(reader.updates(until_final=True, run=1, timeout=30))
+        # a run waited for before it starts is not replaced by the runs before it
+        with pytest.raises(TimeoutError, match="no final result for 'f'"):
+            list(reader.updates("f", until_final=True, run=3, timeout=3))

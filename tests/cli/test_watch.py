@@ -314,3 +314,25 @@ def test_a_topic_deleted_under_a_watch_is_one_line_and_exit_1(cli_env, kafka_con
             if proc.poll() is None:
                 proc.kill()
 
+
+def test_until_final_of_a_run_replaced_before_its_final_exits_5(cli_env, kafka_config,
+                                                                selected):
+    """`--run 1 --until-final` of a stream replaced (run 2) before run 1's final result, or
+    whose run 1 results were compacted away, waited forever; run 1's final before the replace
+    still ends it with 0."""
+    _put(kafka_config, selected, _result("w", 1), _result("w", 2, run=2),
+         _result("c", 5, run=2), _result("f", 1), _result("f", 2, final=True),
+         _result("f", 3, run=2))
+    out = streamfs("watch", "w", "--until-final", "--run", "1", "--json", "--timeout", "30",
+                   env=cli_env)
+    assert out.returncode == 5 and _versions(out.stdout) == [("w", 1)], out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        "Error: run 1 of 'w' was replaced by run 2 before its final result"), out.stderr
+    out = streamfs("watch", "c", "--until-final", "--run", "1", "--timeout", "30", env=cli_env)
+    assert out.returncode == 5 and out.stdout == "", out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        f"Error: no result of run 1 of 'c' is left on {selected}: it was replaced by run 2"), \
+        out.stderr
+    out = streamfs("watch", "f", "--until-final", "--run", "1", "--json", "--timeout", "30",
+                   env=cli_env)
+    assert out.returncode == 0 and _versions(out.stdout) == [("f", 1), ("f", 2)], out.stderr
