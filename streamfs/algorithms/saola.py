@@ -400,9 +400,13 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
                          f"{arr.shape}")
     # as scikit-learn: as text, 1 and "1" would silently become one class
     check_label_types(arr)
-    if arr.dtype.kind == "O" and label_kinds(arr) == {False}:
+    # objects hold numbers (a pandas column of ints) or text (pandas' str, string and
+    # category columns): only numbers are numbers
+    numbers = arr.dtype.kind == "O" and label_kinds(arr) == {False}
+    if numbers:
         arr = _numbers_of_objects(arr)
-    if arr.dtype.kind in "iuO":  # integers (objects: Python ints beyond 64 bits)
+    if arr.dtype.kind in "iu" or (numbers and arr.dtype.kind == "O"):
+        # integers (objects: Python ints beyond 64 bits)
         num = _exact_integer_labels(arr)
         classes = None
     elif arr.dtype.kind in "bf":

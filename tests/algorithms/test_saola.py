@@ -789,3 +789,18 @@ def test_integer_labels_float64_cannot_tell_apart_are_refused():
         SAOLA().fit(X, np.array([5, 2 ** 70, 2 ** 70 + 1] * 30, dtype=object))
     with pytest.raises(ValueError, match=r"^y must hold numbers or strings, not NoneType"):
         SAOLA().fit(X, np.array([1, None, 2] * 30, dtype=object))
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+def test_text_labels_held_as_objects_are_text(cls):
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 6))
+    y = np.where(rng.random(90) < 0.5, "no", "yes")
+    X[:, 2] += y == "yes"
+    expected = _fit(cls, X, y)
+    # pandas' text and categorical columns, and lists of numpy strings, arrive as objects
+    for held in (y.astype(object), pd.Series(y, dtype="string"), pd.Series(y, dtype="category"),
+                 np.array([np.str_(v) for v in y], dtype=object)):
+        assert _fit(cls, X, held) == expected
