@@ -36,7 +36,9 @@ __all__ = [
     "check_state_algorithm",
     "check_label_types",
     "check_targets",
+    "numbers_of_objects",
     "label_problem",
+    "is_missing",
     "column_names",
     "group_members",
     "shown",
@@ -245,7 +247,7 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
         return "the labels are empty"
     missing = _missing_labels(arr)
     if missing:
-        what = "NaN" if arr.dtype.kind == "f" else "None or NaN"
+        what = "NaN" if arr.dtype.kind == "f" else "missing values (None, NaN or NA)"
         return f"the labels contain {what} ({missing} of {arr.size}); every instance needs a class"
     infinite = _infinite_labels(arr)
     if infinite:  # the worker refuses a class vector that is not finite
@@ -300,19 +302,55 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
     ValueError: Mix of label input types (string and number)
     """
     if len(label_kinds(y) | label_kinds(known)) > 1:
+        missing = _missing_labels(np.asarray(y, dtype=object).ravel())
+        if missing:  # text with gaps (pandas' NA, None) is not text mixed with numbers
+            raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of "
+                             f"{np.size(y)}): every instance needs a class")
         raise ValueError("Mix of label input types (string and number)")
 
 
-def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> None:
-    """Class labels for a classifier: :func:`check_label_types`, then scikit-learn's
-    ``check_classification_targets`` (which would fail on mixed labels with a bare
-    ``TypeError``)."""
+def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> np.ndarray:
+    """Class labels for a classifier, returned as the learner is to use them (numbers held as
+    objects as a numeric array, see :func:`numbers_of_objects`): :func:`check_label_types`,
+    then scikit-learn's ``check_classification_targets`` (which would fail on mixed labels
+    with a bare ``TypeError``).
+
+    >>> check_targets(np.array([1, 0, 1], dtype=object)).dtype
+    dtype('int64')
+    """
     check_label_types(y, known)
+    missing = _missing_labels(y.ravel()) if y.dtype.kind == "O" else 0
+    if missing:  # numbers with gaps: scikit-learn would call their type "unknown"
+        raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of {y.size}): "
+                         f"every instance needs a class")
+    y = numbers_of_objects(y)
     if y.ndim == 1 and y.dtype.kind in "biu":
         # integers are classes: scikit-learn would find them "binary" or "multiclass", after a
         # pass of its own over every block's labels (5 % of an instance stream's steps)
-        return
+        return y
     check_classification_targets(y)
+    return y
+
+
+def numbers_of_objects(y: np.ndarray) -> np.ndarray:
+    """Labels held as objects that are all numbers (or all booleans) as a numeric array,
+    other arrays as they are: a pandas column of Python ints has dtype object, whose type
+    scikit-learn calls "unknown", while the producers send its labels as numbers.
+
+    >>> numbers_of_objects(np.array([2, 10], dtype=object)).tolist()
+    [2, 10]
+    >>> numbers_of_objects(np.array(["a", 1], dtype=object)).dtype
+    dtype('O')
+    """
+    if y.dtype.kind != "O" or not y.size:
+        return y
+    items = y.ravel().tolist()
+    flags = [isinstance(v, (bool, np.bool_)) for v in items]
+    numbers = all(isinstance(v, (int, float, np.number)) for v in items)
+    if not numbers or (any(flags) and not all(flags)):  # True and 1 would be one class
+        return y
+    out = np.array(items)
+    return out.reshape(y.shape) if out.dtype.kind in "biuf" else y  # ints beyond 64 bits
 
 
 def _infinite_labels(arr: np.ndarray) -> int:
@@ -329,8 +367,21 @@ def _missing_labels(arr: np.ndarray) -> int:
     if arr.dtype.kind == "f":
         return int(np.count_nonzero(np.isnan(arr)))
     if arr.dtype.kind == "O":
-        return sum(1 for v in arr if v is None or (isinstance(v, float) and math.isnan(v)))
+        return sum(1 for v in arr if is_missing(v))
     return 0
+
+
+def is_missing(label: Any) -> bool:
+    """Whether one label is missing: None, NaN or pandas' ``NA`` (whose truth value raises,
+    so it would break the comparisons of any label it came to stand among).
+
+    >>> import pandas as pd
+    >>> [is_missing(v) for v in (None, float("nan"), pd.NA, 0, "a")]
+    [True, True, True, False, False]
+    """
+    if label is None or (isinstance(label, (float, np.floating)) and math.isnan(label)):
+        return True
+    return type(label).__name__ == "NAType"  # pandas is not a dependency
 
 
 # ------------------------------------------------------------------------------ column names

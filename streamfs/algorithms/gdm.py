@@ -373,7 +373,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             raise ValueError(problem)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        check_targets(y)
+        y = check_targets(y)
         yy = self._encode(y)
         S = _Standardised(X)
         S.tau = self.tau

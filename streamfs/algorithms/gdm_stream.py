@@ -308,7 +308,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         if n == 0:
             return self
         # as GDM.fit will, before anything is changed; labels of earlier blocks included
-        check_targets(y, self.classes_seen_)
+        y = check_targets(y, self.classes_seen_)
         codes = self._codes_of(y)
         r = int(self.refit_every)
         last = ((self.n_seen_ + n) // r) * r  # the last refit point this block reaches
@@ -339,7 +339,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
             delattr(self, name)
         validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
         y = column_or_1d(y, warn=True)
-        check_targets(y)
+        y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
             raise ValueError(f"GDM needs two classes, y has one class ({_listed(np.unique(y))})")
         return self.partial_fit(X, y).finish()

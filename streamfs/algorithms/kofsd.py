@@ -379,7 +379,7 @@ class KOFSD(FeatureStreamSelector):
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite labels")
         # classes are categories: real-valued targets would make every instance its own class
-        check_targets(y)
+        y = check_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError("y has a single class: the dependency is undefined")
@@ -407,6 +407,8 @@ class KOFSD(FeatureStreamSelector):
 
     def _check_same_y(self, y: Any) -> None:
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()  # the column vector the first call takes (without its warning again)
         if y.shape != self._y.shape or not np.array_equal(self.classes_[self._y], y):
             raise ValueError("y differs from the class vector of the first partial_fit call")
 

@@ -120,6 +120,7 @@ from streamfs.algorithms._validation import (
     check_state_algorithm,
     check_targets,
     column_names,
+    is_missing,
     shown,
     writable,
 )
@@ -755,7 +756,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                           ensure_all_finite=True, ensure_min_samples=1)
         y = column_or_1d(y, warn=True)
         check_consistent_length(X, y)
-        check_targets(y)
+        y = check_targets(y)
         labels = [_py(c) for c in np.unique(y)]
         if len(labels) > 2:
             raise ValueError(self._multiclass_message(labels))
@@ -1048,7 +1049,7 @@ def _block_labels(y: Any, known: list) -> np.ndarray:
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
     if y.size:
-        check_targets(y, known)
+        y = check_targets(y, known)
     return y
 
 
@@ -1066,8 +1067,8 @@ def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:
 
 def _one_label(y: Any) -> Any:
     """One instance's label; ``ValueError`` for a missing or non-finite one."""
-    if y is None:
-        raise ValueError("the label y is missing (None)")
+    if is_missing(y) and not isinstance(y, (float, np.floating)):  # pandas' NA: not a class
+        raise ValueError(f"the label y is missing ({y})")
     if isinstance(y, (float, np.floating)) and not np.isfinite(y):
         raise ValueError(f"the label y must be finite, got {y}")
     return y
@@ -1543,7 +1544,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
                               ensure_min_samples=1, input_name="X")
         y = column_or_1d(y, warn=True)
         check_consistent_length(checked, y)
-        check_targets(y)
+        y = check_targets(y)
         if np.unique(y).size < 2 and self.classes is None:
             raise ValueError(f"OneVsRest needs at least two classes: the labels have 1 class "
                              f"({shown(_py(y[0]))})")

@@ -877,3 +877,14 @@ def test_labels_are_classes_a_column_vector_too():
     assert col.selected_.tolist() == KOFSD().fit(X, y).selected_.tolist()
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         KOFSD().fit(X, np.linspace(0, 1, 30))
+
+
+def test_a_later_block_may_repeat_y_as_a_column_vector():
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    y = np.arange(30) % 2
+    sel = KOFSD().partial_fit(X[:, :2], y)
+    # the first call takes a column vector as y: so does a later one, as SAOLA does
+    sel.partial_fit(X[:, 2:], y.reshape(-1, 1)).finish()
+    assert sel.selected_.tolist() == KOFSD().fit(X, y).selected_.tolist()
+    with pytest.raises(ValueError, match="differs"):
+        sel.partial_fit(X[:, :1], y[::-1].reshape(-1, 1))

@@ -621,6 +621,25 @@ def test_label_mistakes_are_named_in_every_entry_point():
         OFS(2, n_features=3).learn_one({0: 1.0}, None)
 
 
+@pytest.mark.parametrize("cls", [OFS, OFSPartial])
+def test_missing_labels_of_pandas_are_named_not_learned(cls):
+    """pandas' NA (a gap in an Int64 or string column) is no class: learned, it made every
+    later label fail with pandas' bare "boolean value of NA is ambiguous"."""
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    model = cls(2, random_state=0) if cls is OFSPartial else cls(2)
+    with pytest.raises(ValueError, match=r"^the label y is missing \(<NA>\)$"):
+        model.learn_one(X[0], pd.NA)
+    assert model.n_seen_ == 0 and model.classes_.tolist() == []
+    gaps = [np.array(["a", pd.NA, "b"], dtype=object), np.array([1, pd.NA, 0], dtype=object),
+            np.array(["a", None, "b"], dtype=object)]
+    for y in gaps:
+        with pytest.raises(ValueError, match=r"^y contains missing labels \(None, NaN or NA; "
+                                             r"1 of 3\): every instance needs a class$"):
+            model.partial_fit(X[:3], y)
+    model.partial_fit(X[:3], ["a", "b", "a"])  # the stream goes on as if they had not come
+    assert model.n_seen_ == 3
+
+
 def test_predict_and_learn_one_read_a_series_by_its_labels():
     import pandas as pd
 

@@ -220,6 +220,23 @@ def test_labels_mixing_strings_and_numbers_are_refused_as_scikit_learn_does(esti
         assert not hasattr(est, "selected_") or len(est.selected_) == 0
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS + [GDMStream(n_features_per_step=3)],
+                         ids=lambda e: type(e).__name__)
+def test_numeric_labels_held_as_objects_are_numbers(estimator):
+    """A pandas column of Python ints (or floats) has dtype object, which scikit-learn's
+    target check calls "unknown"; the producers send such labels as numbers, so the
+    estimators take them as the numbers they are."""
+    X, y = _clf_data()
+    expected = _seeded(estimator).fit(X, y).get_support(indices=True).tolist()
+    for held in (pd.Series(y, dtype=object), y.astype(float).astype(object)):
+        for learn in ("fit", "partial_fit")[:2 if hasattr(estimator, "partial_fit") else 1]:
+            est = _seeded(estimator)
+            getattr(est, learn)(X, held)
+            if learn == "partial_fit" and hasattr(est, "finish"):
+                est.finish()
+            assert est.get_support(indices=True).tolist() == expected, learn
+
+
 def test_inverse_transform_puts_columns_back_in_output_order():
     X, y = _clf_data()
     g = GroupSAOLA().fit(X, y, groups=[list(range(19, -1, -1))])  # one group, reversed
