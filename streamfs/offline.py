@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamfs.producers.blocks import feature_stream_messages, instance_stream_messages
+from streamfs.producers.objects import from_objects
 from streamfs.algorithms import registry
 from streamfs.codec import decode, encode
 from streamfs.worker.processor import StreamProcessor
@@ -32,13 +33,17 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
 
     It pushes the very messages a producer would send through :class:`StreamProcessor` over an
     in-memory store, so offline and worker results agree by construction (``gdm`` fits once,
-    at the end, on the whole data: see :func:`offline_params`). ``feature_names``
+    at the end, on the whole data: see :func:`offline_params`). ``X`` and ``y`` are taken
+    as :func:`streamfs.producers.objects.from_objects` takes them. ``feature_names``
     and ``naming`` (see :func:`streamfs.producers.blocks.open_fields`) name the features;
     a data frame's columns do unless ``feature_names`` is given.
     """
     spec = registry.get(algorithm)
-    if feature_names is None and hasattr(X, "columns"):
-        feature_names = [str(c) for c in X.columns]
+    # the data as produce_features / produce_instances take it (lists, frames with nullable,
+    # categorical or mixed columns, a one-column label frame), so that all three agree
+    X, y, names = from_objects(X, y)
+    if feature_names is None:
+        feature_names = names
     params = offline_params(algorithm, params, X.shape[0])
     kwargs: dict = {"feature_names": feature_names, "naming": naming}
     if block_bytes:

@@ -31,3 +31,37 @@ def test_a_data_frame_names_the_offline_selection():
         [X.columns[s["feature"]] for s in result["selection"]]
     assert run_offline("saola", X, y, feature_names=[f"c{j}" for j in range(30)])[
         "selection"][0]["name"].startswith("c")
+
+
+def _offline_features(algorithm, X, y, params=None):
+    return [s["feature"] for s in run_offline(algorithm, X, y, params)["selection"]]
+
+
+def test_offline_takes_the_inputs_the_estimators_take():
+    import pandas as pd
+    import pytest
+
+    from streamfs.algorithms.kofsd import KOFSD
+    from streamfs.algorithms.ofs import OFS
+    from streamfs.producers.errors import InputDataError
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 120)
+    X = np.round(rng.normal(size=(120, 6)) * 2)
+    X[:, 2] += 4 * y
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(6)])
+    mixed = frame.assign(c5=frame["c5"] > 0, c1=frame["c1"].astype("Int64"))  # objects as one
+    for algorithm, params, cls in (("kofsd", {}, KOFSD), ("ofs", {"n_features_to_select": 3},
+                                                          OFS)):
+        plain = _offline_features(algorithm, X, y, params)
+        assert plain and plain == [s["feature"] for s in cls(**params).fit(X, y).selection()]
+        assert _offline_features(algorithm, X.tolist(), y, params) == plain  # was: no .shape
+        assert _offline_features(algorithm, X, y[:, None], params) == plain  # was refused
+        assert _offline_features(algorithm, X, pd.Series(y, dtype=object), params) == plain
+        result = run_offline(algorithm, mixed, y, params)  # was: "X has dtype object"
+        assert result["selection"] == run_offline(algorithm, mixed.astype(float), y,
+                                                  params)["selection"]
+        assert [s["name"] for s in result["selection"]] == [f"c{j}" for j in [
+            s["feature"] for s in cls(**params).fit(mixed, y).selection()]]
+    with pytest.raises(InputDataError, match="duplicate column names: c0"):
+        run_offline("saola", frame.rename(columns={"c1": "c0"}), y)  # two features named c0

@@ -252,6 +252,8 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
         # the open would carry N = len(y) and every block columns of another length, each
         # block dead-lettered and the stream closed with an empty selection
         raise InputDataError(f"X has {X.shape[0]} rows but there are {y.size} labels")
+    if y.ndim != 1:  # the worker refuses the open's y (from_objects flattens a column vector)
+        raise InputDataError(f"the labels must be 1-D (one per row), got shape {y.shape}")
     check_groups_apply(algorithm, groups)
     spec = registry.get(algorithm)  # an unknown name: ValueError
     try:  # the labels are the data's fault, as its values are: InputDataError for both

@@ -39,21 +39,27 @@ def _numpy_values(values: Any, what: str) -> np.ndarray:
 
 
 def _labels(y: Any) -> np.ndarray:
+    if _is_frame(y) and y.shape[1] == 1:
+        y = y.iloc[:, 0]  # a one-column frame: the column vector scikit-learn takes
     arr = _numpy_values(y, "the labels")
     arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1:
         raise InputDataError(f"labels must be 1-D, got shape {arr.shape}")
     if arr.dtype.kind == "O" and not any(_unusable(v) for v in arr):
-        # pandas text / categorical labels: numpy text for the codec (numbers as numbers)
+        # pandas text / categorical labels: numpy text for the codec; numbers as numbers,
+        # integers as integers (as floats, 2**53 and 2**53 + 1 were one class; beyond 64
+        # bits they stay objects, which sendable_labels refuses naming one)
         numbers = all(isinstance(v, Real) for v in arr)
-        arr = arr.astype(float) if numbers else np.array([str(v) for v in arr])
+        arr = np.array(arr.tolist()) if numbers else np.array([str(v) for v in arr])
     return arr  # missing or bytes labels stay as they are: label_problem names them
 
 
 def _unusable(label: Any) -> bool:
-    """A missing label (None, NaN) or bytes: left for the label checks to name."""
-    return label is None or isinstance(label, bytes) or (isinstance(label, float)
-                                                         and label != label)
+    """A missing label (None, NaN, pandas' NA) or bytes: left for the label checks to name
+    (as text, NA became the class "<NA>")."""
+    return (label is None or isinstance(label, bytes) or (isinstance(label, float)
+                                                          and label != label)
+            or type(label).__name__ == "NAType")
 
 
 def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
@@ -72,14 +78,26 @@ def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
     dupes = sorted(n for n, k in Counter(names).items() if k > 1)
     if dupes:
         raise InputDataError(f"duplicate column names: {', '.join(dupes[:10])}")
-    bad = [n for n, t in zip(names, X.dtypes) if t.kind not in "biuf"]
+    bad = [n for n, t in zip(names, X.dtypes) if not _numeric_column(t)]
     if bad:
         raise InputDataError(f"non-numeric feature column(s): {', '.join(bad[:5])}")
-    if not any(hasattr(t, "numpy_dtype") for t in X.dtypes):
-        return X.to_numpy(), names
-    # nullable columns (Int64, Float64, boolean) one by one, else they become objects
+    plain = all(t.kind in "biuf" and not hasattr(t, "numpy_dtype") for t in X.dtypes)
+    values = X.to_numpy() if plain else None
+    if values is not None and (values.dtype.kind in "biuf" or not names):
+        return values, names
+    # nullable (Int64, Float64, boolean) and categorical columns, and bool columns among
+    # numbers, one by one: as one array they become objects
     columns = [_numpy_values(X.iloc[:, j], f"column {n!r}") for j, n in enumerate(names)]
     return np.column_stack(columns), names
+
+
+def _numeric_column(dtype: Any) -> bool:
+    """A column of numbers: a numeric dtype (nullable ones too) or categories that are
+    numbers (as scikit-learn takes them)."""
+    categories = getattr(dtype, "categories", None)
+    if categories is not None:
+        return categories.dtype.kind in "biuf"
+    return dtype.kind in "biuf"
 
 
 def _utf8(text: str) -> bool:

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 from streamfs.producers.blocks import (column_value_bytes, instance_messages_from_chunks,
                                        largest_column_bytes)
-from streamfs.producers.errors import InputDataError
+from streamfs.producers.errors import InputDataError, InputLabelError
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 
@@ -239,3 +239,33 @@ def test_a_group_larger_than_a_record_is_refused_before_the_open():
     fits = list(feature_stream_messages("s", X, y, "group-saola", groups=groups,
                                         block_bytes=2000, record_limit=10000))
     assert [len(m["groups"]) for m in fits[1:-1]] == [12, 8]  # a message of its own each
+
+
+def test_a_feature_stream_refuses_labels_the_worker_would_refuse_as_not_1d():
+    # a column vector passed the producer's checks and the worker dead-lettered the open
+    with pytest.raises(InputDataError, match=re.escape("the labels must be 1-D (one per row), "
+                                                       "got shape (10, 1)")):
+        next(feature_stream_messages("s", np.ones((10, 3)), (np.arange(10) % 2)[:, None],
+                                     "saola"))
+
+
+def test_objects_take_labels_and_frames_as_the_estimators_do():
+    X = np.arange(12.0).reshape(4, 3)
+    # integers held as objects stay integers: as floats 2**53 and 2**53 + 1 were one class
+    _, y, _ = from_objects(X, pd.Series([2 ** 53, 2 ** 53 + 1] * 2, dtype=object))
+    assert y.dtype.kind == "i" and len(set(y.tolist())) == 2
+    _, y, _ = from_objects(X, pd.DataFrame({"cls": [0, 1, 0, 1]}))  # a one-column frame
+    assert y.tolist() == [0, 1, 0, 1]
+    # a gap in text labels is missing, not the class "<NA>"
+    _, y, _ = from_objects(X, pd.Series(["a", None, "b", "a"], dtype="string"))
+    with pytest.raises(InputLabelError, match=re.escape("the labels contain missing values "
+                                                        "(None, NaN or NA) (1 of 4)")):
+        next(feature_stream_messages("s", X, y, "saola"))
+    # bool columns among numbers, numeric categories: numbers, not objects
+    frame = pd.DataFrame({"a": [1.5, 2.0, 3.0, 4.0], "b": [True, False, True, True],
+                          "c": pd.Series([3, 1, 3, 2], dtype="category")})
+    Xf, _, names = from_objects(frame, [0, 1, 0, 1])
+    assert Xf.dtype == np.float64 and names == ["a", "b", "c"]
+    assert Xf.tolist() == [[1.5, 1.0, 3.0], [2.0, 0.0, 1.0], [3.0, 1.0, 3.0], [4.0, 1.0, 2.0]]
+    Xi, _, _ = from_objects(frame[["b", "c"]], [0, 1, 0, 1])
+    assert Xi.dtype == np.int64
