@@ -48,7 +48,9 @@ from ._validation import (
     check_number,
     check_state_algorithm,
     group_members,
+    is_missing,
     label_kinds,
+    numbers_of_objects,
 )
 from .base import FeatureStreamSelector
 from .measures import (
@@ -402,11 +404,13 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     check_label_types(arr)
     # objects hold numbers (a pandas column of ints) or text (pandas' str, string and
     # category columns): only numbers are numbers
-    numbers = arr.dtype.kind == "O" and label_kinds(arr) == {False}
-    if numbers:
-        arr = _numbers_of_objects(arr)
-    if arr.dtype.kind in "iu" or (numbers and arr.dtype.kind == "O"):
-        # integers (objects: Python ints beyond 64 bits)
+    wide = False
+    if arr.dtype.kind == "O" and label_kinds(arr) == {False}:
+        arr = numbers_of_objects(arr)
+        wide = arr.dtype.kind == "O"
+        if wide:
+            _check_wide_integers(arr)
+    if arr.dtype.kind in "iu" or wide:
         num = _exact_integer_labels(arr)
         classes = None
     elif arr.dtype.kind in "bf":
@@ -423,20 +427,21 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     return num, classes
 
 
-def _numbers_of_objects(arr: np.ndarray) -> np.ndarray:
-    """The numeric array of labels that are numbers held as objects; ``ValueError`` for
-    labels that are neither numbers nor strings (``None`` among them)."""
-    if not all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
-               for v in arr):
-        bad = next(v for v in arr if not isinstance(v, (int, float, np.number))
-                   or isinstance(v, (bool, np.bool_)))
-        raise ValueError(f"y must hold numbers or strings, not {type(bad).__name__} "
-                         f"({bad!r})")
-    out = np.array(arr.tolist())  # int64, uint64 or float64; object for ints beyond 64 bits
-    if out.dtype.kind == "O" and not all(isinstance(v, (int, np.integer)) for v in out):
-        raise ValueError("y mixes integers beyond 64 bits with other numbers: use integers "
-                         "or floats, not both")
-    return out
+def _check_wide_integers(arr: np.ndarray) -> None:
+    """``ValueError`` unless the labels ``arr``, objects that :func:`numbers_of_objects` left
+    as they were, are integers (Python ints beyond 64 bits)."""
+    bads = [v for v in arr if not isinstance(v, int) or isinstance(v, bool)]
+    if not bads:
+        return
+    bad = bads[0]
+    missing = sum(1 for v in bads if is_missing(v))
+    if missing:  # worded as the other learners word it
+        raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of "
+                         f"{arr.size}): every instance needs a class")
+    if isinstance(bad, (float, np.number, bool, np.bool_)):
+        raise ValueError("y mixes integers beyond 64 bits or booleans with other numbers: "
+                         "use one type of number for every label")
+    raise ValueError(f"y must hold numbers or strings, not {type(bad).__name__} ({bad!r})")
 
 
 def _exact_integer_labels(arr: np.ndarray) -> np.ndarray:

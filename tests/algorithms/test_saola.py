@@ -787,8 +787,11 @@ def test_integer_labels_float64_cannot_tell_apart_are_refused():
     with pytest.raises(ValueError, match=r"^y has integer labels too far apart to tell apart "
                                          r"as float64 \(from 5 to 1180591620717411303425\)"):
         SAOLA().fit(X, np.array([5, 2 ** 70, 2 ** 70 + 1] * 30, dtype=object))
-    with pytest.raises(ValueError, match=r"^y must hold numbers or strings, not NoneType"):
+    with pytest.raises(ValueError, match=r"^y contains missing labels \(None, NaN or NA; 30 of "
+                                         r"90\)"):
         SAOLA().fit(X, np.array([1, None, 2] * 30, dtype=object))
+    with pytest.raises(ValueError, match=r"^y must hold numbers or strings, not list"):
+        SAOLA().fit(X, np.array([1, [2], 2] * 30 + [[]], dtype=object)[:90])
 
 
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
