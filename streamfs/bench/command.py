@@ -54,6 +54,15 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
 
     settings = ctx.obj["settings"]
     names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
+    if json_out:
+        # the figures are written once every run is done, many minutes on: make the file's
+        # directory now (`--json out/bench.json` in a fresh clone has no out/), or say now
+        # that it cannot be made, rather than lose the runs to FileNotFoundError at the end
+        try:
+            Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.BadParameter(f"{json_out}: cannot make its directory: {exc}",
+                                     param_hint="'--json'") from None
     script = REPO / "ops" / "kafka" / "broker.sh"
     if local_broker:
         out = subprocess.run(["bash", str(script), "start"], check=True, capture_output=True,

@@ -97,3 +97,28 @@ def _check_run(run: dict, broker_cpu: bool) -> None:
     assert set(raw) == {"consumer"} | ({"broker"} if broker_cpu else set())
     assert set(backlog) == {"worker"} | ({"broker"} if broker_cpu else set())
     assert all(v >= 0 for v in (*raw.values(), *backlog.values()))
+
+
+def test_bench_json_into_a_directory_not_made_yet(kafka_bootstrap, tmp_path, monkeypatch):
+    """The README's `streamfs bench ... --json out/bench.json` in a fresh clone, which has no
+    `out/`: the directory is made before the runs, and the figures written at the end (they
+    were lost to a FileNotFoundError once every run was done). A directory that cannot be
+    made is a mistake in the command, said before anything runs (exit 2)."""
+    from click.testing import CliRunner
+
+    import streamfs.bench.pipeline as pipeline
+    from streamfs.cli import main
+
+    ran = []
+    monkeypatch.setattr(pipeline, "recovery", lambda kafka: ran.append(1) or {"recovery": 1.0})
+    out = tmp_path / "out" / "bench.json"
+    res = CliRunner().invoke(main, ["-b", kafka_bootstrap, "bench", "recovery", "--warm-up", "0",
+                                    "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["results"] == [{"recovery": 1.0}]
+
+    (tmp_path / "file").write_text("")
+    res = CliRunner().invoke(main, ["-b", kafka_bootstrap, "bench", "recovery", "--warm-up", "0",
+                                    "--json", str(tmp_path / "file" / "bench.json")])
+    assert res.exit_code == 2 and "cannot make its directory" in res.output
+    assert ran == [1]  # the second command ran nothing
