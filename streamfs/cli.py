@@ -153,7 +153,7 @@ def _topic_prefix(_ctx: click.Context, _param: click.Parameter, value: str | Non
               help="Kafka bootstrap servers (env STREAMFS_BOOTSTRAP_SERVERS).")
 @click.option("--topic-prefix", cls=EnvOption, envvar="STREAMFS_TOPIC_PREFIX",
               callback=_topic_prefix,
-              help="Prefix of every topic name (default 'streamfs.').")
+              help="Prefix of every topic name (env STREAMFS_TOPIC_PREFIX; default 'streamfs.').")
 @click.option("--verbose", "-v", is_flag=True,
               help="Show details: the Kafka client's own log lines, tracebacks' causes.")
 @click.pass_context
@@ -162,8 +162,9 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     """streamfs: online feature selection on Kafka streams.
 
     Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing (or was deleted
-    while being read) or has another partition count or setting streamfs relies on, or
-    another Kafka error, 2 a mistake in the command or its input (nothing published, unless
+    while being read) or has another partition count or setting streamfs relies on, another
+    Kafka error, a worker fenced by another with its instance id, or watch --once found no
+    selection, 2 a mistake in the command or its input (nothing published, unless
     the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
     stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
     replaced before its final result, 69 the broker is unreachable, 70 the worker met an
