@@ -257,6 +257,8 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
         return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
     if len(label_kinds(arr)) > 1:
         return "the labels mix strings and numbers: use one type for every label"
+    if _bools_among_numbers(arr):
+        return "the labels mix booleans and numbers (True and 1 would be one class): use one type"
     try:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
     except TypeError:
@@ -276,6 +278,17 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
             return (f"{name} takes class labels, not continuous values (such as "
                     f"{shown(fractional[0])}): map them to classes first")
     return None
+
+
+def _bools_among_numbers(values: Any) -> bool:
+    """Whether the labels ``values`` (objects) hold booleans beside other numbers."""
+    arr = np.asarray(values, dtype=object).ravel() if not (
+        isinstance(values, np.ndarray) and values.dtype.kind != "O") else None
+    if arr is None:
+        return False
+    flags = {isinstance(v, (bool, np.bool_)) for v in arr.tolist()
+             if isinstance(v, (int, float, np.number, np.bool_))}
+    return len(flags) > 1
 
 
 def label_kinds(values: Any) -> set[bool]:
@@ -301,6 +314,9 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
     ...
     ValueError: Mix of label input types (string and number)
     """
+    if _bools_among_numbers(y):
+        raise ValueError("Mix of label input types (boolean and number): True and 1 would be "
+                         "one class")
     if len(label_kinds(y) | label_kinds(known)) > 1:
         missing = _missing_labels(np.asarray(y, dtype=object).ravel())
         if missing:  # text with gaps (pandas' NA, None) is not text mixed with numbers

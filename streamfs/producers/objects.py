@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms._validation import numbers_of_objects
 from streamfs.producers.checks import sendable
 from streamfs.producers.errors import InputDataError
 
@@ -48,9 +49,10 @@ def _labels(y: Any) -> np.ndarray:
     if arr.dtype.kind == "O" and not any(_unusable(v) for v in arr):
         # pandas text / categorical labels: numpy text for the codec; numbers as numbers,
         # integers as integers (as floats, 2**53 and 2**53 + 1 were one class; beyond 64
-        # bits they stay objects, which sendable_labels refuses naming one)
+        # bits they stay objects, which sendable_labels refuses naming one; booleans among
+        # other numbers too, which label_problem names)
         numbers = all(isinstance(v, Real) for v in arr)
-        arr = np.array(arr.tolist()) if numbers else np.array([str(v) for v in arr])
+        arr = numbers_of_objects(arr) if numbers else np.array([str(v) for v in arr])
     return arr  # missing or bytes labels stay as they are: label_problem names them
 
 

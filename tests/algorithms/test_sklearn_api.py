@@ -237,6 +237,16 @@ def test_numeric_labels_held_as_objects_are_numbers(estimator):
             assert est.get_support(indices=True).tolist() == expected, learn
 
 
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_booleans_among_numeric_labels_are_refused(estimator):
+    """``True`` and ``1`` held as objects would be one class as numbers (scikit-learn called
+    their type "unknown"): a ValueError that says what is mixed."""
+    X, y = _clf_data()
+    mixed = np.array([bool(v) if i % 2 else int(v) for i, v in enumerate(y)], dtype=object)
+    with pytest.raises(ValueError, match=r"^Mix of label input types \(boolean and number\)"):
+        _seeded(estimator).fit(X, mixed)
+
+
 def test_inverse_transform_puts_columns_back_in_output_order():
     X, y = _clf_data()
     g = GroupSAOLA().fit(X, y, groups=[list(range(19, -1, -1))])  # one group, reversed

@@ -249,6 +249,14 @@ def test_a_feature_stream_refuses_labels_the_worker_would_refuse_as_not_1d():
                                      "saola"))
 
 
+def test_booleans_among_numeric_labels_are_refused_before_the_open():
+    X = np.arange(12.0).reshape(4, 3)
+    _, y, _ = from_objects(X, pd.Series([True, 1, 0, False], dtype=object))
+    assert y.tolist() == [True, 1, 0, False]  # not [1, 1, 0, 0]: two classes, not four rows
+    with pytest.raises(InputLabelError, match="the labels mix booleans and numbers"):
+        next(feature_stream_messages("s", X, y, "saola"))
+
+
 def test_objects_take_labels_and_frames_as_the_estimators_do():
     X = np.arange(12.0).reshape(4, 3)
     # integers held as objects stay integers: as floats 2**53 and 2**53 + 1 were one class
