@@ -37,6 +37,7 @@ __all__ = [
     "check_label_types",
     "check_targets",
     "numbers_of_objects",
+    "check_no_missing_labels",
     "label_problem",
     "is_missing",
     "column_names",
@@ -282,11 +283,9 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
 
 def _bools_among_numbers(values: Any) -> bool:
     """Whether the labels ``values`` (objects) hold booleans beside other numbers."""
-    arr = np.asarray(values, dtype=object).ravel() if not (
-        isinstance(values, np.ndarray) and values.dtype.kind != "O") else None
-    if arr is None:
-        return False
-    flags = {isinstance(v, (bool, np.bool_)) for v in arr.tolist()
+    if isinstance(values, np.ndarray) and values.dtype.kind != "O":
+        return False  # one dtype: numpy made booleans among numbers numbers already
+    flags = {isinstance(v, (bool, np.bool_)) for v in np.asarray(values, dtype=object).ravel()
              if isinstance(v, (int, float, np.number, np.bool_))}
     return len(flags) > 1
 
@@ -318,10 +317,8 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
         raise ValueError("Mix of label input types (boolean and number): True and 1 would be "
                          "one class")
     if len(label_kinds(y) | label_kinds(known)) > 1:
-        missing = _missing_labels(np.asarray(y, dtype=object).ravel())
-        if missing:  # text with gaps (pandas' NA, None) is not text mixed with numbers
-            raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of "
-                             f"{np.size(y)}): every instance needs a class")
+        # text with gaps (pandas' NA, None) is not text mixed with numbers
+        check_no_missing_labels(np.asarray(y, dtype=object))
         raise ValueError("Mix of label input types (string and number)")
 
 
@@ -335,10 +332,8 @@ def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> np.ndarray:
     dtype('int64')
     """
     check_label_types(y, known)
-    missing = _missing_labels(y.ravel()) if y.dtype.kind == "O" else 0
-    if missing:  # numbers with gaps: scikit-learn would call their type "unknown"
-        raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of {y.size}): "
-                         f"every instance needs a class")
+    if y.dtype.kind == "O":  # numbers with gaps: scikit-learn would call their type "unknown"
+        check_no_missing_labels(y)
     y = numbers_of_objects(y)
     if y.ndim == 1 and y.dtype.kind in "biu":
         # integers are classes: scikit-learn would find them "binary" or "multiclass", after a
@@ -346,6 +341,14 @@ def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> np.ndarray:
         return y
     check_classification_targets(y)
     return y
+
+
+def check_no_missing_labels(y: np.ndarray) -> None:
+    """``ValueError`` counting the missing labels (None, NaN, pandas' NA) of ``y``, if any."""
+    missing = _missing_labels(y.ravel())
+    if missing:
+        raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of {y.size}): "
+                         f"every instance needs a class")
 
 
 def numbers_of_objects(y: np.ndarray) -> np.ndarray:

@@ -45,10 +45,10 @@ from ._validation import (
     check_choice,
     check_int,
     check_label_types,
+    check_no_missing_labels,
     check_number,
     check_state_algorithm,
     group_members,
-    is_missing,
     label_kinds,
     numbers_of_objects,
 )
@@ -433,11 +433,8 @@ def _check_wide_integers(arr: np.ndarray) -> None:
     bads = [v for v in arr if not isinstance(v, int) or isinstance(v, bool)]
     if not bads:
         return
+    check_no_missing_labels(arr)
     bad = bads[0]
-    missing = sum(1 for v in bads if is_missing(v))
-    if missing:  # worded as the other learners word it
-        raise ValueError(f"y contains missing labels (None, NaN or NA; {missing} of "
-                         f"{arr.size}): every instance needs a class")
     if isinstance(bad, (float, np.number, bool, np.bool_)):
         raise ValueError("y mixes integers beyond 64 bits or booleans with other numbers: "
                          "use one type of number for every label")

@@ -53,14 +53,14 @@ def sendable_labels(y: Any, what: str = "the labels") -> np.ndarray:
     if kind not in _NUMERIC_KINDS + "USO":  # bytes: label_problem names them
         raise InputLabelError(f"{what} have dtype {y.dtype}: a label is a number (bool, integer, "
                               f"float) or text; convert them first (e.g. y.astype(str))")
-    if kind == "O":
-        wide = next((v for v in y.ravel().tolist() if isinstance(v, int)
-                     and not -2 ** 63 <= v < 2 ** 64), None)
+    if kind in "UO":
+        items = y.ravel().tolist()
+        wide = next((v for v in items if isinstance(v, int) and not -2 ** 63 <= v < 2 ** 64),
+                    None)
         if wide is not None:
             raise InputLabelError(f"{what} hold {wide}: integer labels must fit in 64 bits to "
                                   f"travel; map them to classes first")
-    if kind in "UO":
-        texts = [v for v in y.ravel().tolist() if isinstance(v, str)]
+        texts = [v for v in items if isinstance(v, str)]
         try:
             "".join(texts).encode("utf-8")  # one pass in C; the loop names the culprit
         except UnicodeEncodeError:

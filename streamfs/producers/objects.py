@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms._validation import numbers_of_objects
+from streamfs.algorithms._validation import is_missing, numbers_of_objects
 from streamfs.producers.checks import sendable
 from streamfs.producers.errors import InputDataError
 
@@ -59,9 +59,7 @@ def _labels(y: Any) -> np.ndarray:
 def _unusable(label: Any) -> bool:
     """A missing label (None, NaN, pandas' NA) or bytes: left for the label checks to name
     (as text, NA became the class "<NA>")."""
-    return (label is None or isinstance(label, bytes) or (isinstance(label, float)
-                                                          and label != label)
-            or type(label).__name__ == "NAType")
+    return is_missing(label) or isinstance(label, bytes)
 
 
 def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
