@@ -254,7 +254,9 @@ def _labels(y: Any, what: str) -> np.ndarray:
         if other:
             raise InvalidInput(f"{what} holds {sorted(k.__name__ for k in other)} values: a "
                                f"label is a string or a number")
-        if not (kinds <= {str} or kinds <= {int, float, bool}):
+        if not (kinds <= {str} or kinds <= {int, float} or kinds == {bool}):
+            # True and 1 would become one class in the array below: refused as the producers
+            # and the estimators refuse them
             raise InvalidInput(f"{what} mixes label types {sorted(k.__name__ for k in kinds)}")
         y = np.asarray(y)
     if not isinstance(y, np.ndarray) or y.ndim != 1:

@@ -531,6 +531,18 @@ def test_labels_of_no_label_type_are_named(labels, kind):
         f"class vector 'y' holds ['{kind}'] values: a label is a string or a number"]
 
 
+@pytest.mark.parametrize("labels,kinds", [([True, 1] * 60, "['bool', 'int']"),
+                                          ([False, 0.5] * 60, "['bool', 'float']"),
+                                          (["a", 1] * 60, "['int', 'str']")])
+def test_labels_of_two_types_are_refused_naming_them(labels, kinds):
+    # a producer of the user's own sends a list: numpy would make True and 1 one class
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    assert _reasons([dict(opening, y=labels)]) == [f"class vector 'y' mixes label types {kinds}"]
+    assert not _reasons([dict(opening, y=[True, False] * 60)])
+    assert not _reasons([dict(opening, y=[1, 0.0] * 60)])
+
+
 def test_group_ids_that_are_not_contiguous_or_come_back_are_named():
     X, y = _data()
     msgs = list(feature_stream_messages("s", X[:, :8], y, "group-saola",
