@@ -239,7 +239,10 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
     >>> label_problem([0.5, 1.25], "kofsd", continuous=False)
     'kofsd takes class labels, not continuous values (such as 0.5): map them to classes first'
     """
-    arr = np.asarray(y)
+    try:
+        arr = label_array(y, "the labels")
+    except ValueError as exc:
+        return str(exc)
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.ravel()
     if arr.ndim != 1:
@@ -320,6 +323,16 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
         # text with gaps (pandas' NA, None) is not text mixed with numbers
         check_no_missing_labels(np.asarray(y, dtype=object))
         raise ValueError("Mix of label input types (string and number)")
+    if not isinstance(y, np.ndarray):
+        label_array(y)
+    if len(known):
+        # earlier blocks' integers with these: one 64-bit type must hold them all (a model's
+        # classes_ is their array); the ends of an integer block stand for it
+        arr = np.asarray(y)
+        ends = (arr.ravel().tolist() if arr.dtype.kind == "O"
+                else [arr.min().item(), arr.max().item()] if arr.dtype.kind in "iu" and arr.size
+                else [])
+        label_array([*known, *ends])
 
 
 def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> np.ndarray:
@@ -351,7 +364,36 @@ def check_no_missing_labels(y: np.ndarray) -> None:
                          f"every instance needs a class")
 
 
-def numbers_of_objects(y: np.ndarray) -> np.ndarray:
+def label_array(y: Any, what: str = "y") -> np.ndarray:
+    """``np.asarray(y)`` for class labels, with ``ValueError`` where numpy would hold integer
+    labels as floats: Python ints above 2**63 - 1 beside negative ones fit no 64-bit integer
+    type, and as float64 neighbouring labels are one class.
+
+    >>> label_array([2 ** 64 - 1, 2 ** 64 - 2, -1])
+    Traceback (most recent call last):
+    ...
+    ValueError: y: integer labels from -1 to 18446744073709551615, which no 64-bit integer type holds together (as floats, neighbouring labels would be one class): map them to smaller classes first
+    """
+    arr = np.asarray(y)
+    if not isinstance(y, np.ndarray):
+        check_integers_not_floats(y, arr, what)
+    return arr
+
+
+def check_integers_not_floats(items: Any, arr: np.ndarray, what: str = "y") -> None:
+    """``ValueError`` when ``arr``, numpy's array of the labels ``items`` (a sequence, or
+    objects), is float although every label is an integer (see :func:`label_array`)."""
+    if arr.dtype.kind != "f" or not arr.size or not np.nanmax(np.abs(arr)) >= 2.0 ** 63:
+        return  # numpy makes ints floats only when they span more than one 64-bit type
+    values = np.asarray(items, dtype=object).ravel().tolist()
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+           for v in values):
+        raise ValueError(f"{what}: integer labels from {min(values)} to {max(values)}, which no "
+                         f"64-bit integer type holds together (as floats, neighbouring labels "
+                         f"would be one class): map them to smaller classes first")
+
+
+def numbers_of_objects(y: np.ndarray, what: str = "y") -> np.ndarray:
     """Labels held as objects that are all numbers (or all booleans) as a numeric array,
     other arrays as they are: a pandas column of Python ints has dtype object, whose type
     scikit-learn calls "unknown", while the producers send its labels as numbers.
@@ -369,6 +411,7 @@ def numbers_of_objects(y: np.ndarray) -> np.ndarray:
     if not numbers or (any(flags) and not all(flags)):  # True and 1 would be one class
         return y
     out = np.array(items)
+    check_integers_not_floats(items, out, what)
     return out.reshape(y.shape) if out.dtype.kind in "biuf" else y  # ints beyond 64 bits
 
 

@@ -45,6 +45,7 @@ from ._validation import (
     check_number,
     check_state_algorithm,
     check_targets,
+    label_array,
     label_problem,
 )
 from .base import _SPARSE, _check_width, _input_names, _inverse, take_columns
@@ -371,7 +372,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         problem = value_problem(column_abs_max(X), X.shape[0], *self._value_limit(X.shape[0]))
         if problem is not None:
             raise ValueError(problem)
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(label_array(y), warn=True)
         check_consistent_length(X, y)
         y = check_targets(y)
         yy = self._encode(y)

@@ -72,7 +72,8 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._stream_params import StreamParamsMixin
-from ._validation import _listed, check_int, check_state_algorithm, check_targets
+from ._validation import (_listed, check_int, check_state_algorithm, check_targets,
+                          label_array)
 from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures import column_abs_max, value_problem
 
@@ -299,7 +300,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         X = validate_data(self, X, reset=first, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=0)
         self._check_values(X)
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(label_array(y), warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")
         if first:
@@ -338,7 +339,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
         validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(label_array(y), warn=True)
         y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
             raise ValueError(f"GDM needs two classes, y has one class ({_listed(np.unique(y))})")

@@ -58,6 +58,7 @@ from streamfs.algorithms._validation import (
     check_number,
     check_state_algorithm,
     check_targets,
+    label_array,
     shown,
 )
 from streamfs.algorithms.base import FeatureStreamSelector
@@ -371,7 +372,7 @@ class KOFSD(FeatureStreamSelector):
         return 8 * n * n + 4 * n * m + 8 * min(n * n, n * max(1, LIST_CHUNK_KEYS // n))
 
     def _init_labels(self, y: Any) -> None:
-        y = np.asarray(y)
+        y = label_array(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # a column vector, as SAOLA and scikit-learn take it
         if y.ndim != 1:
@@ -406,7 +407,7 @@ class KOFSD(FeatureStreamSelector):
         self._fallback: tuple[np.ndarray, np.ndarray] | None = None
 
     def _check_same_y(self, y: Any) -> None:
-        y = np.asarray(y)
+        y = label_array(y)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()  # the column vector the first call takes (without its warning again)
         if y.shape != self._y.shape or not np.array_equal(self.classes_[self._y], y):

@@ -121,6 +121,7 @@ from streamfs.algorithms._validation import (
     check_targets,
     column_names,
     is_missing,
+    label_array,
     shown,
     writable,
 )
@@ -754,7 +755,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         self._reset()
         X = validate_data(self, X, reset=True, accept_sparse=_SPARSE, dtype="numeric",
                           ensure_all_finite=True, ensure_min_samples=1)
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(label_array(y), warn=True)
         check_consistent_length(X, y)
         y = check_targets(y)
         labels = [_py(c) for c in np.unique(y)]
@@ -1045,7 +1046,7 @@ def _block_labels(y: Any, known: list) -> np.ndarray:
     """A block's labels as a 1-D array (a column vector with scikit-learn's warning), with
     scikit-learn's errors for NaN, for continuous values and for strings mixed with numbers
     (``known``: the labels of earlier blocks); a block may hold one class."""
-    y = column_or_1d(y, warn=True)
+    y = column_or_1d(label_array(y), warn=True)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
     if y.size:
@@ -1542,7 +1543,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
             raise ValueError("OneVsRest requires y to be passed, but the target y is None")
         checked = check_array(X, accept_sparse=_SPARSE, dtype="numeric", ensure_all_finite=True,
                               ensure_min_samples=1, input_name="X")
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(label_array(y), warn=True)
         check_consistent_length(checked, y)
         y = check_targets(y)
         if np.unique(y).size < 2 and self.classes is None:

@@ -50,6 +50,7 @@ from ._validation import (
     check_state_algorithm,
     group_members,
     label_kinds,
+    label_array,
     numbers_of_objects,
 )
 from .base import FeatureStreamSelector
@@ -394,7 +395,7 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     text. Integers that float64 cannot hold exactly (beyond 2**53) are taken as their distance
     from the smallest label, which leaves Pearson's r and the MI states as they are: as
     floats, neighbouring ones would be one class."""
-    arr = np.asarray(y)
+    arr = label_array(y)
     if arr.ndim != 1:
         arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1 or len(arr) == 0:

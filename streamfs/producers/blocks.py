@@ -325,7 +325,8 @@ def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
     """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``.
     ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`)."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X)
-    yield from instance_messages_from_chunks(stream, [(X, np.asarray(y))], X.shape[1], algorithm,
+    y = sendable_labels(y)  # as np.asarray, but a list's ints spanning int64 and uint64 refused
+    yield from instance_messages_from_chunks(stream, [(X, y)], X.shape[1], algorithm,
                                              params, feature_names=feature_names,
                                              block_bytes=block_bytes, max_rows=max_rows,
                                              **open_kw)

@@ -46,7 +46,15 @@ def sendable_labels(y: Any, what: str = "the labels") -> np.ndarray:
     >>> sendable_labels(np.array([0, 1], dtype=np.float16)).dtype
     dtype('float32')
     """
-    y = np.asarray(y)
+    from streamfs.algorithms._validation import label_array, numbers_of_objects
+
+    try:
+        # integers no 64-bit type holds together: numpy (the worker's too) makes them floats
+        y = label_array(y, what)
+        if y.dtype.kind == "O":
+            numbers_of_objects(y, what)
+    except ValueError as exc:
+        raise InputLabelError(str(exc)) from None
     kind = y.dtype.kind
     if kind == "f" and y.dtype.itemsize < 4:
         return y.astype(np.float32)
@@ -236,15 +244,18 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
     not one per row, or (``InputLabelError``) missing or unusable values, a label that is not
     one of the ``classes`` the stream was opened with, or (``seen``: the classes of the blocks
     before, updated here) a class too many for a binary learner."""
-    y = np.asarray(y)
+    from streamfs.algorithms._validation import label_array, label_problem
+
+    try:
+        y = label_array(y, f"data rows {first_row}..{first_row + n_rows - 1}")
+    except ValueError as exc:  # integers that would travel as floats
+        raise InputLabelError(str(exc)) from None
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise InputDataError(f"data rows {first_row}..{first_row + n_rows - 1}: {n_rows} "
                              f"instances but labels of shape {y.shape}")
     if not n_rows:
         return y
     y = sendable_labels(y, f"data rows {first_row}..{first_row + n_rows - 1}: the labels")
-    from streamfs.algorithms._validation import label_problem
-
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
     if problem is not None:
         raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms._validation import is_missing, numbers_of_objects
+from streamfs.algorithms._validation import is_missing, label_array, numbers_of_objects
 from streamfs.producers.checks import sendable
-from streamfs.producers.errors import InputDataError
+from streamfs.producers.errors import InputDataError, InputLabelError
 
 
 def _is_frame(obj: Any) -> bool:
@@ -42,7 +42,12 @@ def _numpy_values(values: Any, what: str) -> np.ndarray:
 def _labels(y: Any) -> np.ndarray:
     if _is_frame(y) and y.shape[1] == 1:
         y = y.iloc[:, 0]  # a one-column frame: the column vector scikit-learn takes
-    arr = _numpy_values(y, "the labels")
+    try:
+        # label_array: a list of ints spanning int64 and uint64 would become floats
+        arr = (_numpy_values(y, "the labels") if hasattr(y, "to_numpy")
+               else label_array(y, "the labels"))
+    except ValueError as exc:
+        raise InputLabelError(str(exc)) from None
     arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1:
         raise InputDataError(f"labels must be 1-D, got shape {arr.shape}")
@@ -52,7 +57,11 @@ def _labels(y: Any) -> np.ndarray:
         # bits they stay objects, which sendable_labels refuses naming one; booleans among
         # other numbers too, which label_problem names)
         numbers = all(isinstance(v, Real) for v in arr)
-        arr = numbers_of_objects(arr) if numbers else np.array([str(v) for v in arr])
+        try:
+            arr = (numbers_of_objects(arr, "the labels") if numbers
+                   else np.array([str(v) for v in arr]))
+        except ValueError as exc:
+            raise InputLabelError(str(exc)) from None
     return arr  # missing or bytes labels stay as they are: label_problem names them
 
 

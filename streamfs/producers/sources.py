@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from streamfs.producers.checks import sendable_labels
 from streamfs.producers.delimited import DelimitedReader, label_index
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.files import LIBSVM_SUFFIXES, check_source, load_file, open_parquet
@@ -47,7 +48,7 @@ class InstanceSource:
         done = [0]
 
         def chunks() -> Iterator[Chunk]:
-            yield X, np.asarray(y)
+            yield X, sendable_labels(y)  # a list's ints could have become floats
             done[0] = X.shape[0]
 
         return cls(X.shape[1], chunks, feature_names, "rows", lambda: (done[0], X.shape[0]))

@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
+from streamfs.algorithms._validation import label_array
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
@@ -258,7 +259,10 @@ def _labels(y: Any, what: str) -> np.ndarray:
             # True and 1 would become one class in the array below: refused as the producers
             # and the estimators refuse them
             raise InvalidInput(f"{what} mixes label types {sorted(k.__name__ for k in kinds)}")
-        y = np.asarray(y)
+        try:
+            y = label_array(y, what)
+        except ValueError as exc:  # ints spanning int64 and uint64 would have become floats
+            raise InvalidInput(str(exc)) from None
     if not isinstance(y, np.ndarray) or y.ndim != 1:
         raise InvalidInput(f"{what} must be a 1-D array or list of labels")
     _finite(y, what)

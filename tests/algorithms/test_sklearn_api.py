@@ -247,6 +247,35 @@ def test_booleans_among_numeric_labels_are_refused(estimator):
         _seeded(estimator).fit(X, mixed)
 
 
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if not isinstance(e, TwoClassGDMStream)]
+                         + [GDMStream(n_features_per_step=3)], ids=lambda e: type(e).__name__)
+def test_integer_labels_no_64_bit_type_holds_are_refused(estimator):
+    """Python ints above 2**63 - 1 beside negative ones: numpy holds them as floats, where
+    2**64 - 1 and 2**64 - 2 are one class; refused naming the range, as a list and as
+    objects (a pandas column)."""
+    X, y = _clf_data()
+    codes = np.array([2 ** 64 - 1, 2 ** 64 - 2, -1], dtype=object)
+    wide = codes[np.arange(len(y)) % 3]
+    for held in (wide.tolist(), wide, pd.Series(wide)):
+        for learn in ("fit", "partial_fit")[:2 if hasattr(estimator, "partial_fit") else 1]:
+            with pytest.raises(ValueError, match=r"^y: integer labels from -1 to "
+                                                 r"18446744073709551615, which no 64-bit"):
+                getattr(_seeded(estimator), learn)(X, held)
+
+
+@pytest.mark.parametrize("estimator", [OFS(n_features_to_select=3), OneVsRest(OFS()),
+                                       GDMStream(n_features_per_step=3)],
+                         ids=lambda e: type(e).__name__)
+def test_integer_labels_of_two_blocks_no_64_bit_type_holds_are_refused(estimator):
+    # each block alone is exact (uint64, then int64); classes_ would have been floats
+    X, _ = _clf_data()
+    est = _seeded(estimator).partial_fit(X[:20], np.full(20, 2 ** 64 - 1, dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"^y: integer labels from -1 to 18446744073709551615"):
+        est.partial_fit(X[20:], np.full(len(X) - 20, -1))
+    seen = est.classes_ if hasattr(est, "classes_") else est.classes_seen_  # GDMStream's
+    assert list(seen) == [2 ** 64 - 1]  # the refused block added no class
+
+
 def test_inverse_transform_puts_columns_back_in_output_order():
     X, y = _clf_data()
     g = GroupSAOLA().fit(X, y, groups=[list(range(19, -1, -1))])  # one group, reversed

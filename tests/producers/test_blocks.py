@@ -257,6 +257,25 @@ def test_booleans_among_numeric_labels_are_refused_before_the_open():
         next(feature_stream_messages("s", X, y, "saola"))
 
 
+@pytest.mark.parametrize("held", ["list", "objects", "series"])
+def test_integer_labels_no_64_bit_type_holds_are_refused_before_the_open(held):
+    # numpy makes such ints floats: 2**64 - 1 and 2**64 - 2 would travel as one class
+    X = np.arange(12.0).reshape(4, 3)
+    codes = [2 ** 64 - 1, 2 ** 64 - 2, -1, -1]
+    y = {"list": codes, "objects": np.array(codes, dtype=object),
+         "series": pd.Series(codes, dtype=object)}[held]
+    needle = "integer labels from -1 to 18446744073709551615, which no 64-bit integer type"
+    with pytest.raises(InputLabelError, match=needle):
+        next(feature_stream_messages("s", X, y, "saola"))
+    with pytest.raises(InputLabelError, match=needle):
+        next(instance_stream_messages("s", X, y, "gdm"))
+    with pytest.raises(InputLabelError, match=f"^the labels: {needle}"):
+        from_objects(X, y)
+    # each 64-bit type alone is taken, exactly
+    _, unsigned, _ = from_objects(X, codes[:2] * 2)
+    assert unsigned.dtype == np.uint64 and len(set(unsigned.tolist())) == 2
+
+
 def test_objects_take_labels_and_frames_as_the_estimators_do():
     X = np.arange(12.0).reshape(4, 3)
     # integers held as objects stay integers: as floats 2**53 and 2**53 + 1 were one class

@@ -48,9 +48,13 @@ def test_labels_that_cannot_travel_are_refused_before_the_open(make, labels):
 def test_64_bit_integer_labels_travel(make):
     X, y = _int_labels()
     for labels in (y.astype(np.uint64) + np.uint64(2 ** 64 - 2),
-                   np.array([-2 ** 63 if v else 2 ** 64 - 1 for v in y], dtype=object)):
+                   np.array([-2 ** 63 if v else 2 ** 63 - 1 for v in y], dtype=object)):
         for m in make("s", X, labels, "saola" if make is feature_stream_messages else "ofs"):
             encode(m)
+    # together, no 64-bit type holds these: as floats the worker would not have them exactly
+    both = np.array([-2 ** 63 if v else 2 ** 64 - 1 for v in y], dtype=object)
+    with pytest.raises(InputLabelError, match="no 64-bit integer type holds together"):
+        next(make("s", X, both, "saola" if make is feature_stream_messages else "ofs"))
 
 
 # ---------------------------------------------------------------- infinite labels

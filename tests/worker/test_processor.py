@@ -543,6 +543,17 @@ def test_labels_of_two_types_are_refused_naming_them(labels, kinds):
     assert not _reasons([dict(opening, y=[1, 0.0] * 60)])
 
 
+def test_integer_labels_no_64_bit_type_holds_are_refused():
+    # as floats, numpy's array of such a list, 2**64 - 1 and 2**64 - 2 were one class
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    assert _reasons([dict(opening, y=[2 ** 64 - 1, 2 ** 64 - 2, -1] * 40)]) == [
+        "class vector 'y': integer labels from -1 to 18446744073709551615, which no 64-bit "
+        "integer type holds together (as floats, neighbouring labels would be one class): map "
+        "them to smaller classes first"]
+    assert not _reasons([dict(opening, y=[2 ** 64 - 1, 2 ** 64 - 2] * 60)])  # uint64: exact
+
+
 def test_group_ids_that_are_not_contiguous_or_come_back_are_named():
     X, y = _data()
     msgs = list(feature_stream_messages("s", X[:, :8], y, "group-saola",
