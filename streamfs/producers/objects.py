@@ -1,4 +1,5 @@
-"""Python objects as datasets: numpy arrays, scipy.sparse matrices, pandas DataFrame/Series.
+"""Python objects as datasets: numpy arrays, scipy.sparse matrices, pandas or polars
+DataFrame/Series, pyarrow Table/Array (neither polars nor pyarrow is imported here).
 
 >>> import pandas as pd
 >>> frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3, 4], "cls": ["x", "y"]})
@@ -22,14 +23,45 @@ from streamfs.producers.errors import InputDataError, InputLabelError
 
 
 def _is_frame(obj: Any) -> bool:
-    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
+    """A pandas or polars DataFrame, or a pyarrow Table."""
+    name = type(obj).__name__
+    return ((name == "DataFrame" and hasattr(obj, "columns"))
+            or (name == "Table" and hasattr(obj, "column_names")))
+
+
+def _column_labels(X: Any) -> Any:
+    """The column names of frame ``X`` (a pyarrow Table's ``columns`` are its columns)."""
+    names = getattr(X, "column_names", None)
+    return X.columns if names is None else names
+
+
+def _column(X: Any, j: int) -> Any:
+    """Column ``j`` of frame ``X``: a pandas or polars Series, a pyarrow ChunkedArray."""
+    if hasattr(X, "iloc"):
+        return X.iloc[:, j]
+    return X.to_series(j) if hasattr(X, "to_series") else X.column(j)
+
+
+def _null_count(values: Any) -> int | None:
+    """The nulls of a polars Series (a method) or pyarrow array (a number); None for others
+    (pandas' missing values are NaN, None or NA in the values)."""
+    nulls = getattr(values, "null_count", None)
+    if nulls is None:
+        return None
+    return int(nulls() if callable(nulls) else nulls)
 
 
 def _numpy_values(values: Any, what: str) -> np.ndarray:
-    """A pandas column or Series as numpy: nullable dtypes (Int64, Float64, boolean) as their
-    numpy dtype when no value is missing; :class:`InputDataError` when some are."""
+    """A pandas, polars or pyarrow column or Series as numpy: nullable dtypes (pandas' Int64,
+    Float64, boolean; polars and pyarrow columns) as their numpy dtype when no value is missing;
+    :class:`InputDataError` when some are (numpy would make them NaN, None or objects)."""
     if not hasattr(values, "to_numpy"):
         return np.asarray(values)
+    nulls = _null_count(values)
+    if nulls is not None:
+        if nulls:
+            raise InputDataError(f"{what}: {nulls} missing value(s) (null); fill or drop them")
+        return np.asarray(values)  # pyarrow's to_numpy() refuses to copy unless told
     numpy_dtype = getattr(values.dtype, "numpy_dtype", None)  # pandas' nullable dtypes
     if numpy_dtype is None:
         return values.to_numpy()
@@ -41,7 +73,7 @@ def _numpy_values(values: Any, what: str) -> np.ndarray:
 
 def _labels(y: Any) -> np.ndarray:
     if _is_frame(y) and y.shape[1] == 1:
-        y = y.iloc[:, 0]  # a one-column frame: the column vector scikit-learn takes
+        y = _column(y, 0)  # a one-column frame: the column vector scikit-learn takes
     try:
         # label_array: a list of ints spanning int64 and uint64 would become floats
         arr = (_numpy_values(y, "the labels") if hasattr(y, "to_numpy")
@@ -74,9 +106,10 @@ def _unusable(label: Any) -> bool:
 def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
     """A DataFrame's feature values and column names; :class:`InputDataError` naming the
     columns that are duplicated, unnamed, not numeric or have missing values."""
-    names = [str(c) for c in X.columns]
-    unnamed = [j for j, c in enumerate(X.columns) if c is None or (isinstance(c, float)
-                                                                  and np.isnan(c))]
+    labels = _column_labels(X)
+    names = [str(c) for c in labels]
+    unnamed = [j for j, c in enumerate(labels) if c is None or (isinstance(c, float)
+                                                               and np.isnan(c))]
     if unnamed:
         raise InputDataError(f"columns at position(s) {unnamed[:10]} have no name (None/NaN): "
                              "name every column, the results name features by them")
@@ -87,6 +120,8 @@ def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
     dupes = sorted(n for n, k in Counter(names).items() if k > 1)
     if dupes:
         raise InputDataError(f"duplicate column names: {', '.join(dupes[:10])}")
+    if not hasattr(X, "iloc"):
+        return _arrow_like_features(X, names), names
     bad = [n for n, t in zip(names, X.dtypes) if not _numeric_column(t)]
     if bad:
         raise InputDataError(f"non-numeric feature column(s): {', '.join(bad[:5])}")
@@ -98,6 +133,23 @@ def _frame_features(X: Any) -> tuple[np.ndarray, list[str]]:
     # numbers, one by one: as one array they become objects
     columns = [_numpy_values(X.iloc[:, j], f"column {n!r}") for j, n in enumerate(names)]
     return np.column_stack(columns), names
+
+
+def _arrow_like_features(X: Any, names: list[str]) -> np.ndarray:
+    """The values of a polars DataFrame or pyarrow Table, column by column (as one array,
+    numbers beside booleans or text become objects); :class:`InputDataError` naming the
+    columns that are not numeric, then the first with nulls (numpy would make them NaN)."""
+    # not np.asarray(X): polars makes dates and durations numbers there
+    columns = X.get_columns() if hasattr(X, "get_columns") else X.columns  # polars, pyarrow
+    values = [c.to_numpy() for c in columns]
+    bad = [n for n, v in zip(names, values) if v.dtype.kind not in "biuf"
+           and not (v.dtype.kind == "O" and all(v_ is None or isinstance(v_, (bool, np.bool_))
+                                                for v_ in v))]  # booleans with nulls
+    if bad:
+        raise InputDataError(f"non-numeric feature column(s): {', '.join(bad[:5])}")
+    for n, c in zip(names, columns):
+        _numpy_values(c, f"column {n!r}")  # the first column with nulls
+    return np.column_stack(values) if values else np.empty((X.shape[0], 0))
 
 
 def _numeric_column(dtype: Any) -> bool:
@@ -119,13 +171,31 @@ def _utf8(text: str) -> bool:
 
 def _label_column(X: Any, label: str | int) -> Any:
     """The label column of frame ``X`` named ``label``, or at position ``label``."""
-    if label in X.columns:
+    columns = _column_labels(X)
+    if label in columns:
         return label
     if isinstance(label, int) and not isinstance(label, bool) and -X.shape[1] <= label < X.shape[1]:
-        return X.columns[label]
+        return columns[label]
     raise InputDataError(f"label column {label!r} is not in the frame (columns: "
-                         f"{', '.join(str(c) for c in X.columns[:10])}"
+                         f"{', '.join(str(c) for c in columns[:10])}"
                          f"{' ...' if X.shape[1] > 10 else ''})")
+
+
+def _split_label(X: Any, col: Any) -> tuple[Any, Any]:
+    """The label column ``col`` of frame ``X``, and ``X`` without it."""
+    if hasattr(X, "iloc"):  # pandas
+        return X[col], X.drop(columns=[col])
+    j = list(_column_labels(X)).index(col)
+    rest = X.remove_column(j) if hasattr(X, "remove_column") else X.drop(col)  # pyarrow, polars
+    return _column(X, j), rest
+
+
+def lazy_problem(X: Any, what: str = "X") -> str | None:
+    """Why ``X`` cannot be read as data because it is a lazy query (a polars LazyFrame), or
+    None: numpy would make it one object."""
+    if hasattr(X, "collect") and not hasattr(X, "shape"):
+        return f"{what} is a {type(X).__name__}, a query not yet run: pass {what}.collect()"
+    return None
 
 
 def from_objects(X: Any, y: Any = None, *, label: str | int | None = None
@@ -133,17 +203,20 @@ def from_objects(X: Any, y: Any = None, *, label: str | int | None = None
     """``(X, y, feature_names)`` from in-memory data; :class:`InputDataError` naming what is
     wrong with it.
 
-    ``X``: ndarray, scipy.sparse matrix/array, or DataFrame (numeric columns, nullable ones
-    without missing values; its label column named or indexed by ``label`` when ``y`` is
-    None). ``y``: array-like or Series. float16 values are widened to float32.
+    ``X``: ndarray, scipy.sparse matrix/array, DataFrame (pandas or polars) or pyarrow Table
+    (numeric columns, nullable ones without missing values; its label column named or indexed
+    by ``label`` when ``y`` is None). ``y``: array-like, Series or pyarrow array. float16
+    values are widened to float32.
     """
     names = None
+    for value, what in ((X, "X"), (y, "y")):
+        if (problem := lazy_problem(value, what)) is not None:
+            raise InputDataError(problem)
     if _is_frame(X):
         if y is None:
             if label is None:
                 raise InputDataError("a DataFrame needs y= or label= (the label column)")
-            col = _label_column(X, label)
-            y, X = X[col], X.drop(columns=[col])
+            y, X = _split_label(X, _label_column(X, label))
         elif label is not None:
             raise InputDataError("give the labels as y= or as label= (a column), not both")
         X, names = _frame_features(X)
