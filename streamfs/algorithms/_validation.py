@@ -450,14 +450,19 @@ def is_missing(label: Any) -> bool:
 
 
 def column_names(X: Any) -> list[str] | None:
-    """The column names of a data frame (pandas, polars, ...) when they are all strings.
+    """The column names of a data frame (pandas, polars, a pyarrow Table, ...) when they are
+    all strings.
 
     ``None`` for arrays, sparse matrices and frames whose column names are not strings (the
     default ``0, 1, ...`` of pandas); frames that mix string and other names raise
     ``TypeError``, as in scikit-learn.
     """
-    cols = getattr(X, "columns", None)
-    if cols is None or isinstance(X, np.ndarray) or not hasattr(X, "shape"):
+    if isinstance(X, np.ndarray) or not hasattr(X, "shape"):
+        return None  # (a polars LazyFrame would resolve its schema for its columns)
+    cols = getattr(X, "column_names", None)  # a pyarrow Table's columns are its columns
+    if cols is None:
+        cols = getattr(X, "columns", None)
+    if cols is None:
         return None
     names = list(cols)
     if not names:

@@ -366,6 +366,31 @@ def test_dataframe_names_and_set_output_pandas(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_arrow_and_polars_frames_name_features_as_pandas_ones(estimator):
+    """A pyarrow Table's ``columns`` are its columns, not their names: the feature-stream
+    selectors recorded no names (``x0, x1, ...``), and transformed a renamed table, while the
+    instance learners, through scikit-learn, kept them."""
+    pa = pytest.importorskip("pyarrow")
+    X, y = _clf_data()
+    df = _frame(X)
+    want = _seeded(estimator).fit(df, y)
+    frames = [pa.table(df)]
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        frames.append(pl.from_pandas(df))
+    for frame in frames:
+        est = _seeded(estimator).fit(frame, y)
+        assert est.feature_names_in_.tolist() == df.columns.tolist()
+        assert est.get_feature_names_out().tolist() == want.get_feature_names_out().tolist()
+    renamed = pa.table(_frame(X, prefix="g"))
+    with pytest.raises(ValueError, match="feature names should match"):
+        _seeded(estimator).fit(pa.table(df), y).transform(renamed)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_reset_keeps_sklearn_internals(estimator):
     X, y = _clf_data()
     est = clone(estimator).set_output(transform="pandas")
