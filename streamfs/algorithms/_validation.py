@@ -41,6 +41,7 @@ __all__ = [
     "label_problem",
     "is_missing",
     "column_names",
+    "check_no_temporal_columns",
     "group_members",
     "shown",
     "writable",
@@ -477,6 +478,45 @@ def column_names(X: Any) -> list[str] | None:
             f"column name types {kinds}; convert them with X.columns = X.columns.astype(str)"
         )
     return None
+
+
+def _temporal(dtype: Any) -> bool:
+    """A dtype of dates, times or durations: polars', numpy's and pandas', or pyarrow's."""
+    is_temporal = getattr(dtype, "is_temporal", None)  # polars
+    if callable(is_temporal):
+        return bool(is_temporal())
+    kind = getattr(dtype, "kind", None)
+    if isinstance(kind, str):
+        return kind in "mM"
+    return str(dtype).startswith(("date", "timestamp", "time", "duration"))  # pyarrow
+
+
+def check_no_temporal_columns(X: Any) -> None:
+    """``ValueError`` naming the columns of data frame ``X`` that hold dates, times or
+    durations: numpy makes a polars frame's numbers (days, microseconds, ...), which would be
+    selected as features, and fails on pandas' and pyarrow's with a ``DTypePromotionError``.
+
+    >>> import pandas as pd
+    >>> check_no_temporal_columns(pd.DataFrame({"a": [1.0], "d": pd.to_datetime(["2020-01-01"])}))
+    Traceback (most recent call last):
+    ...
+    ValueError: X has date, time or duration column(s) d: features are numbers; convert them first (e.g. to days since a date)
+    """
+    if isinstance(X, np.ndarray) or not hasattr(X, "shape") or len(X.shape) != 2:
+        return
+    dtypes = getattr(X, "dtypes", None)  # pandas, polars
+    if dtypes is None:
+        schema = getattr(X, "schema", None)  # a pyarrow Table
+        dtypes = getattr(schema, "types", None)
+    if dtypes is None:
+        return
+    names = getattr(X, "column_names", None)
+    names = list(getattr(X, "columns", ()) if names is None else names)
+    bad = [str(n) for n, t in zip(names, list(dtypes)) if _temporal(t)]
+    if bad:
+        raise ValueError(f"X has date, time or duration column(s) {', '.join(bad[:5])}"
+                         f"{' ...' if len(bad) > 5 else ''}: features are numbers; convert them "
+                         "first (e.g. to days since a date)")
 
 
 def group_members(groups: Any, n_columns: int, what: str = "the block's columns"

@@ -391,6 +391,32 @@ def test_arrow_and_polars_frames_name_features_as_pandas_ones(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_date_columns_are_refused_naming_them(estimator):
+    """numpy makes a polars frame's dates numbers (days since 1970), which every selector
+    took as a feature (and SAOLA selected); pandas' and pyarrow's failed deep in numpy."""
+    X, y = _clf_data()
+    df = _frame(X).assign(when=pd.Timestamp("2020-01-01") + pd.to_timedelta(y, unit="D"))
+    frames = [df]
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pass
+    else:
+        frames.append(pa.table(df))
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        frames.append(pl.from_pandas(df))
+    for frame in frames:
+        for method in ("fit", "partial_fit") if hasattr(estimator, "partial_fit") else ("fit",):
+            est = _seeded(estimator)
+            with pytest.raises(ValueError, match=r"date, time or duration column\(s\) when:"):
+                getattr(est, method)(frame, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_reset_keeps_sklearn_internals(estimator):
     X, y = _clf_data()
     est = clone(estimator).set_output(transform="pandas")
