@@ -26,6 +26,7 @@ from streamfs.algorithms.opening import (check_open, check_stored_column, check_
 from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
                                        sendable_labels, wire_params)
 from streamfs.producers.errors import InputDataError, InputLabelError
+from streamfs.producers.objects import lazy_problem
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers
@@ -35,6 +36,17 @@ DEFAULT_BLOCK_BYTES = 900 * 1024
 #: the worker's in-process path ran 30-40 % faster than at 900 KiB on the bench's streams,
 #: no faster at 7.5 MiB
 MAX_BLOCK_BYTES = 4 * 1024 * 1024
+
+
+def _matrix(X: Any, sparse_format: str) -> Any:
+    """``X`` as a sparse matrix of ``sparse_format`` or a 2-D array; :class:`InputDataError`
+    for other shapes (and a lazy frame), as :func:`~streamfs.producers.objects.from_objects`."""
+    if (problem := lazy_problem(X)) is not None:
+        raise InputDataError(problem)
+    X = X.asformat(sparse_format) if sp.issparse(X) else np.asarray(X)
+    if X.ndim != 2:
+        raise InputDataError(f"X must be 2-D (instances x features), got shape {X.shape}")
+    return X
 
 
 def block_budget(message_limit: int | None) -> int:
@@ -135,7 +147,7 @@ def largest_column_bytes(X: Any, *, feature_names: Sequence[str] | None = None,
     >>> largest_column_bytes(np.zeros((10, 3)), feature_names=["a", "b", "long"])
     89
     """
-    X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
+    X = sendable(_matrix(X, "csc"))
     n = X.shape[1]
     if not n:
         return 0
@@ -246,7 +258,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     default, as the worker runs it).
     """
     check_stream_id(stream)
-    X = sendable(X.tocsc() if sp.issparse(X) else np.asarray(X))
+    X = sendable(_matrix(X, "csc"))
     y = sendable_labels(y)  # float16 widened; complex, dates refused before the 'open'
     if y.ndim == 0 or y.shape[0] != X.shape[0]:
         # the open would carry N = len(y) and every block columns of another length, each
@@ -324,7 +336,7 @@ def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
                              max_rows: int | None = None, **open_kw: Any) -> Iterator[dict]:
     """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``.
     ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`)."""
-    X = X.tocsr() if sp.issparse(X) else np.asarray(X)
+    X = _matrix(X, "csr")
     y = sendable_labels(y)  # as np.asarray, but a list's ints spanning int64 and uint64 refused
     yield from instance_messages_from_chunks(stream, [(X, y)], X.shape[1], algorithm,
                                              params, feature_names=feature_names,

@@ -296,3 +296,16 @@ def test_objects_take_labels_and_frames_as_the_estimators_do():
     assert Xf.tolist() == [[1.5, 1.0, 3.0], [2.0, 0.0, 1.0], [3.0, 1.0, 3.0], [4.0, 1.0, 2.0]]
     Xi, _, _ = from_objects(frame[["b", "c"]], [0, 1, 0, 1])
     assert Xi.dtype == np.int64
+
+
+@pytest.mark.parametrize("build, algorithm", [(feature_stream_messages, "saola"),
+                                              (instance_stream_messages, "ofs")])
+def test_an_x_that_is_not_a_matrix_is_refused_naming_its_shape(build, algorithm):
+    """Both raised IndexError (tuple index out of range): a 1-D array, or a polars LazyFrame
+    (which numpy makes one object)."""
+    with pytest.raises(InputDataError, match=re.escape("X must be 2-D (instances x features), "
+                                                       "got shape (4,)")):
+        next(build("s", np.ones(4), [0, 1, 0, 1], algorithm))
+    pl = pytest.importorskip("polars")
+    with pytest.raises(InputDataError, match=re.escape("pass X.collect()")):
+        next(build("s", pl.LazyFrame({"a": [1.0, 2.0]}), [0, 1], algorithm))
