@@ -39,9 +39,12 @@ __all__ = [
     "numbers_of_objects",
     "check_no_missing_labels",
     "label_problem",
+    "label_array",
+    "check_integers_not_floats",
     "is_missing",
     "column_names",
-    "check_no_temporal_columns",
+    "check_frame",
+    "lazy_problem",
     "group_members",
     "shown",
     "writable",
@@ -491,17 +494,28 @@ def _temporal(dtype: Any) -> bool:
     return str(dtype).startswith(("date", "timestamp", "time", "duration"))  # pyarrow
 
 
-def check_no_temporal_columns(X: Any) -> None:
-    """``ValueError`` naming the columns of data frame ``X`` that hold dates, times or
+def lazy_problem(X: Any, what: str = "X") -> str | None:
+    """Why ``X`` cannot be read as data because it is a lazy query (a polars LazyFrame), or
+    None: numpy would make it one object."""
+    if hasattr(X, "collect") and not hasattr(X, "shape"):
+        return f"{what} is a {type(X).__name__}, a query not yet run: pass {what}.collect()"
+    return None
+
+
+def check_frame(X: Any) -> None:
+    """``ValueError`` for a lazy query (see :func:`lazy_problem`; scikit-learn called it a
+    "scalar array") and naming the columns of data frame ``X`` that hold dates, times or
     durations: numpy makes a polars frame's numbers (days, microseconds, ...), which would be
     selected as features, and fails on pandas' and pyarrow's with a ``DTypePromotionError``.
 
     >>> import pandas as pd
-    >>> check_no_temporal_columns(pd.DataFrame({"a": [1.0], "d": pd.to_datetime(["2020-01-01"])}))
+    >>> check_frame(pd.DataFrame({"a": [1.0], "d": pd.to_datetime(["2020-01-01"])}))
     Traceback (most recent call last):
     ...
     ValueError: X has date, time or duration column(s) d: features are numbers; convert them first (e.g. to days since a date)
     """
+    if (problem := lazy_problem(X)) is not None:
+        raise ValueError(problem)
     if isinstance(X, np.ndarray) or not hasattr(X, "shape") or len(X.shape) != 2:
         return
     dtypes = getattr(X, "dtypes", None)  # pandas, polars

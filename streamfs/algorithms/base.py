@@ -56,7 +56,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._stream_params import StreamParamsMixin
-from ._validation import check_no_temporal_columns, column_names, writable
+from ._validation import check_frame, column_names, writable
 from .measures import DBL_MAX
 
 # sparse formats kept as they are where values are checked (others become CSR: a DOK or LIL
@@ -150,7 +150,7 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def _begin_block(self, X: Any, batch: bool) -> tuple[Any, list[str] | None]:
         """Convert a block to a numeric ndarray or sparse matrix; check its column names."""
-        check_no_temporal_columns(X)
+        check_frame(X)
         names = column_names(X)
         if batch:
             # the whole stream at once: scikit-learn's input rules (2-D, at least one column

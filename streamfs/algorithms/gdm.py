@@ -44,7 +44,7 @@ from ._validation import (
     check_int,
     check_number,
     check_state_algorithm,
-    check_no_temporal_columns,
+    check_frame,
     check_targets,
     label_array,
     label_problem,
@@ -368,7 +368,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             raise ValueError("GDM requires y to be passed, but the target y is None")
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, name)
-        check_no_temporal_columns(X)
+        check_frame(X)
         X = validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"),
                           dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
         problem = value_problem(column_abs_max(X), X.shape[0], *self._value_limit(X.shape[0]))

@@ -72,7 +72,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._stream_params import StreamParamsMixin
-from ._validation import (_listed, check_int, check_no_temporal_columns, check_state_algorithm,
+from ._validation import (_listed, check_int, check_frame, check_state_algorithm,
                           check_targets, label_array)
 from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures import column_abs_max, value_problem
@@ -297,7 +297,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
             raise ValueError(f"X has {np.shape(X)[1]} features, n_features is {self.n_features}")
         # scikit-learn's checks and messages (finite, numeric, 2-D; the width and the column
         # names of the first block on every later one)
-        check_no_temporal_columns(X)
+        check_frame(X)
         X = validate_data(self, X, reset=first, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=0)
         self._check_values(X)
@@ -339,7 +339,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
             )
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
-        check_no_temporal_columns(X)
+        check_frame(X)
         validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
         y = column_or_1d(label_array(y), warn=True)
         y = check_targets(y)

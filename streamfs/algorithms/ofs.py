@@ -119,7 +119,7 @@ from streamfs.algorithms._validation import (
     check_label_types,
     check_state_algorithm,
     check_targets,
-    check_no_temporal_columns,
+    check_frame,
     column_names,
     is_missing,
     label_array,
@@ -754,7 +754,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
         self._reset()
-        check_no_temporal_columns(X)
+        check_frame(X)
         X = validate_data(self, X, reset=True, accept_sparse=_SPARSE, dtype="numeric",
                           ensure_all_finite=True, ensure_min_samples=1)
         y = column_or_1d(label_array(y), warn=True)
@@ -787,7 +787,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             names = column_names(X)
             if names is not None and len(names) == self.d_:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
-        check_no_temporal_columns(X)
+        check_frame(X)
         validate_data(self, X, reset=first, skip_check_array=True)
         if not (sp.issparse(X) or isinstance(X, np.ndarray)):
             X = check_array(X, accept_sparse=True, dtype="numeric", ensure_all_finite=False,
@@ -1544,7 +1544,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         self._check_estimator()
         if y is None:
             raise ValueError("OneVsRest requires y to be passed, but the target y is None")
-        check_no_temporal_columns(X)
+        check_frame(X)
         checked = check_array(X, accept_sparse=_SPARSE, dtype="numeric", ensure_all_finite=True,
                               ensure_min_samples=1, input_name="X")
         y = column_or_1d(label_array(y), warn=True)
@@ -1560,6 +1560,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "OneVsRest":
         """Learn the rows of ``X`` in order (classes open at their first row; ``classes``,
         scikit-learn style, opens these on the first call)."""
+        check_frame(X)
         y = _block_labels(y, getattr(self, "_labels", ()))
         n = X.shape[0] if hasattr(X, "shape") else len(X)
         if n != y.shape[0]:

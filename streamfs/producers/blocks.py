@@ -21,12 +21,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
+from streamfs.algorithms._validation import lazy_problem
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
 from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
                                        sendable_labels, wire_params)
 from streamfs.producers.errors import InputDataError, InputLabelError
-from streamfs.producers.objects import lazy_problem
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers

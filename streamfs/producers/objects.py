@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms._validation import is_missing, label_array, numbers_of_objects
+from streamfs.algorithms._validation import (is_missing, label_array, lazy_problem,
+                                            numbers_of_objects)
 from streamfs.producers.checks import sendable
 from streamfs.producers.errors import InputDataError, InputLabelError
 
@@ -188,14 +189,6 @@ def _split_label(X: Any, col: Any) -> tuple[Any, Any]:
     j = list(_column_labels(X)).index(col)
     rest = X.remove_column(j) if hasattr(X, "remove_column") else X.drop(col)  # pyarrow, polars
     return _column(X, j), rest
-
-
-def lazy_problem(X: Any, what: str = "X") -> str | None:
-    """Why ``X`` cannot be read as data because it is a lazy query (a polars LazyFrame), or
-    None: numpy would make it one object."""
-    if hasattr(X, "collect") and not hasattr(X, "shape"):
-        return f"{what} is a {type(X).__name__}, a query not yet run: pass {what}.collect()"
-    return None
 
 
 def from_objects(X: Any, y: Any = None, *, label: str | int | None = None

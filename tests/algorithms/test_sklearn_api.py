@@ -395,25 +395,28 @@ def test_date_columns_are_refused_naming_them(estimator):
     """numpy makes a polars frame's dates numbers (days since 1970), which every selector
     took as a feature (and SAOLA selected); pandas' and pyarrow's failed deep in numpy."""
     X, y = _clf_data()
+    import polars as pl
+    import pyarrow as pa
+
     df = _frame(X).assign(when=pd.Timestamp("2020-01-01") + pd.to_timedelta(y, unit="D"))
-    frames = [df]
-    try:
-        import pyarrow as pa
-    except ImportError:
-        pass
-    else:
-        frames.append(pa.table(df))
-    try:
-        import polars as pl
-    except ImportError:
-        pass
-    else:
-        frames.append(pl.from_pandas(df))
-    for frame in frames:
+    for frame in (df, pa.table(df), pl.from_pandas(df)):
         for method in ("fit", "partial_fit") if hasattr(estimator, "partial_fit") else ("fit",):
             est = _seeded(estimator)
             with pytest.raises(ValueError, match=r"date, time or duration column\(s\) when:"):
                 getattr(est, method)(frame, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_a_lazy_frame_is_refused_saying_collect(estimator):
+    # scikit-learn called a polars LazyFrame a "scalar array" holding its query plan
+    import polars as pl
+
+    X, y = _clf_data()
+    lazy = pl.from_pandas(_frame(X)).lazy()
+    for method in ("fit", "partial_fit") if hasattr(estimator, "partial_fit") else ("fit",):
+        with pytest.raises(ValueError, match=r"^X is a LazyFrame, a query not yet run: pass "
+                                             r"X\.collect\(\)$"):
+            getattr(_seeded(estimator), method)(lazy, y)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
