@@ -38,6 +38,7 @@ __all__ = [
     "check_targets",
     "numbers_of_objects",
     "check_no_missing_labels",
+    "check_finite_labels",
     "label_problem",
     "label_array",
     "check_integers_not_floats",
@@ -349,8 +350,8 @@ def check_targets(y: np.ndarray, known: Sequence[Any] = ()) -> np.ndarray:
     dtype('int64')
     """
     check_label_types(y, known)
-    if y.dtype.kind == "O":  # numbers with gaps: scikit-learn would call their type "unknown"
-        check_no_missing_labels(y)
+    # before scikit-learn's check: numbers with gaps held as objects it calls "unknown"
+    check_finite_labels(y)
     y = numbers_of_objects(y)
     if y.ndim == 1 and y.dtype.kind in "biu":
         # integers are classes: scikit-learn would find them "binary" or "multiclass", after a
@@ -395,6 +396,25 @@ def check_integers_not_floats(items: Any, arr: np.ndarray, what: str = "y") -> N
         raise ValueError(f"{what}: integer labels from {min(values)} to {max(values)}, which no "
                          f"64-bit integer type holds together (as floats, neighbouring labels "
                          f"would be one class): map them to smaller classes first")
+
+
+def check_finite_labels(y: np.ndarray) -> None:
+    """``ValueError`` counting the missing (None, NaN, NA) labels of ``y``, then its infinite
+    ones, if any: one wording for every learner (scikit-learn's differ between fit and
+    partial_fit, "NaN", "NaN or infinity", "infinity or a value too large").
+
+    >>> check_finite_labels(np.array([0.0, np.inf, 1.0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: y contains infinite labels (1 of 3): every instance needs a finite label
+    """
+    if y.dtype.kind not in "fO":
+        return
+    check_no_missing_labels(y)
+    infinite = _infinite_labels(y.ravel())
+    if infinite:
+        raise ValueError(f"y contains infinite labels ({infinite} of {y.size}): every instance "
+                         f"needs a finite label")
 
 
 def numbers_of_objects(y: np.ndarray, what: str = "y") -> np.ndarray:

@@ -54,6 +54,7 @@ from sklearn.utils.validation import column_or_1d
 
 from streamfs.algorithms._validation import (
     check_choice,
+    check_finite_labels,
     check_int,
     check_number,
     check_state_algorithm,
@@ -377,8 +378,7 @@ class KOFSD(FeatureStreamSelector):
             y = column_or_1d(y, warn=True)  # a column vector, as SAOLA and scikit-learn take it
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite labels")
+        check_finite_labels(y)
         # classes are categories: real-valued targets would make every instance its own class
         y = check_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)

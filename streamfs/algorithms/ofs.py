@@ -1046,12 +1046,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
 
 
 def _block_labels(y: Any, known: list) -> np.ndarray:
-    """A block's labels as a 1-D array (a column vector with scikit-learn's warning), with
-    scikit-learn's errors for NaN, for continuous values and for strings mixed with numbers
-    (``known``: the labels of earlier blocks); a block may hold one class."""
+    """A block's labels as a 1-D array (a column vector with scikit-learn's warning), with the
+    errors of :func:`check_targets` (missing or infinite labels, continuous values, strings
+    mixed with numbers, also with ``known``, the labels of earlier blocks); a block may hold
+    one class."""
     y = column_or_1d(label_array(y), warn=True)
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("Input y contains NaN or infinity.")
     if y.size:
         y = check_targets(y, known)
     return y

@@ -43,6 +43,7 @@ from numba import njit
 
 from ._validation import (
     check_choice,
+    check_finite_labels,
     check_int,
     check_label_types,
     check_no_missing_labels,
@@ -416,8 +417,7 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
         classes = None
     elif arr.dtype.kind in "bf":
         num = arr.astype(np.float64)
-        if not np.all(np.isfinite(num)):
-            raise ValueError("y contains NaN or infinite values")
+        check_finite_labels(num)
         classes = None
     else:
         cls, inv = np.unique(arr.astype(str), return_inverse=True)

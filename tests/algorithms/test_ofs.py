@@ -611,7 +611,7 @@ def test_label_mistakes_are_named_in_every_entry_point():
     with pytest.warns(DataConversionWarning, match="column-vector y"):
         col = OFS(2).partial_fit(X, y.reshape(-1, 1))  # learned, as fit does
     np.testing.assert_array_equal(col.coef_, OFS(2).partial_fit(X, y).coef_)
-    with pytest.raises(ValueError, match="Input y contains NaN"):
+    with pytest.raises(ValueError, match=r"y contains missing labels \(None, NaN or NA; 1 of 4\)"):
         OFS(2).partial_fit(X[:4], [0, 1, np.nan, 1])
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         OFS(2).partial_fit(X, np.linspace(0, 1, 20))

@@ -4,6 +4,7 @@ grid search, set_output, feature names (also accumulated over feature-stream blo
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -69,6 +70,9 @@ ESTIMATORS = [
     RandomSelection(), OFSRandomPartial(), PerceptronRandomPartial(), GDM(),
     TwoClassGDMStream(), OneVsRest(OFS()),
 ]
+#: the selectors as users have them (GDMStream without the common checks' label folding)
+OWN_ESTIMATORS = [e for e in ESTIMATORS if not isinstance(e, TwoClassGDMStream)] + [
+    GDMStream(n_features_per_step=3)]
 
 # The checks a feature-stream selector cannot pass by design. Everything else in
 # scikit-learn's common checks passes for every selector, OFS family and GDM included.
@@ -247,8 +251,7 @@ def test_booleans_among_numeric_labels_are_refused(estimator):
         _seeded(estimator).fit(X, mixed)
 
 
-@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if not isinstance(e, TwoClassGDMStream)]
-                         + [GDMStream(n_features_per_step=3)], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("estimator", OWN_ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_integer_labels_no_64_bit_type_holds_are_refused(estimator):
     """Python ints above 2**63 - 1 beside negative ones: numpy holds them as floats, where
     2**64 - 1 and 2**64 - 2 are one class; refused naming the range, as a list and as
@@ -274,6 +277,22 @@ def test_integer_labels_of_two_blocks_no_64_bit_type_holds_are_refused(estimator
         est.partial_fit(X[20:], np.full(len(X) - 20, -1))
     seen = est.classes_ if hasattr(est, "classes_") else est.classes_seen_  # GDMStream's
     assert list(seen) == [2 ** 64 - 1]  # the refused block added no class
+
+
+@pytest.mark.parametrize("bad,message", [
+    (np.nan, "y contains missing labels (None, NaN or NA; 1 of {n}): every instance needs a "
+             "class"),
+    (np.inf, "y contains infinite labels (1 of {n}): every instance needs a finite label")])
+def test_a_missing_or_infinite_label_has_one_message_everywhere(bad, message):
+    # scikit-learn's differ between fit and partial_fit ("NaN", "NaN or infinity", "infinity
+    # or a value too large for dtype('float64')"), and SAOLA and K-OFSD had their own
+    X, y = _clf_data()
+    y = y.astype(float)
+    y[3] = bad
+    for estimator in OWN_ESTIMATORS:
+        for method in ("fit", "partial_fit") if hasattr(estimator, "partial_fit") else ("fit",):
+            with pytest.raises(ValueError, match=f"^{re.escape(message.format(n=len(y)))}$"):
+                getattr(_seeded(estimator), method)(X, y)
 
 
 def test_inverse_transform_puts_columns_back_in_output_order():
