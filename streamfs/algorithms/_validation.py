@@ -334,9 +334,12 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
         # earlier blocks' integers with these: one 64-bit type must hold them all (a model's
         # classes_ is their array); the ends of an integer block stand for it
         arr = np.asarray(y)
-        ends = (arr.ravel().tolist() if arr.dtype.kind == "O"
-                else [arr.min().item(), arr.max().item()] if arr.dtype.kind in "iu" and arr.size
-                else [])
+        if arr.dtype.kind == "O":
+            ints = [v for v in arr.ravel().tolist()
+                    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))]
+            ends = [min(ints), max(ints)] if ints else []
+        else:
+            ends = [arr.min().item(), arr.max().item()] if arr.dtype.kind in "iu" and arr.size else []
         label_array([*known, *ends])
 
 
