@@ -338,8 +338,10 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
             ints = [v for v in arr.ravel().tolist()
                     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))]
             ends = [min(ints), max(ints)] if ints else []
+        elif arr.dtype.kind in "iu" and arr.size:
+            ends = [arr.min().item(), arr.max().item()]
         else:
-            ends = [arr.min().item(), arr.max().item()] if arr.dtype.kind in "iu" and arr.size else []
+            ends = []
         label_array([*known, *ends])
 
 
