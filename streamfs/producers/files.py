@@ -94,7 +94,7 @@ def label_column_note(source: str, label: str | int | None, header: bool | None 
         reader = DelimitedReader(path, header=header, delimiter="\t" if suffix == ".tsv" else ",")
         return default_label_note(None, reader.names, reader.width)
     if suffix == ".parquet":
-        names = open_parquet(path).schema_arrow.names
+        names = parquet_columns(open_parquet(path))
         return default_label_note(None, names, len(names))
     if suffix == ".npy":
         return default_label_note(None, None, np.load(path, mmap_mode="r").shape[1])
@@ -268,6 +268,18 @@ def open_parquet(path: Path) -> Any:
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     refuse_duplicate_names(pf.schema_arrow.names, str(path))
     return pf
+
+
+def parquet_columns(pf: Any) -> list[str]:
+    """The data columns of Parquet file ``pf`` (a ``pyarrow.parquet.ParquetFile``): its
+    columns without those that hold a pandas index (``__index_level_0__``, which pandas
+    writes for an index other than 0, 1, 2, …, such as a filtered frame's, or a named index),
+    as ``to_pandas()`` makes them the index rather than columns: the label and the features
+    are the same columns whether the file is read whole or in batches."""
+    names = pf.schema_arrow.names
+    index = {c for c in (pf.schema_arrow.pandas_metadata or {}).get("index_columns", [])
+             if isinstance(c, str)}  # a RangeIndex is a dict, stored as metadata only
+    return [n for n in names if n not in index]
 
 
 def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from streamfs.producers.delimited import DelimitedReader, label_index, refuse_duplicate_names
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES, open_parquet
+from streamfs.producers.files import LIBSVM_SUFFIXES, open_parquet, parquet_columns
 
 
 def load_named(source: str, *, label: str | int | None = None, header: bool | None = None,
@@ -84,7 +84,7 @@ def source_feature_names(source: str, *, label: str | int | None = None,
         return DelimitedReader(path, label=label, header=header,
                                delimiter="\t" if suffix == ".tsv" else ",").feature_names
     if suffix == ".parquet":
-        names = open_parquet(path).schema_arrow.names
+        names = parquet_columns(open_parquet(path))
         li = label_index(names, label, len(names), path)
         return [n for j, n in enumerate(names) if j != li]
     if suffix == ".npz":

@@ -21,7 +21,8 @@ import numpy as np
 from streamfs.producers.checks import sendable_labels
 from streamfs.producers.delimited import DelimitedReader, label_index
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES, check_source, load_file, open_parquet
+from streamfs.producers.files import (LIBSVM_SUFFIXES, check_source, load_file, open_parquet,
+                                      parquet_columns)
 from streamfs.producers.libsvm import DEFAULT_CHUNK_BYTES, LibsvmReader
 
 Chunk = tuple[Any, np.ndarray]
@@ -118,9 +119,9 @@ def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> In
     pf = open_parquet(path)
     if not pf.metadata.num_rows:  # said so, rather than "the labels are empty"
         raise InputFileError(f"{path}: no data rows")
-    names = pf.schema_arrow.names
+    names = parquet_columns(pf)  # not the columns of a pandas index
     li = label_index(names, label, len(names), path)
-    for j, f in enumerate(pf.schema_arrow):
+    for j, f in enumerate(pf.schema_arrow.field(n) for n in names):
         if j != li and not (f.type.num_fields == 0 and _numeric(f.type)):
             raise InputFileError(f"{path}, column {j} ({f.name!r}): not numeric (type {f.type})")
     features = [n for j, n in enumerate(names) if j != li]

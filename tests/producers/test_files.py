@@ -519,3 +519,30 @@ def test_a_utf8_bom_is_no_part_of_the_first_name(tmp_path):
     groups = tmp_path / "groups.json"
     groups.write_bytes("[[0, 1], [2]]".encode("utf-8-sig"))
     assert read_groups(groups) == [[0, 1], [2]]
+
+
+@pytest.mark.parametrize("index", ["filtered", "named"])
+def test_parquet_pandas_index_is_no_column(tmp_path, index):
+    """pandas stores an index other than 0, 1, 2, … (a filtered frame's, a named one) as a
+    column (``__index_level_0__``, or its name), last: streamed, it was taken as the label
+    (the label column a feature), and with --label as a feature; read whole, pandas made it
+    the index and the names were one too many ("4 feature names for 3 columns")."""
+    import pandas as pd
+
+    from streamfs.producers.names import load_named
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(rng.standard_normal((40, 3)), columns=list("abc"))
+    frame["cls"] = (frame["a"] > 0).astype(int)
+    frame = (frame[frame["b"] > -0.5] if index == "filtered"
+             else frame.set_index(pd.Index(rng.permutation(40), name="id")))
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path)
+    for label in (None, "cls"):
+        X, y, names, _ = load_named(str(path), label=label)
+        assert names == list("abc") and np.array_equal(X, frame[list("abc")].to_numpy())
+        assert y.tolist() == frame["cls"].tolist()
+        src = open_instances(str(path), label=label, chunk_bytes=200)
+        Xs, ys = _stack(list(src.chunks()))
+        assert src.feature_names == list("abc") and np.array_equal(Xs, X)
+        assert ys.tolist() == y.tolist()
