@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import logging
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -124,6 +124,19 @@ def _delimiter_hint(text: str, delimiter: str) -> str:
         return ("; it holds ';': streamfs reads ',' (.csv) and tab (.tsv) separators only: "
                 "convert the file")
     return ""
+
+
+def _spans(first: int, last: int) -> str:
+    """What an error about a record from line ``first`` to ``last`` adds when they differ: a
+    quoted field holds the line breaks, often a quote (\") never closed.
+
+    >>> _spans(3, 3), _spans(2, 40)
+    ('', ' (the record runs from line 2 to line 40: a quoted field holds line breaks; a quote (") that is never closed?)')
+    """
+    if last <= first:
+        return ""
+    return (f" (the record runs from line {first} to line {last}: a quoted field holds line "
+            'breaks; a quote (") that is never closed?)')
 
 
 def refuse_duplicate_names(names: Sequence[str], where: str, *, skip_empty: bool = False,
@@ -243,12 +256,30 @@ class DelimitedReader:
     def _first_row(self) -> list[str]:
         try:
             with open(self.path, newline="", encoding=TEXT_ENCODING) as fh:
-                for row in csv.reader(fh, delimiter=self.delimiter):
+                for _, _, row in self._records(fh):
                     if row:
                         return row
         except UnicodeDecodeError:
             raise self._not_utf8() from None
         raise InputFileError(f"{self.path}: empty file")
+
+    def _records(self, fh: Any) -> Iterator[tuple[int, int, list[str]]]:
+        """``(first line, last line, fields)`` of each record of the open file ``fh`` (a
+        quoted field may hold line breaks); the csv module's errors (a field over its size
+        limit: an unclosed quote makes the rest of the file one field) as
+        :class:`InputFileError` naming the line where the record starts."""
+        reader = csv.reader(fh, delimiter=self.delimiter)
+        line = 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise InputFileError(f"{self.path}, line {line}: {exc}"
+                                     + _spans(line, reader.line_num)) from None
+            yield line, reader.line_num, row
+            line = reader.line_num + 1
 
     def _not_utf8(self) -> InputFileError:
         """The error for a file that is not UTF-8 text, naming its first such line (a pass
@@ -274,22 +305,21 @@ class DelimitedReader:
     def _text_chunks(self) -> Iterator[tuple[np.ndarray, list[str], list[int]]]:
         self.bytes_read = 0
         with open(self.path, newline="", encoding=TEXT_ENCODING) as fh:
-            reader = csv.reader(fh, delimiter=self.delimiter)
             skip_header = self.header
             rows: list[list[str]] = []
             lines: list[int] = []
             any_data = False
-            for row in reader:
+            for line, last, row in self._records(fh):
                 if not row:
                     continue
                 if skip_header:
                     skip_header = False
                     continue
                 if len(row) != self.width:
-                    raise InputFileError(f"{self.path}, line {reader.line_num}: {len(row)} fields, "
-                                         f"expected {self.width}")
+                    raise InputFileError(f"{self.path}, line {line}: {len(row)} fields, "
+                                         f"expected {self.width}" + _spans(line, last))
                 rows.append(row)
-                lines.append(reader.line_num)
+                lines.append(line)
                 any_data = True
                 if len(rows) == self.chunk_rows:
                     self.bytes_read = fh.buffer.raw.tell()  # type: ignore[attr-defined]

@@ -546,3 +546,33 @@ def test_parquet_pandas_index_is_no_column(tmp_path, index):
         Xs, ys = _stack(list(src.chunks()))
         assert src.feature_names == list("abc") and np.array_equal(Xs, X)
         assert ys.tolist() == y.tolist()
+
+
+def test_csv_unclosed_quote_is_named_at_the_line_it_opens(tmp_path):
+    """A quote never closed makes the rest of the file one field: past the csv module's
+    field limit (128 KiB) that was a traceback (_csv.Error, exit 1), below it an error that
+    named the file's last line; both now name the line where the record starts."""
+    rows = "".join(f"{i},{i + 1},{i % 2}\n" for i in range(20000))
+    big, small = tmp_path / "big.csv", tmp_path / "small.csv"
+    big.write_text('a,b,class\n1,"2,0\n' + rows)
+    small.write_text('a,b,class\n1,"2,0\n' + "".join(rows.splitlines(True)[:6]))
+    for path, error, last in ((big, "field larger than field limit (131072)", 10951),
+                              (small, "2 fields, expected 3", 8)):
+        for read in (load_file, open_instances):
+            with pytest.raises(InputFileError) as info:
+                src = read(str(path))
+                list(src.chunks())
+            assert str(info.value) == (
+                f"{path}, line 2: {error} (the record runs from line 2 to line {last}: a "
+                "quoted field holds line breaks; a quote (\") that is never closed?)")
+    header = tmp_path / "header.csv"  # in the header itself
+    header.write_text('a,"b,class\n' + rows)
+    with pytest.raises(InputFileError, match=r"header.csv, line 1: field larger than"):
+        load_file(str(header))
+
+
+def test_csv_quoted_line_breaks_name_the_record_s_first_line(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text('a,b,class\n1,2,0\n3,"4\n5",1\n')
+    with pytest.raises(InputFileError, match=r"d.csv, line 3, column 1 \('b'\): not a number"):
+        load_file(str(path))
