@@ -235,7 +235,11 @@ def read_mat(path: Path) -> tuple[Any, np.ndarray]:
 
 def _one_label_per_row(path: Path, X: Any, y: np.ndarray) -> tuple[Any, np.ndarray]:
     """``(X, y)`` of a format that stores them apart, or :class:`InputFileError` naming the
-    file when ``y`` is not one label per row of ``X``."""
+    file when ``X`` is not 2-D or ``y`` is not one label per row of ``X``."""
+    if X.ndim != 2:  # a 1-D X was taken as one column's rows, then failed on X.shape[1]
+        raise InputFileError(f"{path}: X has shape {X.shape}; it needs 2 dimensions, instances "
+                             "x features" + (" (one feature: save X.reshape(-1, 1))"
+                                             if X.ndim == 1 else ""))
     if y.ndim == 0 or y.shape[0] != X.shape[0]:
         raise InputFileError(f"{path}: X has {X.shape[0]} rows (instances) but y has shape "
                              f"{y.shape}: one label per row")

@@ -576,3 +576,20 @@ def test_csv_quoted_line_breaks_name_the_record_s_first_line(tmp_path):
     path.write_text('a,b,class\n1,2,0\n3,"4\n5",1\n')
     with pytest.raises(InputFileError, match=r"d.csv, line 3, column 1 \('b'\): not a number"):
         load_file(str(path))
+
+
+@pytest.mark.parametrize("shape", [(6,), (6, 1, 2), ()])
+def test_npz_x_that_is_not_2d_is_named(tmp_path, shape):
+    """A 1-D X passed the one-label-per-row check and failed on X.shape[1] (IndexError,
+    a traceback and exit 1); a 0-d one was "not a readable .npz archive (tuple index out of
+    range)"."""
+    from streamfs.producers.names import load_named
+
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones(shape), y=np.arange(6) % 2)
+    hint = " (one feature: save X.reshape(-1, 1))" if len(shape) == 1 else ""
+    for read in (load_named, open_instances):
+        with pytest.raises(InputFileError) as info:
+            read(str(path))
+        assert str(info.value) == (f"{path}: X has shape {shape}; it needs 2 dimensions, "
+                                   f"instances x features{hint}")
