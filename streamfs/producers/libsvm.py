@@ -8,6 +8,9 @@ cheap vectorised scan that finds ``d`` when ``n_features`` is not given (one pas
 both); when ``n_features`` is given, "auto" still scans, but stops at the first index 0 (a
 1-based file is read through once more). Pass ``zero_based`` explicitly to skip that scan.
 
+A ``qid:N`` token right after the label (SVMlight's query id, in learning-to-rank files)
+is skipped, as scikit-learn's ``load_svmlight_file`` skips it.
+
 The file is read in blocks of complete lines, so memory stays bounded by the block size
 whatever the file size. A block is parsed by pyarrow's CSV reader when it is regular (one
 space between tokens; the common case) and line by line in Python otherwise; the Python path
@@ -42,6 +45,8 @@ from streamfs.producers.errors import InputFileError
 
 #: bytes read per block; bounds the reader's memory (the parsed arrays are ~3x this)
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+#: the largest feature index read (18 digits, as far as :func:`_block_indices` reads them)
+MAX_INDEX = 10**18 - 1
 
 
 def iter_line_blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -151,6 +156,13 @@ def _labels(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _feature_tokens(parts: list[bytes]) -> list[bytes]:
+    """The ``idx:value`` tokens of a line split on whitespace: after the label, and after a
+    ``qid:`` token right after it (SVMlight's query id, not a feature)."""
+    items = parts[1:]
+    return items[1:] if items and items[0].startswith(b"qid:") else items
+
+
 def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Line by line: ``(indptr, column indices = idx - base, values, labels)``; the first
@@ -166,7 +178,7 @@ def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                 y.append(float(parts[0]))
             except ValueError:
                 raise ValueError(f"label {parts[0].decode(errors='replace')!r} is not a number") from None
-            for item in parts[1:]:
+            for item in _feature_tokens(parts):
                 idx, sep, val = item.partition(b":")
                 token = item.decode(errors="replace")
                 if not sep:
@@ -175,6 +187,9 @@ def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                     j = int(idx)
                 except ValueError:
                     raise ValueError(f"feature index in {token!r} is not an integer") from None
+                if j > MAX_INDEX:  # past int64, or the scan's reach (it reads 18 digits)
+                    raise ValueError(f"feature index in {token!r} is too large (at most "
+                                     f"{MAX_INDEX})")
                 if j < base:
                     hint = (" (the file looks 0-based: read it with zero_based=True or "
                             "'auto')" if j == 0 else "")
@@ -237,7 +252,7 @@ def _parse_fast(block: bytes, base: int = 1
         i, v, marker = i[keep], v[keep], marker[keep]
     starts = np.flatnonzero(marker)
     entry = ~marker
-    if np.any(i[entry] < base):  # the slow path names the line
+    if np.any(i[entry] < base) or np.any(i[entry] > MAX_INDEX):  # the slow path names it
         return None
     counts = np.diff(np.append(starts, i.size)) - 1
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -316,7 +331,7 @@ class LibsvmReader:
         base = self.index_base
         for lineno, raw in enumerate(block.split(b"\n"), first_line):
             line = raw.split(b"#", 1)[0]
-            for item in line.split()[1:]:
+            for item in _feature_tokens(line.split()):
                 idx = int(item.partition(b":")[0])
                 if idx - base >= d:
                     bound = f"> n_features = {d}" if base else f">= n_features = {d} (0-based)"

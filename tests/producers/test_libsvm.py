@@ -155,3 +155,39 @@ def test_a_file_without_features_is_refused_naming_the_file(tmp_path, text, says
     for read in (lambda: load_file(str(path)), lambda: open_instances(str(path))):
         with pytest.raises(InputFileError, match=f"d.svm: {says}"):
             read()
+
+
+def test_qid_after_the_label_is_skipped_as_scikit_learn_skips_it(tmp_path):
+    """SVMlight's ``qid:N`` (learning-to-rank files) was refused as "feature index in 'qid:3'
+    is not an integer", and with --n-features a traceback (ValueError: invalid literal for
+    int() with base 10: b'qid') where an index went beyond it."""
+    from sklearn.datasets import load_svmlight_file
+
+    path = tmp_path / "rank.svm"
+    path.write_text("1 qid:3 1:0.5 3:2\n-1 qid:3 2:1\n2 qid:4 1:1 # a comment\n")
+    X_ref, y_ref = load_svmlight_file(str(path))
+    X, y = read_libsvm(path)
+    assert np.array_equal(X.toarray(), X_ref.toarray()) and y.tolist() == y_ref.tolist()
+    chunks = list(open_instances(str(path), chunk_bytes=16).chunks())
+    assert np.array_equal(sp.vstack([c[0] for c in chunks]).toarray(), X_ref.toarray())
+    with pytest.raises(InputFileError, match=r"rank.svm, line 1: feature index 3 > "
+                                             r"n_features = 2"):
+        read_libsvm(path, n_features=2)
+    path.write_text("1 1:1 qid:3\n")  # not where SVMlight puts it: not a feature either
+    with pytest.raises(InputFileError, match=r"line 1: feature index in 'qid:3' is not an "
+                                             r"integer"):
+        read_libsvm(path)
+
+
+@pytest.mark.parametrize("index", ["99999999999999999999", "9223372036854775808",
+                                   "1000000000000000000"])
+def test_an_index_too_large_is_named_not_a_traceback(tmp_path, index):
+    """Past int64 it was OverflowError (exit 1); 19 digits within int64 said "feature index
+    ... > n_features = <its last 18 digits>" (the scan reads 18 digits)."""
+    path = tmp_path / "d.svm"
+    path.write_text(f"1 2:1\n-1 {index}:1\n")
+    for read in (read_libsvm, lambda p: list(open_instances(str(p)).chunks())):
+        with pytest.raises(InputFileError) as info:
+            read(path)
+        assert str(info.value) == (f"{path}, line 2: feature index in '{index}:1' is too "
+                                   "large (at most 999999999999999999)")
