@@ -77,11 +77,39 @@ def default_label_note(label: str | int | None, names: list[str] | None, width: 
             "was given: name the label with --label")
 
 
-def labels_from_text(values: list[str]) -> np.ndarray:
-    """Numbers become int64 (all integral) or float64; anything else stays text."""
+def labels_from_text(values: list[str], where: str = "the labels") -> np.ndarray:
+    """Numbers become int64 (all integral) or float64; anything else stays text. Integers
+    written as such are read exactly (as floats, 9007199254740993 was 9007199254740992, one
+    class with it), as uint64 if they need it; integers that no 64-bit type holds together
+    are refused (:class:`InputFileError` starting with ``where``), as the Python API refuses
+    them.
+
+    >>> labels_from_text(["9007199254740993", "9007199254740992"]).tolist()
+    [9007199254740993, 9007199254740992]
+    >>> labels_from_text(["1", "2.0", "1e3"]).tolist(), labels_from_text(["0.5", "1"]).dtype
+    ([1, 2, 1000], dtype('float64'))
+    >>> labels_from_text(["-1", "99999999999999999999"], "d.csv")
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputFileError: d.csv: integer labels from -1 to 99999999999999999999, which no 64-bit integer type holds together: map them to smaller classes first
+    """
     if values and all(is_number(v) for v in values):
+        try:
+            ints = [int(v) for v in values]
+        except ValueError:  # "2.0", "1e3", "nan": read as floats
+            ints = None
+        if ints is not None:
+            lo, hi = min(ints), max(ints)
+            if -2**63 <= lo and hi < 2**63:
+                return np.array(ints, dtype=np.int64)
+            if lo >= 0 and hi < 2**64:
+                return np.array(ints, dtype=np.uint64)
+            raise InputFileError(f"{where}: integer labels from {lo} to {hi}, which no 64-bit "
+                                 "integer type holds together: map them to smaller classes "
+                                 "first")
         arr = np.array([float(v) for v in values])
-        return arr.astype(np.int64) if np.all(arr == np.round(arr)) else arr
+        integral = np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2.0**63)
+        return arr.astype(np.int64) if integral else arr
     return np.array(values)
 
 
@@ -401,4 +429,4 @@ class DelimitedReader:
                 raise InputFileError(
                     f"{self.path}, line {lines[bad]}: label {labels[bad]!r} is not a number, but "
                     f"the labels of the first rows were (streaming fixes the label type early)")
-            yield X, labels_from_text(labels)
+            yield X, labels_from_text(labels, f"{self.path}, lines {lines[0]}..{lines[-1]}")

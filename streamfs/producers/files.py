@@ -150,7 +150,7 @@ def read_csv(path: Path, *, label: str | int | None = None, delimiter: str = ","
         blocks.append(X)
         labels.extend(text)
     X = np.concatenate(blocks) if blocks else np.empty((0, reader.n_features))
-    return X, labels_from_text(labels)
+    return X, labels_from_text(labels, str(path))
 
 
 def read_libsvm(path: Path, n_features: int | None = None, *,

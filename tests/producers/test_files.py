@@ -593,3 +593,23 @@ def test_npz_x_that_is_not_2d_is_named(tmp_path, shape):
             read(str(path))
         assert str(info.value) == (f"{path}: X has shape {shape}; it needs 2 dimensions, "
                                    f"instances x features{hint}")
+
+
+def test_csv_integer_labels_are_read_exactly(tmp_path):
+    """Labels went through float: 9007199254740993 and 9007199254740992 (ids used as
+    classes) became one class, and 99999999999999999999 became -9223372036854775808 (numpy's
+    invalid cast, a RuntimeWarning) instead of being refused as the Python API refuses it."""
+    path = tmp_path / "d.csv"
+    path.write_text("a,class\n1,9007199254740993\n2,9007199254740992\n3,9007199254740993\n")
+    _, y = load_file(str(path))
+    src = open_instances(str(path), chunk_bytes=16)
+    ys = np.concatenate([c[1] for c in src.chunks()])
+    for labels in (y, ys):
+        assert labels.dtype == np.int64
+        assert labels.tolist() == [9007199254740993, 9007199254740992, 9007199254740993]
+    path.write_text("a,class\n1,99999999999999999999\n2,1\n")
+    with pytest.raises(InputFileError, match=r"d.csv: integer labels from 1 to "
+                                             r"99999999999999999999, which no 64-bit"):
+        load_file(str(path))
+    path.write_text("a,class\n1,1e20\n2,1\n")  # integral floats past int64 stay floats
+    assert load_file(str(path))[1].tolist() == [1e20, 1.0]
