@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import re
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -135,15 +136,22 @@ def _numbers_columns(row: list[str]) -> bool:
     return any(values == [str(j) for j in range(start, start + len(values))] for start in (0, 1))
 
 
-def _delimiter_hint(text: str, delimiter: str) -> str:
+def _delimiter_hint(text: str, delimiter: str, value: bool = False) -> str:
     """A hint for ``text`` (a field) that seems to hold another separator than ``delimiter``:
     the delimiter comes from the suffix, so a file of the other kind fails on its first line.
+    ``value``: ``text`` is a value that is not a number, which may be one with a decimal
+    comma (not so a whole first line: ``1,5`` there is a comma-separated file's).
 
     >>> _delimiter_hint("a;b;c", ",")
     "; it holds ';': streamfs reads ',' (.csv) and tab (.tsv) separators only: convert the file"
     >>> _delimiter_hint("a\\tb", ","), _delimiter_hint("1.5", ",")
     ('; it holds tabs: name a tab-separated file .tsv', '')
+    >>> _delimiter_hint("-1,25", "\\t", value=True)  # not a .csv file: a decimal comma
+    "; a decimal comma? Numbers are read with a decimal point ('1.5', not '1,5'): convert the file"
     """
+    if value and re.fullmatch(r"\s*[+-]?\d*,\d+(?:[eE][+-]?\d+)?\s*", text):
+        return ("; a decimal comma? Numbers are read with a decimal point ('1.5', not '1,5'): "
+                "convert the file")
     if delimiter != "\t" and "\t" in text:
         return "; it holds tabs: name a tab-separated file .tsv"
     if delimiter != "," and "," in text:
@@ -411,7 +419,7 @@ class DelimitedReader:
                     text = not any(is_number(r[j]) for r in values)
                     raise InputFileError(f"{self.path}, line {line}, column {col}{name}: "
                                          f"not a number: {v!r}"
-                                         + _delimiter_hint(v, self.delimiter)
+                                         + _delimiter_hint(v, self.delimiter, value=True)
                                          + (default_label_note(self.label, self.names,
                                                                self.width) if text else ""))
 

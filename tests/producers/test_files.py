@@ -613,3 +613,15 @@ def test_csv_integer_labels_are_read_exactly(tmp_path):
         load_file(str(path))
     path.write_text("a,class\n1,1e20\n2,1\n")  # integral floats past int64 stay floats
     assert load_file(str(path))[1].tolist() == [1e20, 1.0]
+
+
+def test_a_decimal_comma_is_said_not_a_comma_separated_file(tmp_path):
+    """A TSV with decimal commas (a European spreadsheet's export) was told "it holds ',':
+    name a comma-separated file .csv", which would split its numbers in two."""
+    path = tmp_path / "d.tsv"
+    path.write_text("a\tb\tclass\n1,5\t2\t0\n3\t4,25\t1\n")
+    with pytest.raises(InputFileError) as info:
+        load_file(str(path))
+    assert str(info.value) == (f"{path}, line 2, column 0 ('a'): not a number: '1,5'; a "
+                               "decimal comma? Numbers are read with a decimal point ('1.5', "
+                               "not '1,5'): convert the file")
