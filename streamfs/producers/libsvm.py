@@ -45,6 +45,8 @@ from streamfs.producers.errors import InputFileError
 
 #: bytes read per block; bounds the reader's memory (the parsed arrays are ~3x this)
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+#: a UTF-8 byte-order mark, which some editors write at the start of a file: dropped
+BOM = b"\xef\xbb\xbf"
 #: the largest feature index read (18 digits, as far as :func:`_block_indices` reads them)
 MAX_INDEX = 10**18 - 1
 
@@ -311,6 +313,9 @@ class LibsvmReader:
         index_dtype = np.int32 if d < 2**31 else np.int64  # halves the wire size of indices
         self.bytes_read = 0
         for first_line, block in iter_line_blocks(self.path, self.chunk_bytes):
+            if first_line == 1 and block.startswith(BOM):  # Notepad's "UTF-8", as in CSV files
+                self.bytes_read += len(BOM)
+                block = block[len(BOM):]
             parsed = _parse_fast(block, base) or _parse_slow(self.path, block, first_line, base)
             indptr, indices, values, labels = parsed
             if indices.size and indices.max() >= d:

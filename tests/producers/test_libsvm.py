@@ -191,3 +191,16 @@ def test_an_index_too_large_is_named_not_a_traceback(tmp_path, index):
             read(path)
         assert str(info.value) == (f"{path}, line 2: feature index in '{index}:1' is too "
                                    "large (at most 999999999999999999)")
+
+
+def test_a_byte_order_mark_is_dropped_as_in_csv_files(tmp_path):
+    """A file saved as "UTF-8" by Notepad starts with a BOM: its first label was "'\\ufeff1'
+    is not a number"; CSV files drop it, and so do LIBSVM files now."""
+    path = tmp_path / "d.svm"
+    path.write_bytes(b"\xef\xbb\xbf1 1:0.5 3:2\n-1 2:1\n")
+    X, y = read_libsvm(path)
+    assert X.toarray().tolist() == [[0.5, 0.0, 2.0], [0.0, 1.0, 0.0]] and y.tolist() == [1, -1]
+    reader = LibsvmReader(path, chunk_bytes=8)
+    chunks = list(reader.chunks())
+    assert sp.vstack([c[0] for c in chunks]).toarray().tolist() == X.toarray().tolist()
+    assert reader.bytes_read == reader.size
