@@ -352,8 +352,11 @@ class DelimitedReader:
                     skip_header = False
                     continue
                 if len(row) != self.width:
-                    raise InputFileError(f"{self.path}, line {line}: {len(row)} fields, "
-                                         f"expected {self.width}" + _spans(line, last))
+                    blank = len(row) == 1 and not row[0].strip()
+                    raise InputFileError(f"{self.path}, line {line}: "
+                                         + ("a line of spaces only (delete it)" if blank else
+                                            f"{len(row)} fields, expected {self.width}")
+                                         + _spans(line, last))
                 rows.append(row)
                 lines.append(line)
                 any_data = True
@@ -417,8 +420,9 @@ class DelimitedReader:
                     name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
                     # a column of text throughout may be the label; a stray value is a typo
                     text = not any(is_number(r[j]) for r in values)
-                    raise InputFileError(f"{self.path}, line {line}, column {col}{name}: "
-                                         f"not a number: {v!r}"
+                    what = ("an empty cell (a missing value): fill or drop it" if not v.strip()
+                            else f"not a number: {v!r}")
+                    raise InputFileError(f"{self.path}, line {line}, column {col}{name}: {what}"
                                          + _delimiter_hint(v, self.delimiter, value=True)
                                          + (default_label_note(self.label, self.names,
                                                                self.width) if text else ""))

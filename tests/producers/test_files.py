@@ -276,8 +276,10 @@ def test_csv_columns_without_names_get_the_rule_s_names(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("body,needle", [
-    ("a,b,c\n1,2,x\n3,,y\n", "line 3, column 1 ('b'): not a number: ''"),
+    ("a,b,c\n1,2,x\n3,,y\n", "line 3, column 1 ('b'): an empty cell (a missing value): fill "
+                             "or drop it"),
     ("a,b,c\n1,2,x\n3,4\n", "line 3: 2 fields, expected 3"),
+    ("a,b,c\n1,2,x\n  \n3,4,y\n", "line 3: a line of spaces only (delete it)"),
     ("a,b,c\n1,2,x\n\n3,oops,y\n", "line 4, column 1 ('b'): not a number: 'oops'"),
 ])
 def test_csv_malformed_line_is_named(tmp_path, body, needle):
