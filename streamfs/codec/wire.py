@@ -186,6 +186,11 @@ def _unpack_sparse(data: bytes) -> sp.spmatrix:
     if fmt not in ("csc", "csr") or not isinstance(shape, list) or len(shape) != 2:
         raise CodecError(f"malformed sparse header: format={fmt!r} shape={shape!r}")
     indptr, indices, values = (_unpack_ndarray(b) for b in (indptr, indices, values))
+    for name, arr in (("indptr", indptr), ("indices", indices)):
+        # scipy would cast a float or bool array to integers: an index of 0.5 became 0
+        if arr.dtype.kind not in "iu":
+            raise CodecError(f"malformed sparse payload: {name} must be an integer array, got "
+                             f"dtype {arr.dtype.newbyteorder('<').str}")
     cls = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
     try:
         # checks the sizes, not the values; the index arrays come out int32 or int64

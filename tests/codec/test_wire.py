@@ -80,6 +80,19 @@ def test_sparse_payload_with_indices_out_of_range_is_rejected(indptr, indices, m
         unpackb(bad)
 
 
+@pytest.mark.parametrize("which", ["indptr", "indices"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.bool_])
+def test_sparse_index_arrays_of_another_dtype_than_integers_are_rejected(which, dtype):
+    # scipy casts them: the float indices 0.5 and 1.5 were taken as rows 0 and 1
+    arrays = {"indptr": [0, 1, 1], "indices": [0]}
+    arrays[which] = np.asarray(arrays[which], dtype=dtype)
+    if dtype != np.bool_:
+        arrays[which] += 0.5
+    bad = _sparse_payload("csc", [3, 2], arrays["indptr"], arrays["indices"], np.ones(1))
+    with pytest.raises(CodecError, match=f"{which} must be an integer array"):
+        unpackb(bad)
+
+
 @pytest.mark.parametrize("items, found", [
     (["csc", [2, 2], b"", b""], "list of 4 items"),
     (5, "int"),
