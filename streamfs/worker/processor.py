@@ -310,7 +310,12 @@ class StreamProcessor:
         :class:`StateLost` only with ``defer=True``.
         """
         origin = origin or {}
-        stream = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        stream, bad_key = key, None
+        if isinstance(key, bytes):
+            try:
+                stream = key.decode("utf-8")
+            except UnicodeDecodeError:  # decoded with replacement, b"s\xff" and b"s\xfe"
+                stream, bad_key = None, key  # were one stream "s\ufffd" of two keys
         self._run_of_message = None
         self._refused_run = False
         try:
@@ -330,6 +335,9 @@ class StreamProcessor:
             key_stream = stream
             if stream is None and isinstance(message.get("stream"), str):
                 stream = message["stream"]  # a keyless record's dead letter names its stream
+            if bad_key is not None:
+                raise InvalidInput(f"record key {bad_key!r} is not UTF-8 text: a stream's "
+                                   f"messages are keyed by its stream id in UTF-8")
             stream = self._check_stream_id(key_stream, message)
             with stepping(stream):  # an algorithm's warning names the stream (and algorithm)
                 plan = self._apply(stream, message, timestamp, raw, origin)

@@ -144,6 +144,19 @@ def test_key_must_match_stream_id():
     assert "differs from the stream id" in decode(plan.dead_letter)["reason"]
 
 
+def test_a_key_that_is_not_utf8_is_refused():
+    # decoded with replacement, the keys b"s\xff" and b"s\xfe" (two partitions, perhaps) were
+    # both taken as the stream "s\ufffd", whose results went out under a third key
+    X, y = _data()
+    opening, block = list(feature_stream_messages("s\ufffd", X, y, "saola"))[:2]
+    processor = StreamProcessor("features", {})
+    plans = [processor.handle(b"s\xff", encode(opening)), processor.handle(b"s\xfe", encode(block))]
+    for plan in plans:
+        letter = decode(plan.dead_letter)
+        assert "is not UTF-8 text" in letter["reason"] and letter["stream"] == "s\ufffd"
+        assert not plan.writes and plan.result is None
+
+
 def test_columns_are_stored_one_record_per_feature():
     X, y = _data()
     store: dict = {}
