@@ -374,7 +374,7 @@ def decode(data: bytes, *, writeable: bool = True) -> dict:
         raise CodecError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not a "
                          "streamfs message?")
     version = message["v"]
-    if version != WIRE_VERSION:
+    if version != WIRE_VERSION or type(version) is not int:  # true and 1.0 equal 1 in Python
         raise CodecError(f"unsupported wire version {version!r} (this worker reads {WIRE_VERSION})")
     if message.get("kind") not in KINDS:
         raise CodecError(f"unknown message kind {message.get('kind')!r}")

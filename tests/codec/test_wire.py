@@ -204,6 +204,8 @@ def test_random_bytes_raise_codec_error_or_decode(data):
         (packb([1, 2]), "expected a map"),
         (packb({"v": 99, "kind": "open"}), "wire version"),
         (packb({"v": 1, "kind": "nope"}), "unknown message kind"),
+        (packb({"v": True, "kind": "open"}), "unsupported wire version True"),
+        (packb({"v": 1.0, "kind": "open"}), "unsupported wire version 1.0"),
     ],
 )
 def test_malformed_envelopes_say_what_is_wrong(payload, reason):
