@@ -328,12 +328,10 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
         # text with gaps (pandas' NA, None) is not text mixed with numbers
         check_no_missing_labels(np.asarray(y, dtype=object))
         raise ValueError("Mix of label input types (string and number)")
-    if not isinstance(y, np.ndarray):
-        label_array(y)
+    arr = label_array(y)  # a list's integers numpy would make floats: refused
     if len(known):
         # earlier blocks' integers with these: one 64-bit type must hold them all (a model's
         # classes_ is their array); the ends of an integer block stand for it
-        arr = np.asarray(y)
         if arr.dtype.kind == "O":
             ints = [v for v in arr.ravel().tolist()
                     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))]
