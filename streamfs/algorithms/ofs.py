@@ -644,7 +644,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 # it reads only some attributes, so only those are checked: refused here,
                 # before the row is learned (a NaN would void the weights)
                 bad = self._widx[:m][~np.isfinite(self._wval[:m])]
-                raise ValueError(
+                raise _RowRefused(
+                    first_row + row,
                     f"{type(self).__name__}: row {first_row + row} has NaN or infinite values "
                     f"in the attributes {bad.tolist()} it read ("
                     + ("earlier rows were learned, this one was not)" if learn
@@ -662,11 +663,25 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if self._pending is not None:
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
         self._check_norms(M)
-        for start, ysign in self._encode(y):
-            if start < 0:
+        labels = list(self._labels)
+        flipped = False
+        try:
+            for start, ysign in self._encode(y):
+                if start < 0:
+                    self._fst[0] = -self._fst[0]
+                    flipped = True
+                    continue
+                self._run(self._rows(M, start, start + len(ysign)), ysign, True, start)
+        except _RowRefused as e:
+            # the rows before the refused one were learned, it and the later ones were not:
+            # the labels (and the sign of w, flipped when the second class came) must be
+            # those of the rows learned, or w keeps the first class's provisional sign while
+            # the labels say otherwise, and the stream goes on with the wrong sign
+            self._labels = labels
+            now = e.row > 0 and any(s < 0 for s, _ in self._encode(y[: e.row]))
+            if flipped and not now:
                 self._fst[0] = -self._fst[0]
-                continue
-            self._run(self._rows(M, start, start + len(ysign)), ysign, True, start)
+            raise
         self._check_overflow(M)
 
     def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
@@ -1057,6 +1072,15 @@ def _block_labels(y: Any, known: list) -> np.ndarray:
 
 
 _EMPTY_INDEX = np.empty(0, dtype=np.int64)
+
+
+class _RowRefused(ValueError):
+    """A partial-input learner refused row ``row`` of a block (NaN or inf among the attributes
+    it read); the rows before it were learned."""
+
+    def __init__(self, row: int, message: str) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:

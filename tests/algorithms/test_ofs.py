@@ -433,6 +433,33 @@ def test_partial_learner_refuses_nan_it_reads_and_goes_on_as_without_that_row(ma
 
 
 @pytest.mark.parametrize("make", PARTIAL)
+def test_refused_row_before_the_second_class_leaves_labels_and_sign_as_learned(make):
+    """A row refused before the second class of its block used to leave the labels final
+    while w kept the first class's provisional sign (1 is taken as +1 until 2 comes), so the
+    stream went on with the sign of the earlier rows wrong."""
+    X, y = _scaled_breast_cancer()
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(y == 1, 1, 2)[:120]  # class 1 first: provisionally +1, -1 once 2 comes
+    y[:6], y[6] = 1, 2
+    bad = np.full(X.shape[1], np.nan)
+    m = make()
+    with pytest.raises(ValueError, match="row 4 has NaN"):
+        m.partial_fit(np.vstack([X[:4], bad, X[4:120]]), np.r_[y[:4], 1, y[4:]])
+    assert m.classes_.tolist() == [1]
+    m.partial_fit(X[4:120], y[4:])
+    one = make()  # the refused row brings the second class itself
+    one.partial_fit(X[:4], y[:4])
+    with pytest.raises(ValueError, match="row 0 has NaN"):
+        one.learn_one(bad, 2)
+    assert one.classes_.tolist() == [1]
+    one.partial_fit(X[4:120], y[4:])
+    ref = make().partial_fit(X[:120], y)
+    for learner in (m, one):
+        np.testing.assert_array_equal(learner.coef_, ref.coef_)
+        assert (learner.mistakes_, learner.classes_.tolist()) == (ref.mistakes_, [1, 2])
+
+
+@pytest.mark.parametrize("make", PARTIAL)
 def test_partial_learner_takes_inf_in_attributes_it_does_not_read(make):
     X, y = _scaled_breast_cancer()
     m = make().partial_fit(X[:100], y[:100])
