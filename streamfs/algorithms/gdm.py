@@ -186,11 +186,19 @@ class _Standardised:
     def __init__(self, X: Any) -> None:
         if sp.issparse(X):
             self.X = sp.csc_matrix(X, dtype=np.float64)
+            if not self.X.has_canonical_format:  # duplicate entries: sum them (on a copy)
+                self.X = self.X.copy()
+                self.X.sum_duplicates()
             self.X.sort_indices()
             n = self.X.shape[0]
+            m = self.X.shape[1]
             self.mean = np.asarray(self.X.mean(axis=0)).ravel()
-            sq = np.asarray(self.X.multiply(self.X).sum(axis=0)).ravel()
-            ss = np.maximum(sq - n * self.mean**2, 0.0)
+            # centred sums of squares over the stored values plus the implicit zeros' share;
+            # Σx² − n·mean² would cancel when the mean is large against the spread
+            nnz = np.diff(self.X.indptr)
+            col = np.repeat(np.arange(m), nnz)
+            dev = self.X.data - self.mean[col]
+            ss = np.bincount(col, weights=dev * dev, minlength=m) + (n - nnz) * self.mean**2
         else:
             self.X = np.asarray(X, dtype=np.float64)
             self.mean = self.X.mean(axis=0)

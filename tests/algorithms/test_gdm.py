@@ -405,3 +405,34 @@ def test_standardisation_is_exact_up_to_the_bound_and_refused_beyond():
     big[:, 0] = X[:, 0] * 1e160
     with pytest.raises(ValueError, match=r"too large for GDM.s standardised features in col"):
         GDM().fit(big, y)
+
+
+def test_sparse_scale_is_the_centred_norm_without_cancellation():
+    # sparse input took ‖x − mean‖² as Σx² − n·mean², which cancels when the mean is large
+    # against the spread: scales 1–7 % off (another support than on the dense copy), and a
+    # constant column got a tiny non-zero scale and counted as a feature
+    rng = np.random.default_rng(0)
+    n = 200
+    X = rng.standard_normal((n, 20))
+    X[:, 3] = 1e5 + 1e-2 * rng.standard_normal(n)
+    X[:, 4] = X[:, 3] + 1e-3 * rng.standard_normal(n)
+    X[:, 5] = 3.3  # constant
+    y = np.where(X[:, 3] - 1e5 + 3e-3 * rng.standard_normal(n) > 0, 1, -1)
+    exact = np.linalg.norm(X - X.mean(axis=0), axis=0)
+    # the same matrix with every entry stored twice, as halves (a non-canonical CSC)
+    half = sp.coo_matrix(X / 2)
+    rows, cols, vals = (np.r_[a, a] for a in (half.row, half.col, half.data))
+    by_col = np.argsort(cols, kind="stable")
+    indptr = np.r_[0, np.cumsum(np.bincount(cols, minlength=X.shape[1]))]
+    doubled = sp.csc_matrix((vals[by_col], rows[by_col], indptr), X.shape)
+    assert not doubled.has_canonical_format
+    for A in (sp.csc_matrix(X), sp.csr_matrix(X), doubled):
+        S = _Standardised(A)
+        assert not S.valid[5]
+        keep = np.arange(20) != 5
+        np.testing.assert_allclose(S.scale[keep], exact[keep], rtol=1e-9)
+    dense = GDM(n_features_per_step=3).fit(X, y)
+    sparse = GDM(n_features_per_step=3).fit(sp.csr_matrix(X), y)
+    assert dense.support_[0] == 3 and dense.affiliated_[3].tolist() == [4]
+    assert sparse.support_.tolist() == dense.support_.tolist()
+    assert sparse.affiliated_[3].tolist() == [4]
