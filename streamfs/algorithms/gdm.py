@@ -17,7 +17,8 @@ Algorithm (batch; see ``/work/shared/notes/gdm.md`` for the formulas):
 Standardisation. Theorem 1 (the CRM stopping rule) assumes features of mean 0 and norm 1. GDM
 standardises internally, ``x̃_ij = (x_ij − mean_j) / scale_j`` with ``scale_j = ‖x_j − mean_j‖₂``
 (= √n · standard deviation), without densifying sparse input: ``c = (Xᵀα̃ − mean·Σα̃) / scale``
-and ``ρ(f_z, f_h) = (x_z − mean_z)ᵀ x_h / (scale_z scale_h)``. Constant features are never
+and ``ρ(f_z, f_h) = ((x_z − mean_z)ᵀ x_h − mean_h·Σ(x_z − mean_z)) / (scale_z scale_h)`` (the
+second term is 0 up to rounding, which a large ``mean_h`` would amplify). Constant features are never
 selected. The classifier is learned on ``x̃`` without a separate bias (problem (3) has none);
 ``coef_ = w / scale_`` and ``intercept_ = −mean_ · coef_`` map it back, so
 ``decision_function(X) = X @ coef_ + intercept_ = x̃ · w`` on the user's *raw* features.
@@ -242,7 +243,10 @@ class _Standardised:
         for k in range(0, len(todo), chunk):
             zs = np.asarray(todo[k : k + chunk])
             Zc = self.dense_columns(zs)  # standardised: (x_z − mean_z)/scale_z
-            R = np.asarray(self.X.T @ Zc) / self.scale[:, None]
+            # centre x_h too: Σ(x_z − mean_z) is 0 only up to rounding, and times a large
+            # mean_h that residue swamps ρ
+            R = (np.asarray(self.X.T @ Zc) - np.outer(self.mean, Zc.sum(axis=0))) \
+                / self.scale[:, None]
             R[~self.valid] = 0.0
             for j, z in enumerate(zs):
                 keep = np.flatnonzero(np.abs(R[:, j]) >= 1.0 - self.tau)
@@ -266,7 +270,9 @@ class _Standardised:
             self._scratch[feats] = 0.0
             return out
         zc = self.centred_column(z) / self.scale[z]
-        r = np.asarray(self.X[:, idx].T @ zc).ravel() / self.scale[idx]
+        # centred x_h as in prefetch (rounding residue of Σ zc times mean_h)
+        r = (np.asarray(self.X[:, idx].T @ zc).ravel() - self.mean[idx] * zc.sum()) \
+            / self.scale[idx]
         return np.where(self.valid[idx], r, 0.0)
 
 

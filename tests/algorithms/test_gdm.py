@@ -436,3 +436,29 @@ def test_sparse_scale_is_the_centred_norm_without_cancellation():
     assert dense.support_[0] == 3 and dense.affiliated_[3].tolist() == [4]
     assert sparse.support_.tolist() == dense.support_.tolist()
     assert sparse.affiliated_[3].tolist() == [4]
+
+
+def test_correlations_and_groups_do_not_depend_on_a_shift_of_the_features():
+    # ρ was (x_z − mean_z)ᵀ x_h / (scale_z scale_h): the rounding residue of Σ(x_z − mean_z)
+    # times a large mean_h moved ρ = 0.78 anywhere between below 0.75 and 0.91 at an offset
+    # of 1e7, so an affiliate was lost; x_h is now centred as well
+    rng = np.random.default_rng(0)
+    n = 2000
+    Z = rng.standard_normal((n, 3))
+    Q, _ = np.linalg.qr(Z - Z.mean(axis=0))
+    X = np.sqrt(n) * np.column_stack([Q[:, 0], 0.78 * Q[:, 0] + 0.6258 * Q[:, 1], Q[:, 2]])
+    X = np.column_stack([X, rng.standard_normal((n, 4))])
+    y = np.where(X[:, 0] + X[:, 2] + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+    exact = np.corrcoef(X[:, 0], X[:, 1])[0, 1]
+    for A in (X + 1e7, sp.csc_matrix(X + 1e7)):
+        S = _Standardised(A)
+        S.tau = 0.25
+        assert abs(S.corr(0, np.array([1]))[0] - exact) < 1e-8  # sliced columns
+        S.prefetch(np.array([0]))
+        assert abs(S.corr(0, np.array([1]))[0] - exact) < 1e-8  # cached full pass
+    plain = GDM(n_features_per_step=2).fit(X, y)
+    assert plain.affiliated_[0].tolist() == [1]
+    for A in (X + 1e7, sp.csr_matrix(X + 1e7)):
+        shifted = GDM(n_features_per_step=2).fit(A, y)
+        assert shifted.support_.tolist() == plain.support_.tolist()
+        assert shifted.affiliated_[0].tolist() == [1]
