@@ -209,8 +209,9 @@ class _Standardised:
                 ss[blk] = ((self.X[:, blk] - self.mean[blk]) ** 2).sum(axis=0)
         self.n, self.m = self.X.shape
         scale = np.sqrt(ss)
-        # relative threshold: a column that is constant up to rounding stays constant
-        tiny = 1e-12 * np.maximum(np.abs(self.mean) * np.sqrt(self.n), 1.0)
+        # relative threshold: a column that is constant up to rounding stays constant; no
+        # absolute floor, which would call a column of small values (|x| ~ 1e-14) constant
+        tiny = 1e-12 * np.abs(self.mean) * np.sqrt(self.n)
         self.valid = scale > tiny
         self.scale = np.where(self.valid, scale, 1.0)
         self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}

@@ -462,3 +462,19 @@ def test_correlations_and_groups_do_not_depend_on_a_shift_of_the_features():
         shifted = GDM(n_features_per_step=2).fit(A, y)
         assert shifted.support_.tolist() == plain.support_.tolist()
         assert shifted.affiliated_[0].tolist() == [1]
+
+
+def test_a_feature_of_small_values_is_not_taken_for_a_constant():
+    # the constant-column test had an absolute floor (norm ≤ 1e-12 meant constant), so a
+    # feature of values ~3e-14 was silently dropped; standardisation is scale-free on this side
+    # too (a power-of-2 factor gives the same bits)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 8))
+    y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1, -1)
+    want = GDM().fit(X, y).selection()
+    assert want[0]["feature"] == 0
+    for e in (-45, -60, -400):
+        small = X.copy()
+        small[:, 0] *= 2.0**e
+        assert GDM().fit(small, y).selection() == want
+        assert GDM().fit(sp.csc_matrix(small), y).selection()[0]["feature"] == 0
