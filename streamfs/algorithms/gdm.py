@@ -200,13 +200,23 @@ class _Standardised:
             col = np.repeat(np.arange(m), nnz)
             dev = self.X.data - self.mean[col]
             ss = np.bincount(col, weights=dev * dev, minlength=m) + (n - nnz) * self.mean**2
+            dsum = np.bincount(col, weights=dev, minlength=m) - (n - nnz) * self.mean
         else:
             self.X = np.asarray(X, dtype=np.float64)
+            n = self.X.shape[0]
             self.mean = self.X.mean(axis=0)
             ss = np.empty(self.X.shape[1])
+            dsum = np.empty(self.X.shape[1])
             for k in range(0, ss.size, 2048):  # centred sums of squares, without a full copy
                 blk = slice(k, k + 2048)
-                ss[blk] = ((self.X[:, blk] - self.mean[blk]) ** 2).sum(axis=0)
+                dev = self.X[:, blk] - self.mean[blk]
+                ss[blk] = (dev**2).sum(axis=0)
+                dsum[blk] = dev.sum(axis=0)
+        # corrected two-pass: a column mean summed in order is off by up to ~n·eps relative
+        # (1e-12 at n = 2e5), which gave a constant column a non-zero scale and made it a
+        # feature; the deviations' own sum corrects the mean and the sum of squares
+        self.mean = self.mean + dsum / n
+        ss = np.maximum(ss - dsum * dsum / n, 0.0)
         self.n, self.m = self.X.shape
         scale = np.sqrt(ss)
         # relative threshold: a column that is constant up to rounding stays constant; no
