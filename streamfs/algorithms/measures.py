@@ -429,13 +429,54 @@ def _nb_column_stats(indptr, indices, data, n, j0, j1, dense, target, tsum, seqs
     return within
 
 
+#: the smallest positive normal float64
+DBL_MIN = float(np.finfo(np.float64).tiny)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nb_sqrt_product(a, b):
+    """``sqrt(a * b)`` for sums of squares ``a, b >= 0``, without the product overflowing or
+    underflowing: two columns within :func:`max_abs_for_sums` have finite sums of squares,
+    but their product can leave the float64 range (two columns scaled by 2**490 or by
+    2**-500), which made r 0 and the pair independent. Where ``a * b`` is a normal float
+    this is ``math.sqrt(a * b)`` itself (the same bits as before); elsewhere the mantissas
+    are multiplied and the exponents halved, the same bits as an unbounded exponent."""
+    p = a * b
+    if DBL_MIN <= p <= DBL_MAX or not (a > 0.0 and b > 0.0) or p != p:
+        return math.sqrt(p)
+    ma, ea = math.frexp(a)
+    mb, eb = math.frexp(b)
+    e = ea + eb
+    if e % 2:
+        ma *= 2.0
+        e -= 1
+    return math.ldexp(math.sqrt(ma * mb), e // 2)
+
+
+def _sqrt_product(a: np.ndarray, b: Any) -> np.ndarray:
+    """:func:`_nb_sqrt_product` elementwise."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    with np.errstate(over="ignore", under="ignore"):
+        p = a * b
+    out = np.sqrt(p)
+    odd = ~((p >= DBL_MIN) & (p <= DBL_MAX)) & (a > 0.0) & (b > 0.0) & ~np.isnan(p)
+    if odd.any():
+        ma, ea = np.frexp(a[odd])
+        mb, eb = np.frexp(b[odd])
+        e = ea.astype(np.int64) + eb
+        ma = np.where(e % 2 == 1, ma * 2.0, ma)
+        e = e - (e % 2)
+        out[odd] = np.ldexp(np.sqrt(ma * mb), e // 2)
+    return out
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _nb_r_code(cross, ss, const, tss, r_false, r_true):
     """One column's |r| with the class (as :func:`_r_from`, 0 for a constant column) and its
     verdict code: 0 independent (``r <= r_false``), 1 dependent (``r >= r_true``), 2
     undecided (between the two; the caller decides these with its own test, so the bracket
     only has to be safe, not tight)."""
-    den = math.sqrt(ss * tss)
+    den = _nb_sqrt_product(ss, tss)
     r = min(abs(cross) / den, 1.0) if den > 0 and not const else 0.0
     if const or r <= r_false:
         return r, 0
@@ -615,7 +656,7 @@ def _nb_seqsum(x):
 
 def _r_from(cross: np.ndarray, ss_x: np.ndarray, ss_y: Any) -> np.ndarray:
     """|r| (clipped to 1) from cross-products and sums of squares; 0 where undefined."""
-    den = np.sqrt(ss_x * ss_y)
+    den = _sqrt_product(ss_x, ss_y)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(den > 0, np.abs(cross) / np.where(den > 0, den, 1.0), 0.0)
     return np.minimum(r, 1.0)
@@ -659,7 +700,7 @@ def pearson_r(x: Any, y: Any) -> float:
     yc, ysum, yss = centred(y)
     cross = _nb_cross(np.arange(n, dtype=np.int64), x, mx[0], yc[None, :],
                       np.zeros(1, dtype=np.int64), np.array([ysum]))[0]
-    r = cross / math.sqrt(ssx[0] * yss)
+    r = cross / float(_nb_sqrt_product(ssx[0], yss))
     return float(min(max(r, -1.0), 1.0))
 
 

@@ -61,6 +61,7 @@ from .measures import (
     _nb_block_fisher,
     _nb_fisher_verdict,
     _nb_sparse_fisher_relevance,
+    _nb_sqrt_product,
     _nb_block_fisher_lofs,
     _nb_block_su,
     _nb_codes,
@@ -299,7 +300,7 @@ def _nb_saola_fisher(
                 d = abs(r)
             else:
                 cross = _nb_centred_cross(data, indices, lo, hi, dense, m, T[t], tsum[t])
-                den = math.sqrt(ss[j] * tss[t])
+                den = _nb_sqrt_product(ss[j], tss[t])
                 d = abs(cross) / den if den > 0 else 0.0
                 if d > 1.0:
                     d = 1.0

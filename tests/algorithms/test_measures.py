@@ -107,6 +107,16 @@ def test_block_pearson_matches_numpy():
     np.testing.assert_allclose(got, ref, rtol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [2.0**500, 2.0**-500])
+def test_pearson_of_two_large_or_small_columns_is_scale_free(scale):
+    # the sums of squares are finite, their product is not (or underflows to 0): r was 0
+    # or NaN; scaling both by a power of 2 now leaves r bit-identical
+    x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0])
+    assert pearson_r(x * scale, y * scale) == pearson_r(x, y)
+    b = as_column_block((x * scale)[:, None])
+    assert block_pearson_with_target(b, y * scale)["abs_r"][0] == pearson_r(x, y)
+
+
 def test_block_su_matches_scalar():
     rng = np.random.default_rng(2)
     X = rng.integers(-2, 3, size=(40, 5)).astype(float)

@@ -568,6 +568,25 @@ def test_fisher_z_is_exact_up_to_the_bound_and_refuses_beyond(cls, sparse):
 
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
 @pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("scale", [2.0**490, 2.0**-300, 2.0**-500])
+def test_fisher_z_pairs_of_large_or_small_columns_keep_their_correlation(cls, sparse, scale):
+    # every column within the bound has a finite sum of squares, but the product of two
+    # (sqrt(ss_x * ss_y), the denominator of r) overflowed or underflowed: r became 0, the
+    # pair independent, and the near-copy of column 0 was kept beside it
+    rng = np.random.default_rng(3)
+    n = 40
+    y = np.arange(n) % 2
+    X = rng.standard_normal((n, 3))
+    X[:, 0] += 3 * y
+    X[:, 1] = X[:, 0] + 0.01 * X[:, 2]
+    wrap = sp.csc_matrix if sparse else np.asarray
+    a, b = cls().fit(wrap(X), y), cls().fit(wrap(X * scale), y)
+    assert a.selected_.tolist() == b.selected_.tolist() == [1]
+    assert np.array_equal(a.scores_, b.scores_) and a.affiliated_ == b.affiliated_
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("compat", [None, "lofs"])
 def test_bad_values_are_refused_by_column_and_change_nothing(cls, sparse, compat):
     # Fisher's z checks the values in its relevance pass (the dense kernel takes columns four
