@@ -141,6 +141,8 @@ def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any, *,
             algo._check_n_instances(len(y))
         except ValueError as exc:
             raise _cap_said(exc, buffer_cap) from None
+    if hasattr(algo, "_check_target"):  # labels the algorithm cannot compute with
+        algo._check_target(y)
 
 
 def open_advice(algo: Any, y: Any) -> list[str]:

@@ -521,6 +521,22 @@ class _SAOLABase(FeatureStreamSelector):
         if self.test == "fisher_z" and n <= 3:
             raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
 
+    def _check_target(self, y: Any) -> None:
+        """``ValueError`` when Fisher's z cannot correlate the features with the class vector
+        ``y`` taken as numbers: labels beyond :func:`max_abs_for_sums` overflow its sum of
+        squares, and every feature would silently look independent. Asked before a stream is
+        published too (:func:`streamfs.algorithms.opening.check_open_data`)."""
+        if self.test != "fisher_z":
+            return
+        num = _encode_y(y)[0]
+        limit = max_abs_for_sums(len(num))
+        top = float(np.abs(num).max())
+        if top > limit:
+            raise ValueError(
+                f"y has class labels too large for the Fisher-z test's correlations (|y| up "
+                f"to {top:.3g}; with N = {len(num)} instances |y| must stay below {limit:.3g}, "
+                "or the sums of squares overflow): recode the classes, e.g. as 0, 1, ...")
+
     def _label_advice(self, y: Any) -> str | None:
         """What :meth:`_start` warns of for the class vector ``y``, or None; asked before a
         stream is published too (:func:`streamfs.algorithms.opening.open_advice`), where no
@@ -537,6 +553,7 @@ class _SAOLABase(FeatureStreamSelector):
         num, classes = _encode_y(y)
         n = len(num)
         self._check_n_instances(n)
+        self._check_target(num)
         if (advice := self._label_advice(num)) is not None:
             warnings.warn(advice, UserWarning, stacklevel=3)
         self._begin_stream_params()

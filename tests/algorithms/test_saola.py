@@ -586,6 +586,29 @@ def test_fisher_z_pairs_of_large_or_small_columns_keep_their_correlation(cls, sp
 
 
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+@pytest.mark.parametrize("compat", [None, "lofs"])
+def test_fisher_z_refuses_labels_too_large_for_its_sums_of_squares(cls, compat):
+    # Fisher's z correlates with the labels as numbers: {0, 1e160} overflowed the class's sum
+    # of squares, every feature looked independent and nothing was selected, without a word
+    from streamfs.algorithms.opening import check_open
+
+    rng = np.random.default_rng(5)
+    n = 40
+    y = (np.arange(n) % 2) * 1e160
+    X = rng.standard_normal((n, 3))
+    X[:, 0] += 3 * (y > 0)
+    too_large = r"y has class labels too large for the Fisher-z test.*1e\+160.*N = 40"
+    with pytest.raises(ValueError, match=too_large):
+        cls(test="fisher_z", compat=compat).fit(X, y)
+    with pytest.raises(ValueError, match=too_large):
+        cls(test="fisher_z", compat=compat).partial_fit(X[:, :1], y)
+    with pytest.raises(ValueError, match=too_large):  # before a producer publishes the stream
+        check_open("features", "saola", {"test": "fisher_z"}, y=y)
+    assert cls(test="fisher_z", compat=compat).fit(X, y / 1e150).selected_.tolist() == [0]
+    assert cls(test="mi", compat=compat).fit(X, y).selected_.size > 0  # MI counts states
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("compat", [None, "lofs"])
 def test_bad_values_are_refused_by_column_and_change_nothing(cls, sparse, compat):
