@@ -26,11 +26,13 @@ selected. The classifier is learned on ``x̃`` without a separate bias (problem 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import (
     check_consistent_length,
@@ -309,6 +311,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         Stop when the objective of the reduced problem (5) grows by less than ``tol`` relative.
     solver_tol : float
         Relative duality-gap certificate at which the reduced problem is considered solved.
+        A fit in which the solver stops at its iteration cap short of it (seen at large ``C``)
+        warns with :class:`sklearn.exceptions.ConvergenceWarning`.
 
     Attributes
     ----------
@@ -420,6 +424,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         lam = np.zeros(0)  # λ_max of each subset's Gram matrix (inner Lipschitz constants)
         groups_seen: dict[int, dict[int, float]] = {}
         history: list[float] = []
+        unsolved: list[tuple[int, float, int]] = []  # (round, relative gap, outer iterations)
         self.n_corr_ = 0
         self.stop_reason_ = "max_iter"
         it = 0
@@ -461,11 +466,15 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             mu0 = np.append(mu * (1.0 - 1.0 / len(subsets)), 1.0 / len(subsets))
             sol = solve_reduced(Xs, yy, subsets, self.C, alpha, mu0, tol=self.solver_tol, lam=lam)
             alpha, mu = sol.alpha, sol.mu
+            if not sol.converged:
+                unsolved.append((it, sol.gap / sol.objective, sol.n_outer))
             history.append(sol.objective)
             if len(history) > 1 and history[-1] - history[-2] <= self.tol * abs(history[-1]):
                 self.stop_reason_ = "tol"
                 break
         self.n_iter_ = it
+        if unsolved:
+            self._warn_unsolved(unsolved)
         self.alpha_ = alpha
         self.mu_ = mu
         self.subsets_ = [np.asarray(cols, dtype=np.int64)[s] for s in subsets]
@@ -489,6 +498,21 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.intercept_ = float(-S.mean @ self.coef_)
         self._set_groups(groups_seen)
         return self
+
+    def _warn_unsolved(self, unsolved: list[tuple[int, float, int]]) -> None:
+        # the solver stops at its outer-iteration cap short of solver_tol (seen at large C):
+        # alpha, mu and so the weights and later rounds' CRM then rest on an inexact solution
+        rounds = ", ".join(str(r) for r, _, _ in unsolved)
+        worst = max(g for _, g, _ in unsolved)
+        n_outer = max(k for _, _, k in unsolved)
+        warnings.warn(
+            f"GDM's reduced problem (5) did not converge in cutting-plane round(s) {rounds}: "
+            f"the solver stopped after {n_outer} outer iterations at a relative duality gap "
+            f"of {worst:.2g}, above solver_tol={self.solver_tol:g}; weights and support may be "
+            f"inaccurate. Raise solver_tol (to {worst:.2g} or more to accept this gap); a "
+            f"smaller C than {self.C:g} is also solved faster, but changes the model.",
+            ConvergenceWarning, stacklevel=3,
+        )
 
     def _set_groups(self, groups_seen: dict[int, dict[int, float]]) -> None:
         # an affiliate is reported once, under the support feature it is most correlated with;

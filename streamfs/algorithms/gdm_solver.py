@@ -106,6 +106,7 @@ class ReducedSolution:
     objective: float  # max_t g_t(alpha): primal value of (5)
     gap: float  # certificate: objective − optimum ≤ gap
     n_outer: int
+    converged: bool  # gap ≤ tol · objective; False: stopped by ``max_outer`` short of it
 
 
 def constraint_values(
@@ -161,8 +162,11 @@ def solve_reduced(
     >>> rng = np.random.default_rng(0)
     >>> Xs = rng.standard_normal((30, 4)); y = np.sign(Xs[:, 0] + 0.1)
     >>> sol = solve_reduced(Xs, y, [np.array([0, 1]), np.array([2, 3])])
-    >>> bool(sol.gap <= 1e-6 * sol.objective), round(float(sol.mu.sum()), 12)
-    (True, 1.0)
+    >>> bool(sol.gap <= 1e-6 * sol.objective), round(float(sol.mu.sum()), 12), sol.converged
+    (True, 1.0, True)
+
+    ``max_outer`` caps the outer iterations; a solution stopped there short of ``tol`` has
+    ``converged`` False (its ``gap`` is still a valid certificate).
     """
     n = Xs.shape[0]
     T = len(subsets)
@@ -210,4 +214,8 @@ def solve_reduced(
         step = float(s_ @ s_) / curv if curv > 0 else 2.0 * step
         mu, alpha, f, fw, g = mu_new, a_new, f_new, fw_new, g_new
         recent = (recent + [f - fw])[-10:]
-    return ReducedSolution(alpha, mu, g, float(g.max()), gap, n_outer)
+    else:
+        # out of outer iterations: the gap above was that of the point before the last step
+        gap = float(g.max() - mu @ g) + fw
+    return ReducedSolution(alpha, mu, g, float(g.max()), gap, n_outer,
+                           bool(gap <= tol * g.max()))

@@ -498,3 +498,71 @@ def test_a_constant_column_stays_constant_over_many_instances():
         np.testing.assert_allclose(S.mean, exact, rtol=1e-15, atol=1e-15)
     model = GDM(n_features_per_step=2, max_iter=3).fit(X, y)
     assert 3 not in model.support_.tolist() and model.support_[0] == 0
+
+
+# ------------------------------------------------------------------ solver convergence
+def _hard_problem():
+    # large C on few instances: the reduced problem needs hundreds of outer iterations at
+    # full size (n = 30 took 500 iterations, 48 s, and stopped at a relative gap of 1.3e-4)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 20))
+    X[:, 1] = X[:, 0] + 0.1 * rng.standard_normal(12)
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(12) > 0, 1, -1)
+    return X, y
+
+
+def test_reduced_solver_says_when_it_stops_at_its_iteration_cap():
+    Xs, y, subsets = _reduced_instance(1)
+    full = solve_reduced(Xs, y, subsets, C=1e4, tol=1e-6)
+    assert full.converged and full.gap <= 1e-6 * full.objective
+    capped = solve_reduced(Xs, y, subsets, C=1e4, tol=1e-6, max_outer=2)
+    assert capped.n_outer == 2 and not capped.converged
+    assert capped.gap > 1e-6 * capped.objective
+    # the reported gap is that of the returned point: still a valid certificate
+    assert capped.objective - full.objective <= capped.gap * (1 + 1e-9)
+
+
+def _cap_solver(monkeypatch, max_outer):
+    import functools
+
+    from streamfs.algorithms import gdm as gdm_module
+
+    monkeypatch.setattr(gdm_module, "solve_reduced",
+                        functools.partial(solve_reduced, max_outer=max_outer))
+
+
+def test_gdm_warns_when_the_reduced_problem_is_not_solved(monkeypatch):
+    # GDM exposes no solver iteration cap; lowering the solver's own cap provokes, in
+    # milliseconds, what large C does in minutes: silence used to pass the inexact α, μ on
+    from sklearn.exceptions import ConvergenceWarning
+
+    from streamfs.algorithms.gdm_stream import GDMStream
+
+    X, y = _hard_problem()
+    _cap_solver(monkeypatch, 2)
+    with pytest.warns(ConvergenceWarning, match=r"reduced problem \(5\) did not converge") as rec:
+        GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0).fit(X, y)
+    msg = str(rec[0].message)
+    assert "after 2 outer iterations" in msg and "solver_tol=1e-06" in msg
+    assert "relative duality gap of" in msg and "Raise solver_tol" in msg
+    # the streamed path fits the same GDM, and warns the same way
+    stream = GDMStream(n_features=20, n_features_per_step=2, C=1e4, max_iter=4, tol=0,
+                       refit_every=12, max_instances=12)
+    with pytest.warns(ConvergenceWarning, match="Raise solver_tol"):
+        stream.partial_fit(X, y)
+    assert stream.n_refits_ == 1
+
+
+def test_gdm_well_conditioned_fit_raises_no_convergence_warning():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _hard_problem()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        GDM(n_features_per_step=2).fit(X, y)
+        GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0).fit(X, y)
+        rng = np.random.default_rng(0)
+        Z = rng.standard_normal((200, 30))
+        GDM(n_features_per_step=2).fit(Z, np.where(Z[:, 0] + Z[:, 5] > 0, 1, -1))
