@@ -319,7 +319,11 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     support_ : (k,) int array — support features with non-zero weight, by decreasing ``|w|``.
     selected_ : the same array as ``support_`` (every streamfs selector has ``selected_``).
     weights_ : (k,) weights ``w`` of ``support_`` on the *standardised* features.
-    affiliated_ : dict ``support feature → (g,) int array`` of its affiliated features.
+    affiliated_ : dict ``support feature → (g,) int array`` of its affiliated features: those
+        CRM put in its group in some round, each listed once (under the support feature it is
+        most correlated with) and never a feature of ``support_``. A feature chosen in some
+        round (see ``subsets_``) whose weight ended at 0 is not in ``support_``: it may be
+        listed as an affiliate, and its own group is not reported.
     affiliated_corr_ : dict ``support feature → (g,)`` their correlations ``ρ`` with it.
     coef_, intercept_ : the classifier on raw features: ``decision_function(X) = X @ coef_ +
         intercept_``; ``predict`` maps its sign to ``classes_[1]`` (>0) / ``classes_[0]``.
@@ -515,8 +519,12 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         )
 
     def _set_groups(self, groups_seen: dict[int, dict[int, float]]) -> None:
-        # an affiliate is reported once, under the support feature it is most correlated with;
-        # support features (chosen in some round) are never listed as affiliates
+        # an affiliate is reported once: of the support features whose CRM group it joined in
+        # some round, under the one it is most correlated with. Only support_ (non-zero weight)
+        # is never listed: a feature chosen in some round whose weight ended at 0 is no support
+        # feature of the fit, so it is listed if it joined a support feature's group, and its
+        # own group is not reported (the definition gives each support feature's group and
+        # says nothing across rounds)
         sup = set(self.support_.tolist())
         best: dict[int, tuple[int, float]] = {}
         for z in self.support_.tolist():

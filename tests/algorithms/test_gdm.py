@@ -566,3 +566,40 @@ def test_gdm_well_conditioned_fit_raises_no_convergence_warning():
         rng = np.random.default_rng(0)
         Z = rng.standard_normal((200, 30))
         GDM(n_features_per_step=2).fit(Z, np.where(Z[:, 0] + Z[:, 5] > 0, 1, -1))
+
+
+# ------------------------------------------------------------------------ affiliated groups
+def _round_blocks(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([40, 80]))
+    noise = float(rng.choice([0.2, 0.4]))
+    cols = []
+    for size in (3, 3, 3, 2, 2):
+        z = rng.standard_normal(n)
+        cols += [z + noise * rng.standard_normal(n) for _ in range(size)]
+    X = np.column_stack(cols + [rng.standard_normal(n) for _ in range(10)])
+    y = np.where(X[:, 0] - X[:, 3] + X[:, 6] + 0.8 * rng.standard_normal(n) > 0, 1, -1)
+    return X, y
+
+
+def test_affiliates_of_a_fit_with_zero_weight_round_choices():
+    # affiliated_ as documented: support_ (non-zero weight) is never an affiliate; a feature
+    # chosen in some round whose weight ended at 0 is no support feature, so it is listed if
+    # it joined a support feature's CRM group, and its own group is not reported
+    X, y = _round_blocks(20)  # rounds {0, 3}, {5, 6}, {3, 6}; μ of {5, 6} ends at 0
+    model = GDM(n_features_per_step=2, max_iter=8, tol=0).fit(X, y)
+    chosen = {int(j) for s in model.subsets_ for j in s}
+    assert model.support_.tolist() == [3, 0, 6] and chosen == {0, 3, 5, 6}
+    listed = {z: a.tolist() for z, a in model.affiliated_.items()}
+    assert listed == {3: [4, 5], 0: [1, 2], 6: [7, 8]}
+    # round 3's CRM put 5 in 3's group (|ρ| = 0.98): 5 is reported there, once
+    assert abs(np.corrcoef(X[:, 3], X[:, 5])[0, 1]) >= 0.75
+    X, y = _round_blocks(125)  # round 2 chose {3, 11}; its μ ends at 0, weight of 3 too
+    model = GDM(n_features_per_step=2, max_iter=8, tol=0).fit(X, y)
+    chosen = {int(j) for s in model.subsets_ for j in s}
+    assert 3 in chosen and 3 not in model.support_.tolist()
+    reported = set(model.support_.tolist()).union(*map(set, model.affiliated_.values()))
+    assert min(abs(np.corrcoef(X[:, 3], X[:, h])[0, 1]) for h in (4, 5)) >= 0.75
+    assert reported.isdisjoint({3, 4, 5})  # 3's group {4, 5} is not reported
+    for model_z, hs in model.affiliated_.items():
+        assert not set(hs.tolist()) & set(model.support_.tolist())
