@@ -543,17 +543,23 @@ def test_validation_errors():
         SAOLA().partial_fit(X)
 
 
+def _class_column_and_its_near_copy(n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of 40 rows: column 0 follows the class, column 1 is a near-copy of it (the
+    Fisher-z test keeps one of the two), the rest are noise."""
+    rng = np.random.default_rng(3)
+    y = np.arange(40) % 2
+    X = rng.standard_normal((40, n_columns))
+    X[:, 0] += 3 * y
+    X[:, 1] = X[:, 0] + 0.01 * X[:, 2]
+    return X, y
+
+
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_fisher_z_is_exact_up_to_the_bound_and_refuses_beyond(cls, sparse):
     # scaling a column by a power of 2 leaves every correlation bit-identical while nothing
     # overflows; beyond the bound the correlations were NaN and the feature silently dropped
-    rng = np.random.default_rng(3)
-    n = 40
-    y = np.arange(n) % 2
-    X = rng.standard_normal((n, 5))
-    X[:, 0] += 3 * y
-    X[:, 1] = X[:, 0] + 0.01 * X[:, 2]
+    X, y = _class_column_and_its_near_copy(5)
     big = X.copy()
     big[:, 0] *= 2.0**490  # ~1e148, under max_abs_for_sums(40) ~ 1.06e153
     wrap = sp.csc_matrix if sparse else np.asarray
@@ -573,12 +579,7 @@ def test_fisher_z_pairs_of_large_or_small_columns_keep_their_correlation(cls, sp
     # every column within the bound has a finite sum of squares, but the product of two
     # (sqrt(ss_x * ss_y), the denominator of r) overflowed or underflowed: r became 0, the
     # pair independent, and the near-copy of column 0 was kept beside it
-    rng = np.random.default_rng(3)
-    n = 40
-    y = np.arange(n) % 2
-    X = rng.standard_normal((n, 3))
-    X[:, 0] += 3 * y
-    X[:, 1] = X[:, 0] + 0.01 * X[:, 2]
+    X, y = _class_column_and_its_near_copy(3)
     wrap = sp.csc_matrix if sparse else np.asarray
     a, b = cls().fit(wrap(X), y), cls().fit(wrap(X * scale), y)
     assert a.selected_.tolist() == b.selected_.tolist() == [1]
