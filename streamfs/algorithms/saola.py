@@ -33,6 +33,7 @@ decides SAOLA's tie rule, see :func:`streamfs.algorithms.measures.lofs_pearson_r
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import warnings
@@ -1114,6 +1115,56 @@ class SAOLA(_SAOLABase):
 # --------------------------------------------------------------------------------------------
 
 
+class _UsedGroupIds:
+    """Every group id a stream has used, its discarded and removed groups' included (an id
+    names one group for the whole stream). Integers are kept as sorted closed ranges, so a
+    producer's ids 0, 1, 2, ... stay one range however many groups come; strings as a set."""
+
+    def __init__(self) -> None:
+        self._lo: list[int] = []
+        self._hi: list[int] = []
+        self._str: set[str] = set()
+
+    def __contains__(self, gid: int | str) -> bool:
+        if isinstance(gid, str):
+            return gid in self._str
+        i = bisect.bisect_right(self._lo, gid) - 1
+        return i >= 0 and gid <= self._hi[i]
+
+    def add(self, gid: int | str) -> None:
+        if isinstance(gid, str):
+            self._str.add(gid)
+            return
+        i = bisect.bisect_right(self._lo, gid) - 1  # the last range starting at or before gid
+        if i >= 0 and gid <= self._hi[i]:
+            return
+        left = i >= 0 and self._hi[i] == gid - 1
+        right = i + 1 < len(self._lo) and self._lo[i + 1] == gid + 1
+        if left and right:
+            self._hi[i] = self._hi.pop(i + 1)
+            del self._lo[i + 1]
+        elif left:
+            self._hi[i] = gid
+        elif right:
+            self._lo[i + 1] = gid
+        else:
+            self._lo.insert(i + 1, gid)
+            self._hi.insert(i + 1, gid)
+
+    def to_state(self) -> dict:
+        # plain ints (not int64): a Python-API id may be any integer
+        return {"ranges": [v for pair in zip(self._lo, self._hi) for v in pair],
+                "strings": sorted(self._str)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "_UsedGroupIds":
+        obj = cls()
+        ranges = [int(v) for v in state["ranges"]]
+        obj._lo, obj._hi = ranges[0::2], ranges[1::2]
+        obj._str = {str(v) for v in state["strings"]}
+        return obj
+
+
 class GroupSAOLA(_SAOLABase):
     """Group-SAOLA: online selection of groups of features (intra- and inter-group redundancy).
 
@@ -1158,6 +1209,7 @@ class GroupSAOLA(_SAOLABase):
 
     def _start(self, y: Any) -> None:
         self._st_groups: list[list] = []  # [group id, [features]]
+        self._st_group_ids = _UsedGroupIds()
         self.n_groups_seen_ = 0
         self.n_groups_discarded_ = 0
         super()._start(y)
@@ -1185,7 +1237,12 @@ class GroupSAOLA(_SAOLABase):
     def partial_fit(
         self, X: Any, y: Any = None, groups: Any = None, group_ids: Any = None
     ) -> "GroupSAOLA":
-        """Process one block; ``groups`` partitions its columns (default: one group)."""
+        """Process one block; ``groups`` partitions its columns (default: one group).
+
+        ``group_ids``: one id (int or str) per group. An id names one group for the whole
+        stream: an id an earlier group had is refused, even if that group was discarded or has
+        lost all its features since. Default: each group's number in the stream (0 for the
+        first group), refused likewise if an earlier group was given it explicitly."""
         return self._stream_step(X, y, groups=groups, group_ids=group_ids)
 
     def _partial_fit(
@@ -1195,25 +1252,37 @@ class GroupSAOLA(_SAOLABase):
         block = self._check_block(X)
         b = block.n_cols
         groups = [np.arange(b)] if groups is None else group_members(groups, b)
+        # an id names one group for the whole stream: the ids of discarded groups, and of
+        # groups whose features were all removed since, are taken too (checking only the
+        # selected groups let a later group take such an id, or a default id an explicit one,
+        # and two groups were then reported under one id)
+        known = self._st_group_ids
         if group_ids is None:
             group_ids = list(range(self.n_groups_seen_, self.n_groups_seen_ + len(groups)))
+            taken = next((gid for gid in group_ids if gid in known), None)
+            if taken is not None:
+                raise ValueError(
+                    f"the default group id {taken!r} (the number of groups before it in the "
+                    f"stream) was given to an earlier group: pass group_ids (an id names one "
+                    f"group of the stream)")
         else:
             group_ids = list(group_ids)
             if len(group_ids) != len(groups):
                 raise ValueError("group_ids must have one id per group")
-            known = {gid for gid, _ in self._st_groups}
+            for gid in group_ids:  # first: the checks below compare and hash the ids
+                if not isinstance(gid, (int, np.integer, str)):
+                    raise ValueError("group ids must be ints or strings")
+            group_ids = [gid if isinstance(gid, str) else int(gid) for gid in group_ids]
             if len(set(group_ids)) != len(group_ids):
                 raise ValueError("group ids must be unique")
             reused = next((gid for gid in group_ids if gid in known), None)
             if reused is not None:
                 raise ValueError(f"group ids must be unique: {reused!r} was used by an earlier "
                                  f"block (a group's columns all come in one block)")
-            for gid in group_ids:
-                if not isinstance(gid, (int, np.integer, str)):
-                    raise ValueError("group ids must be ints or strings")
-            group_ids = [gid if isinstance(gid, str) else int(gid) for gid in group_ids]
         rel = self._relevance(block)
         base = self.n_features_seen_
+        for gid in group_ids:
+            known.add(gid)
         for gid, cols in zip(group_ids, groups):
             self._group_step(block, rel, base, gid, cols)
         self.n_features_seen_ = base + b
@@ -1321,6 +1390,7 @@ class GroupSAOLA(_SAOLABase):
             ]
             state["n_groups_seen"] = int(self.n_groups_seen_)
             state["n_groups_discarded"] = int(self.n_groups_discarded_)
+            state["group_ids"] = self._st_group_ids.to_state()
         return state
 
     @classmethod
@@ -1332,5 +1402,10 @@ class GroupSAOLA(_SAOLABase):
             ]
             obj.n_groups_seen_ = int(state["n_groups_seen"])
             obj.n_groups_discarded_ = int(state["n_groups_discarded"])
+            if "group_ids" in state:
+                obj._st_group_ids = _UsedGroupIds.from_state(state["group_ids"])
+            else:  # a state saved before the ids were kept: the selected groups' are known
+                for gid, _ in obj._st_groups:
+                    obj._st_group_ids.add(gid)
             obj._sync()
         return obj

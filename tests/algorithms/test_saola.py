@@ -519,6 +519,68 @@ def test_group_ids_and_discarded_groups():
         g.partial_fit(rng.standard_normal((n, 3)), groups=[[0, 1], [1, 2]])
 
 
+
+@pytest.mark.parametrize("round_trip", [False, True])
+def test_group_ids_name_one_group_for_the_whole_stream(round_trip):
+    # an id is refused once any earlier group had it: a discarded group, a group all of whose
+    # features were removed since, or an explicit id that a default id would take again (it
+    # was checked against the selected groups only, so two groups came out under one id)
+    rng = np.random.default_rng(4)
+    n = 300
+    y = rng.integers(0, 2, n)
+    sig = y + 0.5 * rng.standard_normal(n)
+
+    def step(g, X, **kw):
+        g.partial_fit(X, y if not hasattr(g, "n_features_seen_") else None, **kw)
+        return GroupSAOLA.from_state(g.to_state()) if round_trip else g
+
+    g = step(GroupSAOLA(), np.ones((n, 2)), group_ids=["a"])  # constant: discarded
+    assert g.n_groups_discarded_ == 1 and g.selected_groups_ == []
+    with pytest.raises(ValueError, match="'a' was used by an earlier block"):
+        g.partial_fit(sig[:, None], group_ids=["a"])
+    g = step(GroupSAOLA(), sig[:, None], group_ids=[7])
+    g = step(g, sig[:, None], group_ids=[8])  # a copy: the newcomer removes group 7's feature
+    assert [(gid, f.tolist()) for gid, f in g.selected_groups_] == [(8, [1])]
+    with pytest.raises(ValueError, match="7 was used by an earlier block"):
+        g.partial_fit(rng.standard_normal((n, 1)), group_ids=[7])
+    g = step(GroupSAOLA(), sig[:, None], group_ids=[1])
+    with pytest.raises(ValueError, match="default group id 1 .* given to an earlier group"):
+        g.partial_fit((y + 0.5 * rng.standard_normal(n))[:, None])
+    g = step(g, (y + 0.5 * rng.standard_normal(n))[:, None], group_ids=["b"])
+    assert len({gid for gid, _ in g.selected_groups_}) == len(g.selected_groups_)
+    # ids already taken are all still refused, and fresh ones accepted, after these steps
+    for gid in ([1], ["b"]):
+        with pytest.raises(ValueError, match="unique"):
+            g.partial_fit(rng.standard_normal((n, 1)), group_ids=gid)
+    g = step(g, rng.standard_normal((n, 3)), groups=[[0], [1, 2]], group_ids=[0, "1"])
+    assert g.n_groups_seen_ == 4
+    old = g.to_state()
+    del old["group_ids"]  # a state saved before the ids were kept: its selected groups' count
+    selected = g.selected_groups_[0][0]
+    with pytest.raises(ValueError, match="unique"):
+        GroupSAOLA.from_state(old).partial_fit(rng.standard_normal((n, 1)), group_ids=[selected])
+
+
+def test_used_group_ids_as_ranges():
+    from streamfs.algorithms.saola import _UsedGroupIds
+
+    rng = np.random.default_rng(0)
+    ids = _UsedGroupIds()
+    plain: set = set()
+    for gid in [int(v) for v in rng.permutation(60)[:45]] + [-3, "x", "3", 10**30]:
+        ids.add(gid)
+        plain.add(gid)
+        state = ids.to_state()
+        back = _UsedGroupIds.from_state(state if gid == 10**30  # (no 64-bit type holds it)
+                                        else codec.unpackb(codec.packb(state)))
+        for probe in list(range(-5, 65)) + [10**30, "x", "3", "4"]:
+            assert (probe in ids) == (probe in back) == (probe in plain)
+    ids = _UsedGroupIds()
+    for gid in range(1000):
+        ids.add(gid)
+    assert ids.to_state() == {"ranges": [0, 999], "strings": []}  # a producer's ids: one range
+
+
 def test_validation_errors():
     X = np.random.default_rng(0).standard_normal((20, 3))
     y = np.arange(20) % 2

@@ -585,6 +585,25 @@ def test_group_ids_that_are_not_contiguous_or_come_back_are_named():
         "group ids must be integers or strings, got [1]"]
 
 
+
+@pytest.mark.parametrize("fresh_every", [None, 1])
+def test_group_id_of_a_discarded_group_is_refused_later(fresh_every):
+    # the wire contract: an id an earlier block used is refused, also when that group was
+    # discarded (it was taken as a new group under the same id), also after a restart
+    X, y = _data()
+    opening, block = list(feature_stream_messages("s", X[:, :4], y, "group-saola",
+                                                  groups=[[0, 1, 2, 3]]))[:2]
+    noise = dict(block, X=np.ones((120, 4)), groups=[0, 0, 1, 1])  # both groups discarded
+    again = dict(block, seq=2, X=X[:, [0, 5]], groups=[1, 1])
+    fresh = dict(block, seq=3, X=X[:, [0, 5]], groups=[2, 2])
+    results, dead = _run(StreamProcessor("features", {}), [opening, noise, again, fresh],
+                         fresh_every=fresh_every)
+    assert [d["reason"] for d in dead] == [
+        "rejected by group-saola: group ids must be unique: 1 was used by an earlier block (a "
+        "group's columns all come in one block)"]
+    assert {s["group"] for s in decode(results[-1])["selection"]} == {2}
+
+
 def test_groups_on_another_algorithm_and_bad_columns_are_dead_lettered():
     X, y = _data()
     opening, block = list(feature_stream_messages("s", X[:, :4], y, "saola"))[:2]
