@@ -1270,11 +1270,16 @@ class GroupSAOLA(_SAOLABase):
             if len(group_ids) != len(groups):
                 raise ValueError("group_ids must have one id per group")
             for gid in group_ids:  # first: the checks below compare and hash the ids
-                if not isinstance(gid, (int, np.integer, str)):
-                    raise ValueError("group ids must be ints or strings")
-            group_ids = [gid if isinstance(gid, str) else int(gid) for gid in group_ids]
-            if len(set(group_ids)) != len(group_ids):
-                raise ValueError("group ids must be unique")
+                # a bool is no id (True would be group 1), as in the worker's check
+                if not isinstance(gid, (int, np.integer, str)) or isinstance(gid, bool):
+                    raise ValueError(f"group ids must be ints or strings, got {gid!r}")
+            group_ids = [str(gid) if isinstance(gid, str) else int(gid) for gid in group_ids]
+            in_block: set = set()
+            twice = next((gid for gid in group_ids if gid in in_block or in_block.add(gid)),
+                         None)
+            if twice is not None:
+                raise ValueError(f"group ids must be unique: {twice!r} names two groups of "
+                                 f"the block")
             reused = next((gid for gid in group_ids if gid in known), None)
             if reused is not None:
                 raise ValueError(f"group ids must be unique: {reused!r} was used by an earlier "

@@ -561,6 +561,26 @@ def test_group_ids_name_one_group_for_the_whole_stream(round_trip):
         GroupSAOLA.from_state(old).partial_fit(rng.standard_normal((n, 1)), group_ids=[selected])
 
 
+
+@pytest.mark.parametrize("ids,message", [
+    ([True], "group ids must be ints or strings, got True"),  # was taken as group 1
+    ([[1]], "group ids must be ints or strings, got [1]"),  # was a bare TypeError
+    ([1.0], "group ids must be ints or strings, got 1.0"),
+    (["a", "a"], "group ids must be unique: 'a' names two groups of the block"),
+    ([0, np.int64(0)], "group ids must be unique: 0 names two groups of the block"),
+])
+def test_group_ids_refused_as_the_worker_refuses_them_naming_the_id(ids, message):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 50)
+    g = GroupSAOLA()
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        g.partial_fit(rng.standard_normal((50, len(ids))), y,
+                      groups=[[k] for k in range(len(ids))], group_ids=ids)
+    g = GroupSAOLA().partial_fit((y + 0.1 * rng.standard_normal(50))[:, None], y,
+                                 group_ids=[np.str_("z")])
+    assert type(g.selected_groups_[0][0]) is str  # as after to_state/from_state
+
+
 def test_used_group_ids_as_ranges():
     from streamfs.algorithms.saola import _UsedGroupIds
 
