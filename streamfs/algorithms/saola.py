@@ -1251,7 +1251,10 @@ class GroupSAOLA(_SAOLABase):
         self._accept_y(y)
         block = self._check_block(X)
         b = block.n_cols
-        groups = [np.arange(b)] if groups is None else group_members(groups, b)
+        if groups is None:  # one group; none for a block of no columns (a group is never empty)
+            groups = [np.arange(b)] if b else []
+        else:
+            groups = group_members(groups, b)
         # an id names one group for the whole stream: the ids of discarded groups, and of
         # groups whose features were all removed since, are taken too (checking only the
         # selected groups let a later group take such an id, or a default id an explicit one,

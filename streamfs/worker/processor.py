@@ -225,7 +225,8 @@ def _group_runs(groups: Any, n_columns: int) -> dict:
     a group is a run of equal ids, so an id that comes back after another is refused."""
     if not isinstance(groups, list) or len(groups) != n_columns:
         raise InvalidInput("a group-saola block needs 'groups': one group id per column")
-    starts = [0] + [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
+    # a block of no columns has no group (the first run began at index 0 even without one)
+    starts = [i for i in range(len(groups)) if i == 0 or groups[i] != groups[i - 1]]
     ids = [groups[a] for a in starts]
     seen: set = set()
     for gid in ids:

@@ -581,6 +581,18 @@ def test_group_ids_refused_as_the_worker_refuses_them_naming_the_id(ids, message
     assert type(g.selected_groups_[0][0]) is str  # as after to_state/from_state
 
 
+
+def test_group_saola_block_of_no_columns_has_no_group():
+    # the default "one group" made an empty group of it: counted as seen and discarded, and
+    # it took the default id 0 (explicit empty groups are refused)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 50)
+    g = GroupSAOLA().partial_fit(np.zeros((50, 0)), y)
+    assert (g.n_groups_seen_, g.n_groups_discarded_, g.n_features_seen_) == (0, 0, 0)
+    g.partial_fit((y + 0.1 * rng.standard_normal(50))[:, None])
+    assert [(gid, f.tolist()) for gid, f in g.selected_groups_] == [(0, [0])]
+
+
 def test_used_group_ids_as_ranges():
     from streamfs.algorithms.saola import _UsedGroupIds
 

@@ -604,6 +604,18 @@ def test_group_id_of_a_discarded_group_is_refused_later(fresh_every):
     assert {s["group"] for s in decode(results[-1])["selection"]} == {2}
 
 
+
+def test_group_saola_block_of_no_columns_is_no_group():
+    # it was an internal error (IndexError in reading its group ids), as SAOLA takes it
+    X, y = _data()
+    opening, block = list(feature_stream_messages("s", X[:, :4], y, "group-saola",
+                                                  groups=[[0, 1, 2, 3]]))[:2]
+    empty = dict(block, X=np.zeros((120, 0)), groups=[])
+    results, dead = _run(StreamProcessor("features", {}), [opening, empty, dict(block, seq=2)])
+    assert not dead
+    assert [s["group"] for s in decode(results[-1])["selection"]] == [0]
+
+
 def test_groups_on_another_algorithm_and_bad_columns_are_dead_lettered():
     X, y = _data()
     opening, block = list(feature_stream_messages("s", X[:, :4], y, "saola"))[:2]
