@@ -1278,11 +1278,11 @@ class GroupSAOLA(_SAOLABase):
                     raise ValueError(f"group ids must be ints or strings, got {gid!r}")
             group_ids = [str(gid) if isinstance(gid, str) else int(gid) for gid in group_ids]
             in_block: set = set()
-            twice = next((gid for gid in group_ids if gid in in_block or in_block.add(gid)),
-                         None)
-            if twice is not None:
-                raise ValueError(f"group ids must be unique: {twice!r} names two groups of "
-                                 f"the block")
+            for gid in group_ids:
+                if gid in in_block:
+                    raise ValueError(f"group ids must be unique: {gid!r} names two groups of "
+                                     f"the block")
+                in_block.add(gid)
             reused = next((gid for gid in group_ids if gid in known), None)
             if reused is not None:
                 raise ValueError(f"group ids must be unique: {reused!r} was used by an earlier "
