@@ -193,8 +193,10 @@ class _Standardised:
                 self.X = self.X.copy()
                 self.X.sum_duplicates()
             self.X.sort_indices()
-            n = self.X.shape[0]
-            m = self.X.shape[1]
+        else:
+            self.X = np.asarray(X, dtype=np.float64)
+        self.n, self.m = n, m = self.X.shape
+        if sp.issparse(self.X):
             self.mean = np.asarray(self.X.mean(axis=0)).ravel()
             # centred sums of squares over the stored values plus the implicit zeros' share;
             # Σx² − n·mean² would cancel when the mean is large against the spread
@@ -204,12 +206,10 @@ class _Standardised:
             ss = np.bincount(col, weights=dev * dev, minlength=m) + (n - nnz) * self.mean**2
             dsum = np.bincount(col, weights=dev, minlength=m) - (n - nnz) * self.mean
         else:
-            self.X = np.asarray(X, dtype=np.float64)
-            n = self.X.shape[0]
             self.mean = self.X.mean(axis=0)
-            ss = np.empty(self.X.shape[1])
-            dsum = np.empty(self.X.shape[1])
-            for k in range(0, ss.size, 2048):  # centred sums of squares, without a full copy
+            ss = np.empty(m)
+            dsum = np.empty(m)
+            for k in range(0, m, 2048):  # centred sums of squares, without a full copy
                 blk = slice(k, k + 2048)
                 dev = self.X[:, blk] - self.mean[blk]
                 ss[blk] = (dev**2).sum(axis=0)
@@ -219,7 +219,6 @@ class _Standardised:
         # feature; the deviations' own sum corrects the mean and the sum of squares
         self.mean = self.mean + dsum / n
         ss = np.maximum(ss - dsum * dsum / n, 0.0)
-        self.n, self.m = self.X.shape
         scale = np.sqrt(ss)
         # relative threshold: a column that is constant up to rounding stays constant; no
         # absolute floor, which would call a column of small values (|x| ~ 1e-14) constant
