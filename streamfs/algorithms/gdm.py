@@ -312,6 +312,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         Relative duality-gap certificate at which the reduced problem is considered solved.
         A fit in which the solver stops at its iteration cap short of it (seen at large ``C``)
         warns with :class:`sklearn.exceptions.ConvergenceWarning`.
+    solver_max_iter : int
+        Cap on the reduced problem solver's outer iterations, per cutting-plane round.
 
     Attributes
     ----------
@@ -351,6 +353,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         max_iter: int = 10,
         tol: float = 1e-3,
         solver_tol: float = 1e-6,
+        solver_max_iter: int = 500,
     ) -> None:
         self.n_features_per_step = n_features_per_step
         self.tau = tau
@@ -358,6 +361,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.solver_tol = solver_tol
+        self.solver_max_iter = solver_max_iter
 
     # ------------------------------------------------------------------ fitting
     def _validate_params(self) -> None:
@@ -368,6 +372,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         check_int("max_iter", self.max_iter, 1)
         check_number("tol", self.tol, 0.0)
         check_number("solver_tol", self.solver_tol, 0.0, low_open=True)
+        check_int("solver_max_iter", self.solver_max_iter, 1)
 
     def _encode(self, y: Any) -> np.ndarray:
         y = np.asarray(y).ravel()
@@ -467,7 +472,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             subsets.append(np.array([col_pos[z] for z in support], dtype=np.int64))
             lam = np.append(lam, subset_lipschitz(Xs, subsets[-1:]))
             mu0 = np.append(mu * (1.0 - 1.0 / len(subsets)), 1.0 / len(subsets))
-            sol = solve_reduced(Xs, yy, subsets, self.C, alpha, mu0, tol=self.solver_tol, lam=lam)
+            sol = solve_reduced(Xs, yy, subsets, self.C, alpha, mu0, tol=self.solver_tol,
+                                max_outer=self.solver_max_iter, lam=lam)
             alpha, mu = sol.alpha, sol.mu
             if not sol.converged:
                 unsolved.append((it, sol.gap / sol.objective, sol.n_outer))
@@ -512,8 +518,9 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             f"GDM's reduced problem (5) did not converge in cutting-plane round(s) {rounds}: "
             f"the solver stopped after {n_outer} outer iterations at a relative duality gap "
             f"of {worst:.2g}, above solver_tol={self.solver_tol:g}; weights and support may be "
-            f"inaccurate. Raise solver_tol (to {worst:.2g} or more to accept this gap); a "
-            f"smaller C than {self.C:g} is also solved faster, but changes the model.",
+            f"inaccurate. Raise solver_max_iter (now {self.solver_max_iter}), or solver_tol "
+            f"(to {worst:.2g} or more to accept this gap); a smaller C than {self.C:g} is "
+            f"also solved faster, but changes the model.",
             ConvergenceWarning, stacklevel=3,
         )
 
@@ -596,7 +603,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         return selection_items(self)
 
     # ------------------------------------------------------------------- state
-    _PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol")
+    _PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol",
+               "solver_max_iter")
 
     def to_state(self) -> dict:
         """Plain-data snapshot (str/int dict keys, numpy arrays, python scalars)."""
@@ -631,7 +639,8 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         # states written before they recorded the algorithm: GDMStream's have refit_every
         check_state_algorithm(state, cls.__name__, ["GDM"], default=_unnamed_gdm_state(state))
         p = state["params"]
-        model = cls(**{k: p[k] for k in cls._PARAMS})
+        # a parameter added after the state was written takes its default
+        model = cls(**{k: p[k] for k in cls._PARAMS if k in p})
         f = state.get("fitted")
         if f is None:
             return model

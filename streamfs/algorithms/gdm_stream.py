@@ -84,7 +84,8 @@ CHUNK_VALUES = 131072
 #: rows of a sparse block densified at once, and of a block swapped at a time (in values)
 _WORK_VALUES = 1 << 20
 
-_GDM_PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol")
+_GDM_PARAMS = ("n_features_per_step", "tau", "C", "max_iter", "tol", "solver_tol",
+               "solver_max_iter")
 
 
 def _py(value: Any) -> Any:
@@ -111,7 +112,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
     n_features : int or None
         ``d``, fixed when the stream opens (``None``: taken from the first block, and the
         memory rule is checked then).
-    n_features_per_step, tau, C, max_iter, tol, solver_tol :
+    n_features_per_step, tau, C, max_iter, tol, solver_tol, solver_max_iter :
         :class:`~streamfs.algorithms.gdm.GDM`'s parameters.
     refit_every : int
         Fit GDM on the window whenever the number of instances seen reaches a multiple of it.
@@ -138,6 +139,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         max_iter: int = 10,
         tol: float = 1e-3,
         solver_tol: float = 1e-6,
+        solver_max_iter: int = 500,
         refit_every: int = 1000,
         max_instances: int = 100_000,
         max_buffer_bytes: int = 1 << 30,
@@ -149,6 +151,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.solver_tol = solver_tol
+        self.solver_max_iter = solver_max_iter
         self.refit_every = refit_every
         self.max_instances = max_instances
         self.max_buffer_bytes = max_buffer_bytes
@@ -454,7 +457,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         """Rebuild a learner from :meth:`to_state` output."""
         check_state_algorithm(state, cls.__name__, ["GDMStream"], default=_unnamed_gdm_state(state))
         p, later = cls._stream_params_of(state)
-        model = cls(**{k: p[k] for k in cls._PARAMS})
+        # a parameter added after the state was written takes its default
+        model = cls(**{k: p[k] for k in cls._PARAMS if k in p})
         model._validate_params()
         c = state.get("counters")
         if c is None:

@@ -522,35 +522,62 @@ def test_reduced_solver_says_when_it_stops_at_its_iteration_cap():
     assert capped.objective - full.objective <= capped.gap * (1 + 1e-9)
 
 
-def _cap_solver(monkeypatch, max_outer):
-    import functools
-
-    from streamfs.algorithms import gdm as gdm_module
-
-    monkeypatch.setattr(gdm_module, "solve_reduced",
-                        functools.partial(solve_reduced, max_outer=max_outer))
-
-
-def test_gdm_warns_when_the_reduced_problem_is_not_solved(monkeypatch):
-    # GDM exposes no solver iteration cap; lowering the solver's own cap provokes, in
-    # milliseconds, what large C does in minutes: silence used to pass the inexact α, μ on
+def test_gdm_warns_when_the_reduced_problem_is_not_solved():
+    # a low solver_max_iter provokes, in milliseconds, what large C does in minutes: silence
+    # used to pass the inexact α, μ on
     from sklearn.exceptions import ConvergenceWarning
 
     from streamfs.algorithms.gdm_stream import GDMStream
 
     X, y = _hard_problem()
-    _cap_solver(monkeypatch, 2)
     with pytest.warns(ConvergenceWarning, match=r"reduced problem \(5\) did not converge") as rec:
-        GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0).fit(X, y)
+        GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0, solver_max_iter=2).fit(X, y)
     msg = str(rec[0].message)
     assert "after 2 outer iterations" in msg and "solver_tol=1e-06" in msg
-    assert "relative duality gap of" in msg and "Raise solver_tol" in msg
+    assert "relative duality gap of" in msg
+    assert "Raise solver_max_iter (now 2), or solver_tol" in msg
     # the streamed path fits the same GDM, and warns the same way
     stream = GDMStream(n_features=20, n_features_per_step=2, C=1e4, max_iter=4, tol=0,
-                       refit_every=12, max_instances=12)
-    with pytest.warns(ConvergenceWarning, match="Raise solver_tol"):
+                       solver_max_iter=2, refit_every=12, max_instances=12)
+    with pytest.warns(ConvergenceWarning, match="Raise solver_max_iter"):
         stream.partial_fit(X, y)
     assert stream.n_refits_ == 1
+
+
+def test_gdm_solver_max_iter_caps_the_solver_and_more_solves_it():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _hard_problem()
+    with pytest.warns(ConvergenceWarning):
+        capped = GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0, solver_max_iter=2).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        full = GDM(n_features_per_step=2, C=1e4, max_iter=4, tol=0).fit(X, y)
+    # the default (500) reaches solver_tol where 2 outer iterations do not, and the fits
+    # differ: the cap is what the fit ran with
+    a, b = capped.objective_history_, full.objective_history_
+    assert a.shape != b.shape or not np.allclose(a, b)
+    assert GDM.from_state(capped.to_state()).solver_max_iter == 2
+
+
+def test_gdm_state_without_solver_max_iter_restores_with_its_default(fitted):
+    # states written before solver_max_iter existed ran with the solver's fixed cap of 500
+    from streamfs.algorithms.gdm_stream import GDMStream
+
+    state = unpackb(packb(fitted.to_state()))
+    del state["params"]["solver_max_iter"]
+    clone = GDM.from_state(state)
+    assert clone.solver_max_iter == 500 and clone.selection() == fitted.selection()
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((30, 6)), np.arange(30) % 2
+    stream = GDMStream(refit_every=20, solver_max_iter=7).partial_fit(X, y)
+    old = stream.to_state()
+    for key in ("params", "stream_params"):
+        old.get(key, {}).pop("solver_max_iter", None)
+    back = GDMStream.from_state(old)
+    assert back.solver_max_iter == 500 and back.selection() == stream.selection()
 
 
 def test_gdm_well_conditioned_fit_raises_no_convergence_warning():

@@ -81,6 +81,7 @@ BAD = {
         ("max_iter", 0), ("max_iter", 1.5), ("max_iter", True),
         ("tol", -1e-3), ("tol", NAN), ("tol", "x"),
         ("solver_tol", 0), ("solver_tol", -1.0), ("solver_tol", NAN),
+        ("solver_max_iter", 0), ("solver_max_iter", 2.5), ("solver_max_iter", True),
     ],
 }
 CASES = [(cls, name, value) for cls, bad in BAD.items() for name, value in bad]
