@@ -788,8 +788,13 @@ def _print_results(results: list[dict], as_json: bool) -> None:
         counters = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in
                              r.get("counters", {}).items())
         title = (f"{_shown(r['stream'])} · {r['algorithm']}{run} · v{r['version']}"
-                 f"{' · final' if r.get('final') else ''}{' · ' if counters else ''}{counters}")
-        table = Table(title=Text(title))  # no markup: a stream id may hold brackets
+                 f"{' · final' if r.get('final') else ''}")
+        # heading and counters as lines of their own: as the table's title they wrapped at the
+        # table's width, mid-counter ("final · rejected" / "messages 0")
+        console.print(Text(title, style="bold"))  # no markup: a stream id may hold brackets
+        if counters:
+            console.print(Text(counters))
+        table = Table()
         for col in ("#", "feature", "name", "score", "affiliated"):
             table.add_column(col, overflow="fold")
         for i, item in enumerate(r["selection"]):

@@ -81,6 +81,20 @@ def test_a_selection_with_features_has_no_empty_note(tmp_path):
     assert "nothing selected" not in out.output
 
 
+def test_the_heading_and_the_counters_are_lines_of_their_own(tmp_path):
+    # as the table's title they wrapped at the narrow table's width: "... · final · rejected"
+    # over "messages 0, ...", which read as a rejected selection
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    path = tmp_path / "three.npz"
+    np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == "offline · saola · v2 · final"
+    assert lines[1].startswith("rejected messages 0, n features seen 3, n irrelevant ")
+
+
 def _bc_csv(tmp_path, name="bc.csv", rename=None, sep=","):
     """scikit-learn's breast cancer as a CSV with a header and a text label column "class"
     (last), as an outside tester wrote it; ``rename`` maps column positions to new names."""
