@@ -20,6 +20,7 @@ Numbers must be real numbers: strings, booleans and NaN are refused whatever the
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any, Sequence
 
@@ -147,6 +148,25 @@ def check_int(
                          f"got {shown(value)}")
 
 
+def did_you_mean(word: Any, choices: Sequence[Any]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a mistyped ``word``, or ``""``
+    when none is close (difflib's ratio ≥ 0.6, case ignored).
+
+    >>> did_you_mean("alfa", ["test", "alpha", "delta"]), did_you_mean("Class", ["class", "a"])
+    (" (did you mean 'alpha'?)", " (did you mean 'class'?)")
+    >>> did_you_mean("zzz", ["alpha"]), did_you_mean(3, ["alpha"])
+    ('', '')
+    """
+    if not isinstance(word, str):
+        return ""
+    by_folded: dict[str, str] = {}
+    for c in choices:
+        if isinstance(c, str):
+            by_folded.setdefault(c.casefold(), c)
+    close = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.6)
+    return f" (did you mean {by_folded[close[0]]!r}?)" if close else ""
+
+
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
     """``value`` is one of ``choices`` (same type and equal: ``1`` is not ``True``).
 
@@ -154,10 +174,15 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
     Traceback (most recent call last):
     ...
     ValueError: test must be one of 'fisher_z', 'mi', got 'chi2'
+    >>> check_choice("test", "fisher", ("fisher_z", "mi"))
+    Traceback (most recent call last):
+    ...
+    ValueError: test must be one of 'fisher_z', 'mi', got 'fisher' (did you mean 'fisher_z'?)
     """
     if not any(type(value) is type(c) and value == c for c in choices):
         listed = ", ".join(shown(c) for c in choices)
-        raise ValueError(f"{name} must be one of {listed}, got {shown(value)}")
+        raise ValueError(f"{name} must be one of {listed}, got {shown(value)}"
+                         f"{did_you_mean(value, choices)}")
 
 
 def check_bool(name: str, value: Any) -> None:

@@ -25,7 +25,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._validation import label_problem
+from ._validation import did_you_mean, label_problem
 
 StreamKind = Literal["features", "instances", "batch"]
 
@@ -60,8 +60,9 @@ class AlgorithmSpec:
         allowed = self.allowed_params()
         unknown = sorted(set(params) - set(allowed))
         if unknown:
+            named = ", ".join(f"{u}{did_you_mean(u, allowed)}" for u in unknown)
             raise ValueError(
-                f"unknown parameter(s) {', '.join(unknown)} for algorithm {self.name!r}; "
+                f"unknown parameter(s) {named} for algorithm {self.name!r}; "
                 f"accepted: {', '.join(allowed) or 'none'}"
             )
         try:
@@ -126,5 +127,6 @@ def get(name: str) -> AlgorithmSpec:
         return ALGORITHMS[name]
     except KeyError:
         raise ValueError(
-            f"unknown algorithm {name!r}; known: {', '.join(sorted(ALGORITHMS))}"
+            f"unknown algorithm {name!r}{did_you_mean(name, sorted(ALGORITHMS))}; "
+            f"known: {', '.join(sorted(ALGORITHMS))}"
         ) from None

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from streamfs.algorithms._validation import did_you_mean
 from streamfs.producers.errors import InputFileError
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,8 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     try:
         idx = int(label)
     except ValueError:
-        where = "in the header" if header is not None else "(the file has no header)"
+        where = ("in the header" + did_you_mean(label, header) if header is not None
+                 else "(the file has no header)")
         raise InputFileError(f"{path}: no label column named {label!r} {where}") from None
     if not -width <= idx < width:
         raise InputFileError(f"{path}: label column index {idx} outside 0..{width - 1}")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms._validation import (is_missing, label_array, lazy_problem,
+from streamfs.algorithms._validation import (did_you_mean, is_missing, label_array, lazy_problem,
                                             numbers_of_objects)
 from streamfs.producers.checks import sendable
 from streamfs.producers.errors import InputDataError, InputLabelError
@@ -177,7 +177,8 @@ def _label_column(X: Any, label: str | int) -> Any:
         return label
     if isinstance(label, int) and not isinstance(label, bool) and -X.shape[1] <= label < X.shape[1]:
         return columns[label]
-    raise InputDataError(f"label column {label!r} is not in the frame (columns: "
+    raise InputDataError(f"label column {label!r} is not in the frame"
+                         f"{did_you_mean(label, [str(c) for c in columns])} (columns: "
                          f"{', '.join(str(c) for c in columns[:10])}"
                          f"{' ...' if X.shape[1] > 10 else ''})")
 

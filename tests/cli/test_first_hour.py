@@ -63,8 +63,13 @@ def _run(kafka_config, prefix, *args):
 
 
 MISTAKES = [
-    (["features", "{csv}", "-a", "saolaa"], "unknown algorithm 'saolaa'"),
-    (["features", "{csv}", "-a", "saola", "-p", "alfa=0.01"], "unknown parameter(s) alfa"),
+    (["features", "{csv}", "-a", "saolaa"], "unknown algorithm 'saolaa' (did you mean 'saola'?)"),
+    (["features", "{csv}", "-a", "saola", "-p", "alfa=0.01"],
+     "unknown parameter(s) alfa (did you mean 'alpha'?) for algorithm 'saola'"),
+    (["features", "{csv}", "-a", "saola", "-p", "test=fisher"],
+     "test must be one of 'fisher_z', 'mi', got 'fisher' (did you mean 'fisher_z'?)"),
+    (["features", "{csv}", "-a", "saola", "--label", "Target"],
+     "no label column named 'Target' in the header (did you mean 'target'?)"),
     (["instances", "{csv}", "-a", "saola"], "consumes feature streams, not instance streams"),
     (["features", "{csv}", "-a", "saola", "-p", "alpha=abc"], "alpha"),
     (["features", "{csv}", "-a", "saola", "-p", "alpha=5"], "alpha"),

@@ -152,6 +152,13 @@ def test_csv_header_flags(tmp_path):
     assert X.tolist() == [[3.0, 4.0]]
     with pytest.raises(InputFileError, match="no label column named 'cls'"):
         DelimitedReader(path, label="cls", header=False)
+    named = tmp_path / "named.csv"
+    named.write_text("a,b,class\n1,2,0\n3,4,1\n")
+    with pytest.raises(InputFileError, match=r"named 'klass' in the header \(did you mean "
+                                             r"'class'\?\)$"):
+        DelimitedReader(named, label="klass")
+    with pytest.raises(InputFileError, match=r"named 'zzz' in the header$"):  # nothing close
+        DelimitedReader(named, label="zzz")
 
 
 def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):

@@ -67,3 +67,12 @@ def test_polars_nulls_dates_and_lazy_frames_are_refused_naming_them():
         from_objects(dated, LABELS)
     with pytest.raises(InputDataError, match=r"X is a LazyFrame.*X\.collect\(\)"):
         run_offline("saola", frame.lazy(), LABELS)
+
+
+def test_a_mistyped_label_name_gets_the_close_column_suggested():
+    frame = pd.DataFrame({**FRAME, "class": LABELS})
+    with pytest.raises(InputDataError, match=r"^label column 'clas' is not in the frame "
+                                             r"\(did you mean 'class'\?\) \(columns: a, b"):
+        from_objects(frame, None, label="clas")
+    with pytest.raises(InputDataError, match=r"^label column 'zzz' is not in the frame \(columns"):
+        from_objects(frame, None, label="zzz")
