@@ -298,3 +298,20 @@ def test_input_the_worker_would_dead_letter_is_reported_once(tmp_path):
     reason = "max_buffer_bytes=2000000000 exceeds this worker's cap of 1073741824 bytes"
     assert out.stderr.count(reason) == 1, out.stderr
     assert out.stderr.startswith(f"Error: {reason}"), out.stderr
+
+
+def test_python_spellings_of_true_false_none_are_parameter_values(tmp_path):
+    # the README gives parameters in Python (normalize=False, random_state=None): typed so after
+    # -p they were texts, and refused
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    path = tmp_path / "four.npz"
+    np.savez(path, X=X, y=(X[:, 1] > 0).astype(int))
+    results = {}
+    for spelled in (["normalize=False", "random_state=None"],
+                    ["normalize=false", "random_state=null"]):
+        args = ["select", str(path), "-a", "ofs-rand", "--json", "-p", "n_features_to_select=2"]
+        out = CliRunner().invoke(main, [*args, *(a for p in spelled for a in ("-p", p))])
+        assert out.exit_code == 0, out.output
+        results[spelled[0]] = json.loads(out.output.splitlines()[0])
+    assert results["normalize=False"] == results["normalize=false"]
