@@ -33,6 +33,10 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as the shell says
 
 
+PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it parses (3, 0.5, "
+              "true, null; Python's True, False, None too), [a,b] as a list, else as text.")
+
+
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     """``k=v`` pairs; values as :func:`~streamfs.cli_options.param_value` reads them (JSON
     when they parse: numbers, null, true...; ``[a,b]`` as a list of texts)."""
@@ -498,7 +502,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @click.argument("source")
 @click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
-@click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
+@click.option("--param", "-p", multiple=True, metavar="KEY=VALUE", help=PARAM_HELP)
 @LABEL_OPTION
 @HEADER_OPTION
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
@@ -978,7 +982,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @main.command()
 @click.argument("source")
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
-@click.option("--param", "-p", multiple=True, help="Algorithm parameter key=value (repeatable).")
+@click.option("--param", "-p", multiple=True, metavar="KEY=VALUE", help=PARAM_HELP)
 @LABEL_OPTION
 @HEADER_OPTION
 @N_FEATURES_OPTION
