@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -145,6 +146,12 @@ _NORM_MODES = {False: 0, None: 0, "none": 0, True: 1, "l2": 1, "standardize": 2}
 #: overflows from about |x| = 1e54 (importance weights make it earlier); measured: no overflow
 #: up to 1e50 over 90 random streams of every learner, the first at 1e55
 RAW_ABS_LIMIT = 1e40
+#: unit-norm scaling is advised against (a warning, not a refusal) when some column's largest
+#: |x| is this many times the median column's: such columns make up almost all of every
+#: instance's norm (scikit-learn's breast cancer: the areas, 7,800 times)
+DOMINANT_RATIO = 1000.0
+#: instances of the first block that advice looks at: a gap that wide shows in any few of them
+ADVICE_ROWS = 64
 _M64 = (1 << 64) - 1
 
 
@@ -663,6 +670,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if self._pending is not None:
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
         self._check_norms(M)
+        if self.n_seen_ == 0 and (advice := self._scale_advice(M)) is not None:
+            warnings.warn(advice, UserWarning, stacklevel=3)  # the caller of fit & co.
         labels = list(self._labels)
         flipped = False
         try:
@@ -683,6 +692,58 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 self._fst[0] = -self._fst[0]
             raise
         self._check_overflow(M)
+
+    def _data_advice(self, X: Any, names: Any = None) -> str | None:
+        """What the learner warns of when a stream starts with the rows of ``X`` (see
+        :meth:`_scale_advice`), for a caller that checks the data before it is published:
+        the learner warns at its first block, which runs in the worker."""
+        return self._scale_advice(self._as_csr(X[:ADVICE_ROWS], single=False), names)
+
+    def _scale_advice(self, M: _CSR, names: Any = None) -> str | None:
+        """Advice against unit-norm scaling (the default, the paper's) where it lets a few
+        columns outweigh every other: some column's largest ``|x|`` over the first
+        ``ADVICE_ROWS`` instances is ``DOMINANT_RATIO`` times the median column's (of those
+        with a value). None otherwise, and for the other scalings.
+
+        >>> X = np.column_stack([np.linspace(0.05, 0.15, 8), np.linspace(500, 2500, 8),
+        ...                      np.linspace(0.1, 0.3, 8), np.linspace(0.2, 0.0, 8)])
+        >>> print(OFS()._data_advice(X, ["smoothness", "area", "symmetry", "concavity"]))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        OFS(normalize=True) scales each instance to unit L2 norm, and column 1 ('area') reaches
+        1e+04 times the median column's |x| in the first 8 instances: such columns make up
+        almost all of every instance's norm, so the other features barely move the weights.
+        Pass normalize='standardize' (running z-scores, then unit norm) or scale the features
+        first
+        >>> OFS(normalize="standardize")._data_advice(X) is None
+        True
+        """
+        if self._partial or self._norm_mode() != 1:
+            return None
+        indptr, indices, data = self._rows(M, 0, min(M[0].size - 1, ADVICE_ROWS))
+        if not data.size:
+            return None
+        peak = sp.csr_matrix((np.abs(data), indices, indptr),
+                             shape=(indptr.size - 1, int(self.d_))).max(axis=0).toarray().ravel()
+        present = peak[peak > 0]
+        typical = float(np.median(present))
+        dominant = np.flatnonzero(peak >= DOMINANT_RATIO * typical)
+        if not dominant.size:
+            return None
+        if names is None:
+            names = getattr(self, "feature_names_in_", None)
+        shown_cols = ", ".join(f"{j} ({str(names[j])!r})" if names is not None else str(j)
+                               for j in dominant[:5].tolist())
+        more = f" and {dominant.size - 5} more" if dominant.size > 5 else ""
+        which = (f"column {shown_cols} reaches" if dominant.size == 1
+                 else f"columns {shown_cols}{more} reach")
+        return (
+            f"{type(self).__name__}(normalize={self.normalize!r}) scales each instance to unit "
+            f"L2 norm, and {which} {float(peak[dominant].max()) / typical:.2g} times the "
+            f"median column's |x| in the first {indptr.size - 1} instances: such columns make "
+            f"up almost all of every instance's norm, so the other features barely move the "
+            f"weights. Pass "
+            f"normalize='standardize' (running z-scores, then unit norm) or scale the features "
+            f"first")
 
     def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
         """The check of :meth:`_check_norms` on a block ``X`` about to be published (see

@@ -145,11 +145,13 @@ def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any, *,
         algo._check_target(y)
 
 
-def open_advice(algo: Any, y: Any) -> list[str]:
-    """The warnings ``algo`` gives when a stream with the labels ``y`` starts (advice on the
-    data or the parameters, not a refusal: SAOLA's Fisher z on more than two classes), for a
-    caller that checks an ``open`` before the stream runs: the algorithm warns at its first
-    block, which runs in the worker, not where the stream is published.
+def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> list[str]:
+    """The warnings ``algo`` gives when a stream with the labels ``y`` and the data ``X``
+    (an instance stream's first rows; ``names``: its feature names) starts: advice on the
+    data or the parameters, not a refusal (SAOLA's Fisher z on more than two classes, unit-norm
+    scaling where a few columns dominate the norm), for a caller that checks a stream before
+    it runs: the algorithm warns at its first block, which runs in the worker, not where the
+    stream is published.
 
     >>> from streamfs.algorithms.registry import get
     >>> open_advice(get("saola").build({}), [0, 1, 2, 1])  # doctest: +ELLIPSIS
@@ -157,10 +159,16 @@ def open_advice(algo: Any, y: Any) -> list[str]:
     >>> open_advice(get("saola").build({}), [0, 1, 1, 0]), open_advice(get("kofsd").build({}),
     ...                                                                  [0, 1, 2])
     ([], [])
+    >>> print(*open_advice(get("ofs").build({}), X=[[2000.0, 0.1, 0.2], [900.0, 0.3, 0.1]]))
+    ... # doctest: +ELLIPSIS
+    OFS(normalize=True) scales each instance to unit L2 norm, and column 0 reaches 6.7e+03 ...
     """
-    advise = getattr(algo, "_label_advice", None)
-    advice = advise(y) if advise is not None else None
-    return [advice] if advice else []
+    found = []
+    if y is not None and (advise := getattr(algo, "_label_advice", None)) is not None:
+        found.append(advise(y))
+    if X is not None and (advise := getattr(algo, "_data_advice", None)) is not None:
+        found.append(advise(X, names))
+    return [a for a in found if a]
 
 
 def check_stored_column(n_instances: int, record_limit: int) -> None:

@@ -9,13 +9,14 @@ never started.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.opening import check_open, check_values
+from streamfs.algorithms.opening import check_open, check_values, open_advice
 from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputLabelError
 
 #: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
@@ -315,11 +316,14 @@ def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
 
 def scan_instances(src: Any, algorithm: str, params: dict | None,
                    record_limit: int | None = None, block_bytes: int | None = None,
-                   buffer_cap: int | None = None) -> np.ndarray:
+                   buffer_cap: int | None = None, advice: list[str] | None = None
+                   ) -> np.ndarray:
     """The distinct labels of an instance source, every chunk checked as the worker checks it
     (:func:`check_chunk`), in a pass over the source ahead of publishing; and, given the
     ``block_bytes`` the caller chose, every row within it (:func:`check_budget`, naming the
-    widest row of the whole source). ``buffer_cap``: see :func:`check_open`."""
+    widest row of the whole source). ``buffer_cap``: see :func:`check_open`. ``advice``, if
+    given, gets what the algorithm will warn of at the stream's start (:func:`open_advice`
+    on the first rows)."""
     spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features,
                                buffer_cap=buffer_cap)
     seen: set = set()
@@ -327,6 +331,8 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
     for X, y in src.chunks():
         X, y = check_chunk(spec, algo, X, y, src.n_features, rows, src.feature_names, seen,
                            record_limit)
+        if advice is not None and rows == 0 and X.shape[0]:
+            advice += open_advice(algo, X=X, names=src.feature_names)
         if block_bytes is not None and X.shape[0]:
             widest = max(widest, int(row_bytes(X).max()))
         rows += X.shape[0]
@@ -339,18 +345,23 @@ def check_instance_source(src: Any, algorithm: str, params: dict | None,
                           block_bytes: int | None = None, buffer_cap: int | None = None) -> dict:
     """The parameters to send for an instance stream from ``src``, its labels checked whole as
     the worker would check them (a pass over the source: :func:`scan_instances`) unless
-    ``params`` gives the ``classes``. A ``block_bytes`` the caller chose is checked against
-    the source's widest row (:func:`check_budget`), in that pass or, without it, a pass of
-    its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
+    ``params`` gives the ``classes``; what the algorithm will warn of at the stream's start
+    (found in that pass) is warned of here, once every check passed. A ``block_bytes`` the
+    caller chose is checked against the source's widest row (:func:`check_budget`), in that
+    pass or, without it, a pass of its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
     :func:`streamfs.algorithms.opening.check_open`)."""
     params = dict(params or {})
+    advice: list[str] = []
     if params.get("classes") is not None:
         labels = None
         if block_bytes is not None:
             check_budget(block_bytes, widest_row(src), "instance")
     else:
-        labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap)
+        labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap,
+                                advice)
     params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels,
                         buffer_cap=buffer_cap)[2]
+    for text in advice:  # once the stream passed every check: no advice beside a refusal
+        warnings.warn(text, UserWarning, stacklevel=3)  # produce_instances's caller
     params.pop("n_features", None)  # the worker takes d from the open message
     return params

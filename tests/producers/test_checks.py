@@ -183,3 +183,26 @@ def test_the_worker_still_names_the_rows_of_its_block():
     X[2, 1] = 1e300
     with pytest.raises(ValueError, match=r"rows \[2\] of the block"):
         OFS(2, n_features=3).partial_fit(X, [0, 1, 0, 1])
+
+
+def test_an_instance_file_whose_columns_dominate_unit_norm_rows_is_warned_of_before_publishing(
+        tmp_path):
+    # the worker warns at the stream's first block, in its log: the producer says it first
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import open_instances
+
+    path = tmp_path / "bc.csv"
+    load_breast_cancer(as_frame=True).frame.to_csv(path, index=False)
+    with pytest.warns(UserWarning, match=r"^OFS\(normalize=True\) scales each instance to unit "
+                                         r"L2 norm, and columns 3 \('mean area'\), 23 \('worst "
+                                         r"area'\) reach") as rec:
+        check_instance_source(open_instances(str(path), label="target"), "ofs", {})
+    assert len(rec) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        check_instance_source(open_instances(str(path), label="target"), "ofs",
+                              {"normalize": "standardize"})
