@@ -670,7 +670,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if self._pending is not None:
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
         self._check_norms(M)
-        if self.n_seen_ == 0 and (advice := self._scale_advice(M)) is not None:
+        # a partial-input learner reads the attributes it observes only: its advice comes
+        # from the producer, which reads the data anyway (_data_advice)
+        if (self.n_seen_ == 0 and not self._partial
+                and (advice := self._scale_advice(M)) is not None):
             warnings.warn(advice, UserWarning, stacklevel=3)  # the caller of fit & co.
         labels = list(self._labels)
         flipped = False
@@ -700,10 +703,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         return self._scale_advice(self._as_csr(X[:ADVICE_ROWS], single=False), names)
 
     def _scale_advice(self, M: _CSR, names: Any = None) -> str | None:
-        """Advice against unit-norm scaling (the default, the paper's) where it lets a few
-        columns outweigh every other: some column's largest ``|x|`` over the first
+        """Advice against unit-norm scaling (the full-input learners' default, the paper's)
+        or none (``normalize=False``, the partial-input learners' default) where it lets a
+        few columns outweigh every other: some column's largest ``|x|`` over the first
         ``ADVICE_ROWS`` instances is ``DOMINANT_RATIO`` times the median column's (of those
-        with a value). None otherwise, and for the other scalings.
+        with a value). None otherwise, and with ``normalize="standardize"``.
 
         >>> X = np.column_stack([np.linspace(0.05, 0.15, 8), np.linspace(500, 2500, 8),
         ...                      np.linspace(0.1, 0.3, 8), np.linspace(0.2, 0.0, 8)])
@@ -717,7 +721,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         >>> OFS(normalize="standardize")._data_advice(X) is None
         True
         """
-        if self._partial or self._norm_mode() != 1:
+        mode = self._norm_mode()
+        if mode >= 2:
             return None
         indptr, indices, data = self._rows(M, 0, min(M[0].size - 1, ADVICE_ROWS))
         if not data.size:
@@ -736,12 +741,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         more = f" and {dominant.size - 5} more" if dominant.size > 5 else ""
         which = (f"column {shown_cols} reaches" if dominant.size == 1
                  else f"columns {shown_cols}{more} reach")
+        does, share = (("scales each instance to unit L2 norm", "every instance's norm")
+                       if mode == 1 else ("takes the values as they are", "every score"))
         return (
-            f"{type(self).__name__}(normalize={self.normalize!r}) scales each instance to unit "
-            f"L2 norm, and {which} {float(peak[dominant].max()) / typical:.2g} times the "
-            f"median column's |x| in the first {indptr.size - 1} instances: such columns make "
-            f"up almost all of every instance's norm, so the other features barely move the "
-            f"weights. Pass "
+            f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} "
+            f"{float(peak[dominant].max()) / typical:.2g} times the median column's |x| in the "
+            f"first {indptr.size - 1} instances: such columns make up almost all of {share}, "
+            f"so the other features barely move the weights. Pass "
             f"normalize='standardize' (running z-scores, then unit norm) or scale the features "
             f"first")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -984,7 +986,7 @@ def test_unit_norm_scaling_warns_where_a_few_columns_dominate_the_norm(cls):
         stream.partial_fit(X.to_numpy()[10:], y[10:])
 
 
-def test_scaling_advice_needs_a_gap_of_a_thousand_and_skips_partial_input():
+def test_scaling_advice_needs_a_gap_of_a_thousand_and_covers_values_taken_as_they_are():
     import warnings
 
     rng = np.random.default_rng(0)
@@ -994,7 +996,20 @@ def test_scaling_advice_needs_a_gap_of_a_thousand_and_skips_partial_input():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         OFS(n_features_to_select=3).fit(X, y)
-        X[:, 4] *= 3
-        OFSPartial(n_features_to_select=3, random_state=0).fit(X, y)  # never unit-norm rows
+        OFSPartial(n_features_to_select=3, random_state=0).fit(X, y)
+    X[:, 4] *= 3
     with pytest.warns(UserWarning, match=r"column 4 reaches 2.\de\+03 times"):
         OFS(n_features_to_select=3).fit(sp.csr_matrix(X), y)
+    # values taken as given (the partial-input learners' default): the same gap, said so
+    said = (r"\(normalize=False\) takes the values as they are, and column 4 reaches .* almost "
+            r"all of every score")
+    with pytest.warns(UserWarning, match=said):
+        PerceptronTruncation(n_features_to_select=3, normalize=False).fit(X, y)
+    # a partial-input learner reads only the attributes it observes, so the producer, which
+    # reads the data anyway, gives its advice (streamfs.algorithms.opening.open_advice)
+    partial = OFSPartial(n_features_to_select=3, random_state=0)
+    assert re.search(said, partial._data_advice(X))
+    assert OFSPartial(n_features_to_select=3, normalize="standardize")._data_advice(X) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        partial.fit(X, y)
