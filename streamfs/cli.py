@@ -108,6 +108,14 @@ class _Main(click.Group):
 
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            # `streamfs produce ... -b HOST`: the global options go before the command
+            if exc.option_name in _GLOBAL_OPTIONS:
+                given = exc.option_name + (" ..." if _GLOBAL_OPTIONS[exc.option_name] else "")
+                exc.message = (f"{exc.message.rstrip('.')}: {exc.option_name} is an option of "
+                               f"streamfs itself, given before the command: `streamfs {given} "
+                               f"{ctx.invoked_subcommand or 'COMMAND'} ...`")
+            raise
         except CatalogueError as exc:  # STREAMFS_TOPICS: a setup mistake, as a setting's
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_USAGE)
@@ -129,6 +137,12 @@ class _Main(click.Group):
             # click would exit 1, which reads as a Kafka error or "no selection"
             _stdout_to_devnull()
             ctx.exit(EXIT_BROKEN_PIPE)
+
+
+#: the options of `streamfs` itself, which a command does not take after its name (True:
+#: it takes a value)
+_GLOBAL_OPTIONS = {"-b": True, "--bootstrap-servers": True, "--topic-prefix": True,
+                   "-v": False, "--verbose": False}
 
 
 def _stdout_to_devnull() -> None:

@@ -121,3 +121,16 @@ def test_the_readers_start_without_scikit_learn_and_every_command_is_listed():
         set(listed)
     assert CliRunner().invoke(main, ["evaluate", "--help"]).exit_code == 0
     assert CliRunner().invoke(main, ["bench", "--help"]).exit_code == 0
+
+
+def test_a_global_option_after_the_command_says_where_it_goes():
+    # no broker is contacted: the command line is refused first
+    out = CliRunner().invoke(main, ["watch", "s1", "-b", "localhost:1"])
+    assert out.exit_code == 2
+    assert ("Error: No such option '-b': -b is an option of streamfs itself, given before the "
+            "command: `streamfs -b ... watch ...`") in out.output
+    out = CliRunner().invoke(main, ["dead-letters", "--verbose"])
+    assert out.exit_code == 2 and "`streamfs --verbose dead-letters ...`" in out.output
+    out = CliRunner().invoke(main, ["watch", "--bogus"])  # other options: click's own message
+    assert out.exit_code == 2 and "No such option" in out.output
+    assert "option of streamfs itself" not in out.output
