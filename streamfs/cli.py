@@ -192,6 +192,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     warnings.showwarning = _log_warning
+    _warned.clear()  # (a process may run several commands: tests, CliRunner)
     # librdkafka logs every failed connection attempt: shown with --verbose only
     logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
     try:
@@ -208,11 +209,21 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
         raise UsageProblem(str(exc)) from None
 
 
+#: the warnings a command has shown
+_warned: set[str] = set()
+
+
 def _log_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
     """A warning of the selectors (advice on the data or the parameters) as one log line,
-    as the worker logs everything: not Python's file, line number and source line."""
-    logging.getLogger("streamfs").warning("%s", message)
+    as the worker logs everything: not Python's file, line number and source line; each
+    message once per command (Python's own once-per-location forgets what it showed whenever
+    a library enters ``warnings.catch_warnings``, as scikit-learn does in every fit, so
+    `evaluate` printed the same advice for each of its splits)."""
+    text = str(message)
+    if text not in _warned:
+        _warned.add(text)
+        logging.getLogger("streamfs").warning("%s", text)
 
 
 def _reachable(settings: Settings) -> None:

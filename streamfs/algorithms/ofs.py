@@ -714,7 +714,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         >>> print(OFS()._data_advice(X, ["smoothness", "area", "symmetry", "concavity"]))
         ... # doctest: +NORMALIZE_WHITESPACE
         OFS(normalize=True) scales each instance to unit L2 norm, and column 1 ('area') reaches
-        1e+04 times the median column's |x| in the first 8 instances: such columns make up
+        over 1,000 times the median column's |x| at the stream's start: such columns make up
         almost all of every instance's norm, so the other features barely move the weights.
         Pass normalize='standardize' (running z-scores, then unit norm) or scale the features
         first
@@ -745,11 +745,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                  else f"columns {shown_cols}{more} reach")
         does, share = (("scales each instance to unit L2 norm", "every instance's norm")
                        if mode == 1 else ("takes the values as they are", "every score"))
+        # no figure of this block in the text: one stream's (or one evaluation's) blocks
+        # give the same message, which Python and the worker's log then show once
         return (
-            f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} "
-            f"{float(peak[dominant].max()) / typical:.2g} times the median column's |x| in the "
-            f"first {indptr.size - 1} instances: such columns make up almost all of {share}, "
-            f"so the other features barely move the weights. Pass "
+            f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} over "
+            f"{DOMINANT_RATIO:,.0f} times the median column's |x| at the stream's start: such "
+            f"columns make up almost all of {share}, so the other features barely move the "
+            f"weights. Pass "
             f"normalize='standardize' (running z-scores, then unit norm) or scale the features "
             f"first")
 

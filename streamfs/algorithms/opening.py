@@ -161,7 +161,7 @@ def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> l
     ([], [])
     >>> print(*open_advice(get("ofs").build({}), X=[[2000.0, 0.1, 0.2], [900.0, 0.3, 0.1]]))
     ... # doctest: +ELLIPSIS
-    OFS(normalize=True) scales each instance to unit L2 norm, and column 0 reaches 6.7e+03 ...
+    OFS(normalize=True) scales each instance to unit L2 norm, and column 0 reaches over 1,000 ...
     """
     found = []
     if y is not None and (advise := getattr(algo, "_label_advice", None)) is not None:

@@ -220,3 +220,23 @@ def test_a_label_error_says_the_last_column_was_taken_without_label(tmp_path):
                                           "--one-vs-rest", "7"])
     assert given.exit_code == 2
     assert given.output.rstrip().endswith("not among the classes ['0', '1']"), given.output
+
+
+def test_evaluate_shows_a_selector_s_advice_once_not_once_per_split(tmp_path):
+    # each split is a stream of its own, and scikit-learn's catch_warnings in every fit made
+    # Python forget what it had shown: the same advice came once per split (10 here)
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)  # unscaled: the areas dominate unit-norm rows
+    np.savez(tmp_path / "bc.npz", X=X, y=y)
+    out = subprocess.run([sys.executable, "-m", "streamfs.cli", "evaluate",
+                          str(tmp_path / "bc.npz"), "-a", "pe-trun", "--repeats", "10",
+                          "--json", str(tmp_path / "out.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    advice = [line for line in out.stderr.splitlines()
+              if line.startswith("WARNING streamfs: PerceptronTruncation(normalize=True) scales")]
+    assert 1 <= len(advice) == len(set(advice)) < 10, out.stderr
