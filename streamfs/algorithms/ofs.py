@@ -727,13 +727,17 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         indptr, indices, data = self._rows(M, 0, min(M[0].size - 1, ADVICE_ROWS))
         if not data.size:
             return None
-        peak = sp.csr_matrix((np.abs(data), indices, indptr),
-                             shape=(indptr.size - 1, int(self.d_))).max(axis=0).toarray().ravel()
+        # each column's largest |x| over the columns with a value only: d may be millions
+        order = np.argsort(indices, kind="stable")
+        cols = indices[order]
+        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+        peak = np.maximum.reduceat(np.abs(data[order]), starts)
+        cols = cols[starts]
         present = peak[peak > 0]  # (NaN, which a partial-input learner may be given, is not)
         if not present.size:
             return None
         typical = float(np.median(present))
-        dominant = np.flatnonzero(peak >= DOMINANT_RATIO * typical)
+        dominant = cols[peak >= DOMINANT_RATIO * typical]
         if not dominant.size:
             return None
         if names is None:
