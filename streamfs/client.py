@@ -731,7 +731,10 @@ class SelectionReader(OutputReader):
                     if (replaced := finals.replaced()) is not None:
                         raise RunReplaced(*replaced, topic=self.topic)
         except TimeoutError:
-            raise TimeoutError(self._timed_out(stream, until_final, timeout)) from None
+            said = self._timed_out(stream, until_final, timeout)
+            if stream is not None and run is None and stream not in finals.newest:
+                said += f" (none of its results at all: is {stream!r} the stream's id?)"
+            raise TimeoutError(said) from None
 
     def _taken(self, topic: str, message: dict, finals: _Finals, run: int | None) -> dict | None:
         """``message`` if it is a result to yield; dead letters go to ``finals``."""

@@ -160,8 +160,13 @@ def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_pref
         with pytest.raises(StreamRejected, match="stream 'none'"):
             list(reader.updates("none", until_final=True, timeout=60))
         # "q" is in run 2: run 1's dead letter is not about it
-        with pytest.raises(TimeoutError, match="no final result for 'q'"):
+        with pytest.raises(TimeoutError, match=r"no final result for 'q' on \S+ after 3 s$"):
             list(reader.updates("q", until_final=True, timeout=3))
+        # an id with no result at all (a typo?) is said to be one
+        with pytest.raises(TimeoutError, match=r"no final result for 'qq' on \S+ after 3 s "
+                                               r"\(none of its results at all: is 'qq' the "
+                                               r"stream's id\?\)$"):
+            list(reader.updates("qq", until_final=True, timeout=3))
 
 
 def _runless(stream: str, offset: int, *, partition: int = 0,
