@@ -755,9 +755,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} over "
             f"{DOMINANT_RATIO:,.0f} times the median column's |x| at the stream's start: such "
             f"columns make up almost all of {share}, so the other features barely move the "
-            f"weights. Pass "
-            f"normalize='standardize' (running z-scores, then unit norm) or scale the features "
-            f"first")
+            f"weights. Pass normalize='standardize' (running z-scores, then unit norm) or "
+            f"scale the features first")
 
     def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
         """The check of :meth:`_check_norms` on a block ``X`` about to be published (see

@@ -348,8 +348,8 @@ def check_instance_source(src: Any, algorithm: str, params: dict | None,
     ``params`` gives the ``classes``; what the algorithm will warn of at the stream's start
     (found in that pass) is warned of here, once every check passed. A ``block_bytes`` the
     caller chose is checked against the source's widest row (:func:`check_budget`), in that
-    pass or, without it, a pass of its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
-    :func:`streamfs.algorithms.opening.check_open`)."""
+    pass or, without it, a pass of its own. ``buffer_cap``: the worker's cap on
+    ``max_buffer_bytes`` (see :func:`streamfs.algorithms.opening.check_open`)."""
     params = dict(params or {})
     advice: list[str] = []
     if params.get("classes") is not None:
