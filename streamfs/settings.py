@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field, fields
 
 # Kafka security settings passed to every client (confluent-kafka names).
@@ -20,6 +22,13 @@ _SECURITY_ENV = {
 }
 #: the client configuration keys the settings give, and their variables
 KAFKA_SETTINGS = {key: env for env, key in _SECURITY_ENV.items()}
+#: the project's other ``STREAMFS_*`` variables (not settings of :class:`Settings`): the
+#: kernels, the topic catalogue, the datasets, and those of ops/, the tests and compose
+OTHER_VARIABLES = frozenset({
+    "STREAMFS_KERNEL_THREADS", "STREAMFS_TOPICS", "STREAMFS_DATASETS", "STREAMFS_RUN",
+    "STREAMFS_CACHE", "STREAMFS_SLOW_TESTS", "STREAMFS_COMPOSE", "STREAMFS_COMPOSE_PROJECT",
+    "STREAMFS_BUILD_CA_BUNDLE", "STREAMFS_RAWREADER_CONFIG",
+})
 
 #: the values librdkafka documents for its enumerated security settings (CONFIGURATION.md);
 #: it takes security.protocol in any case, sasl.mechanism only as written here
@@ -219,8 +228,41 @@ class Settings:
     security: dict[str, str] = field(default_factory=dict)
 
     @classmethod
+    def variables(cls) -> frozenset[str]:
+        """Every ``STREAMFS_*`` variable the project reads."""
+        return frozenset({f"STREAMFS_{f.name.upper()}" for f in fields(cls)
+                          if f.name != "security"} | set(_SECURITY_ENV) | OTHER_VARIABLES)
+
+    @classmethod
+    def mistyped(cls, env: dict[str, str]) -> list[str]:
+        """One line for each ``STREAMFS_*`` variable of ``env`` the project does not read but
+        whose name is close to one it does (a typo leaves the setting at its default, and the
+        mistake shows only later, as an unreachable broker or a wrong topic); other unknown
+        names are left alone (a deployment may use the prefix for its own).
+
+        >>> Settings.mistyped({"STREAMFS_BOOTSTRAP_SERVER": "k:9092", "STREAMFS_MY_OWN": "1",
+        ...                    "STREAMFS_APP_ID": "a"})
+        ['STREAMFS_BOOTSTRAP_SERVER is not a streamfs setting, and is ignored: did you mean STREAMFS_BOOTSTRAP_SERVERS?']
+        """
+        known = cls.variables()
+        suffixes = {name[len("STREAMFS_"):]: name for name in known}
+        found = []
+        for name in sorted(env):
+            if not name.startswith("STREAMFS_") or name in known:
+                continue
+            # the suffixes alone: the shared prefix would make every pair look alike
+            close = difflib.get_close_matches(name[len("STREAMFS_"):], list(suffixes), n=1,
+                                              cutoff=0.8)
+            if close:
+                found.append(f"{name} is not a streamfs setting, and is ignored: did you mean "
+                             f"{suffixes[close[0]]}?")
+        return found
+
+    @classmethod
     def from_env(cls, **overrides) -> "Settings":
         env = os.environ
+        for problem in cls.mistyped(dict(env)):
+            warnings.warn(problem, UserWarning, stacklevel=2)
         kwargs: dict = {}
         for f in fields(cls):
             if f.name == "security":

@@ -214,3 +214,53 @@ def test_an_app_id_the_worker_cannot_use_is_named_as_such(value):
         assert app_id_problem(ok) is None
     # the longest one still names changelogs Kafka takes
     assert len(f"{'x' * 221}-instances-streams-changelog") == 249
+
+
+def test_a_mistyped_streamfs_variable_is_named_with_the_setting_it_resembles():
+    env = {"STREAMFS_BOOTSTRAP_SERVER": "k:9092", "STREAMFS_KERNEL_THREAD": "1",
+           "STREAMFS_TOPIC_PREFIX": "x.", "STREAMFS_MY_OWN": "1", "PATH": "/bin"}
+    assert Settings.mistyped(env) == [
+        "STREAMFS_BOOTSTRAP_SERVER is not a streamfs setting, and is ignored: did you mean "
+        "STREAMFS_BOOTSTRAP_SERVERS?",
+        "STREAMFS_KERNEL_THREAD is not a streamfs setting, and is ignored: did you mean "
+        "STREAMFS_KERNEL_THREADS?"]
+    assert Settings.mistyped({name: "1" for name in Settings.variables()}) == []
+
+
+def test_every_streamfs_variable_the_project_names_is_known():
+    # OTHER_VARIABLES is kept by hand: a variable added elsewhere and not there would be
+    # reported as a typo when it resembles another
+    import os
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    named = set()
+    for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") or d == ".ci"]  # .venv, .git, ...
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", "node_modules")]
+        for name in files:
+            try:
+                text = (Path(top) / name).read_text("utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue  # not text
+            named |= set(re.findall(r"STREAMFS_[A-Z0-9_]*[A-Z0-9]", text))
+    named -= {"STREAMFS_BOOTSTRAP_SERVER", "STREAMFS_KERNEL_THREAD", "STREAMFS_MY_OWN"}  # above
+    assert named, "no file read"
+    assert sorted(named - Settings.variables()) == []
+
+
+def test_the_cli_warns_of_a_mistyped_variable_before_it_fails():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVER": "127.0.0.1:1",
+           "STREAMFS_KERNEL_THREADS": "abc"}  # refused after the settings: no broker reached
+    env.pop("STREAMFS_BOOTSTRAP_SERVERS", None)
+    out = subprocess.run([sys.executable, "-m", "streamfs.cli", "watch", "--once"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(
+        "WARNING streamfs: STREAMFS_BOOTSTRAP_SERVER is not a streamfs setting, and is ignored: "
+        "did you mean STREAMFS_BOOTSTRAP_SERVERS?\n"), out.stderr
