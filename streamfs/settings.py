@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
 import sys
 import warnings
 from dataclasses import dataclass, field, fields
+
+from streamfs.algorithms._suggest import closest
 
 # Kafka security settings passed to every client (confluent-kafka names).
 _SECURITY_ENV = {
@@ -251,11 +252,10 @@ class Settings:
             if not name.startswith("STREAMFS_") or name in known:
                 continue
             # the suffixes alone: the shared prefix would make every pair look alike
-            close = difflib.get_close_matches(name[len("STREAMFS_"):], list(suffixes), n=1,
-                                              cutoff=0.8)
-            if close:
+            close = closest(name[len("STREAMFS_"):], list(suffixes), cutoff=0.8)
+            if close is not None:
                 found.append(f"{name} is not a streamfs setting, and is ignored: did you mean "
-                             f"{suffixes[close[0]]}?")
+                             f"{suffixes[close]}?")
         return found
 
     @classmethod

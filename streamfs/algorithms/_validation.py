@@ -20,12 +20,13 @@ Numbers must be real numbers: strings, booleans and NaN are refused whatever the
 
 from __future__ import annotations
 
-import difflib
 import math
 from typing import Any, Sequence
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
+
+from streamfs.algorithms._suggest import did_you_mean
 
 __all__ = [
     "check_number",
@@ -146,25 +147,6 @@ def check_int(
         none = "None or " if allow_none else ""
         raise ValueError(f"{name} must be {none}an integer{' ' + rng if rng else ''}, "
                          f"got {shown(value)}")
-
-
-def did_you_mean(word: Any, choices: Sequence[Any]) -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to a mistyped ``word``, or ``""``
-    when none is close (difflib's ratio ≥ 0.6, case ignored).
-
-    >>> did_you_mean("alfa", ["test", "alpha", "delta"]), did_you_mean("Class", ["class", "a"])
-    (" (did you mean 'alpha'?)", " (did you mean 'class'?)")
-    >>> did_you_mean("zzz", ["alpha"]), did_you_mean(3, ["alpha"])
-    ('', '')
-    """
-    if not isinstance(word, str):
-        return ""
-    by_folded: dict[str, str] = {}
-    for c in choices:
-        if isinstance(c, str):
-            by_folded.setdefault(c.casefold(), c)
-    close = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.6)
-    return f" (did you mean {by_folded[close[0]]!r}?)" if close else ""
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:

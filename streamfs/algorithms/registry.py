@@ -25,7 +25,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._validation import did_you_mean, label_problem
+from ._suggest import did_you_mean
+from ._validation import label_problem
 
 StreamKind = Literal["features", "instances", "batch"]
 

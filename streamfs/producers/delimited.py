@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from streamfs.algorithms._validation import did_you_mean
+from streamfs.algorithms._suggest import did_you_mean
 from streamfs.producers.errors import InputFileError
 
 log = logging.getLogger(__name__)

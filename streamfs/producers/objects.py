@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.algorithms._validation import (did_you_mean, is_missing, label_array, lazy_problem,
-                                            numbers_of_objects)
+from streamfs.algorithms._suggest import did_you_mean
+from streamfs.algorithms._validation import (is_missing, label_array, lazy_problem,
+                                             numbers_of_objects)
 from streamfs.producers.checks import sendable
 from streamfs.producers.errors import InputDataError, InputLabelError
 
