@@ -340,13 +340,31 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
     return np.array(sorted(seen, key=str))
 
 
+def first_rows_advice(src: Any, algorithm: str, params: dict | None,
+                      record_limit: int | None = None, buffer_cap: int | None = None
+                      ) -> list[str]:
+    """What the algorithm will warn of at the start of a stream from ``src``
+    (:func:`open_advice` on its first rows), for a source that is not read whole ahead of
+    publishing (its ``classes`` given): only its first chunk is read, and checked as the worker
+    checks it first, so that no advice stands beside a refusal of those rows."""
+    spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features,
+                               buffer_cap=buffer_cap)
+    for X, y in src.chunks():
+        X, _ = check_chunk(spec, algo, X, y, src.n_features, 0, src.feature_names, set(),
+                           record_limit)
+        if X.shape[0]:
+            return open_advice(algo, X=X, names=src.feature_names)
+    return []
+
+
 def check_instance_source(src: Any, algorithm: str, params: dict | None,
                           record_limit: int | None = None,
                           block_bytes: int | None = None, buffer_cap: int | None = None) -> dict:
     """The parameters to send for an instance stream from ``src``, its labels checked whole as
     the worker would check them (a pass over the source: :func:`scan_instances`) unless
     ``params`` gives the ``classes``; what the algorithm will warn of at the stream's start
-    (found in that pass) is warned of here, once every check passed. A ``block_bytes`` the
+    (found in that pass, or with ``classes`` in the first chunk: :func:`first_rows_advice`)
+    is warned of here, once every check passed. A ``block_bytes`` the
     caller chose is checked against the source's widest row (:func:`check_budget`), in that
     pass or, without it, a pass of its own. ``buffer_cap``: the worker's cap on
     ``max_buffer_bytes`` (see :func:`streamfs.algorithms.opening.check_open`)."""
@@ -356,6 +374,7 @@ def check_instance_source(src: Any, algorithm: str, params: dict | None,
         labels = None
         if block_bytes is not None:
             check_budget(block_bytes, widest_row(src), "instance")
+        advice = first_rows_advice(src, algorithm, params, record_limit, buffer_cap)
     else:
         labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap,
                                 advice)

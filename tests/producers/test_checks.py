@@ -1,6 +1,8 @@
 """What the worker would refuse is refused where the stream is published, before its 'open'
 (no broker: the message generators and the checks they run)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -188,7 +190,6 @@ def test_the_worker_still_names_the_rows_of_its_block():
 def test_an_instance_file_whose_columns_dominate_unit_norm_rows_is_warned_of_before_publishing(
         tmp_path):
     # the worker warns at the stream's first block, in its log: the producer says it first
-    import warnings
 
     from sklearn.datasets import load_breast_cancer
 
@@ -206,3 +207,31 @@ def test_an_instance_file_whose_columns_dominate_unit_norm_rows_is_warned_of_bef
         warnings.simplefilter("error", UserWarning)
         check_instance_source(open_instances(str(path), label="target"), "ofs",
                               {"normalize": "standardize"})
+
+
+def test_a_source_with_its_classes_given_is_advised_from_its_first_rows_not_read_whole(tmp_path):
+    # classes= spares the pass over the whole file; the advice needs the first rows only
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import open_instances
+
+    frame = load_breast_cancer(as_frame=True).frame
+    path = tmp_path / "bc.csv"
+    frame.to_csv(path, index=False)
+    src = open_instances(str(path), label="target", chunk_bytes=100 * 31 * 8)  # 100 rows
+    read = []
+    chunks = src.chunks
+    src.chunks = lambda: (read.append(len(c[0])) or c for c in chunks())
+    with pytest.warns(UserWarning, match=r"columns 3 \('mean area'\), 23 \('worst area'\)"):
+        check_instance_source(src, "ofs", {"classes": [0, 1]})
+    assert read == [100]  # the first chunk, not the whole file
+
+    # rows the worker would refuse get the refusal, with no advice beside it
+    frame.iloc[1, 0] = 1e300  # its unit-norm scaling overflows
+    frame.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(InputDataError, match=r"data rows \[1\]"):
+            check_instance_source(open_instances(str(path), label="target"), "ofs",
+                                  {"classes": [0, 1]})
