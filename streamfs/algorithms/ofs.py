@@ -90,6 +90,9 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -153,6 +156,29 @@ DOMINANT_RATIO = 1000.0
 #: instances of the first block that advice looks at: a gap that wide shows in any few of them
 ADVICE_ROWS = 64
 _M64 = (1 << 64) - 1
+#: the names of an instance stream's features where its caller keeps them (see
+#: :func:`naming_columns`)
+_column_names: ContextVar[Any] = ContextVar("streamfs_ofs_column_names", default=None)
+
+
+@contextmanager
+def naming_columns(names: Any) -> Iterator[None]:
+    """Within the block, a learner without ``feature_names_in_`` names its columns ``names``
+    (a sequence of ``d`` names, or None) in its advice. The worker keeps an instance stream's
+    names itself, for naming results: set on the learner, they would make scikit-learn warn
+    of every block that comes without them.
+
+    >>> X = np.column_stack([np.linspace(500, 2500, 8), np.linspace(0.1, 0.3, 8),
+    ...                      np.linspace(0.2, 0.1, 8)])
+    >>> with naming_columns(["area", "symmetry", "concavity"]):
+    ...     print(OFS()._data_advice(X))  # doctest: +ELLIPSIS
+    OFS(normalize=True) scales each instance to unit L2 norm, and column 0 ('area') reaches ...
+    """
+    token = _column_names.set(names)
+    try:
+        yield
+    finally:
+        _column_names.reset(token)
 
 
 def _rng_from_seed(random_state: Any) -> np.ndarray:
@@ -742,6 +768,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             return None
         if names is None:
             names = getattr(self, "feature_names_in_", None)
+        if names is None:
+            names = _column_names.get()
         shown_cols = ", ".join(f"{j} ({str(names[j])!r})" if names is not None else str(j)
                                for j in dominant[:5].tolist())
         more = f" and {dominant.size - 5} more" if dominant.size > 5 else ""

@@ -42,6 +42,7 @@ from streamfs.algorithms import registry
 from streamfs.algorithms._validation import label_array
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
+from streamfs.algorithms.ofs import naming_columns
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 from streamfs.worker.stepping import running, stepping
 
@@ -789,7 +790,9 @@ class StreamProcessor:
         _finite(X, "instance block 'X'")
         self._mutating = True
         try:
-            algo.partial_fit(_as_format(X, "csr"), y)
+            # the learner's advice at the stream's start names the columns the open named
+            with naming_columns(self._naming(stream, header)["rule"]["names"]):
+                algo.partial_fit(_as_format(X, "csr"), y)
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         return X.shape[0]

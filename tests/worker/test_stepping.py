@@ -85,3 +85,27 @@ def test_a_warning_outside_a_step_is_logged_as_it_is(worker_warnings):
     warnings.warn("not about a stream", UserWarning)
     warnings.warn("not about a stream", UserWarning)
     assert worker_warnings() == ["not about a stream"]
+
+
+def test_the_scaling_advice_of_an_instance_stream_names_the_columns_its_open_named(
+        worker_warnings):
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.producers.blocks import instance_stream_messages
+
+    data = load_breast_cancer()
+    processor = StreamProcessor("instances", {})
+    with warnings.catch_warnings():  # the producer's own advice is not the worker's
+        warnings.simplefilter("ignore")
+        named = list(instance_stream_messages("named", data.data[:100], data.target[:100], "ofs",
+                                              feature_names=list(data.feature_names)))
+        unnamed = list(instance_stream_messages("unnamed", data.data[:100], data.target[:100],
+                                                "ofs"))
+    _feed(processor, named + unnamed)
+    logged = worker_warnings()
+    assert len(logged) == 2
+    assert logged[0].startswith("stream 'named' (ofs): OFS(normalize=True) scales each "
+                                "instance to unit L2 norm, and columns 3 ('mean area'), 23 "
+                                "('worst area') reach over 1,000 times")
+    assert logged[1].startswith("stream 'unnamed' (ofs): OFS(normalize=True) scales each "
+                                "instance to unit L2 norm, and columns 3, 23 reach")
