@@ -364,10 +364,10 @@ def check_instance_source(src: Any, algorithm: str, params: dict | None,
     the worker would check them (a pass over the source: :func:`scan_instances`) unless
     ``params`` gives the ``classes``; what the algorithm will warn of at the stream's start
     (found in that pass, or with ``classes`` in the first chunk: :func:`first_rows_advice`)
-    is warned of here, once every check passed. A ``block_bytes`` the
-    caller chose is checked against the source's widest row (:func:`check_budget`), in that
-    pass or, without it, a pass of its own. ``buffer_cap``: the worker's cap on
-    ``max_buffer_bytes`` (see :func:`streamfs.algorithms.opening.check_open`)."""
+    is warned of here, once every check passed. A ``block_bytes`` the caller chose is checked
+    against the source's widest row (:func:`check_budget`), in that pass or, without it, a
+    pass of its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
+    :func:`streamfs.algorithms.opening.check_open`)."""
     params = dict(params or {})
     advice: list[str] = []
     if params.get("classes") is not None:
