@@ -139,8 +139,10 @@ class KOFSD(FeatureStreamSelector):
     -----
     Constant columns have no variance to standardise by; they carry no information and are
     counted as irrelevant (``Dep_K({f}) = 0``) in both modes, and so are columns whose sample
-    variance underflows to 0 (values like ``1e-200`` apart). The authors' code would divide by
-    zero there. Features displaced by a replacement are not recorded as affiliated
+    variance underflows to 0 all the same. The authors' code would divide by zero there. A
+    column whose every ``|x|`` lies under ``2**-500`` (values like ``1e-200``: its sums of
+    squares underflow) is refused with a ``ValueError`` naming it, as one beyond
+    :func:`~streamfs.algorithms.measures.max_abs_for_sums` is. Features displaced by a replacement are not recorded as affiliated
     (``selection()`` always has ``"affiliated": []``). Memory is ``O(N^2)`` in the number of
     instances (the distance matrix on ``S``: 32 MB at ``N = 2000``) and ``O(N |S|)`` for the kept
     columns; in ``zhou`` mode one float per feature is also kept while nothing is selected (for

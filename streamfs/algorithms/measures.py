@@ -51,6 +51,7 @@ __all__ = [
     "values_within",
     "column_abs_max",
     "value_problem",
+    "MIN_ABS_FOR_SUMS",
     "max_abs_for_sums",
     "discretize",
     "entropy",
@@ -131,18 +132,38 @@ def max_abs_for_sums(n: int) -> float:
     return math.sqrt(DBL_MAX / (4.0 * max(n, 1)))
 
 
+#: the smallest largest ``|x|`` a column may have where :func:`max_abs_for_sums` bounds it
+#: (a measure over sums of squares): 2**-500, about 3.05e-151, whose square lies 10**6 times
+#: above the smallest normal float64. A column whose every value is smaller has sums of
+#: squares in the subnormal range or zero, and a test's verdict means nothing (breast
+#: cancer scaled by 1e-200: SAOLA and K-OFSD selected nothing, without a word).
+MIN_ABS_FOR_SUMS = math.ldexp(1.0, -500)
+
+
+def min_abs_for(max_abs: float) -> float:
+    """The smallest largest ``|x|`` a column may have beside the bound ``max_abs``: none
+    (0.0) where only finiteness is asked (``DBL_MAX``), else :data:`MIN_ABS_FOR_SUMS`."""
+    return 0.0 if max_abs >= DBL_MAX else MIN_ABS_FOR_SUMS
+
+
 def check_column_values(indptr: np.ndarray, data: np.ndarray, n_rows: int,
                         max_abs: float = DBL_MAX, measure: str = "") -> None:
     """``ValueError`` naming the columns (``data[indptr[j]:indptr[j + 1]]``) that hold NaN or
     infinite values, or values beyond ``max_abs`` (given as :func:`max_abs_for_sums`: the
-    ``measure`` needing it is named in the message).
+    ``measure`` needing it is named in the message), or, with such a bound, only values
+    under :data:`MIN_ABS_FOR_SUMS`.
 
     >>> check_column_values(np.array([0, 2, 4]), np.array([1.0, 2.0, 3.0, np.nan]), 2)
     Traceback (most recent call last):
     ...
     ValueError: X contains NaN or infinite values in block columns [1]
+    >>> check_column_values(np.array([0, 2, 4]), np.array([1.0, 2.0, 3e-200, 0.0]), 2, 1e100,
+    ...                     "a test")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: X has values too small for a test in block columns [1] (|x| at most 3e-200; ...
     """
-    if _nb_all_within(data, max_abs):
+    if _nb_columns_within(indptr, data, max_abs, min_abs_for(max_abs)):
         return
     amax = _segment_abs_max(np.asarray(indptr), data)
     raise ValueError(value_problem(amax, n_rows, max_abs, measure, "block columns"))
@@ -162,20 +183,34 @@ def _segment_abs_max(indptr: np.ndarray, data: np.ndarray) -> np.ndarray:
 def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = DBL_MAX, measure: str = "",
                   where: str = "columns", names: Any = None) -> str | None:
     """The one-line complaint about the largest ``|x|`` per column ``amax`` (NaN for a column
-    holding a NaN), or None when every one is finite and at most ``max_abs``; ``names`` (one
-    per column) are shown beside the indices.
+    holding a NaN), or None when every one is finite and at most ``max_abs`` and, with such
+    a bound, each column of non-zeros reaches :data:`MIN_ABS_FOR_SUMS`; ``names`` (one per
+    column) are shown beside the indices.
 
     >>> value_problem(np.array([1.0, np.inf]), 5, names=["a", "b"])
     "X contains NaN or infinite values in columns [1] ('b')"
+    >>> print(value_problem(np.array([1e-160, 1.0, 0.0]), 5, 1e100, "a test"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    X has values too small for a test in columns [0] (|x| at most 1e-160; a column's largest
+    |x| must reach 3.05e-151, or its sums of squares underflow): rescale these features
     """
     # float64: a float32 amax would cast DBL_MAX to inf (numpy's overflow warning) first
     amax = np.asarray(amax, dtype=np.float64)
     bad = np.flatnonzero(~(amax <= max_abs))  # NaN compares false
+    tiny = False
     if bad.size == 0:
-        return None
+        bad = np.flatnonzero((amax > 0.0) & (amax < min_abs_for(max_abs)))
+        if bad.size == 0:
+            return None
+        tiny = True
     cols = f"{bad[:10].tolist()}{' ...' if bad.size > 10 else ''}"
     if names is not None:
         cols += f" ({', '.join(repr(str(names[j])) for j in bad[:10])})"
+    if tiny:
+        return (f"X has values too small for {measure} in {where} {cols} (|x| at most "
+                f"{float(amax[bad].max()):.3g}; a column's largest |x| must reach "
+                f"{MIN_ABS_FOR_SUMS:.3g}, or its sums of squares underflow): rescale these "
+                f"features")
     if not np.all(np.isfinite(amax[bad])):
         return f"X contains NaN or infinite values in {where} {cols}"
     return (f"X has values too large for {measure} in {where} {cols} (|x| up to "
@@ -351,7 +386,8 @@ def values_within(seqsum: np.ndarray, amax: np.ndarray, max_abs: float) -> bool:
     >>> values_within(np.array([1.0, np.nan]), np.array([1.0, 0.0]), 1e10)
     False
     """
-    return bool(np.isfinite(seqsum).all() and (amax <= max_abs).all())
+    return bool(np.isfinite(seqsum).all() and (amax <= max_abs).all()
+                and ((amax == 0.0) | (amax >= min_abs_for(max_abs))).all())
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -418,7 +454,8 @@ def _nb_column_stats(indptr, indices, data, n, j0, j1, dense, target, tsum, seqs
         ssj, cj = _nb_with_zeros(n, nz, m, acc, mn, mx)
         ss[j] = ssj
         if with_verdict:
-            within &= math.isfinite(s) and _nb_abs_max(nz, mn, mx) <= max_abs
+            am = _nb_abs_max(nz, mn, mx)
+            within &= math.isfinite(s) and am <= max_abs and (am == 0.0 or am >= MIN_ABS_FOR_SUMS)
             cross[j], code[j] = _nb_r_code(a1 - m * (tsum - a2), ssj, cj, tss, r_false, r_true)
             continue
         const[j] = cj
@@ -589,10 +626,17 @@ def _nb_fisher_dense4(data, n, j, target, tsum, seqsum, mean, ss, const, cross, 
 
 
 @njit(cache=True, nogil=True)
-def _nb_all_within(x, bound):
-    """Whether every ``|x| <= bound`` (NaN never is)."""
-    for i in range(len(x)):
-        if not abs(x[i]) <= bound:
+def _nb_columns_within(indptr, data, bound, low):
+    """Whether every ``|x| <= bound`` (NaN never is) and each column's largest ``|x|`` is 0
+    or at least ``low``."""
+    for j in range(len(indptr) - 1):
+        top = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            a = abs(data[k])
+            if not a <= bound:
+                return False
+            top = max(top, a)
+        if 0.0 < top < low:
             return False
     return True
 

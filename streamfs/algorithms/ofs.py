@@ -111,7 +111,7 @@ from sklearn.utils.validation import (
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms.base import _SPARSE
-from streamfs.algorithms.measures import DBL_MAX, is_float_matrix
+from streamfs.algorithms.measures import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
 from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
@@ -796,8 +796,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """``ValueError``, before anything is learned from the block: where instances are
         scaled to unit norm, naming the rows whose L2 norm overflows float64 (they would
         silently become all zeros); where they are not, for values beyond
-        :data:`RAW_ABS_LIMIT`, naming their rows. Rows are the block's, or with
-        ``first_row`` (a publisher's chunk of a source) the source's data rows."""
+        :data:`RAW_ABS_LIMIT`, naming their rows; in every mode, naming the rows whose values
+        all lie under :data:`~streamfs.algorithms.measures.MIN_ABS_FOR_SUMS` (their squares
+        and products underflow: unit-norm scaling divides by a norm of 0, raw margins come out
+        0). Rows are the block's, or with ``first_row`` (a publisher's chunk of a source) the
+        source's data rows."""
 
         def where(rows: np.ndarray) -> str:
             shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
@@ -809,11 +812,23 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         indptr, _, data = M
         if not data.size:
             return
-        largest = float(np.max(np.abs(data)))
+        magnitude = np.abs(data)
+        largest = float(np.max(magnitude))
         if self._partial and not math.isfinite(largest):
             # NaN and inf are refused where a partial-input learner reads them, not elsewhere
             finite = data[np.isfinite(data)]
             largest = float(np.max(np.abs(finite))) if finite.size else 0.0
+        # the smallest too, from the same |x| (no second copy): are whole rows that small?
+        if float(np.min(magnitude)) < MIN_ABS_FOR_SUMS:
+            nonempty = np.flatnonzero(np.diff(indptr))
+            top = np.zeros(indptr.size - 1)
+            top[nonempty] = np.maximum.reduceat(magnitude, indptr[nonempty])
+            rows = np.flatnonzero((top > 0.0) & (top < MIN_ABS_FOR_SUMS))
+            if rows.size:
+                raise ValueError(
+                    f"{type(self).__name__}: {where(rows)} hold only values under "
+                    f"{MIN_ABS_FOR_SUMS:.3g} (|x| at most {float(top[rows].max()):.3g}), whose "
+                    f"squares and products underflow float64: rescale the features")
         if self._norm_mode() != 1:
             if largest > RAW_ABS_LIMIT:
                 with np.errstate(invalid="ignore"):

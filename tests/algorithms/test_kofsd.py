@@ -595,12 +595,15 @@ def test_zhou_fallback_ties_in_stream_order():
 
 def test_constant_columns_are_irrelevant():
     y = Y1
-    # the second: not constant, but its sample variance underflows to 0 (no distance defined)
+    X = np.column_stack([np.zeros(6), np.full(6, 0.1), X1[:, 0]])
+    # not constant, but its sample variance underflows to 0 (no distance defined): it was
+    # taken as constant, and a whole data set scaled so far down selected nothing; refused
     tiny = np.array([0.0, 1e-200, 0.0, 2e-200, 0.0, 0.0])
-    X = np.column_stack([np.zeros(6), tiny, np.full(6, 0.1), X1[:, 0]])
     for compat in (None, "zhou"):
         sel = KOFSD(k=2, alpha=0.0, compat=compat).fit(X, y)
-        assert sel.selected_.tolist() == [3] and sel.n_irrelevant_ == 3
+        assert sel.selected_.tolist() == [2] and sel.n_irrelevant_ == 2
+        with pytest.raises(ValueError, match=r"too small for K-OFSD.*block columns \[1\]"):
+            KOFSD(k=2, alpha=0.0, compat=compat).fit(np.column_stack([X[:, 0], tiny]), y)
 
 
 def test_string_labels_and_sparse_blocks():

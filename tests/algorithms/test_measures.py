@@ -238,3 +238,74 @@ def test_column_abs_max_of_integer_and_bool_columns_in_chunks():
     wide[1, 999_999] = 255
     out = column_abs_max(wide)
     assert out.shape == (1_000_000,) and out[-1] == 255.0 and out[:-1].max() == 0.0
+
+
+def _breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+def _selectors():
+    from streamfs.algorithms.gdm import GDM
+    from streamfs.algorithms.kofsd import KOFSD
+    from streamfs.algorithms.saola import SAOLA
+
+    return {"saola": lambda: SAOLA(test="fisher_z"),
+            "saola-lofs": lambda: SAOLA(test="fisher_z", compat="lofs"),
+            "kofsd": KOFSD, "kofsd-zhou": lambda: KOFSD(compat="zhou"), "gdm": GDM}
+
+
+@pytest.mark.parametrize("name", ["saola", "saola-lofs", "kofsd", "kofsd-zhou", "gdm"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_column_too_small_for_its_sums_of_squares_is_refused_by_name(name, sparse):
+    # breast cancer scaled by 1e-200: SAOLA and K-OFSD selected nothing, without a word (the
+    # columns' sums of squares underflowed); the too-large side was refused all along
+    X, y = _breast_cancer()
+    make = _selectors()[name]
+    wrap = sp.csr_matrix if sparse else np.asarray
+    tiny = X.copy()
+    tiny[:, 4] *= 1e-200
+    with pytest.raises(ValueError, match=r"too small for .*columns \[4\] \(\|x\| at most "
+                                         r"1.63e-201; a column's largest \|x\| must reach "
+                                         r"3.05e-151, or its sums of squares underflow\)"):
+        make().fit(wrap(tiny), y)
+    # a tiny value beside ordinary ones is a value like any other
+    residue = X.copy()
+    residue[5, 4] = 1e-300
+    make().fit(wrap(residue), y)
+    # within the bound the correlations and distances are those of the unscaled data (not
+    # for GDM, whose solver's tolerances are absolute, nor for the authors' arithmetic of
+    # compat="lofs", whose product of two sums of squares underflows from about 2**-256)
+    if name in ("saola", "kofsd", "kofsd-zhou"):
+        selected = make().fit(X, y).selected_.tolist()
+        assert make().fit(wrap(X * 2.0**-400), y).selected_.tolist() == selected
+
+
+def test_mi_takes_columns_too_small_for_sums_of_squares():
+    # the MI test floors values into states: it computes no sum of squares
+    from streamfs.algorithms.saola import SAOLA
+
+    X, y = _breast_cancer()
+    SAOLA(test="mi").fit(X * 1e-200, y)
+
+
+@pytest.mark.parametrize("make", ["ofs", "ofs-raw", "ofs-standardize", "ofs-partial"])
+def test_instances_too_small_for_their_squares_are_refused_by_row(make):
+    from streamfs.algorithms.ofs import OFS, OFSPartial
+
+    learners = {"ofs": lambda: OFS(5), "ofs-raw": lambda: OFS(5, normalize=False),
+                "ofs-standardize": lambda: OFS(5, normalize="standardize"),
+                "ofs-partial": lambda: OFSPartial(5, random_state=0)}
+    X, y = _breast_cancer()
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    tiny = X.copy()
+    tiny[[3, 8]] *= 1e-200
+    learner = learners[make]()
+    with pytest.raises(ValueError, match=r"rows \[3, 8\] of the block hold only values under "
+                                         r"3.05e-151"):
+        learner.fit(tiny, y)
+    assert learner.n_seen_ == 0  # refused before anything was learned
+    residue = X.copy()
+    residue[3, 0] = 1e-300
+    assert learners[make]().fit(residue, y).n_seen_ == len(y)

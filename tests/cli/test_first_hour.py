@@ -85,6 +85,10 @@ MISTAKES = [
     (["features", "{huge}", "-a", "kofsd"], "too large for K-OFSD's standardised distances"),
     (["instances", "{huge}", "-a", "gdm"], "too large for GDM's standardised features in "
                                            "columns [4] ('mean smoothness')"),
+    (["features", "{tiny}", "-a", "saola"], "too small for the Fisher-z test's correlations in "
+                                            "columns [4] ('mean smoothness')"),
+    (["instances", "{tiny_rows}", "-a", "ofs"], "data rows [3, 8] (counted from 0) hold only "
+                                                "values under 3.05e-151"),
     (["features", "{csv}", "-a", "saola", "-p", "alpha=0.1", "-p", "alpha=0.2"],
      "--param 'alpha' given twice"),
     (["features", "{csv}", "-a", "saola", "--groups", "{csv}"],
@@ -112,6 +116,12 @@ def test_mistakes_exit_2_with_one_line_and_publish_nothing(kafka_config, topic_p
     huge.iloc[:, 4] *= 1e300
     nan.to_csv(files["nan"], index=False, na_rep="nan")  # a blank is refused by the reader
     huge.to_csv(files["huge"], index=False)
+    files["tiny"], files["tiny_rows"] = tmp_path / "tiny.csv", tmp_path / "tiny_rows.csv"
+    tiny, tiny_rows = breast_cancer.copy(), breast_cancer.copy()
+    tiny.iloc[:, 4] *= 1e-200  # underflows every sum of squares of the column
+    tiny_rows.iloc[[3, 8], :-1] *= 1e-200
+    tiny.to_csv(files["tiny"], index=False)
+    tiny_rows.to_csv(files["tiny_rows"], index=False)
     files["dir"], files["npz"] = tmp_path, tmp_path / "bc.npz"
     np.savez(files["npz"], X=breast_cancer.iloc[:, :-1].to_numpy(),
              y=(breast_cancer["target"] == "benign").to_numpy().astype(int))
