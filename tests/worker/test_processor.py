@@ -98,6 +98,8 @@ def test_invalid_inputs_become_dead_letters_with_reasons():
         # the algorithm's own check, which names the block's columns
         "rejected by saola: X contains NaN or infinite values in block columns [0, 1]":
             [ok[0], nan],
+        "rejected by saola: X has values too small for the Fisher-z test's correlations in "
+        "block columns [1]": [ok[0], dict(ok[1], X=X[:, :2] * [1.0, 1e-200])],
         "sequence gap": [ok[0], dict(ok[2])],
         "after 'close'": [ok[0], dict(ok[-1], seq=1), dict(ok[1], seq=2)],
         "instances": [ok[0], {"kind": "instances", "stream": "s", "seq": 1, "X": X, "y": y}],
