@@ -356,7 +356,8 @@ def _nb_sparse_fisher_relevance(indptr, indices, data, n, target, tsum, tss, r_f
     """:func:`_nb_block_fisher`, :func:`_nb_fisher_verdict` and :func:`values_within` in one
     pass over a sparse block, the same bits: per column only what SAOLA's relevance step
     reads (|r|, the verdict code, mean and centred sum of squares), and one flag for the
-    block (every value finite and ``|x| <= max_abs``). A news20-shaped column holds a handful
+    block (every value finite and ``|x| <= max_abs``, no column under the smallest largest
+    ``|x|``: see :func:`values_within`). A news20-shaped column holds a handful
     of values, so writing six statistics per column and reading four of them back cost about
     as much as computing them: one thread over the bench stream's 1.36M columns, in the
     worker's column ranges, took 30-44 ms against 37-52 ms with the separate kernels
@@ -376,7 +377,8 @@ def _nb_sparse_fisher_relevance(indptr, indices, data, n, target, tsum, tss, r_f
 
 def values_within(seqsum: np.ndarray, amax: np.ndarray, max_abs: float) -> bool:
     """Whether every value of the columns :func:`_nb_block_fisher` summed is finite and
-    ``|x| <= max_abs`` (``max_abs`` from :func:`max_abs_for_sums`), from its outputs.
+    ``|x| <= max_abs`` (``max_abs`` from :func:`max_abs_for_sums`) and each column's largest
+    ``|x|`` is 0 or at least :func:`min_abs_for` it, from its outputs.
 
     A NaN or infinite value makes its column's sum non-finite, and finite values within
     ``max_abs`` cannot overflow a sum of ``n`` (``n * max_abs`` is far below ``DBL_MAX``),
@@ -417,13 +419,15 @@ def _nb_column_stats(indptr, indices, data, n, j0, j1, dense, target, tsum, seqs
     relevance, :func:`_nb_sparse_fisher_relevance`): ``cross`` gets each column's |r| with
     the class and ``code`` its verdict (:func:`_nb_r_code`) instead of the cross-product and
     constant flag, ``seqsum`` may be empty, and the return value says whether every value is
-    finite and ``|x| <= max_abs``. The two modes share this loop because the column's body
+    finite and ``|x| <= max_abs`` and, with such a bound, each column's largest ``|x|`` 0 or
+    at least :data:`MIN_ABS_FOR_SUMS`. The two modes share this loop because the column's body
     as a function of its own ran 2-3 times slower, inlined or not."""
     with_cross = len(target) > 0
     with_amax = len(amax) > 0
     with_seqsum = len(seqsum) > 0
     tss, r_false, r_true, max_abs, code = verdict
     with_verdict = len(code) > 0
+    low = MIN_ABS_FOR_SUMS if max_abs < DBL_MAX else 0.0  # as min_abs_for(max_abs)
     within = True
     for j in range(j0, j1):
         lo = indptr[j]
@@ -455,7 +459,7 @@ def _nb_column_stats(indptr, indices, data, n, j0, j1, dense, target, tsum, seqs
         ss[j] = ssj
         if with_verdict:
             am = _nb_abs_max(nz, mn, mx)
-            within &= math.isfinite(s) and am <= max_abs and (am == 0.0 or am >= MIN_ABS_FOR_SUMS)
+            within &= math.isfinite(s) and am <= max_abs and (am == 0.0 or am >= low)
             cross[j], code[j] = _nb_r_code(a1 - m * (tsum - a2), ssj, cj, tss, r_false, r_true)
             continue
         const[j] = cj

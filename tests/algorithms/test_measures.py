@@ -309,3 +309,13 @@ def test_instances_too_small_for_their_squares_are_refused_by_row(make):
     residue = X.copy()
     residue[3, 0] = 1e-300
     assert learners[make]().fit(residue, y).n_seen_ == len(y)
+
+
+def test_one_instance_too_small_for_its_squares_is_refused_by_learn_one():
+    from streamfs.algorithms.ofs import OFS
+
+    learner = OFS(2, n_features=3)
+    with pytest.raises(ValueError, match=r"hold only values under 3.05e-151"):
+        learner.learn_one({0: 1e-200, 2: -3e-190}, 1)
+    assert learner.n_seen_ == 0
+    assert learner.learn_one({0: 1e-200, 2: 0.5}, 1).n_seen_ == 1
