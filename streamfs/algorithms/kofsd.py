@@ -142,8 +142,9 @@ class KOFSD(FeatureStreamSelector):
     variance underflows to 0 all the same. The authors' code would divide by zero there. A
     column whose every ``|x|`` lies under ``2**-500`` (values like ``1e-200``: its sums of
     squares underflow) is refused with a ``ValueError`` naming it, as one beyond
-    :func:`~streamfs.algorithms.measures.max_abs_for_sums` is. Features displaced by a replacement are not recorded as affiliated
-    (``selection()`` always has ``"affiliated": []``). Memory is ``O(N^2)`` in the number of
+    :func:`~streamfs.algorithms.measures.max_abs_for_sums` is. Features displaced by a
+    replacement are not recorded as affiliated (``selection()`` always has
+    ``"affiliated": []``). Memory is ``O(N^2)`` in the number of
     instances (the distance matrix on ``S``: 32 MB at ``N = 2000``) and ``O(N |S|)`` for the kept
     columns; in ``zhou`` mode one float per feature is also kept while nothing is selected (for
     the fallback).
