@@ -197,12 +197,11 @@ def value_problem(amax: np.ndarray, n_rows: int, max_abs: float = DBL_MAX, measu
     # float64: a float32 amax would cast DBL_MAX to inf (numpy's overflow warning) first
     amax = np.asarray(amax, dtype=np.float64)
     bad = np.flatnonzero(~(amax <= max_abs))  # NaN compares false
-    tiny = False
-    if bad.size == 0:
+    tiny = bad.size == 0  # then only columns too small can be wrong
+    if tiny:
         bad = np.flatnonzero((amax > 0.0) & (amax < min_abs_for(max_abs)))
         if bad.size == 0:
             return None
-        tiny = True
     cols = f"{bad[:10].tolist()}{' ...' if bad.size > 10 else ''}"
     if names is not None:
         cols += f" ({', '.join(repr(str(names[j])) for j in bad[:10])})"
