@@ -44,7 +44,7 @@ Conventions shared by all learners (documented choices where the paper is silent
   one label seen, both predict that label.
 * truncation keeps the ``B`` largest ``|w_i|``; ties keep the lower feature index.
 * state: ``to_state()`` is plain data (support in heap order with the lazy scale, counters,
-  running statistics, the PCG64 generator with its 128-bit words as decimal strings, a pending
+  running statistics and their units, the PCG64 generator with its 128-bit words as decimal strings, a pending
   observation choice); ``from_state`` continues bit-identically.
 * scaling (``normalize``): ``True``/``"l2"`` divides each instance by its L2 norm (the paper's
   ``||x|| <= 1``); ``"standardize"`` first z-scores every feature with running mean and
@@ -53,7 +53,10 @@ Conventions shared by all learners (documented choices where the paper is silent
   leaves ``x`` as given. Partial-input learners cannot compute the norm of an instance they
   do not fully read: they accept ``False`` (default: data pre-scaled upstream) or
   ``"standardize"`` (running z-scores of the observed attributes, divided by ``sqrt(d)`` so
-  that ``E||x||^2 = 1``).
+  that ``E||x||^2 = 1``). Each column's running statistics are kept in units of a power of
+  two of its own, 1 unless its values are all tiny (under 2^-400): z-scores do not depend on
+  a column's scale, and a column of values near 1e-200 would otherwise have squared
+  deviations that underflow to a variance of 0 and z-scores of 0.
 * parameters are checked by ``_validate_params()`` when the stream opens and at the start of
   ``fit`` / ``partial_fit`` (constructors only store them); once the stream is open they are
   fixed: a learning step (``partial_fit``, ``learn_one``, ``attributes_to_observe``,
@@ -332,7 +335,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         # bitmap (an eighth of a byte, counted as one)
         per = 57
         per += 8 if self._partial or mode == 2 else 0  # a dense copy of the instance
-        per += 24 if mode in (2, 3) else 0  # running counts, means, squared deviations
+        per += 32 if mode in (2, 3) else 0  # running counts, means, squared deviations, units
         per += 8 if self._partial or redraw else 0  # stamps of the random draws
         per += 8 if self._partial else 0  # the attributes chosen
         per += 9 if isinstance(self, RandomSelection) and not redraw else 0  # its fixed draw
@@ -375,6 +378,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         self._cnt = np.zeros(stats)
         self._mean = np.zeros(stats)
         self._m2 = np.zeros(stats)
+        self._unit = np.ones(stats)  # each column's units for its statistics (the kernels')
         self._allowed = np.zeros(0, dtype=np.bool_)
         self._rng = np.zeros(4, dtype=np.uint64)
         # per-attribute stamps of the random draws (partial input, RAND with redraw)
@@ -401,7 +405,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
 
     # learned state in private attributes (besides the public ones ending in "_")
     _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_member", "_heap", "_hkey", "_nbuf",
-              "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_allowed", "_rng",
+              "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_unit", "_allowed", "_rng",
               "_mark", "_cidx", "_pending", "_labels", "_name_pos")
 
     def _reset(self) -> None:
@@ -670,8 +674,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             row, m = _k.run_partial(
                 indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cidx,
-                self._xbuf, self._mark, self._rng, self._cnt, self._mean, self._m2, self._fp,
-                self._ip, self._fst, self._ist, out,
+                self._xbuf, self._mark, self._rng, self._cnt, self._mean, self._m2, self._unit,
+                self._fp, self._ip, self._fst, self._ist, out,
             )
             if row >= 0:
                 # it reads only some attributes, so only those are checked: refused here,
@@ -687,8 +691,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             _k.run_full(
                 indptr, indices, data, ysign, learn, self._v, self._hpos, self._member, self._heap,
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._xbuf, self._cnt,
-                self._mean, self._m2, self._allowed, self._mark, self._rng, self._fp, self._ip,
-                self._fst, self._ist, out,
+                self._mean, self._m2, self._unit, self._allowed, self._mark, self._rng, self._fp,
+                self._ip, self._fst, self._ist, out,
             )
         return out
 
@@ -1129,7 +1133,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 "values": self._v[heap].copy(),
                 "stats": None
                 if self._cnt.size == 0
-                else {"count": self._cnt.copy(), "mean": self._mean.copy(), "m2": self._m2.copy()},
+                else {"count": self._cnt.copy(), "mean": self._mean.copy(), "m2": self._m2.copy(),
+                      # None while every column is in units of 1 (nearly always): no state grows
+                      "unit": self._unit.copy() if (self._unit != 1.0).any() else None},
                 "fixed": np.flatnonzero(self._allowed).astype(np.int64),
                 # 128-bit PCG64 words as decimal strings (msgpack ints stop at 64 bits)
                 "rng": {
@@ -1172,6 +1178,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             obj._cnt[:] = state["stats"]["count"]
             obj._mean[:] = state["stats"]["mean"]
             obj._m2[:] = state["stats"]["m2"]
+            # None, or absent (states written before the units existed): units of 1
+            unit = state["stats"].get("unit")
+            obj._unit[:] = 1.0 if unit is None else unit
         fixed = np.asarray(state["fixed"], dtype=np.int64)
         if fixed.size:
             obj._allowed[:] = False
@@ -1295,7 +1304,7 @@ class _PartialMixin:
             _k.learn_observed(
                 idx, vals, idx.size, ysign[0], self._v, self._hpos, self._member, self._heap,
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cnt, self._mean,
-                self._m2, self._fp, self._ip, self._fst, self._ist,
+                self._m2, self._unit, self._fp, self._ip, self._fst, self._ist,
             )
         return self
 

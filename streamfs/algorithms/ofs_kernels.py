@@ -44,6 +44,8 @@ authors' experiment scripts run it).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -402,8 +404,52 @@ def _learn_step(idx, val, m, ysign, score, v, hpos, member, heap, hkey, nbuf, nv
 
 
 # --------------------------------------------------------------------------- scaling
+# Running z-scores are scale-free, but their sums of squares are not: a column whose values
+# all lie near 1e-200 has squared deviations that underflow to 0, a variance of 0 and
+# z-scores of 0. So each column's statistics are kept in units of its own: ``unit[j]``, a
+# power of two (1 until needed), multiplies its values first. Powers of two scale exactly,
+# so the z-scores are those of exact arithmetic, and a column that never needs it (1.0)
+# computes bit for bit as without it.
+_TINY = 2.0**-400  # a column whose values and statistics all lie below this is scaled up
+_HUGE = 2.0**400  # a value above this in a scaled-up column scales it back towards 1
+_MAX_EXP = 1000  # largest power of two a unit may reach
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unit_change(u, x, mean_j, m2_j):
+    """The power of two to multiply column ``j``'s unit ``u`` (and its statistics, in those
+    units) by before taking ``x``: 1.0 unless ``x u`` and the statistics are all tiny (scale
+    up, so that the largest becomes about 1) or ``x u`` is huge in a scaled-up column (scale
+    back down, at most to a unit of 1)."""
+    a = abs(x) * u
+    if a == 0.0:
+        return 1.0
+    if a < _TINY:
+        big = max(a, abs(mean_j), math.sqrt(m2_j))
+        if big >= _TINY:
+            return 1.0
+        e = math.frexp(big)[1]  # big < 2**e
+        room = _MAX_EXP - (math.frexp(u)[1] - 1)  # u = 2**(frexp exponent - 1)
+        return math.ldexp(1.0, min(-e, room))
+    if u > 1.0 and abs(x) > _HUGE / u:
+        target = max(1.0, math.ldexp(1.0, -math.frexp(x)[1]))  # brings |x| under 1
+        return target / u
+    return 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rescale(unit, mean, m2, j, g):
+    unit[j] *= g
+    mean[j] *= g
+    m2[j] = m2[j] * g * g
+
+
 @njit(cache=True, nogil=True)
-def _welford(cnt, mean, m2, j, x):
+def _welford(cnt, mean, m2, unit, j, x):
+    g = _unit_change(unit[j], x, mean[j], m2[j])
+    if g != 1.0:
+        _rescale(unit, mean, m2, j, g)
+    x = x * unit[j]
     cnt[j] += 1.0
     d1 = x - mean[j]
     mean[j] += d1 / cnt[j]
@@ -411,13 +457,16 @@ def _welford(cnt, mean, m2, j, x):
 
 
 @njit(cache=True, nogil=True)
-def _zscore(cnt, mean, m2, j, x):
+def _zscore(cnt, mean, m2, unit, j, x):
     if cnt[j] <= 0.0:
         return x
-    var = m2[j] / cnt[j]
+    # without learning, the statistics stay as they are: a change of units is local
+    g = _unit_change(unit[j], x, mean[j], m2[j])
+    u = unit[j] * g
+    var = m2[j] * g * g / cnt[j]
     if var <= 0.0:
         return 0.0
-    return (x - mean[j]) / np.sqrt(var)
+    return (x * u - mean[j] * g) / np.sqrt(var)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -492,7 +541,7 @@ def _redraw_support(v, hpos, member, heap, hkey, nbuf, mark, rng, ip, fst, ist):
 
 @njit(cache=True, nogil=True)
 def run_full(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, nbuf, nval, widx,
-             wval, xbuf, cnt, mean, m2, allowed, mark, rng, fp, ip, fst, ist, out):
+             wval, xbuf, cnt, mean, m2, unit, allowed, mark, rng, fp, ip, fst, ist, out):
     """Full-input learners (OFS, PE_trun, RAND) over a CSR block; ``out`` gets the scores
     predicted before learning each row."""
     d = ip[1]
@@ -511,16 +560,25 @@ def run_full(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, n
             inv_c = 1.0 / c if c > 0.0 else 0.0
             for j in range(d):
                 x = xbuf[j]
-                if learn:
-                    cnt[j] = c
-                    d1 = x - mean[j]
-                    mean[j] += d1 * inv_c
-                    m2[j] += d1 * (x - mean[j])
                 if c <= 0.0:
                     z = x
                 else:
-                    var = m2[j] * inv_c
-                    z = (x - mean[j]) / np.sqrt(var) if var > 0.0 else 0.0
+                    # in column j's units (_unit_change); 1.0 but for all-tiny columns
+                    g = _unit_change(unit[j], x, mean[j], m2[j])
+                    if g != 1.0:
+                        if learn:
+                            _rescale(unit, mean, m2, j, g)
+                            g = 1.0
+                    xs = x * (unit[j] * g)
+                    mj = mean[j] * g
+                    if learn:
+                        cnt[j] = c
+                        d1 = xs - mj
+                        mj += d1 * inv_c
+                        mean[j] = mj
+                        m2[j] += d1 * (xs - mj)
+                    var = m2[j] * g * g * inv_c
+                    z = (xs - mj) / np.sqrt(var) if var > 0.0 else 0.0
                 if z != 0.0:
                     widx[m] = j
                     wval[m] = z
@@ -584,26 +642,26 @@ def choose(cidx, heap, mark, rng, fp, ip, ist):
 
 
 @njit(cache=True, nogil=True)
-def _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip):
+def _partial_scale(widx, wval, m, learn, cnt, mean, m2, unit, ip):
     if ip[2] == 3:
         inv = 1.0 / np.sqrt(ip[1])
         for k in range(m):
             j = widx[k]
             if learn:
-                _welford(cnt, mean, m2, j, wval[k])
-            wval[k] = _zscore(cnt, mean, m2, j, wval[k]) * inv
+                _welford(cnt, mean, m2, unit, j, wval[k])
+            wval[k] = _zscore(cnt, mean, m2, unit, j, wval[k]) * inv
     return _compact_nonzero(widx, wval, m)
 
 
 @njit(cache=True, nogil=True)
 def learn_observed(cidx, vals, m, ysign, v, hpos, member, heap, hkey, nbuf, nval, widx, wval, cnt,
-                   mean, m2, fp, ip, fst, ist):
+                   mean, m2, unit, fp, ip, fst, ist):
     """Learn from the values ``vals[:m]`` of the attributes ``cidx[:m]`` chosen by
     :func:`choose`; return the score predicted before learning."""
     for k in range(m):
         widx[k] = cidx[k]
         wval[k] = vals[k]
-    q = _partial_scale(widx, wval, m, True, cnt, mean, m2, ip)
+    q = _partial_scale(widx, wval, m, True, cnt, mean, m2, unit, ip)
     s = _score(widx, wval, q, v, member, fst)
     ist[2] += 1
     _learn_step(widx, wval, q, ysign, s, v, hpos, member, heap, hkey, nbuf, nval, fp, ip, fst,
@@ -613,7 +671,7 @@ def learn_observed(cidx, vals, m, ysign, v, hpos, member, heap, hkey, nbuf, nval
 
 @njit(cache=True, nogil=True)
 def run_partial(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey, nbuf, nval, widx,
-                wval, cidx, xbuf, mark, rng, cnt, mean, m2, fp, ip, fst, ist, out):
+                wval, cidx, xbuf, mark, rng, cnt, mean, m2, unit, fp, ip, fst, ist, out):
     """Partial-input learners over a CSR block: for each row choose the attributes, read
     only those, predict, learn. Without ``learn`` the prediction observes the support.
 
@@ -647,7 +705,7 @@ def run_partial(indptr, indices, data, ysign, learn, v, hpos, member, heap, hkey
                 # of the undone draw carry the old one
                 rng[:] = saved
             return r, m
-        q = _partial_scale(widx, wval, m, learn, cnt, mean, m2, ip)
+        q = _partial_scale(widx, wval, m, learn, cnt, mean, m2, unit, ip)
         s = _score(widx, wval, q, v, member, fst)
         out[r] = s
         if learn:

@@ -708,6 +708,77 @@ def test_online_standardisation_hand_computed():
     np.testing.assert_allclose(m.coef_, [1.0, 0.0] - z / np.linalg.norm(z))
 
 
+def _breast_cancer_arrays():
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OFS(10, normalize="standardize"),
+    lambda: OFSPartial(10, normalize="standardize", random_state=0, epsilon=0.5),
+    lambda: PerceptronRandomPartial(15, normalize="standardize", random_state=0),
+])
+def test_standardisation_is_exact_for_columns_of_tiny_values(make):
+    # z-scores do not depend on a column's scale, but sums of squares of values near 1e-200
+    # underflow: the column's variance came out 0, its z-scores 0, and it dropped out of the
+    # selection without a word. Scaled by a power of two, the column must give the same bits.
+    X, y = _breast_cancer_arrays()
+    plain = make().fit(X, y)
+    for col in (27, 3):  # worst concave points (selected) and mean area (|x| up to 2,501)
+        tiny = X.copy()
+        tiny[:, col] *= 2.0**-700
+        m = make().fit(tiny, y)
+        assert np.array_equal(m.coef_, plain.coef_) and m.mistakes_ == plain.mistakes_
+        # predictions use the same units without changing them
+        assert np.array_equal(m.decision_function(tiny[:50]), plain.decision_function(X[:50]))
+    near = X.copy()
+    near[:, 27] *= 1e-200  # not a power of two: the same selection, up to rounding
+    m = make().fit(near, y)
+    assert m.selected_.tolist() == plain.selected_.tolist()
+    np.testing.assert_allclose(m.coef_, plain.coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_a_column_that_starts_tiny_keeps_exact_statistics_when_ordinary_values_come():
+    # its statistics are kept in units of 2**k while its values are tiny, and go back to
+    # units of 1 when values of ordinary size (here up to the refusal bound, 1e40) arrive
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    X[:100, 0] *= 1e-250
+    X[100:, 0] *= 1e39
+    y = rng.choice([-1, 1], 200)
+    m = OFS(2, normalize="standardize").partial_fit(X[:100], y[:100])
+    u = m._unit[0]
+    assert u > 2.0**700 and u == 2.0 ** np.round(np.log2(u))  # a power of two
+    head = X[:100, 0] * u  # exact: a power of two
+    np.testing.assert_allclose(m._mean[0] / u, head.mean() / u, rtol=1e-12)
+    np.testing.assert_allclose(m._m2[0], ((head - head.mean()) ** 2).sum(), rtol=1e-12)
+    m.partial_fit(X[100:], y[100:])
+    assert m._unit[0] == 1.0 and np.isfinite(m.coef_).all()
+    np.testing.assert_allclose(m._mean[0], X[:, 0].mean(), rtol=1e-12)
+    np.testing.assert_allclose(m._m2[0] / 200, X[:, 0].var(), rtol=1e-12)
+
+
+def test_the_units_of_the_statistics_survive_a_state_round_trip():
+    X, y = _breast_cancer_arrays()
+    X[:, 27] *= 1e-200
+    whole = OFS(10, normalize="standardize").fit(X, y)
+    first = OFS(10, normalize="standardize").partial_fit(X[:300], y[:300])
+    state = codec.unpackb(codec.packb(first.to_state()))
+    again = OFS.from_state(state).partial_fit(X[300:], y[300:])
+    assert np.array_equal(again.coef_, whole.coef_)
+    assert again._unit[27] > 1.0
+    # a state written before the units existed: its statistics are in units of 1
+    X, y = _breast_cancer_arrays()
+    whole = OFS(10, normalize="standardize").fit(X, y)
+    old = OFS(10, normalize="standardize").partial_fit(X[:300], y[:300]).to_state()
+    assert old["stats"]["unit"] is None  # all in units of 1: nothing more is stored
+    del old["stats"]["unit"]
+    again = OFS.from_state(old)
+    assert (again._unit == 1.0).all()
+    assert np.array_equal(again.partial_fit(X[300:], y[300:]).coef_, whole.coef_)
+
+
 # ----------------------------------------------------------------------------- real data
 def test_ofs_beats_baselines_on_german():
     from streamfs.bench.ofs import run_full_input
