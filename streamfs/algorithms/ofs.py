@@ -44,8 +44,8 @@ Conventions shared by all learners (documented choices where the paper is silent
   one label seen, both predict that label.
 * truncation keeps the ``B`` largest ``|w_i|``; ties keep the lower feature index.
 * state: ``to_state()`` is plain data (support in heap order with the lazy scale, counters,
-  running statistics and their units, the PCG64 generator with its 128-bit words as decimal strings, a pending
-  observation choice); ``from_state`` continues bit-identically.
+  running statistics and their units, the PCG64 generator with its 128-bit words as decimal
+  strings, a pending observation choice); ``from_state`` continues bit-identically.
 * scaling (``normalize``): ``True``/``"l2"`` divides each instance by its L2 norm (the paper's
   ``||x|| <= 1``); ``"standardize"`` first z-scores every feature with running mean and
   variance (updated with the instance before it is scaled; ``predict`` does not update them),
@@ -405,8 +405,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
 
     # learned state in private attributes (besides the public ones ending in "_")
     _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_member", "_heap", "_hkey", "_nbuf",
-              "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_unit", "_allowed", "_rng",
-              "_mark", "_cidx", "_pending", "_labels", "_name_pos")
+              "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_unit", "_allowed",
+              "_rng", "_mark", "_cidx", "_pending", "_labels", "_name_pos")
 
     def _reset(self) -> None:
         """Forget everything learned; the parameters and scikit-learn's own attributes
