@@ -701,7 +701,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
         self._check_norms(M)
         # a partial-input learner reads the attributes it observes only: its advice comes
-        # from the producer, which reads the data anyway (_data_advice)
+        # from the producer and the worker, which have every value anyway (_data_advice)
         if (self.n_seen_ == 0 and not self._partial
                 and (advice := self._scale_advice(M)) is not None):
             warnings.warn(advice, UserWarning, stacklevel=3)  # the caller of fit & co.

@@ -32,6 +32,7 @@ import hashlib
 import inspect
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, MutableMapping
 
@@ -41,7 +42,12 @@ import scipy.sparse as sp
 from streamfs.algorithms import registry
 from streamfs.algorithms._validation import label_array
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
-from streamfs.algorithms.opening import check_open, check_stored_column, check_stream_id
+from streamfs.algorithms.opening import (
+    check_open,
+    check_stored_column,
+    check_stream_id,
+    open_advice,
+)
 from streamfs.algorithms.ofs import naming_columns
 from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
 from streamfs.worker.stepping import running, stepping
@@ -792,6 +798,12 @@ class StreamProcessor:
         try:
             # the learner's advice at the stream's start names the columns the open named
             with naming_columns(self._naming(stream, header)["rule"]["names"]):
+                if getattr(algo, "_partial", False) and algo.n_seen_ == 0:
+                    # a partial-input learner reads only the attributes it observes, so it
+                    # gives no advice on the data; the worker has the whole block (and a
+                    # producer other than streamfs's may not have advised)
+                    for advice in open_advice(algo, X=X):
+                        warnings.warn(advice, UserWarning, stacklevel=1)
                 algo.partial_fit(_as_format(X, "csr"), y)
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None

@@ -1080,8 +1080,8 @@ def test_scaling_advice_needs_a_gap_of_a_thousand_and_covers_values_taken_as_the
             r"all of every score")
     with pytest.warns(UserWarning, match=said):
         PerceptronTruncation(n_features_to_select=3, normalize=False).fit(X, y)
-    # a partial-input learner reads only the attributes it observes, so the producer, which
-    # reads the data anyway, gives its advice (streamfs.algorithms.opening.open_advice)
+    # a partial-input learner reads only the attributes it observes, so the producer and the
+    # worker, which have the data anyway, give its advice (streamfs.algorithms.opening.open_advice)
     partial = OFSPartial(n_features_to_select=3, random_state=0)
     assert re.search(said, partial._data_advice(X))
     assert OFSPartial(n_features_to_select=3, normalize="standardize")._data_advice(X) is None

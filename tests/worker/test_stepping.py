@@ -109,3 +109,30 @@ def test_the_scaling_advice_of_an_instance_stream_names_the_columns_its_open_nam
                                 "('worst area') reach over 1,000 times")
     assert logged[1].startswith("stream 'unnamed' (ofs): OFS(normalize=True) scales each "
                                 "instance to unit L2 norm, and columns 3, 23 reach")
+
+
+def test_a_partial_input_learner_gets_the_scaling_advice_from_the_worker(worker_warnings):
+    """A partial-input learner reads only the attributes it observes and gives no advice on
+    the data itself (the producer does); the worker, which has the whole first block, logs it
+    once for a stream whatever published it."""
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.producers.blocks import instance_stream_messages
+
+    data = load_breast_cancer()
+    processor = StreamProcessor("instances", {})
+    with warnings.catch_warnings():  # the producer's own advice is not the worker's
+        warnings.simplefilter("ignore")
+        messages = list(instance_stream_messages(
+            "p1", data.data, data.target, "ofs-partial", {"random_state": 0},
+            feature_names=list(data.feature_names), block_bytes=100 * 31 * 8))
+        scaled = (data.data - data.data.mean(0)) / data.data.std(0)
+        quiet = list(instance_stream_messages("p2", scaled, data.target, "ofs-partial",
+                                              {"random_state": 0}, block_bytes=100 * 31 * 8))
+    assert sum("X" in m for m in messages) > 2  # several blocks: advice from the first only
+    _feed(processor, messages + quiet)
+    logged = worker_warnings()
+    assert len(logged) == 1
+    assert logged[0].startswith("stream 'p1' (ofs-partial): OFSPartial(normalize=False) takes "
+                                "the values as they are, and columns 3 ('mean area'), 23 "
+                                "('worst area') reach over 1,000 times")
