@@ -525,6 +525,118 @@ def _nb_r_code(cross, ss, const, tss, r_false, r_true):
     return r, 2
 
 
+#: integers up to this are exact in float64, and so are their sums and products while they stay
+#: below it
+EXACT_INT = 2.0 ** 53
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nb_low_exponent(v):
+    """The exponent of the lowest set bit of a finite non-zero ``v``: ``v / 2**e`` is an odd
+    integer."""
+    m, e = math.frexp(abs(v))
+    bits = np.int64(m * 9007199254740992.0)  # 2**53 * m: the 53-bit significand
+    return e - 53 + math.frexp(float(bits & -bits))[1] - 1
+
+
+@njit(cache=True, nogil=True)
+def _nb_exact_grid(data, lo, hi, n):
+    """``(True, e)`` with the largest ``e`` for which ``data[lo:hi] / 2**e`` are integers,
+    or ``(False, 0)`` where a value is not finite or those integers are too large for exact
+    sums (``n`` times the largest square reaches 2**53; 53-bit floats stop at their first
+    non-zero). All zeros give ``(True, 0)``."""
+    emin = 10000
+    amax = 0.0
+    for k in range(lo, hi):
+        v = data[k]
+        if v == 0.0:
+            continue
+        if not math.isfinite(v):
+            return False, 0
+        emin = min(emin, _nb_low_exponent(v))
+        amax = max(amax, abs(v))
+        top = math.ldexp(amax, -emin)
+        if n * top * top >= EXACT_INT:  # the sum of squares alone is already too large
+            return False, 0
+    return True, (0 if emin == 10000 else emin)
+
+
+def exact_target(y: np.ndarray) -> tuple[np.ndarray, float, float, float] | None:
+    """For a class vector whose values lie on a grid of a power of two fine enough for
+    :func:`exact_abs_r` to keep its sums exact: ``(y on that grid, its sum, its largest
+    |value|, n sum y^2 - (sum y)^2)``, else None (then r keeps the centred sums)."""
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    n = len(y)
+    ok, e = _nb_exact_grid(y, 0, n, n)
+    if not ok or n == 0:
+        return None
+    g = np.ldexp(y, -e)  # a power of two: no rounding, and r does not change
+    top = float(np.abs(g).max())
+    if n * n * top * top >= EXACT_INT:
+        return None
+    ty = float(g.sum())  # integers below 2**53 in any order: exact
+    return g, ty, top, n * float(np.dot(g, g)) - ty * ty
+
+
+@njit(cache=True, nogil=True)
+def _nb_exact_abs_r(indptr, indices, data, n, dense, cols, y, ty, ymax, tvar, dep):
+    """:func:`exact_abs_r`'s kernel: overwrites ``dep[j]`` for the columns ``cols`` whose
+    values allow it."""
+    for q in range(len(cols)):
+        j = cols[q]
+        lo = indptr[j]
+        hi = indptr[j + 1]
+        ok, e = _nb_exact_grid(data, lo, hi, n)
+        if not ok:
+            continue
+        s = 0.0
+        sabs = 0.0
+        sxx = 0.0
+        sxy = 0.0
+        for k in range(lo, hi):
+            v = math.ldexp(data[k], -e)
+            s += v
+            sabs += abs(v)
+            sxx += v * v
+            sxy += v * y[k - lo if dense else indices[k]]
+        # every partial sum is an integer of at most these sizes, so none was rounded (n Sxy
+        # and Sx Sy may have opposite signs: their difference is twice as large)
+        if n * sxx >= EXACT_INT or 2.0 * n * sabs * ymax >= EXACT_INT \
+                or sabs * sabs >= EXACT_INT:
+            continue
+        var = n * sxx - s * s
+        den = _nb_sqrt_product(var, tvar)
+        if den > 0:
+            dep[j] = min(abs(n * sxy - s * ty) / den, 1.0)
+
+
+def exact_abs_r(block: ColumnBlock, cols: np.ndarray,
+                target: tuple[np.ndarray, float, float, float], dep: np.ndarray) -> None:
+    """|r| with the class vector of ``target`` (from :func:`exact_target`) computed from exact
+    sums, for the columns among ``cols`` whose values allow it; written into ``dep`` (the
+    other columns keep their values).
+
+    Binary and count data tie often: two columns with the same counts in different rows, or a
+    0/1 column and its complement, have the same |r| with the class, but the centred sums
+    round differently in their different rows, and SAOLA's tie rule (``dep(Y) >= dep(F)``
+    keeps the earlier feature) then went the way the last bit fell. A column whose values
+    are integers times a power of two of its own (small enough integers: every sum below
+    2**53) gets ``n Sxy - Sx Sy``, ``n Sxx - Sx^2`` and ``n Syy - Sy^2`` without rounding,
+    and ``|r| = |n Sxy - Sx Sy| / sqrt((n Sxx - Sx^2)(n Syy - Sy^2))`` rounds only in its last
+    three operations: columns whose exact sums agree (up to sign) get the same bits, and a
+    column scaled by a power of two keeps them.
+
+    >>> y = np.array([1.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+    >>> b = as_column_block(np.array([[1, 0], [0, 1], [1, 0], [0, 1], [0, 1], [1, 0]], float))
+    >>> dep = np.zeros(2)
+    >>> exact_abs_r(b, np.arange(2), exact_target(y), dep)
+    >>> bool(dep[0] == dep[1])
+    True
+    """
+    _nb_exact_abs_r(block.indptr, block.indices, block.data, block.n_rows, block.dense,
+                    np.asarray(cols, dtype=np.int64), *target, dep)
+
+
 @njit(cache=True, nogil=True)
 def _nb_fisher_verdict(cross, ss, const, tss, r_false, r_true):
     """|r| and verdict codes (:func:`_nb_r_code`) from :func:`_nb_block_fisher`'s outputs."""

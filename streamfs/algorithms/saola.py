@@ -24,6 +24,10 @@ the values of the two columns (see :mod:`streamfs.algorithms.measures`), so the 
 identical to one-feature-at-a-time processing, for any block split and for dense or sparse
 input.
 
+In the default mode with Fisher's z, a column's |r| with the class comes from exact sums where
+its values allow (binary or count data, :func:`streamfs.algorithms.measures.exact_abs_r`), so
+columns whose |r| is mathematically equal tie to the bit and the tie rule keeps the earlier.
+
 ``compat="lofs"`` with Fisher's z computes every r in the authors' arithmetic (``cov`` of the
 two columns, entries divided by N - 1, ``r = C12 / sqrt(C11 C22)``, ``W = sqrt(N - 3) * 0.5 *
 log((1 + r) / (1 - r))``, independent iff ``|W| < sqrt(2) erfinv(1 - alpha)``, NaN r skipped):
@@ -62,6 +66,8 @@ from .measures import (
     _nb_block_fisher,
     _nb_fisher_verdict,
     _nb_sparse_fisher_relevance,
+    exact_abs_r,
+    exact_target,
     _nb_sqrt_product,
     _nb_block_fisher_lofs,
     _nb_block_su,
@@ -582,6 +588,8 @@ class _SAOLABase(FeatureStreamSelector):
 
     def _prepare_target(self) -> None:
         num = self._st_y
+        self._st_exact_target = (exact_target(num) if self.test == "fisher_z"
+                                 and self.compat is None else None)
         if self.test == "fisher_z":
             self._st_tc, self._st_tsum, self._st_tss = centred(num)
             self._st_tlc, self._st_tlvar = lofs_centred(num)
@@ -617,7 +625,7 @@ class _SAOLABase(FeatureStreamSelector):
             )
             if not within:
                 return {"bad_values": np.ones(1, dtype=np.bool_)}  # _relevance names them
-            return self._verdicts(dep, code, mean=mean, ss=ss)
+            return self._verdicts(block, dep, code, mean=mean, ss=ss)
         seqsum, mean, ss, const, cross, amax = _nb_block_fisher(
             block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
         )
@@ -633,10 +641,15 @@ class _SAOLABase(FeatureStreamSelector):
             return dict(dep=np.abs(r), relevant=_nb_lofs_dependent_many(
                 r, self._st_sqrt_n3, self._st_zcrit), mean=mean, ss=ss, cxx=cxx, seqsum=seqsum)
         # the verdict on the same thread (numpy's ufuncs release the GIL too)
-        return self._verdicts(*_nb_fisher_verdict(cross, ss, const, self._st_tss, *bracket),
-                              mean=mean, ss=ss)
+        return self._verdicts(block, *_nb_fisher_verdict(cross, ss, const, self._st_tss,
+                                                         *bracket), mean=mean, ss=ss)
 
-    def _verdicts(self, dep: np.ndarray, code: np.ndarray, **stats: np.ndarray) -> dict:
+    def _verdicts(self, block: ColumnBlock, dep: np.ndarray, code: np.ndarray,
+                  **stats: np.ndarray) -> dict:
+        if self._st_exact_target is not None:
+            # the columns that may be relevant get their |r| from exact sums where their
+            # values allow (exact ties stay ties for the tie rule, exact_abs_r)
+            exact_abs_r(block, np.flatnonzero(code), self._st_exact_target, dep)
         relevant = code == 1
         near = np.flatnonzero(code == 2)  # near the critical |r|: the exact test decides
         relevant[near] = self._dependent(dep[near])

@@ -254,6 +254,43 @@ def test_fisher_tie_keeps_the_earlier_feature_and_records_affiliation():
     assert sel2.n_redundant_ == sel.n_redundant_ + 1
 
 
+def _tied_binary_columns():
+    """A class vector and two pairs of 0/1 columns whose |r| with it is mathematically equal
+    (5 ones, 4 on the positive class, in different rows; a column and its complement), which
+    the centred sums put one last bit apart; each pair is dependent at alpha = 0.05."""
+    n = 30
+    y, a, b = (np.isin(np.arange(n), rows).astype(float) for rows in (
+        [0, 1, 4, 8, 9, 11, 16, 17, 20, 23], [3, 8, 11, 16, 17], [8, 9, 16, 17, 18]))
+    return y, [(a, b), (b, a), (a, 1.0 - a), (1.0 - a, a)]
+
+
+@pytest.mark.parametrize("bound", ["min", "max"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_fisher_exact_tie_of_binary_columns_keeps_the_earlier_one(bound, sparse):
+    # the tie rule dep(Y) >= dep(F) sees the exact tie: the newcomer goes, in either order
+    # (before, the last bit of the centred sums decided, and two of the four orders kept the
+    # newcomer)
+    y, pairs = _tied_binary_columns()
+    for first, second in pairs:
+        X = np.column_stack([first, second])
+        sel = SAOLA(alpha=0.05, bound=bound).fit(sp.csc_matrix(X) if sparse else X, y)
+        assert sel.selected_.tolist() == [0]
+        assert [f for f, _ in sel.affiliated_[0]] == [1]
+        # a power of two, or the class coded -1/+1, changes no bit of dep
+        again = SAOLA(alpha=0.05, bound=bound).fit(X * 0.125, 2 * y - 1)
+        assert again.scores_.tolist() == sel.scores_.tolist()
+
+
+def test_group_fisher_exact_tie_of_binary_columns_goes_to_the_newcomer():
+    y, pairs = _tied_binary_columns()
+    for first, second in pairs:
+        X = np.column_stack([first, second])
+        g = GroupSAOLA(alpha=0.05).fit(X, y, groups=[[0, 1]])
+        assert g.selected_.tolist() == [0]
+        g = GroupSAOLA(alpha=0.05).fit(X, y, groups=[[0], [1]])
+        assert [(gid, f.tolist()) for gid, f in g.selected_groups_] == [(1, [1])]
+
+
 def test_mi_exact_copy_tie_keeps_both():
     # with equal SU to the class neither rule of step 2 fires (both need a strict dep order)
     y = np.array([0, 0, 0, 1, 1, 1, 1, 0])
