@@ -33,6 +33,14 @@ def worker_warnings(caplog, monkeypatch):
                        and "dead letter" not in r.getMessage()]
 
 
+def _quietly(build) -> list:
+    """The messages ``build()`` makes, the producer's own advice silenced (it is not the
+    worker's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(build())
+
+
 def _feed(processor: StreamProcessor, messages: list[dict]) -> None:
     for message in messages:
         plan = processor.handle(message["stream"], encode(message))
@@ -95,12 +103,11 @@ def test_the_scaling_advice_of_an_instance_stream_names_the_columns_its_open_nam
 
     data = load_breast_cancer()
     processor = StreamProcessor("instances", {})
-    with warnings.catch_warnings():  # the producer's own advice is not the worker's
-        warnings.simplefilter("ignore")
-        named = list(instance_stream_messages("named", data.data[:100], data.target[:100], "ofs",
-                                              feature_names=list(data.feature_names)))
-        unnamed = list(instance_stream_messages("unnamed", data.data[:100], data.target[:100],
-                                                "ofs"))
+    named = _quietly(lambda: instance_stream_messages(
+        "named", data.data[:100], data.target[:100], "ofs",
+        feature_names=list(data.feature_names)))
+    unnamed = _quietly(lambda: instance_stream_messages(
+        "unnamed", data.data[:100], data.target[:100], "ofs"))
     _feed(processor, named + unnamed)
     logged = worker_warnings()
     assert len(logged) == 2
@@ -121,14 +128,13 @@ def test_a_partial_input_learner_gets_the_scaling_advice_from_the_worker(worker_
 
     data = load_breast_cancer()
     processor = StreamProcessor("instances", {})
-    with warnings.catch_warnings():  # the producer's own advice is not the worker's
-        warnings.simplefilter("ignore")
-        messages = list(instance_stream_messages(
-            "p1", data.data, data.target, "ofs-partial", {"random_state": 0},
-            feature_names=list(data.feature_names), block_bytes=100 * 31 * 8))
-        scaled = (data.data - data.data.mean(0)) / data.data.std(0)
-        quiet = list(instance_stream_messages("p2", scaled, data.target, "ofs-partial",
-                                              {"random_state": 0}, block_bytes=100 * 31 * 8))
+    messages = _quietly(lambda: instance_stream_messages(
+        "p1", data.data, data.target, "ofs-partial", {"random_state": 0},
+        feature_names=list(data.feature_names), block_bytes=100 * 31 * 8))
+    scaled = (data.data - data.data.mean(0)) / data.data.std(0)
+    quiet = _quietly(lambda: instance_stream_messages(
+        "p2", scaled, data.target, "ofs-partial", {"random_state": 0},
+        block_bytes=100 * 31 * 8))
     assert sum("X" in m for m in messages) > 2  # several blocks, one line in the log
     _feed(processor, messages + quiet)
     logged = worker_warnings()
