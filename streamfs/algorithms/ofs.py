@@ -90,6 +90,7 @@ Example (the paper's parameters on a toy stream):
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import warnings
@@ -113,6 +114,7 @@ from sklearn.utils.validation import (
 
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms._stream_params import StreamParamsMixin
+from streamfs.algorithms._stream_params import _same as _same_param
 from streamfs.algorithms.base import _SPARSE
 from streamfs.algorithms.measures import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
 from streamfs.algorithms.rounding import round_half_away
@@ -1603,7 +1605,8 @@ _REGISTRY = {
 }
 
 
-class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimator):
+class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, SelectorMixin,
+                BaseEstimator):
     """One-vs-rest wrapper for more than two classes (full-input learners only).
 
     One binary copy of ``estimator`` (its parameters, fresh state) per class ``c`` learns
@@ -1619,6 +1622,11 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
     supports, ``decision_function`` has one column per class (for two classes, scikit-learn's
     single column: the second class's score minus the first's). River-style ``learn_one``,
     ``predict_one`` and ``transform_one`` too.
+
+    Once the stream is open its parameters are fixed, as the learners' own are: ``classes``
+    and the wrapped estimator's parameters (``estimator__eta``, ...; every learner, also one
+    opened later, is a clone of it), refused by the next ``partial_fit`` / ``learn_one`` when
+    changed (``fit`` starts over with them).
 
     >>> X = np.eye(3).repeat(20, axis=0)
     >>> y = np.array(["a", "b", "c"]).repeat(20)
@@ -1649,6 +1657,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         """A learner for each label not seen yet, kept in ``classes_`` order (sorted)."""
         if not hasattr(self, "learners_"):
             self._check_estimator()
+            self._begin_stream_params()
             self._labels: list = []
             self.learners_: list[InstanceStreamSelector] = []
             if self.classes is not None:
@@ -1672,6 +1681,39 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
             if hasattr(peer, "feature_names_in_"):
                 learner.feature_names_in_ = peer.feature_names_in_.copy()
         return learner
+
+    # ------------------------------------------------------------------ fixed parameters
+    def _stream_snapshot(self, estimator: Any, classes: Any) -> dict:
+        """The parameters a stream keeps: ``classes``, the wrapped estimator's class and its
+        parameters as ``estimator__<name>`` (containers copied: a list changed in place is a
+        change)."""
+        snap = {"classes": copy.deepcopy(classes), "estimator": type(estimator).__name__}
+        for k, v in estimator.get_params(deep=False).items():
+            snap[f"estimator__{k}"] = copy.deepcopy(v) if isinstance(
+                v, (list, tuple, dict, np.ndarray)) else v
+        return snap
+
+    def _begin_stream_params(self) -> None:
+        self._stream_params_ = self._stream_snapshot(self.estimator, self.classes)
+
+    def _changed_params(self) -> dict[str, tuple[Any, Any]]:
+        started = self.__dict__.get("_stream_params_")
+        if started is None:
+            return {}
+        est = self.estimator
+        # the attributes themselves, not get_params (too slow before every learn_one)
+        now = {k: getattr(est, k[len("estimator__"):], None) for k in started
+               if k.startswith("estimator__")}
+        now["classes"], now["estimator"] = self.classes, type(est).__name__
+        return {k: (v, now[k]) for k, v in started.items()
+                if now[k] is not v and not _same_param(v, now[k])}
+
+    def _stream_estimator(self) -> InstanceStreamSelector:
+        """The wrapped estimator with the parameters the stream started with."""
+        started = self._stream_params_
+        params = {k[len("estimator__"):]: v for k, v in started.items()
+                  if k.startswith("estimator__")}
+        return _REGISTRY[started["estimator"]](**params)
 
     @property
     def classes_(self) -> np.ndarray:
@@ -1712,13 +1754,14 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         if np.unique(y).size < 2 and self.classes is None:
             raise ValueError(f"OneVsRest needs at least two classes: the labels have 1 class "
                              f"({shown(_py(y[0]))})")
-        for attr in ("learners_", "_labels"):
+        for attr in ("learners_", "_labels", "_stream_params_"):
             self.__dict__.pop(attr, None)
         return self.partial_fit(X if column_names(X) is not None else checked, y)
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "OneVsRest":
         """Learn the rows of ``X`` in order (classes open at their first row; ``classes``,
         scikit-learn style, opens these on the first call)."""
+        self._check_stream_params()
         check_frame(X)
         y = _block_labels(y, getattr(self, "_labels", ()))
         n = X.shape[0] if hasattr(X, "shape") else len(X)
@@ -1771,6 +1814,7 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
     # ------------------------------------------------------------------ River-style API
     def learn_one(self, x: Any, y: Any) -> "OneVsRest":
         """Learn ``(x, y)`` in every binary learner."""
+        self._check_stream_params()
         label = _py(_one_label(y))
         check_label_types(np.asarray([label], dtype=object), getattr(self, "_labels", ()))
         self._open([label])
@@ -1829,6 +1873,9 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
         if hasattr(self, "learners_"):
             state["classes_"] = list(self._labels)
             state["learners"] = [m.to_state() for m in self.learners_]
+            if self._changed_params():
+                state["stream_params"] = {"estimator": self._stream_estimator().to_state(),
+                                          "classes": self._stream_params_["classes"]}
         return state
 
     @classmethod
@@ -1840,4 +1887,9 @@ class OneVsRest(MetaEstimatorMixin, ClassifierMixin, SelectorMixin, BaseEstimato
             pairs = sorted(zip(state["classes_"], state["learners"]), key=lambda t: t[0])
             obj._labels = [c for c, _ in pairs]
             obj.learners_ = [InstanceStreamSelector.from_state(s) for _, s in pairs]
+            started = state.get("stream_params")
+            obj._stream_params_ = obj._stream_snapshot(
+                obj.estimator if started is None
+                else InstanceStreamSelector.from_state(started["estimator"]),
+                obj.classes if started is None else started["classes"])
         return obj

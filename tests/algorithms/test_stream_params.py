@@ -14,6 +14,7 @@ from streamfs.algorithms.ofs import (
     OFS,
     OFSPartial,
     OFSRandomPartial,
+    OneVsRest,
     PerceptronRandomPartial,
     PerceptronTruncation,
     RandomSelection,
@@ -183,3 +184,39 @@ def test_states_without_stream_params_load_as_before():
         _step(live, X, y, 1)
         _step(back, X, y, 1)
         assert _selection(back) == _selection(live)
+
+
+def test_one_vs_rest_keeps_its_learners_parameters_and_classes():
+    """Every learner, also one opened for a class that comes later, is a clone of the wrapped
+    estimator: its parameters (and ``classes``) are the stream's, live and restored."""
+    X, y = make_classification(n_samples=150, n_features=10, n_informative=5, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+    head = np.minimum(y[:50], 1)  # the third class comes later
+    reference = OneVsRest(OFS(3)).partial_fit(X[:50], head).partial_fit(X[50:], y[50:])
+    live = OneVsRest(OFS(3)).partial_fit(X[:50], head)
+    live.set_params(estimator__eta=0.5, estimator__n_features_to_select=6)
+    state = unpackb(packb(live.to_state()))
+    back = OneVsRest.from_state(state)
+    message = (r"^OneVsRest: parameters changed after the stream started: estimator__eta 0\.2 "
+               r"-> 0\.5, estimator__n_features_to_select 3 -> 6; ")
+    for model in (live, back):
+        with pytest.raises(ValueError, match=message):
+            model.partial_fit(X[50:], y[50:])
+        with pytest.raises(ValueError, match=message):
+            model.learn_one(X[50], y[50])
+        assert [m.eta for m in model.learners_] == [0.2, 0.2]  # nothing opened or learned
+    for model in (live, back):
+        model.set_params(estimator__eta=0.2, estimator__n_features_to_select=3)
+        assert "stream_params" not in model.to_state()
+        model.partial_fit(X[50:], y[50:])
+        assert [(m.eta, m.budget_) for m in model.learners_] == [(0.2, 3)] * 3
+        np.testing.assert_array_equal(model.decision_function(X), reference.decision_function(X))
+    live.set_params(classes=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"classes None -> \[0, 1, 2\]"):
+        live.learn_one(X[0], y[0])
+    live.set_params(estimator=PerceptronTruncation(3))
+    with pytest.raises(ValueError, match="estimator 'OFS' -> 'PerceptronTruncation'"):
+        live.partial_fit(X, y)
+    live.fit(X, y)  # starts over with the current parameters
+    assert [type(m).__name__ for m in live.learners_] == ["PerceptronTruncation"] * 3
+    assert "stream_params" not in live.to_state()
