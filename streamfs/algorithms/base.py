@@ -295,7 +295,11 @@ def _input_names(est: Any, input_features: Any, n: int) -> np.ndarray:
 def take_columns(X: Any, cols: np.ndarray) -> Any:
     """The columns ``cols`` of a validated ``X``, in that order. Sparse input comes back as
     CSR of the same container (``csr_array`` or ``csr_matrix``), as scikit-learn's selectors
-    return it."""
+    return it; no column at all is warned about, as they warn (the estimator next in a
+    pipeline would otherwise fail on zero features with no word of why)."""
+    if len(cols) == 0:
+        warnings.warn("No features were selected: either the data is too noisy or the "
+                      "selection test too strict.", UserWarning, stacklevel=3)
     if sp.issparse(X):
         return X.tocsr()[:, cols]
     return np.asarray(X)[:, cols]

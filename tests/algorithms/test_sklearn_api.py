@@ -645,3 +645,26 @@ def test_random_state_takes_a_legacy_random_state_as_scikit_learn_does():
     a = RandomSelection(3, random_state=np.random.RandomState(5)).fit(X, y)
     b = RandomSelection(3, random_state=np.random.RandomState(5)).fit(X, y)
     assert a.selected_.tolist() == b.selected_.tolist() and len(a.selected_) == 3
+
+
+@pytest.mark.parametrize("estimator", [SAOLA(alpha=1e-9), GroupSAOLA(alpha=1e-9), KOFSD()],
+                         ids=lambda e: type(e).__name__)
+def test_an_empty_selection_is_warned_about_as_scikit_learn_selectors_do(estimator):
+    """Nothing selected: transform warns with scikit-learn's own words (the estimator next
+    in a pipeline then fails on zero features) and returns zero columns, also as a frame."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 4)), np.repeat([0, 1], 30)
+    est = clone(estimator).fit(X, y)
+    assert est.get_support().sum() == 0
+    with pytest.warns(UserWarning, match="No features were selected"):
+        assert est.transform(X).shape == (60, 0)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    est = clone(estimator).set_output(transform="pandas").fit(frame, y)
+    with pytest.warns(UserWarning, match="No features were selected"):
+        out = est.transform(frame)
+    assert isinstance(out, pd.DataFrame) and out.shape == (60, 0)
+    # a selection with features says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SAOLA().fit(np.column_stack([X, y + 0.1 * rng.normal(size=60)]), y).transform(
+            np.column_stack([X, y]))
