@@ -564,13 +564,16 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _get_support_mask(self) -> np.ndarray:
         return self.get_support()
 
-    def get_support(self, affiliated: bool = False, indices: bool = False) -> np.ndarray:
-        """Mask (or sorted indices) of the support features, plus their affiliates if asked."""
+    def get_support(self, indices: bool = False, *, affiliated: bool = False) -> np.ndarray:
+        """Mask of the support features, or their indices in ``support_`` order (the order
+        of ``transform``'s columns, as every feature-stream selector gives them);
+        ``affiliated=True`` adds their affiliates (indices: after the support, each support
+        feature's group in ``support_`` order, ascending within a group)."""
         check_is_fitted(self, "support_")
-        feats = [self.support_]
+        idx = np.asarray(self.support_, dtype=np.int64)
         if affiliated:
-            feats += list(self.affiliated_.values())
-        idx = np.unique(np.concatenate(feats)).astype(np.int64)
+            idx = np.concatenate([idx, *(np.asarray(self.affiliated_[z], dtype=np.int64)
+                                         for z in self.support_.tolist())])
         if indices:
             return idx
         mask = np.zeros(self.n_features_in_, dtype=bool)

@@ -200,7 +200,7 @@ def synthetic_study(n_features_per_step: int = 100, max_iter: int = 10, seed: in
     t_gdm = time.perf_counter() - t0
     sup = model.support_
     k = sup.size
-    both = model.get_support(affiliated=True, indices=True)
+    both = np.flatnonzero(model.get_support(affiliated=True))  # ascending, as before
     rows: dict[str, dict[str, Any]] = {}
     rows["GDM"] = {
         "k": int(k),
@@ -311,7 +311,8 @@ def digits_study(dataset: str = "usps_test2007", pair: tuple[int, int] = (3, 8),
             "n_affiliated": int(sum(a.size for a in model.affiliated_.values())),
             "train_acc": float(np.mean(model.predict(X) == y)),
             "RED_support": redundancy_rate(X, model.support_),
-            "RED_support+affiliated": redundancy_rate(X, model.get_support(True, True))}
+            "RED_support+affiliated": redundancy_rate(
+                X, model.get_support(indices=True, affiliated=True))}
 
 
 # ------------------------------------------------------------------------------ dorothea

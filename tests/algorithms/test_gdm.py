@@ -351,6 +351,13 @@ def test_gdm_support_api_and_transform(grouped_problem, fitted):
     full = model.get_support(affiliated=True, indices=True)
     n_aff = sum(v.size for v in model.affiliated_.values())
     assert full.size == model.support_.size + n_aff
+    assert full[:model.support_.size].tolist() == model.support_.tolist()
+    assert np.flatnonzero(model.get_support(affiliated=True)).tolist() == sorted(full.tolist())
+    # scikit-learn's signature: the first positional argument is ``indices``; the indices are
+    # transform's columns, in its order
+    cols = model.get_support(True)
+    assert cols.tolist() == model.support_.tolist() and cols.tolist() != sorted(cols.tolist())
+    assert np.array_equal(model.transform(X), X[:, cols])
     assert np.array_equal(model.transform(X), X[:, model.support_])
     assert np.array_equal(model.transform(sp.csc_matrix(X)).toarray(), X[:, model.support_])
     assert np.flatnonzero(model.coef_).tolist() == sorted(model.support_.tolist())
