@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 from numba import njit
+from sklearn.exceptions import DataConversionWarning
 
 from ._validation import (
     check_choice,
@@ -405,8 +406,11 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     from the smallest label, which leaves Pearson's r and the MI states as they are: as
     floats, neighbouring ones would be one class."""
     arr = label_array(y)
-    if arr.ndim != 1:
-        arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.ndim == 2 and 1 in arr.shape:
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
+                      "change the shape of y to (n_samples, ), for example using ravel().",
+                      DataConversionWarning, stacklevel=8)  # the caller of fit / partial_fit
+        arr = arr.ravel()
     if arr.ndim != 1 or len(arr) == 0:
         raise ValueError(f"y must be a non-empty 1-D vector of class labels, got shape "
                          f"{arr.shape}")
@@ -434,6 +438,13 @@ def _encode_y(y: Any) -> tuple[np.ndarray, list[str] | None]:
     if len(np.unique(num)) < 2:
         raise ValueError("y has a single class; feature relevance is undefined")
     return num, classes
+
+
+def _non_integer(num: np.ndarray) -> float | None:
+    """The first value of the numeric class vector ``num`` that is not an integer, or None:
+    scikit-learn's "continuous" target."""
+    frac = np.flatnonzero(num != np.floor(num))
+    return float(num[frac[0]]) if frac.size else None
 
 
 def _check_wide_integers(arr: np.ndarray) -> None:
@@ -529,13 +540,22 @@ class _SAOLABase(FeatureStreamSelector):
             raise ValueError(f"Fisher's z needs more than 3 instances, got {n}")
 
     def _check_target(self, y: Any) -> None:
-        """``ValueError`` when Fisher's z cannot correlate the features with the class vector
-        ``y`` taken as numbers: labels beyond :func:`max_abs_for_sums` overflow its sum of
-        squares, and every feature would silently look independent. Asked before a stream is
-        published too (:func:`streamfs.algorithms.opening.check_open_data`)."""
-        if self.test != "fisher_z":
-            return
+        """``ValueError`` when the test cannot use the class vector ``y``: the MI test takes
+        its values as classes, so a continuous target (non-integer numbers) would be as many
+        classes as values and every feature would look relevant; Fisher's z correlates the
+        features with ``y`` as numbers, and labels beyond :func:`max_abs_for_sums` overflow
+        its sum of squares, so every feature would silently look independent. Asked before a
+        stream is published too (:func:`streamfs.algorithms.opening.check_open_data`)."""
         num = _encode_y(y)[0]
+        if self.test == "mi":
+            # compat="lofs" floors the labels, as the authors' implementation does
+            if self.compat is None and (frac := _non_integer(num)) is not None:
+                raise ValueError(
+                    f"{type(self).__name__}(test='mi') takes the values of y as classes, but y "
+                    f"holds non-integer numbers (e.g. {frac!r}): a continuous target. Use "
+                    "test='fisher_z', which correlates the features with y as a number, or "
+                    "bin y into classes")
+            return
         limit = max_abs_for_sums(len(num))
         top = float(np.abs(num).max())
         if top > limit:
@@ -548,8 +568,10 @@ class _SAOLABase(FeatureStreamSelector):
         """What :meth:`_start` warns of for the class vector ``y``, or None; asked before a
         stream is published too (:func:`streamfs.algorithms.opening.open_advice`), where no
         block runs."""
-        k = np.unique(_encode_y(y)[0]).size
-        if self.test != "fisher_z" or k <= 2:
+        num = _encode_y(y)[0]
+        k = np.unique(num).size
+        # a continuous target is a number to correlate with, not coded classes
+        if self.test != "fisher_z" or k <= 2 or _non_integer(num) is not None:
             return None
         return (f"{type(self).__name__}(test='fisher_z') correlates the features with the "
                 f"class as a number (as the authors' implementation does): with {k} classes "

@@ -916,9 +916,40 @@ def test_labels_of_a_wrong_shape_are_refused_naming_the_shape(cls):
         with pytest.raises(ValueError, match=r"^y must be a non-empty 1-D vector of class "
                                              rf"labels, got shape {re.escape(str(bad.shape))}$"):
             cls().fit(X[:, :4], bad)
-    # a column vector is one label per row, as scikit-learn takes it
-    assert cls().fit(X[:, :4], y[:, None]).selected_.tolist() == cls().fit(
-        X[:, :4], y).selected_.tolist()
+    # a column vector is one label per row, as scikit-learn takes it, with its warning
+    from sklearn.exceptions import DataConversionWarning
+
+    with pytest.warns(DataConversionWarning, match="A column-vector y was passed") as caught:
+        column = cls().fit(X[:, :4], y[:, None]).selected_.tolist()
+    assert caught[0].filename == __file__  # points at the caller's line
+    assert column == cls().fit(X[:, :4], y).selected_.tolist()
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+def test_mi_refuses_a_continuous_target_and_fisher_z_takes_it_without_advice(cls):
+    """The MI test takes each value of y as a class: a continuous y would be one class per
+    instance and every feature would look relevant. Fisher's z correlates with y as a number:
+    no advice to code classes (or to use the MI test) for a continuous y."""
+    from streamfs.algorithms.opening import check_open
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 5))
+    y = np.linspace(0.0, 1.0, 60)
+    continuous = (rf"^{cls.__name__}\(test='mi'\) takes the values of y as classes, but y holds "
+                  r"non-integer numbers \(e\.g\. 0\.0169.*\): a continuous target\. Use "
+                  r"test='fisher_z'")
+    with pytest.raises(ValueError, match=continuous):
+        cls(test="mi").fit(X, y)
+    with pytest.raises(ValueError, match="a continuous target"):  # before a producer publishes
+        check_open("features", "saola", {"test": "mi"}, y=y)
+    # classes coded as integers held in floats are classes; the authors' arithmetic floors y
+    assert cls(test="mi").fit(np.floor(X), np.floor(3 * y)).n_features_seen_ == 5
+    assert cls(test="mi", compat="lofs").fit(np.floor(X), 3 * y).n_features_seen_ == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cls().fit(X, y)
+    with pytest.warns(UserWarning, match="with 4 classes the selection depends on how"):
+        cls().fit(X, np.floor(3.999 * y))
 
 
 def _fit(cls, X, y, **params):
