@@ -215,7 +215,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         if len(known) + len(new) > 2:
             listed = _listed(sorted(known + new, key=repr))
             raise ValueError(
-                f"Only binary classification is supported: gdm got the labels of "
+                f"Only binary classification is supported: {type(self).__name__} got the labels of "
                 f"{len(known) + len(new)} classes ({listed}); map them to two classes first")
         self.classes_seen_ = known + new
         codes = np.empty(y.shape[0], dtype=np.float64)
@@ -347,7 +347,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         y = column_or_1d(label_array(y), warn=True)
         y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
-            raise ValueError(f"GDM needs two classes, y has one class ({_listed(np.unique(y))})")
+            raise ValueError(f"{type(self).__name__} needs two classes, y has one class "
+                             f"({_listed(np.unique(y))})")
         return self.partial_fit(X, y).finish()
 
     def __sklearn_tags__(self):

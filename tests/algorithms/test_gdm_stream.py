@@ -128,7 +128,7 @@ def test_third_class_is_refused_before_anything_is_learned():
     X, y = _data(n=60)
     model = GDMStream(refit_every=10).partial_fit(X[:30], y[:30])
     before = model.to_state()
-    with pytest.raises(ValueError, match=r"^Only binary classification is supported: gdm got "
+    with pytest.raises(ValueError, match=r"^Only binary classification is supported: GDMStream got "
                                          r"the labels of 3 classes \(-1, 1, 7\)"):
         model.partial_fit(X[30:40], np.r_[y[30:39], 7])
     after = model.to_state()
@@ -137,6 +137,8 @@ def test_third_class_is_refused_before_anything_is_learned():
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         model.partial_fit(X[30:32], [0.5, 1.0])
     assert model.n_seen_ == 30
+    with pytest.raises(ValueError, match=r"^GDMStream needs two classes, y has one class \(1\)$"):
+        GDMStream().fit(X[:5], np.ones(5, dtype=int))
 
 
 def _roundtrip(model, stored):
