@@ -994,6 +994,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         mask[self.selected_] = True
         return mask
 
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the selected features, ascending by index: ``feature_names_in_``'s, or
+        ``x<i>`` (also for a feature a learner started on named dicts has not named yet)."""
+        return _names_out(self, super().get_feature_names_out(input_features))
+
     # ------------------------------------------------------------------ River-style API
     def learn_one(self, x: Any, y: Any) -> "InstanceStreamSelector":
         """Predict ``x`` (counted in ``mistakes_``), then learn from ``(x, y)``.
@@ -1592,6 +1597,17 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
         return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0
 
 
+def _names_out(est: Any, out: np.ndarray) -> np.ndarray:
+    """``out`` (scikit-learn's names of the selected features) with ``x<i>`` for a feature
+    not named yet: ``feature_names_in_`` of a learner started on dicts keyed by name holds
+    ``None`` for the features no key has named so far."""
+    if not any(n is None for n in out.tolist()):
+        return out
+    idx = est.get_support(indices=True).tolist()
+    return np.asarray([f"x{i}" if n is None else n for i, n in zip(idx, out.tolist())],
+                      dtype=object)
+
+
 _REGISTRY = {
     c.__name__: c
     for c in (
@@ -1802,6 +1818,10 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
     def predict(self, X: Any) -> np.ndarray:
         best = self._scores(X).argmax(1)
         return self.classes_[best]
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of the selected features, as the learners' ``get_feature_names_out``."""
+        return _names_out(self, super().get_feature_names_out(input_features))
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "learners_")

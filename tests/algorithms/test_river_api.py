@@ -328,3 +328,17 @@ def test_a_dict_a_partial_learner_refuses_for_nan_names_no_feature(split):
     assert m.feature_names_in_.tolist() == ["malic_acid", "proline", None]
     np.testing.assert_array_equal(m.coef_, clean.coef_)
     assert m.n_seen_ == clean.n_seen_ == 5
+
+
+def test_features_not_named_yet_get_scikit_learns_default_names_out():
+    """A learner started on a named dict and then taught features by position has names for
+    some features only: the others are ``x<i>`` in ``get_feature_names_out`` and in a pandas
+    transform's columns (they were ``None``, a column named NaN)."""
+    for m in (OFS(3, n_features=3, normalize=False), OneVsRest(OFS(3, n_features=3))):
+        m.learn_one({"a": 1.0}, 1).learn_one({2: 5.0}, 0).learn_one({1: 5.0}, 2 if isinstance(
+            m, OneVsRest) else 1)
+        assert m.feature_names_in_.tolist() == ["a", None, None]  # still free to be named
+        assert m.get_feature_names_out().tolist() == ["a", "x1", "x2"]
+        with pytest.warns(UserWarning, match="X does not have valid feature names"):
+            out = m.set_output(transform="pandas").transform(np.ones((1, 3)))
+        assert out.columns.tolist() == ["a", "x1", "x2"]
