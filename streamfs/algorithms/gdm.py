@@ -603,6 +603,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         ``score`` is ``|w_j|``, the weight magnitude on the *standardised* feature (comparable
         across features, unlike ``coef_`` which depends on units).
         """
+        check_is_fitted(self, "support_")
         return selection_items(self)
 
     # ------------------------------------------------------------------- state

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from streamfs.algorithms._validation import (
     check_choice,
@@ -219,6 +219,7 @@ class KOFSD(FeatureStreamSelector):
 
     def selection(self) -> list[dict]:
         """``[{"feature", "score", "affiliated": []}, ...]`` in selection order."""
+        check_is_fitted(self, "selected_")
         return [
             {"feature": int(f), "score": float(s), "affiliated": []}
             for f, s in zip(self.selected_, self.scores_)

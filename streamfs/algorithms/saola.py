@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
     check_choice,
@@ -843,6 +844,7 @@ class _SAOLABase(FeatureStreamSelector):
         }
 
     def selection(self) -> list[dict]:
+        check_is_fitted(self, "selected_")
         aff = self.affiliated_
         return [
             {"feature": int(f), "score": float(s), "affiliated": aff[int(f)]}

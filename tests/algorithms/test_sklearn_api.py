@@ -668,3 +668,17 @@ def test_an_empty_selection_is_warned_about_as_scikit_learn_selectors_do(estimat
         warnings.simplefilter("error")
         SAOLA().fit(np.column_stack([X, y + 0.1 * rng.normal(size=60)]), y).transform(
             np.column_stack([X, y]))
+
+
+@pytest.mark.parametrize("estimator", OWN_ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_selection_before_any_data(estimator):
+    """Feature-stream selectors and batch GDM have no selection before data: scikit-learn's
+    NotFittedError (it was a bare AttributeError naming an attribute). The instance-stream
+    learners, River-style, select nothing yet: an empty list."""
+    est = clone(estimator)
+    if isinstance(est, (InstanceStreamSelector, OneVsRest, GDMStream)):
+        assert est.selection() == []
+    else:
+        with pytest.raises(NotFittedError, match=f"This {type(est).__name__} instance is not "
+                                                 "fitted yet"):
+            est.selection()
