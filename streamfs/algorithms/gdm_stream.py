@@ -62,6 +62,7 @@ ValueError: gdm window of max_instances=100000 x n_features=2000 x 8 bytes = 160
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection
 from typing import Any
 
@@ -326,11 +327,18 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         return self
 
     def finish(self) -> "GDMStream":
-        """Fit GDM on the window (the stream is closing), unless the last fit was on it."""
+        """Fit GDM on the window (the stream is closing), unless the last fit was on it; warn
+        when no window of the stream could be fitted (it selects nothing)."""
         if hasattr(self, "n_seen_"):
             self._check_stream_params()
             if self.last_fit_at_ != self.n_seen_:
                 self._refit()
+            if self.n_refits_ == 0 and self.n_seen_ > 0:
+                warnings.warn(
+                    f"{type(self).__name__} selected nothing: no window of the stream held two "
+                    f"classes (max_instances={int(self.max_instances)}, {self.n_seen_} "
+                    f"instances seen, classes {_listed(self.classes_seen_)}), and GDM needs "
+                    "both to fit", UserWarning, stacklevel=2)
         return self
 
     def fit(self, X: Any, y: Any) -> "GDMStream":

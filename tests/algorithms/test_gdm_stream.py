@@ -1,5 +1,7 @@
 """GDM on instance streams: sliding window, refits at multiples of refit_every, state."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -339,3 +341,18 @@ def test_n_iter_is_the_last_fits_and_survives_a_state_round_trip():
     assert m.n_buffered_ == len(y)  # the last fit's window: every instance
     assert m.n_iter_ == m._gdm().fit(X, y).n_iter_ >= 1
     assert GDMStream.from_state(unpackb(packb(m.to_state()))).n_iter_ == m.n_iter_
+
+
+def test_a_stream_no_window_of_which_held_two_classes_warns_at_finish():
+    X, _ = _data(n=40)
+    y = np.repeat([0, 1], 20)
+    with pytest.warns(UserWarning, match=r"GDMStream selected nothing: no window of the stream "
+                                         r"held two classes \(max_instances=1, 40 instances"):
+        model = GDMStream(max_instances=1).fit(X, y)
+    assert model.selected_.tolist() == [] and model.n_refits_ == 0
+    # a window that held both once keeps its selection without a word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = GDMStream(max_instances=10, refit_every=5)
+        model.partial_fit(X[:25], y[:25]).partial_fit(X[25:], y[25:]).finish()
+    assert model.n_refits_ == 1 and model.selected_.size > 0
