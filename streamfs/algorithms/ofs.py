@@ -1323,6 +1323,18 @@ class OFS(InstanceStreamSelector):
     the ball of radius 10): ``OFS(lam=0, radius=10)``, which selects other features on some
     streams (``tests/algorithms/test_ofs_authors_variant.py``).
 
+    Parameters
+    ----------
+    eta : float, default 0.2
+        Step size ``eta > 0``.
+    lam : float, default 0.01
+        Regularisation ``lam``: every instance decays ``w`` by ``1 - lam eta``, so
+        ``0 <= lam < 1/eta``.
+    radius : float or None, default None
+        Radius of the L2 ball ``w`` is projected onto; ``None``: ``1/sqrt(lam)`` (no ball for
+        ``lam = 0``).
+    {parameters every instance-stream learner shares}
+
     >>> m = OFS(n_features_to_select=1, normalize=False)
     >>> m.learn_one(np.array([0.6, 0.8]), 1).coef_   # w = trunc(0.2 * x, 1)
     array([0.  , 0.16])
@@ -1375,6 +1387,12 @@ class PerceptronTruncation(InstanceStreamSelector):
     """PE_trun (Algorithm 1): perceptron step ``w + eta y x`` on each mistake, then truncation
     to the ``B`` largest weights.
 
+    Parameters
+    ----------
+    eta : float, default 1.0
+        Step size of the perceptron update, ``eta > 0``.
+    {parameters every instance-stream learner shares}
+
     >>> m = PerceptronTruncation(n_features_to_select=1, normalize=False)
     >>> m.partial_fit(np.array([[1.0, 2.0], [3.0, 1.0]]), [1, -1]).coef_
     array([-3.,  0.])
@@ -1415,6 +1433,18 @@ class RandomSelection(InstanceStreamSelector):
     perceptron step ``w + eta y x`` is taken on the whole instance, then only the coordinates
     inside a fresh random draw of ``B`` attributes (out of all ``d``) are kept. It reads whole
     instances, so it is a full-input baseline only.
+
+    Parameters
+    ----------
+    eta : float, default 1.0
+        Step size of the perceptron update, ``eta > 0``.
+    random_state : int, numpy Generator, RandomState or None, default None
+        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
+        restored learner draws on exactly as the live one would).
+    redraw : bool, default False
+        Draw a fresh set of ``B`` attributes after every mistake (the authors' scripts)
+        instead of one set when the stream opens.
+    {parameters every instance-stream learner shares}
 
     >>> m = RandomSelection(n_features_to_select=2, n_features=10, random_state=0)
     >>> m.attributes_to_observe().tolist() == sorted(m.attributes_to_observe().tolist())
@@ -1480,6 +1510,20 @@ class RandomSelection(InstanceStreamSelector):
 class OFSPartial(_PartialMixin, InstanceStreamSelector):
     """OFS_P (Algorithm 4): partial input, ``B`` attributes read per instance.
 
+    Parameters
+    ----------
+    eta : float, default 0.2
+        Step size ``eta > 0``.
+    epsilon : float, default 0.2
+        Exploration probability in ``(0, 1]``: read ``B`` random attributes instead of the
+        support of ``w``.
+    radius : float, default 10.0
+        Radius ``R`` of the L2 ball ``w`` is projected onto (the paper's experiments use 10).
+    random_state : int, numpy Generator, RandomState or None, default None
+        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
+        restored learner draws on exactly as the live one would).
+    {parameters every instance-stream learner shares}
+
     >>> m = OFSPartial(n_features_to_select=2, n_features=4, random_state=1)
     >>> idx = m.attributes_to_observe()   # w = 0: explore with prob. epsilon, else nothing
     >>> m = m.learn_observed(idx, np.full(idx.size, 0.5), 1)
@@ -1527,6 +1571,17 @@ class OFSRandomPartial(OFSPartial):
     the ball of radius ``R``, truncation) on ``B`` attributes drawn at random for every
     instance -- OFS_P with ``epsilon = 1``.
 
+    Parameters
+    ----------
+    eta : float, default 0.2
+        Step size ``eta > 0``.
+    radius : float, default 10.0
+        Radius ``R`` of the L2 ball ``w`` is projected onto.
+    random_state : int, numpy Generator, RandomState or None, default None
+        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
+        restored learner draws on exactly as the live one would).
+    {parameters every instance-stream learner shares}
+
     >>> OFSRandomPartial(3, n_features=30, random_state=0).attributes_to_observe().size
     3
     """
@@ -1565,6 +1620,15 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
     """PE_rand (Sec. 4.3.1): perceptron on ``B`` attributes drawn at random for every
     instance (no importance weighting), truncated to ``B`` weights after each mistake.
 
+    Parameters
+    ----------
+    eta : float, default 1.0
+        Step size of the perceptron update, ``eta > 0``.
+    random_state : int, numpy Generator, RandomState or None, default None
+        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
+        restored learner draws on exactly as the live one would).
+    {parameters every instance-stream learner shares}
+
     >>> PerceptronRandomPartial(2, n_features=5, random_state=0).attributes_to_observe().size
     2
     """
@@ -1597,6 +1661,28 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
         return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0
 
 
+#: the parameters every learner shares, in place of the marker line of its docstring
+_SHARED_PARAMETERS = """\
+    n_features_to_select : int, float or None, default None
+        The budget ``B``, the most non-zero weights ``w`` keeps: an int, a fraction of ``d``
+        in ``(0, 1]``, or ``None`` for ``round(0.1 d)`` (halves rounded up, as MATLAB's
+        ``round``); a budget above ``d`` keeps every feature.
+    normalize : bool or {"l2", "standardize"}
+        Scaling of each instance (module docstring, "scaling"); the default is ``True``
+        (unit L2 norm, the paper's ``||x|| <= 1``) for full input and ``False`` (pre-scaled
+        data) for partial input, which cannot compute a norm it does not read.
+    n_features : int or None, default None
+        The dimension ``d``, fixed when the stream opens; dict input (``learn_one``) needs it
+        up front, otherwise the first instance gives it.
+    classes : list of two labels or None, default None
+        The two labels up front (the larger in sort order is ``+1``); without it the labels
+        are taken as they come, and a third is refused.
+    max_buffer_bytes : int, default 1 GiB
+        Memory allowed for the per-feature state; a larger ``n_features`` is refused when
+        the stream opens, with the numbers.
+"""
+
+
 def _names_out(est: Any, out: np.ndarray) -> np.ndarray:
     """``out`` (scikit-learn's names of the selected features) with ``x<i>`` for a feature
     not named yet: ``feature_names_in_`` of a learner started on dicts keyed by name holds
@@ -1619,6 +1705,11 @@ _REGISTRY = {
         PerceptronRandomPartial,
     )
 }
+for _cls in _REGISTRY.values():
+    if _cls.__doc__:  # None under python -OO
+        _cls.__doc__ = _cls.__doc__.replace(
+            "    {parameters every instance-stream learner shares}\n", _SHARED_PARAMETERS)
+del _cls
 
 
 class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, SelectorMixin,
@@ -1643,6 +1734,15 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
     and the wrapped estimator's parameters (``estimator__eta``, ...; every learner, also one
     opened later, is a clone of it), refused by the next ``partial_fit`` / ``learn_one`` when
     changed (``fit`` starts over with them).
+
+    Parameters
+    ----------
+    estimator : OFS, PerceptronTruncation or RandomSelection
+        The binary full-input learner each class gets a clone of (its ``classes`` is set to
+        ``[False, True]``).
+    classes : list or None, default None
+        Labels whose learners open at the start; other labels open a learner when they first
+        come.
 
     >>> X = np.eye(3).repeat(20, axis=0)
     >>> y = np.array(["a", "b", "c"]).repeat(20)

@@ -682,3 +682,13 @@ def test_selection_before_any_data(estimator):
         with pytest.raises(NotFittedError, match=f"This {type(est).__name__} instance is not "
                                                  "fitted yet"):
             est.selection()
+
+
+@pytest.mark.parametrize("cls", [OFS, PerceptronTruncation, RandomSelection, OFSPartial,
+                                 OFSRandomPartial, PerceptronRandomPartial, OneVsRest],
+                         ids=lambda c: c.__name__)
+def test_the_instance_learners_document_every_parameter(cls):
+    """``help(OFSPartial)`` names each constructor parameter (numpydoc ``name : type``), the
+    shared ones included (they were only in the module docstring)."""
+    documented = re.findall(r"^    (\w+) : ", cls.__doc__, re.M)
+    assert sorted(documented) == sorted(cls._get_param_names())
