@@ -327,6 +327,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 "the dimension is unknown: pass n_features= (needed before the first instance "
                 "for dict input and attributes_to_observe)"
             )
+        k = self.n_features_to_select
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > d:
+            # as scikit-learn's SelectKBest says it: a budget that selects nothing out
+            warnings.warn(f"n_features_to_select={int(k)} is greater than n_features={int(d)}: "
+                          "all the features will be kept", UserWarning, stacklevel=4)
         self._allocate(int(d))
 
     def _bytes_per_feature(self) -> int:

@@ -1088,3 +1088,22 @@ def test_scaling_advice_needs_a_gap_of_a_thousand_and_covers_values_taken_as_the
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         partial.fit(X, y)
+
+
+def test_a_budget_above_the_dimension_keeps_every_feature_with_a_warning():
+    """As scikit-learn's SelectKBest says it: ``n_features_to_select`` over ``d`` selects
+    nothing out. A fraction or ``None`` cannot exceed ``d``: no warning."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 6)), np.arange(40) % 2
+    with pytest.warns(UserWarning, match=r"^n_features_to_select=9 is greater than "
+                                         r"n_features=6: all the features will be kept$"):
+        m = OFS(9).fit(X, y)
+    assert m.budget_ == 6
+    with pytest.warns(UserWarning, match="n_features_to_select=7 is greater"):
+        OFSPartial(7, n_features=6, random_state=0).attributes_to_observe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in (6, 1.0, None):
+            OFS(k).fit(X, y)
