@@ -406,8 +406,10 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, name)
         check_frame(X)
+        # "numeric" first: text is refused, as by the other selectors (float64 would parse it)
         X = validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"),
-                          dtype=np.float64, ensure_all_finite=True, ensure_min_samples=2)
+                          dtype="numeric", ensure_all_finite=True, ensure_min_samples=2)
+        X = X.astype(np.float64, copy=False)
         problem = value_problem(column_abs_max(X), X.shape[0], *self._value_limit(X.shape[0]))
         if problem is not None:
             raise ValueError(problem)

@@ -302,8 +302,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         # scikit-learn's checks and messages (finite, numeric, 2-D; the width and the column
         # names of the first block on every later one)
         check_frame(X)
-        X = validate_data(self, X, reset=first, accept_sparse="csr", dtype=np.float64,
-                          ensure_min_samples=0)
+        X = validate_data(self, X, reset=first, accept_sparse="csr", dtype="numeric",
+                          ensure_min_samples=0).astype(np.float64, copy=False)  # text refused
         self._check_values(X)
         y = column_or_1d(label_array(y), warn=True)
         if y.shape[0] != X.shape[0]:
@@ -351,7 +351,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
         check_frame(X)
-        validate_data(self, X, accept_sparse="csr", dtype=np.float64)  # a row at least
+        validate_data(self, X, accept_sparse="csr", dtype="numeric")  # a row at least
         y = column_or_1d(label_array(y), warn=True)
         y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot

@@ -597,7 +597,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             if np.unique(keys).size != n:
                 raise ValueError("a feature appears twice in the dict (by index and by name)")
         try:
-            vals = np.fromiter((float(v) for v in x.values()), dtype=np.float64, count=n)
+            vals = np.fromiter((v if type(v) is float else _number(v) for v in x.values()),
+                               dtype=np.float64, count=n)
         except (TypeError, ValueError):
             bad = next(k for k, v in x.items() if not _is_float(v))
             raise ValueError(f"the value of feature {bad!r} is not a number: {x[bad]!r}") \
@@ -1254,9 +1255,17 @@ def _is_series(x: Any) -> bool:
     return getattr(x, "ndim", None) == 1 and hasattr(x, "index") and hasattr(x, "to_dict")
 
 
+def _number(value: Any) -> float:
+    """A dict value as a float; text is refused, as scikit-learn refuses it in arrays (float()
+    would take "1.5")."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"text is not a number: {value!r}")
+    return float(value)
+
+
 def _is_float(value: Any) -> bool:
     try:
-        float(value)
+        _number(value)
     except (TypeError, ValueError):
         return False
     return True

@@ -637,3 +637,17 @@ def test_affiliates_of_a_fit_with_zero_weight_round_choices():
     assert reported.isdisjoint({3, 4, 5})  # 3's group {4, 5} is not reported
     for model_z, hs in model.affiliated_.items():
         assert not set(hs.tolist()) & set(model.support_.tolist())
+
+
+def test_text_is_refused_as_by_the_other_selectors():
+    """float64 conversion parsed numeric text; scikit-learn's "numeric" check refuses it, as
+    for SAOLA, K-OFSD and the OFS family. Objects that hold numbers are numbers."""
+    from streamfs.algorithms.gdm_stream import GDMStream
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 4)), np.arange(30) % 2
+    for est in (GDM(), GDMStream()):
+        with pytest.raises(ValueError, match="dtype='numeric' is not compatible with arrays of "
+                                             "bytes/strings"):
+            est.fit(X.astype(str), y)
+    assert GDM().fit(X.astype(object), y).support_.tolist() == GDM().fit(X, y).support_.tolist()

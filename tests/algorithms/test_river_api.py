@@ -132,6 +132,9 @@ def test_a_learner_started_on_named_dicts_names_its_features_from_the_keys():
         m.learn_one({"f": 1.0}, 1)
     with pytest.raises(ValueError, match="the value of feature 'a' is not a number: None"):
         m.learn_one({"a": None}, 1)
+    # text is not a number, even text float() would parse (scikit-learn refuses it in arrays)
+    with pytest.raises(ValueError, match="the value of feature 'b' is not a number: '1.5'"):
+        m.learn_one({"a": 1.0, "b": "1.5"}, 1)
 
 
 def test_bad_keys():
