@@ -692,3 +692,20 @@ def test_the_instance_learners_document_every_parameter(cls):
     shared ones included (they were only in the module docstring)."""
     documented = re.findall(r"^    (\w+) : ", cls.__doc__, re.M)
     assert sorted(documented) == sorted(cls._get_param_names())
+
+
+@pytest.mark.parametrize("estimator", OWN_ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_transform_names_and_indices_keep_one_column_order(estimator):
+    """``transform``, ``get_feature_names_out()`` and ``get_support(indices=True)`` agree on
+    the columns and their order (GDM's indices were sorted while its transform was not)."""
+    X, y = make_classification(n_samples=200, n_features=20, n_informative=5, n_redundant=5,
+                               random_state=1)
+    names = np.asarray([f"f{j}" for j in range(20)], dtype=object)
+    est = _seeded(clone(estimator))
+    if isinstance(est, KOFSD):
+        est.set_params(card="consistency", alpha=0.1)  # its default selects none of these
+    est.fit(pd.DataFrame(X, columns=names), y)
+    idx = est.get_support(indices=True)
+    assert idx.size > 0
+    np.testing.assert_array_equal(est.transform(pd.DataFrame(X, columns=names)), X[:, idx])
+    assert est.get_feature_names_out().tolist() == names[idx].tolist()
