@@ -87,6 +87,9 @@ log = logging.getLogger("streamfs.worker")
 EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
+# one init_transactions call's wait; a broker down for longer is waited for call after call
+# (librdkafka: a retriable _TIMED_OUT, "retry call to resume"), a stop asked between them ends it
+INIT_TRANSACTIONS_SECONDS = 10.0
 #: how often the worker checks, busy or idle, that its topics still exist, with their
 #: partition counts and, for the input topics, the ids they were assigned with
 TOPIC_CHECK_SECONDS = 10
@@ -192,6 +195,12 @@ class RestoreHeld(Exception):
     still open keeps them from ``read_committed`` readers past the restore's deadline (a stale
     producer's transaction lasts up to its own ``transaction.timeout.ms``). Running on the part
     read would be wrong state; the worker exits (70) and its supervisor's restart reads again."""
+
+
+class StoppedWhileUnreachable(Exception):
+    """A stop was asked while the worker waited for an unreachable broker to set up a new
+    producer: the batch in progress cannot commit, and its input is read again by the
+    partition's next owner (nothing of it is visible: its transaction never committed)."""
 
 
 class InstanceFenced(Exception):
@@ -478,8 +487,41 @@ class Worker:
             # off exponentially, up to retry.backoff.max.ms.
             "retry.backoff.ms": 10,
         })
-        producer.init_transactions(60)
+        self._init_transactions(producer)
         return producer
+
+    def _init_transactions(self, producer: Any) -> None:
+        """``init_transactions``, waiting for a broker that does not answer. A worker replaces
+        its producer when a transactional call hangs, which happens when the broker goes down
+        mid-transaction: a single call gave up after 60 s (``_TIMED_OUT``) and the worker
+        exited 70 during an outage it would otherwise have ridden out. Now it waits as its
+        consumer does, says so in ``/health``, and stops if asked to meanwhile."""
+        from confluent_kafka import KafkaException
+
+        waited = False
+        while True:
+            try:
+                producer.init_transactions(INIT_TRANSACTIONS_SECONDS)
+                break
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not err.retriable() or err.fatal():
+                    raise
+                if not waited:
+                    log.warning("the transaction coordinator does not answer (%s): waiting for "
+                                "the broker", err.str())
+                    waited = True
+                with self.health.lock:
+                    if self.health.unreachable_since is None:
+                        self.health.unreachable_since = time.monotonic()
+                if not self.running:
+                    raise StoppedWhileUnreachable(
+                        "stopped while the broker was unreachable: the batch in progress was "
+                        "not committed, and its input is read again by its partition's next "
+                        "owner") from None
+        if waited:
+            log.info("the transaction coordinator answered: going on")
+            self._broker_answered()
 
     def _admin(self) -> Any:
         from confluent_kafka.admin import AdminClient
@@ -828,6 +870,11 @@ class Worker:
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
         try:
             self._loop()
+        except StoppedWhileUnreachable:
+            # nothing can be committed or handed over without the broker; the local copies
+            # hold only committed state
+            self._close_local()
+            raise
         except (TopicMismatch, InstanceFenced):
             # TopicMismatch: nothing can commit until an operator makes the topic again: leave
             # the group now (its partitions' next owner meets the same check), keep what is
@@ -1581,6 +1628,8 @@ def run_worker(settings: Settings) -> None:
     except RestoreHeld as exc:  # known, and a restart is the cure: one line, no traceback
         log.critical("%s", exc)
         os._exit(EXIT_FATAL)
+    except StoppedWhileUnreachable as exc:  # the stop that was asked for
+        log.warning("%s", exc)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
         log.critical("worker failed", exc_info=True)
         os._exit(EXIT_FATAL)

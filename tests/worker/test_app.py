@@ -576,3 +576,54 @@ def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
     with pytest.raises(KafkaException, match="NOT_COORDINATOR"):
         worker._committed(["p0"], 0.3)  # the deadline holds
     assert len(answers) > 90
+
+
+def _producer_worker(monkeypatch, answers):
+    """A worker (no consumer, no broker) whose new producers' ``init_transactions`` give
+    ``answers`` in turn: a KafkaError code raises it, ``"ok"`` returns."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    class Producer:
+        def init_transactions(self, timeout):
+            answer = answers.pop(0)
+            if answer != "ok":
+                raise KafkaException(KafkaError(answer, "Timed out waiting for operation to "
+                                                "finish, retry call to resume",
+                                                retriable=answer == KafkaError._TIMED_OUT))
+
+    monkeypatch.setattr(app, "make_client", lambda cls, conf: Producer())
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.health, worker.running = Settings(), app.Health(), True
+    return worker
+
+
+def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch, caplog):
+    """A broker down longer than one ``init_transactions`` call (librdkafka: a retriable
+    _TIMED_OUT) made the worker exit 70 mid-outage; it waits, and /health says why."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.worker import app
+
+    answers = [KafkaError._TIMED_OUT] * 3 + ["ok"]
+    worker = _producer_worker(monkeypatch, answers)
+    seen = []
+    monkeypatch.setattr(worker, "_broker_answered",
+                        lambda: seen.append(worker.health.unreachable_since))
+    with caplog.at_level("INFO", logger="streamfs.worker"):
+        assert worker._producer() is not None and answers == []
+    assert seen and seen[0] is not None  # unreachable while it waited, then answered
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        "the transaction coordinator does not answer", "the transaction coordinator answered: "
+        "going on"]
+    # anything but a timeout is not waited out
+    worker = _producer_worker(monkeypatch, [KafkaError._FENCED, "ok"])
+    with pytest.raises(KafkaException, match="_FENCED"):
+        worker._producer()
+    # a stop asked meanwhile ends the wait: the batch in progress is left uncommitted
+    worker = _producer_worker(monkeypatch, [KafkaError._TIMED_OUT, "ok"])
+    worker.running = False
+    with pytest.raises(app.StoppedWhileUnreachable, match="read again by its partition's next"):
+        worker._producer()
