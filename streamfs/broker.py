@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
+import threading
 from typing import Any, Callable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -55,6 +57,27 @@ class RepeatFilter(logging.Filter):
 #: librdkafka's log lines go here instead of stderr, each kind at most once a minute
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
 KAFKA_LOGGER.addFilter(RepeatFilter())
+
+_SIGINT_SEEN = threading.Event()
+
+
+def remember_interrupts() -> None:
+    """From now on (main thread only) SIGINT raises ``KeyboardInterrupt`` as Python's own
+    handler does, and is remembered for :func:`lost_interrupt`."""
+    def on_sigint(signum: int, frame: Any) -> None:
+        _SIGINT_SEEN.set()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():  # signal.signal's rule
+        signal.signal(signal.SIGINT, on_sigint)
+
+
+def lost_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C that confluent-kafka lost: raised inside one of
+    librdkafka's callbacks (its log lines, which ``poll`` and ``flush`` serve, come often while
+    a broker is down), the ``KeyboardInterrupt`` vanishes and the call fails with
+    ``SystemError: ... returned NULL without setting an exception`` instead."""
+    return isinstance(exc, SystemError) and _SIGINT_SEEN.is_set()
 
 def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """``kafka_config`` with librdkafka's log lines sent to :data:`KAFKA_LOGGER` (each kind

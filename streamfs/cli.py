@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from streamfs import __version__
-from streamfs.broker import EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused
+from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused,
+                             lost_interrupt, remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
                                   EnvOption, SettingsCommand, param_value)
 from streamfs.settings import Settings
@@ -106,6 +107,7 @@ class _Main(click.Group):
         from streamfs.client import TopicMissing
         from streamfs.topics import CatalogueError
 
+        remember_interrupts()
         try:
             return super().invoke(ctx)
         except click.NoSuchOption as exc:
@@ -132,6 +134,10 @@ class _Main(click.Group):
             # how `watch` and `dead-letters --follow` are stopped: click's "Aborted!" and
             # exit 1 would read as a Kafka error (README, Exit codes)
             ctx.exit(EXIT_INTERRUPTED)
+        except SystemError as exc:
+            if not lost_interrupt(exc):
+                raise
+            ctx.exit(EXIT_INTERRUPTED)  # a Ctrl-C that confluent-kafka lost in a callback
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
             # click would exit 1, which reads as a Kafka error or "no selection"
@@ -694,9 +700,13 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         # what the broker acknowledged once the publish settled; the count of messages
         # handed over if the signal came before or during that
         sent = exc.messages_sent if isinstance(exc, PublishInterrupted) else counts["messages"]
+        unsettled = exc.unsettled if isinstance(exc, PublishInterrupted) else 0
         click.echo(f"interrupted: {sent} message(s) of stream {stream_id!r} were published"
-                   + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}" if sent
-                      else ""), err=True)
+                   + (f" (acknowledged by the broker); {unsettled} more were sent but not "
+                      "acknowledged (the broker did not answer in time; it may hold some of "
+                      "them)" if unsettled else "")
+                   + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}"
+                      if sent or unsettled else ""), err=True)
         sys.exit(EXIT_INTERRUPTED)
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None

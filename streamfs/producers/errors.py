@@ -51,13 +51,16 @@ class StreamLeftOpen(RuntimeError):
 
 
 class PublishInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a publish, raised once the messages in flight settled: ``messages_sent``
-    says how many the broker acknowledged (not how many were handed to the client)."""
+    """Ctrl-C during a publish, raised once the messages in flight settled or a short wait
+    for them passed: ``messages_sent`` says how many the broker acknowledged (not how many
+    were handed to the client), ``unsettled`` how many were still unanswered (a broker that
+    does not answer; it may hold some of them)."""
 
-    def __init__(self, stream: str, messages_sent: int) -> None:
+    def __init__(self, stream: str, messages_sent: int, unsettled: int = 0) -> None:
         super().__init__(f"{messages_sent} message(s) of stream {stream!r} were published")
         self.stream = stream
         self.messages_sent = messages_sent
+        self.unsettled = unsettled
 
 
 def left_open_message(cause: BaseException | str, stream: str, sent: int, retry: str,

@@ -141,6 +141,10 @@ class StreamPublisher:
         ``stats_cb``), waiting up to ``timeout`` seconds for one."""
         self._producer.poll(timeout)
 
+    def unsettled(self) -> int:
+        """Messages handed to the client that are neither acknowledged nor refused yet."""
+        return len(self._producer)
+
     def flush(self, timeout: float = 120.0) -> None:
         remaining = self._producer.flush(timeout)
         if remaining:

@@ -7,6 +7,7 @@ import math
 from numbers import Real
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from streamfs.broker import lost_interrupt
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks)
 from streamfs.codec import encode
@@ -19,6 +20,8 @@ from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 from streamfs.producers.sources import InstanceSource
 
+#: how long Ctrl-C waits for the acknowledgements of the messages in flight
+SETTLE_ON_INTERRUPT_SECONDS = 10.0
 #: cap on librdkafka's local queue so a fast reader cannot buffer a whole file in memory
 PRODUCER_QUEUE_KBYTES = 32 * 1024
 #: librdkafka's default batch.size
@@ -75,22 +78,30 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
                 on_message(message)
         pub.flush()
     except BaseException as exc:
-        delivered, after = _settle(pub)
+        if lost_interrupt(exc):
+            exc = KeyboardInterrupt()
         if isinstance(exc, KeyboardInterrupt):
-            # the caller's own count misses a message handed over just before the signal
-            raise PublishInterrupted(stream, delivered) from exc
+            # a user who pressed Ctrl-C waits a few seconds for the messages in flight, not
+            # the two minutes a broker that does not answer would take; a second Ctrl-C
+            # stops the wait. The caller's own count would include messages never acknowledged
+            try:
+                delivered, _ = _settle(pub, SETTLE_ON_INTERRUPT_SECONDS)
+            except KeyboardInterrupt:
+                delivered = pub.delivered
+            raise PublishInterrupted(stream, delivered, pub.unsettled()) from exc
+        delivered, after = _settle(pub)
         if not delivered or not isinstance(exc, Exception):  # e.g. KeyboardInterrupt
             raise
         raise StreamLeftOpen(stream, delivered, exc, after=after) from exc
     return count
 
 
-def _settle(pub: StreamPublisher) -> tuple[int, int]:
-    """Wait for what is in flight after a failure; how many messages were delivered before
-    the first refused one, and how many after it (queued behind it, they went out all the
-    same: the worker refuses them as a sequence gap)."""
+def _settle(pub: StreamPublisher, timeout: float = 120.0) -> tuple[int, int]:
+    """Wait (up to ``timeout`` seconds) for what is in flight after a failure; how many
+    messages were delivered before the first refused one, and how many after it (queued
+    behind it, they went out all the same: the worker refuses them as a sequence gap)."""
     try:
-        pub.flush()
+        pub.flush(timeout)
     except DeliveryError:
         pass  # the failure being reported already, or one after it: the count says what got in
     before = pub.delivered_before_failure

@@ -5,6 +5,7 @@ results. Everything against a real broker and a real worker process."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -371,6 +372,43 @@ def test_interrupted_produce_says_what_was_published(cli_env, kafka_config, topi
     assert err.strip().splitlines()[-1] == (
         f"interrupted: {sent} message(s) of stream 'slow' were published; it stays open "
         "without 'close': publish it again with --replace, or under another --stream")
+
+
+def test_produce_interrupted_while_the_broker_is_down_stops_soon_and_counts_acknowledged(
+        cli_env, kafka_config, topic_prefix, tmp_path, breast_cancer, broker_outage):
+    """Ctrl-C with the broker down waited two minutes for acknowledgements that could not
+    come (and a Ctrl-C lost in a librdkafka callback left the count of messages handed over,
+    not acknowledged). Now it waits a few seconds, then says how many the broker acknowledged
+    and how many it did not answer for; the topic holds at least the first, at most both."""
+    import signal
+
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    topic = load_catalogue(topic_prefix)["instances"].name
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "instances",
+                             str(csv_path), "--stream", "outage", "-a", "ofs", "--rate", "20",
+                             "--no-progress"], env=cli_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while _topic_size(kafka_config, topic) < 5:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        with broker_outage():
+            assert proc.poll() is None
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)  # it waited 120 s for acknowledgements
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    last = err.strip().splitlines()[-1]
+    said = re.fullmatch(r"interrupted: (\d+) message\(s\) of stream 'outage' were published"
+                        r"(?: \(acknowledged by the broker\); (\d+) more were sent but not "
+                        r"acknowledged \(the broker did not answer in time; it may hold some "
+                        r"of them\))?; it stays open without 'close': publish it again with "
+                        r"--replace, or under another --stream", last)
+    assert said, last
+    acknowledged, unanswered = int(said[1]), int(said[2] or 0)
+    assert acknowledged <= _topic_size(kafka_config, topic) <= acknowledged + unanswered
 
 
 def test_worker_that_cannot_create_its_topics_says_why_in_one_line(kafka_bootstrap):

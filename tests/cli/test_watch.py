@@ -140,6 +140,34 @@ def test_ctrl_c_stops_a_watch_with_exit_130_and_no_error(cli_env, kafka_config, 
     assert proc.returncode == 130 and "Aborted" not in err, err
 
 
+def test_ctrl_c_while_the_broker_is_down_exits_130_without_a_traceback(cli_env, kafka_config,
+                                                                       selected, broker_outage):
+    """With the broker down, librdkafka logs as it reconnects; a Ctrl-C that came while
+    confluent-kafka served a log line was lost in the callback and ``poll`` failed with
+    SystemError: a traceback and exit 1 (the operator's test, twice). Exit 130 either way."""
+    import signal
+    import subprocess
+    import sys
+
+    _put(kafka_config, selected, _result("s5", 1))
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "watch", "s5", "--json"],
+                            env=cli_env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline()  # reading: the broker goes away under it
+        with broker_outage():
+            for _ in range(20):  # Ctrl-C pressed until it goes (a lost one did nothing)
+                proc.send_signal(signal.SIGINT)
+                try:
+                    _, err = proc.communicate(timeout=3)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+
+
 def test_from_now_shows_only_new_results(cli_env, kafka_config, selected):
     _put(kafka_config, selected, _result("old", 1, final=True))
     out = streamfs("watch", "--from-now", "--until-final", "--json", "--timeout", "3",
