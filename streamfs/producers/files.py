@@ -111,13 +111,29 @@ def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(X, dtype=np.float64), np.asarray(y)
 
 
+def npz_member(data: Any, key: str, path: Path) -> np.ndarray:
+    """Array ``key`` of an open ``.npz`` archive; an array of Python objects (what numpy
+    saves of a pandas column or Index of text) is refused naming it and the fix: loading it
+    would unpickle, which can run code from the file."""
+    try:
+        return data[key]
+    except ValueError as exc:
+        if "allow_pickle" not in str(exc):
+            raise
+        raise InputFileError(
+            f"{path}: {key!r} is an array of Python objects (as numpy saves a pandas column or "
+            "Index of text), which streamfs does not unpickle: save it with a fixed type, "
+            f"e.g. np.asarray(..., dtype=str) for text") from None
+
+
 def read_npz(path: Path) -> tuple[Any, np.ndarray]:
     """Arrays ``X`` and ``y`` of an ``.npz`` archive (no pickled objects)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             if "X" not in data or "y" not in data:
                 raise InputFileError(f"{path}: an .npz needs arrays 'X' and 'y', has {list(data)}")
-            return _one_label_per_row(path, data["X"], data["y"])
+            return _one_label_per_row(path, npz_member(data, "X", path),
+                                      npz_member(data, "y", path))
     except InputFileError:
         raise
     except Exception as exc:  # noqa: BLE001 - BadZipFile, pickled objects, truncation...

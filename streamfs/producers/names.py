@@ -19,7 +19,8 @@ import numpy as np
 
 from streamfs.producers.delimited import DelimitedReader, label_index, refuse_duplicate_names
 from streamfs.producers.errors import InputFileError
-from streamfs.producers.files import LIBSVM_SUFFIXES, open_parquet, parquet_columns
+from streamfs.producers.files import (LIBSVM_SUFFIXES, npz_member, open_parquet,
+                                      parquet_columns)
 
 
 def load_named(source: str, *, label: str | int | None = None, header: bool | None = None,
@@ -88,9 +89,15 @@ def source_feature_names(source: str, *, label: str | int | None = None,
         li = label_index(names, label, len(names), path)
         return [n for j, n in enumerate(names) if j != li]
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            if "feature_names" in data:
-                return _once_each([str(v) for v in data["feature_names"].ravel()], path)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                if "feature_names" in data:
+                    names = npz_member(data, "feature_names", path)
+                    return _once_each([str(v) for v in names.ravel()], path)
+        except InputFileError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as read_npz: not an archive, truncated...
+            raise InputFileError(f"{path}: not a readable .npz archive ({exc})") from None
         return None
     if suffix == ".mat":
         return _once_each(_mat_names(path), path)

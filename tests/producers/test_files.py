@@ -463,6 +463,29 @@ def test_npz_feature_names_with_a_duplicate_are_refused(tmp_path):
                                    "(features 0 and 2): name each feature once")
 
 
+@pytest.mark.parametrize("member", ["feature_names", "y", "X"])
+def test_npz_arrays_of_python_objects_are_named_with_the_fix(tmp_path, member):
+    """What numpy saves of a pandas Index or column of text: an object array, which loading
+    without unpickling refuses. ``select`` crashed with a traceback on object feature names,
+    ``produce`` said only numpy's "Object arrays cannot be loaded when allow_pickle=False"."""
+    from streamfs.producers.names import load_named, source_feature_names
+
+    arrays = {"X": np.ones((4, 3)), "y": np.arange(4) % 2,
+              "feature_names": np.array(["a", "b", "c"])}
+    arrays[member] = arrays[member].astype(object)
+    path = tmp_path / "o.npz"
+    np.savez(path, **arrays)
+    expected = (f"{path}: {member!r} is an array of Python objects (as numpy saves a pandas "
+                "column or Index of text), which streamfs does not unpickle: save it with a "
+                "fixed type, e.g. np.asarray(..., dtype=str) for text")
+    readers = [load_named, open_instances] + ([source_feature_names]
+                                              if member == "feature_names" else [])
+    for read in readers:
+        with pytest.raises(InputFileError) as info:
+            read(str(path))
+        assert str(info.value) == expected, read
+
+
 def test_unknown_suffix_and_missing_file(tmp_path):
     (tmp_path / "d.xyz").write_text("1")
     with pytest.raises(InputFileError, match="unknown format '.xyz'"):
