@@ -46,8 +46,10 @@ def is_number(v: str) -> bool:
         return False
 
 
-def label_index(header: list[str] | None, label: str | int | None, width: int, path: Path) -> int:
-    """Position of the label column: by header name, else by (possibly negative) index."""
+def label_index(header: list[str] | None, label: str | int | None, width: int, path: Path,
+                where: str = "in the header") -> int:
+    """Position of the label column: by header name, else by (possibly negative) index;
+    ``where`` the names are, for the error (a Parquet file's are its columns)."""
     if label is None:
         return width - 1
     if header is not None and str(label) in header:
@@ -55,7 +57,7 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     try:
         idx = int(label)
     except ValueError:
-        where = ("in the header" + did_you_mean(label, header) if header is not None
+        where = (where + did_you_mean(label, header) if header is not None
                  else "(the file has no header)")
         raise InputFileError(f"{path}: no label column named {label!r} {where}") from None
     if not -width <= idx < width:
@@ -266,8 +268,10 @@ class DelimitedReader:
         #: numbers in it (checked against the labels of the first chunk), else None
         self._guessed: str | None = None
         self._first = first
+        named_for_label = False  # the first row is the header because --label names a column
         if header is None:
-            by_name = label is not None and not str(label).lstrip("-").isdigit()
+            by_name = named_for_label = (label is not None
+                                         and not str(label).lstrip("-").isdigit())
             li = label_index(None, label if not by_name else None, self.width, self.path)
             header = by_name or any(not is_number(v) for j, v in enumerate(first) if j != li)
             self._guessed = None if by_name else "header" if header else "data"
@@ -280,6 +284,14 @@ class DelimitedReader:
         self.header = header
         names = [h.strip() for h in first] if header else None
         self.label, self.names = label, names  # for errors that name the columns
+        if named_for_label and all(is_number(v) for v in first) and str(label) not in names:
+            # the first row was taken as the header only because --label names a column
+            shown = ", ".join(first[:3] + ["…"] if len(first) > 3 else first)
+            raise InputFileError(
+                f"{self.path}: no label column named {label!r}: the first row ({shown}), read "
+                "as the header because --label names a column, holds only numbers, so the "
+                "file seems to have no header: give the label column's index instead (e.g. "
+                f"--label {self.width - 1}, or -1 for the last column)")
         self.label_col = label_index(names, label, self.width, self.path)
         self.feature_names = None
         if names:

@@ -311,7 +311,8 @@ def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndar
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     if not len(frame):  # said so, rather than "the labels are empty"
         raise InputFileError(f"{path}: no data rows")
-    li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path)
+    li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path,
+                     "among the columns")
     y = frame.iloc[:, li].to_numpy()
     X = frame.drop(columns=frame.columns[li])
     for j, name in enumerate(X.columns):

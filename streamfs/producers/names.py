@@ -86,7 +86,7 @@ def source_feature_names(source: str, *, label: str | int | None = None,
                                delimiter="\t" if suffix == ".tsv" else ",").feature_names
     if suffix == ".parquet":
         names = parquet_columns(open_parquet(path))
-        li = label_index(names, label, len(names), path)
+        li = label_index(names, label, len(names), path, "among the columns")
         return [n for j, n in enumerate(names) if j != li]
     if suffix == ".npz":
         try:

@@ -120,7 +120,7 @@ def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> In
     if not pf.metadata.num_rows:  # said so, rather than "the labels are empty"
         raise InputFileError(f"{path}: no data rows")
     names = parquet_columns(pf)  # not the columns of a pandas index
-    li = label_index(names, label, len(names), path)
+    li = label_index(names, label, len(names), path, "among the columns")
     for j, f in enumerate(pf.schema_arrow.field(n) for n in names):
         if j != li and not (f.type.num_fields == 0 and _numeric(f.type)):
             raise InputFileError(f"{path}, column {j} ({f.name!r}): not numeric (type {f.type})")

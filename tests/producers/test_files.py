@@ -159,6 +159,33 @@ def test_csv_header_flags(tmp_path):
         DelimitedReader(named, label="klass")
     with pytest.raises(InputFileError, match=r"named 'zzz' in the header$"):  # nothing close
         DelimitedReader(named, label="zzz")
+    # a label named in a file without a header: its first row was "the header", which the
+    # message named as if the file had one
+    with pytest.raises(InputFileError) as info:
+        DelimitedReader(path, label="cls")
+    assert str(info.value) == (
+        f"{path}: no label column named 'cls': the first row (1, 2, 0), read as the header "
+        "because --label names a column, holds only numbers, so the file seems to have no "
+        "header: give the label column's index instead (e.g. --label 2, or -1 for the last "
+        "column)")
+    with pytest.raises(InputFileError, match="no label column named 'cls' in the header$"):
+        DelimitedReader(path, label="cls", header=True)  # the user's word: not second-guessed
+
+
+def test_parquet_label_not_among_its_columns_is_said_so(tmp_path):
+    """A Parquet file has columns, not a header line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamfs.producers.names import source_feature_names
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"a": [1.0, 2.0], "class": [0, 1]}), path)
+    for read in (load_file, open_instances, source_feature_names):
+        with pytest.raises(InputFileError) as info:
+            read(str(path), label="klass")
+        assert str(info.value) == (f"{path}: no label column named 'klass' among the columns "
+                                   "(did you mean 'class'?)"), read
 
 
 def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):
