@@ -327,12 +327,23 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 "the dimension is unknown: pass n_features= (needed before the first instance "
                 "for dict input and attributes_to_observe)"
             )
+        if (advice := self._budget_advice(int(d))) is not None:
+            warnings.warn(advice, UserWarning, stacklevel=4)
+        self._allocate(int(d))
+
+    def _budget_advice(self, d: int) -> str | None:
+        """A budget over the dimension ``d`` selects nothing out: said as scikit-learn's
+        SelectKBest says it, when the stream opens and before it is published (a fraction
+        or ``None`` cannot exceed ``d``).
+
+        >>> OFS(40)._budget_advice(30)
+        'n_features_to_select=40 is greater than n_features=30: all the features will be kept'
+        """
         k = self.n_features_to_select
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > d:
-            # as scikit-learn's SelectKBest says it: a budget that selects nothing out
-            warnings.warn(f"n_features_to_select={int(k)} is greater than n_features={int(d)}: "
-                          "all the features will be kept", UserWarning, stacklevel=4)
-        self._allocate(int(d))
+            return f"n_features_to_select={int(k)} is greater than n_features={d}: all the " \
+                   "features will be kept"
+        return None
 
     def _bytes_per_feature(self) -> int:
         """The learner's arrays of length ``d``, in bytes per feature."""

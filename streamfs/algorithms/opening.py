@@ -168,6 +168,8 @@ def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> l
         found.append(advise(y))
     if X is not None and (advise := getattr(algo, "_data_advice", None)) is not None:
         found.append(advise(X, names))
+    if X is not None and (advise := getattr(algo, "_budget_advice", None)) is not None:
+        found.append(advise(int(np.shape(X)[1])))
     return [a for a in found if a]
 
 

@@ -1107,3 +1107,9 @@ def test_a_budget_above_the_dimension_keeps_every_feature_with_a_warning():
         warnings.simplefilter("error")
         for k in (6, 1.0, None):
             OFS(k).fit(X, y)
+    # and before a producer publishes the stream (the worker would only log it)
+    from streamfs.algorithms.opening import open_advice
+
+    assert open_advice(OFS(9, normalize="standardize"), X=X) == [
+        "n_features_to_select=9 is greater than n_features=6: all the features will be kept"]
+    assert open_advice(OFS(6, normalize="standardize"), X=X) == []
