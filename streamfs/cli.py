@@ -229,6 +229,28 @@ def _log_warning(message: Warning | str, category: type[Warning], filename: str,
     text = str(message)
     if text not in _warned:
         _warned.add(text)
+        if _held_advice is not None:
+            _held_advice.append(text)
+        else:
+            logging.getLogger("streamfs").warning("%s", text)
+
+
+#: warnings held back by :func:`_hold_advice` (None: shown as they come)
+_held_advice: list[str] | None = None
+
+
+def _hold_advice() -> None:
+    """Hold the selectors' advice back until :func:`_release_advice`: a command that may
+    still refuse its input (``produce``: the stream id, asked of the broker after the data's
+    checks) shows the refusal alone, not after advice on data it will not publish."""
+    global _held_advice
+    _held_advice = []
+
+
+def _release_advice() -> None:
+    global _held_advice
+    held, _held_advice = _held_advice or [], None
+    for text in held:
         logging.getLogger("streamfs").warning("%s", text)
 
 
@@ -623,6 +645,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         raise UsageProblem(str(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
     counts = {"items": 0, "messages": 0}
+    _hold_advice()  # shown once every check has passed (the stream id's is the last)
     # the worker's cap: a lower one than the algorithms' default bounds streams that set none
     open_kw = {"replace": replace, "buffer_cap": s.max_buffer_bytes}
     try:
@@ -665,6 +688,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                                  replace)
         if problem is not None:
             raise UsageProblem(problem)
+        _release_advice()
 
         def count(message: dict) -> None:
             counts["messages"] += 1

@@ -328,3 +328,38 @@ def test_ctrl_c_says_how_many_messages_the_broker_took(kafka_config, topic_prefi
     sent = records_on(kafka_config, topic)
     assert sent == 3
     assert f"interrupted: {sent} message(s) of stream 'c' were published" in result.output
+
+
+def test_a_refused_stream_id_is_said_alone_without_the_data_advice(kafka_config, topic_prefix,
+                                                                   tmp_path):
+    """The stream id is checked last (it asks the broker, after the file's checks): its
+    refusal came after a long advice on scaling data that would never be published."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_client import _put, _result
+
+    _put(kafka_config, load_catalogue(topic_prefix)["selected"].name,
+         _result("taken", 2, final=True))
+    data = tmp_path / "d.csv"  # "big" outweighs the others in every unit-norm instance
+    data.write_text("a,b,c,big,y\n" + "".join(f"{i % 3},{i % 5},{i % 7},{(i + 1) * 5000},{i % 2}\n"
+                                              for i in range(40)))
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_config["bootstrap.servers"],
+           "STREAMFS_TOPIC_PREFIX": topic_prefix}
+
+    def produce(stream: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "streamfs.cli", "produce", "instances",
+                               str(data), "--label", "y", "--stream", stream, "-a", "ofs",
+                               "--replace", "--no-progress"],
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    refused = produce("taken")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("Error: stream 'taken' already exists as a feature stream"), \
+        refused.stderr
+    assert "normalize" not in refused.stderr
+    published = produce("fresh")  # the same data under a free id: the advice, then the publish
+    assert published.returncode == 0, published.stderr
+    assert published.stderr.startswith("WARNING streamfs: OFS(normalize=True) scales each "
+                                       "instance to unit L2 norm"), published.stderr
