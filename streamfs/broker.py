@@ -79,14 +79,39 @@ def lost_interrupt(exc: BaseException) -> bool:
     ``SystemError: ... returned NULL without setting an exception`` instead."""
     return isinstance(exc, SystemError) and _SIGINT_SEEN.is_set()
 
+
+#: how often :func:`say_unreachable` repeats itself while the broker stays away
+UNREACHABLE_NOTICE_SECONDS = 60.0
+_unreachable_said_at: list[float] = []
+
+
+def say_unreachable(err: KafkaError) -> None:
+    """A client's ``error_cb``: every broker connection down is said on the ``streamfs``
+    logger (once a minute at most), so that a ``produce`` or ``watch`` whose broker went away
+    mid-run does not sit silent; librdkafka's own log lines, shown with ``--verbose`` only,
+    were all it said. The client keeps trying (and the caller's Ctrl-C stops it)."""
+    import time
+
+    if err.code() != KafkaError._ALL_BROKERS_DOWN:
+        return
+    now = time.monotonic()
+    if _unreachable_said_at and now - _unreachable_said_at[-1] < UNREACHABLE_NOTICE_SECONDS:
+        return
+    _unreachable_said_at[:] = [now]
+    logging.getLogger("streamfs").warning(
+        "the broker does not answer (%s); still trying: Ctrl-C stops", err.str())
+
+
 def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """``kafka_config`` with librdkafka's log lines sent to :data:`KAFKA_LOGGER` (each kind
-    at most once a minute) instead of straight to stderr, unless it names a ``logger``.
+    at most once a minute) instead of straight to stderr, unless it names a ``logger``, and a
+    lost broker said by :func:`say_unreachable`, unless it names an ``error_cb``.
 
-    >>> with_kafka_logger({"bootstrap.servers": "b:9092"})["logger"] is KAFKA_LOGGER
-    True
+    >>> conf = with_kafka_logger({"bootstrap.servers": "b:9092"})
+    >>> conf["logger"] is KAFKA_LOGGER, conf["error_cb"] is say_unreachable
+    (True, True)
     """
-    return {"logger": KAFKA_LOGGER, **kafka_config}
+    return {"logger": KAFKA_LOGGER, "error_cb": say_unreachable, **kafka_config}
 
 
 class ClientConfigRefused(KafkaException):
