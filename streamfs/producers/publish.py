@@ -87,10 +87,11 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
             try:
                 delivered, _ = _settle(pub, SETTLE_ON_INTERRUPT_SECONDS)
             except KeyboardInterrupt:
-                delivered = pub.delivered
+                delivered = (pub.delivered if pub.delivered_before_failure is None
+                             else pub.delivered_before_failure)
             raise PublishInterrupted(stream, delivered, pub.unsettled()) from exc
         delivered, after = _settle(pub)
-        if not delivered or not isinstance(exc, Exception):  # e.g. KeyboardInterrupt
+        if not delivered or not isinstance(exc, Exception):  # e.g. SystemExit
             raise
         raise StreamLeftOpen(stream, delivered, exc, after=after) from exc
     return count
