@@ -62,6 +62,7 @@ import os
 import signal
 import socket
 import sqlite3
+import sys
 import tempfile
 import threading
 import time
@@ -1588,6 +1589,21 @@ def begin_startup(settings: Settings) -> None:
     log_warnings()  # an algorithm's warning names the stream it is about
     signal.signal(signal.SIGTERM, _stop_during_startup)
     signal.signal(signal.SIGINT, _stop_during_startup)
+    _quiet_lost_stops()
+
+
+def _quiet_lost_stops() -> None:
+    """A stop raised where Python ignores exceptions (see :func:`_stopped_yet`, which acts
+    on it) printed "Exception ignored in: <function WeakSet...>" and a traceback on stderr
+    beside the stop's one log line: not a fault, so not said. Other unraisable exceptions go
+    to the hook as before."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, StoppedDuringStartup):
+            previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def run_worker(settings: Settings) -> None:

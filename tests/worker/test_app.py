@@ -627,3 +627,25 @@ def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch,
     worker.running = False
     with pytest.raises(app.StoppedWhileUnreachable, match="read again by its partition's next"):
         worker._producer()
+
+
+def test_a_stop_lost_where_python_ignores_exceptions_is_not_printed(monkeypatch):
+    """A SIGTERM of the start-up whose exception Python ignored (a ``__del__`` or weakref
+    callback running when it came) printed "Exception ignored in ..." and a traceback beside
+    the stop's log line; the stop itself is acted on by the next start-up step."""
+    from streamfs.worker import app
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
+    app._quiet_lost_stops()
+
+    class Raises:
+        def __init__(self, exc):
+            self.exc = exc
+
+        def __del__(self):
+            raise self.exc
+
+    Raises(app.StoppedDuringStartup())  # collected at once: its __del__'s exception is lost
+    Raises(ValueError("a real fault"))
+    assert seen == [ValueError]
