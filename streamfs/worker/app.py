@@ -515,6 +515,9 @@ class Worker:
                 with self.health.lock:
                     if self.health.unreachable_since is None:
                         self.health.unreachable_since = time.monotonic()
+                # alive, and waiting on purpose: /live must not have a supervisor restart a
+                # worker that a restart cannot help while the broker is away
+                self.health.beat()
                 if not self.running:
                     raise StoppedWhileUnreachable(
                         "stopped while the broker was unreachable: the batch in progress was "
