@@ -1463,9 +1463,7 @@ class RandomSelection(InstanceStreamSelector):
     ----------
     eta : float, default 1.0
         Step size of the perceptron update, ``eta > 0``.
-    random_state : int, numpy Generator, RandomState or None, default None
-        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
-        restored learner draws on exactly as the live one would).
+    {random_state}
     redraw : bool, default False
         Draw a fresh set of ``B`` attributes after every mistake (the authors' scripts)
         instead of one set when the stream opens.
@@ -1544,9 +1542,7 @@ class OFSPartial(_PartialMixin, InstanceStreamSelector):
         support of ``w``.
     radius : float, default 10.0
         Radius ``R`` of the L2 ball ``w`` is projected onto (the paper's experiments use 10).
-    random_state : int, numpy Generator, RandomState or None, default None
-        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
-        restored learner draws on exactly as the live one would).
+    {random_state}
     {parameters every instance-stream learner shares}
 
     >>> m = OFSPartial(n_features_to_select=2, n_features=4, random_state=1)
@@ -1602,9 +1598,7 @@ class OFSRandomPartial(OFSPartial):
         Step size ``eta > 0``.
     radius : float, default 10.0
         Radius ``R`` of the L2 ball ``w`` is projected onto.
-    random_state : int, numpy Generator, RandomState or None, default None
-        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
-        restored learner draws on exactly as the live one would).
+    {random_state}
     {parameters every instance-stream learner shares}
 
     >>> OFSRandomPartial(3, n_features=30, random_state=0).attributes_to_observe().size
@@ -1649,9 +1643,7 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
     ----------
     eta : float, default 1.0
         Step size of the perceptron update, ``eta > 0``.
-    random_state : int, numpy Generator, RandomState or None, default None
-        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
-        restored learner draws on exactly as the live one would).
+    {random_state}
     {parameters every instance-stream learner shares}
 
     >>> PerceptronRandomPartial(2, n_features=5, random_state=0).attributes_to_observe().size
@@ -1685,6 +1677,13 @@ class PerceptronRandomPartial(_PartialMixin, InstanceStreamSelector):
     def _kernel_params(self, d, B):
         return [self.eta, 1.0, np.inf, 0.0, 1.0], 2, 0
 
+
+#: the random learners' seed, in place of the marker line of their docstrings
+_RANDOM_STATE_PARAMETER = """\
+    random_state : int, numpy Generator, RandomState or None, default None
+        Seed of the learner's PCG64 generator (its draws are saved with the state, so a
+        restored learner draws on exactly as the live one would).
+"""
 
 #: the parameters every learner shares, in place of the marker line of its docstring
 _SHARED_PARAMETERS = """\
@@ -1733,7 +1732,8 @@ _REGISTRY = {
 for _cls in _REGISTRY.values():
     if _cls.__doc__:  # None under python -OO
         _cls.__doc__ = _cls.__doc__.replace(
-            "    {parameters every instance-stream learner shares}\n", _SHARED_PARAMETERS)
+            "    {parameters every instance-stream learner shares}\n", _SHARED_PARAMETERS
+        ).replace("    {random_state}\n", _RANDOM_STATE_PARAMETER)
 del _cls
 
 

@@ -347,22 +347,32 @@ def test_worker_on_web_port_0_serves_health_on_the_port_it_logs(cli_env):
         proc.wait(60)
 
 
+def _paced_produce(cli_env: dict, kafka_config: dict, topic: str, tmp_path, breast_cancer,
+                   stream: str, rate: int, records: int) -> subprocess.Popen:
+    """``streamfs produce`` of the 569 breast-cancer instances at ``rate`` a second, returned
+    once ``topic`` holds ``records`` records (the 'open' and the first blocks)."""
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "instances",
+                             str(csv_path), "--stream", stream, "-a", "ofs", "--rate", str(rate),
+                             "--no-progress"], env=cli_env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while _topic_size(kafka_config, topic) < records:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"produce: {proc.communicate()}")
+    return proc
+
+
 def test_interrupted_produce_says_what_was_published(cli_env, kafka_config, topic_prefix,
                                                      tmp_path, breast_cancer):
     import signal
 
-    csv_path = tmp_path / "bc.csv"
-    breast_cancer.to_csv(csv_path, index=False)
     topic = load_catalogue(topic_prefix)["instances"].name
     # 2 instances/s: the 569 would take minutes; interrupted once some are on the topic
-    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "instances",
-                             str(csv_path), "--stream", "slow", "-a", "ofs", "--rate", "2",
-                             "--no-progress"], env=cli_env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _paced_produce(cli_env, kafka_config, topic, tmp_path, breast_cancer, "slow", 2, 2)
     try:
-        deadline = time.monotonic() + 120
-        while _topic_size(kafka_config, topic) < 2:  # 'open' and a first block went out
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -382,17 +392,9 @@ def test_produce_interrupted_while_the_broker_is_down_stops_soon_and_counts_ackn
     and how many it did not answer for; the topic holds at least the first, at most both."""
     import signal
 
-    csv_path = tmp_path / "bc.csv"
-    breast_cancer.to_csv(csv_path, index=False)
     topic = load_catalogue(topic_prefix)["instances"].name
-    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "instances",
-                             str(csv_path), "--stream", "outage", "-a", "ofs", "--rate", "20",
-                             "--no-progress"], env=cli_env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _paced_produce(cli_env, kafka_config, topic, tmp_path, breast_cancer, "outage", 20, 5)
     try:
-        deadline = time.monotonic() + 120
-        while _topic_size(kafka_config, topic) < 5:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         with broker_outage():
             assert proc.poll() is None
             proc.send_signal(signal.SIGINT)
