@@ -329,7 +329,9 @@ def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker
     """The signal came while the collector ran a weakref callback (seen: `kill` during the
     warm-up), where Python prints an exception and drops it: the worker logged that it
     stopped, then started, with SIGINT and SIGTERM ignored. Here the signal comes inside a
-    ``__del__``, where its exception is dropped in the same way."""
+    ``__del__``, where its exception is dropped in the same way. Python's "Exception ignored
+    in ..." and its traceback, printed beside the stop's log line, are not said either: the
+    stop is no fault."""
     script = ("import os, signal\n"
               "import streamfs.cli as cli, streamfs.worker.app as app\n"
               "class Collected:\n"
@@ -344,7 +346,8 @@ def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker
                          capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr  # was 70: it went on, to a broker it cannot reach
     assert f"INFO streamfs.worker: {signame}: stopped during start-up" in out.stderr
-    assert "Exception ignored in" in out.stderr  # the exception the signal's handler raised
+    assert "Exception ignored in" not in out.stderr and "Traceback" not in out.stderr, \
+        out.stderr
     assert "worker failed" not in out.stderr and "started" not in out.stderr, out.stderr
 
 
