@@ -65,6 +65,13 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+def kept(value: Any) -> Any:
+    """A parameter's value as a stream records it: containers copied (a list of classes
+    changed in place is a change); other values kept as they are (a random generator is the
+    same object)."""
+    return copy.deepcopy(value) if isinstance(value, (list, tuple, dict, np.ndarray)) else value
+
+
 class StreamParamsMixin:
     """Records the parameters when the stream starts, refuses a step after they changed and
     carries both through ``to_state`` / ``from_state`` (see the module docstring).
@@ -82,10 +89,7 @@ class StreamParamsMixin:
     def _begin_stream_params(self) -> None:
         """Record the current parameters as those of the stream that starts now."""
         self._stream_params_ = {
-            # containers copied (a list of classes changed in place is a change); other
-            # values kept as they are: a random generator is the same object
-            k: copy.deepcopy(v) if isinstance(v, (list, tuple, dict, np.ndarray)) else v
-            for k, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
+            k: kept(v) for k, v in self.get_params(deep=False).items()  # type: ignore[attr-defined]
         }
 
     def _changed_params(self) -> dict[str, tuple[Any, Any]]:

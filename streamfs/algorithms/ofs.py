@@ -90,7 +90,6 @@ Example (the paper's parameters on a toy stream):
 
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 import warnings
@@ -115,6 +114,7 @@ from sklearn.utils.validation import (
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms._stream_params import _same as _same_param
+from streamfs.algorithms._stream_params import kept
 from streamfs.algorithms.base import _SPARSE
 from streamfs.algorithms.measures import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
 from streamfs.algorithms.rounding import round_half_away
@@ -1828,10 +1828,9 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         """The parameters a stream keeps: ``classes``, the wrapped estimator's class and its
         parameters as ``estimator__<name>`` (containers copied: a list changed in place is a
         change)."""
-        snap = {"classes": copy.deepcopy(classes), "estimator": type(estimator).__name__}
+        snap = {"classes": kept(classes), "estimator": type(estimator).__name__}
         for k, v in estimator.get_params(deep=False).items():
-            snap[f"estimator__{k}"] = copy.deepcopy(v) if isinstance(
-                v, (list, tuple, dict, np.ndarray)) else v
+            snap[f"estimator__{k}"] = kept(v)
         return snap
 
     def _begin_stream_params(self) -> None:
