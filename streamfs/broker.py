@@ -167,6 +167,64 @@ class BrokerUnreachable(RuntimeError):
     """No broker answered at the configured address within the deadline."""
 
 
+#: exit code when Kafka refused the client's credentials or its ACLs deny an operation
+#: (sysexits' EX_NOPERM): the operator's to fix, and a restart alone cannot
+EXIT_DENIED = 77
+
+#: the errors by which a broker refuses the credentials (librdkafka's own code for a failed
+#: SASL or TLS handshake, and the broker's)
+AUTHENTICATION_ERRORS = frozenset({KafkaError._AUTHENTICATION,
+                                   KafkaError.SASL_AUTHENTICATION_FAILED})
+#: the errors by which a broker's ACLs deny an operation, with the kind of resource denied
+AUTHORIZATION_ERRORS = {KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
+                        KafkaError.GROUP_AUTHORIZATION_FAILED: "consumer group",
+                        KafkaError.CLUSTER_AUTHORIZATION_FAILED: "cluster",
+                        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "transactional id"}
+
+
+class AccessDenied(RuntimeError):
+    """Kafka refused the client's credentials, or its ACLs deny an operation the client needs:
+    the message names the user, what was denied and what to grant (README, Kafka security)."""
+
+
+def is_denied(err: KafkaError | None) -> bool:
+    """Whether ``err`` says that the credentials were refused or an ACL denied the call."""
+    return err is not None and (err.code() in AUTHENTICATION_ERRORS
+                                or err.code() in AUTHORIZATION_ERRORS)
+
+
+def principal(kafka_config: dict[str, Any]) -> str:
+    """Who the broker takes a client of ``kafka_config`` for, as far as the client knows.
+
+    >>> principal({"sasl.username": "alice"})
+    "user 'alice'"
+    >>> principal({"bootstrap.servers": "b:9092"})
+    'this client'
+    """
+    user = kafka_config.get("sasl.username")
+    return f"user {user!r}" if user else "this client"
+
+
+def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str) -> AccessDenied:
+    """:class:`AccessDenied` for ``err`` (see :func:`is_denied`): what ``principal`` was
+    ``doing`` and, for an ACL, what to ``grant``; for credentials, which settings to check.
+
+    >>> from confluent_kafka import KafkaError
+    >>> err = KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "denied")
+    >>> print(denied({"sasl.username": "alice"}, err, "starting a transaction",
+    ...              "WRITE on transactional ids with the prefix 'app-'"))
+    Kafka denied user 'alice' starting a transaction (denied): its ACLs must allow WRITE on transactional ids with the prefix 'app-' (README, Kafka security)
+    """
+    detail = _short(err.str())
+    if err.code() in AUTHENTICATION_ERRORS:
+        return AccessDenied(
+            f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the credentials of "
+            f"{principal(kafka_config)} ({detail}): check STREAMFS_SECURITY_PROTOCOL, "
+            "STREAMFS_SASL_MECHANISM, STREAMFS_SASL_USERNAME and STREAMFS_SASL_PASSWORD")
+    return AccessDenied(f"Kafka denied {principal(kafka_config)} {doing} ({detail}): its ACLs "
+                        f"must allow {grant} (README, Kafka security)")
+
+
 def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None:
     """Raise :class:`BrokerUnreachable` unless a broker answers within ``timeout`` seconds;
     as soon as every bootstrap broker has refused the connection, without waiting that long."""
@@ -185,6 +243,9 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             return
         except KafkaException as exc:
             admin.poll(0)  # serves error_cb
+            refused = [e for e in errors if e.code() in AUTHENTICATION_ERRORS]
+            if refused:  # it answered, but not to these credentials: no use waiting
+                raise denied(kafka_config, refused[-1], "", "") from None
             down = any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
             if down or time.monotonic() >= deadline:
                 transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from streamfs import __version__
-from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, ClientConfigRefused,
-                             lost_interrupt, remember_interrupts)
+from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
+                             ClientConfigRefused, lost_interrupt, remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
                                   EnvOption, SettingsCommand, param_value)
 from streamfs.settings import Settings
@@ -86,7 +86,8 @@ _LAZY_COMMANDS = {"bench": ("streamfs.bench.command", "bench"),
 
 
 class _Main(click.Group):
-    """Turns an unreachable broker into one line and exit code 69, a topic to read that does
+    """Turns an unreachable broker into one line and exit code 69, credentials or ACLs that
+    Kafka refuses into one line and exit code 77, a topic to read that does
     not exist yet or was deleted while being read into one line and exit code 1, a client
     configuration that librdkafka refuses and a topic catalogue that cannot be used into one
     line and exit code 2, Ctrl-C into exit code 130 and a closed output pipe into 141, in
@@ -124,6 +125,9 @@ class _Main(click.Group):
         except BrokerUnreachable as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_UNREACHABLE)
+        except AccessDenied as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_DENIED)
         except TopicMissing as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_KAFKA)
@@ -192,7 +196,8 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
     stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
     replaced before its final result, 69 the broker is unreachable, 70 the worker met an
-    error it cannot recover from (a supervisor restarts it), 130 interrupted (Ctrl-C), 141
+    error it cannot recover from (a supervisor restarts it), 77 Kafka refused the credentials
+    or its ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141
     the output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
@@ -364,20 +369,26 @@ def topics() -> None:
 
 
 @topics.command("create")
+@click.option("--app-id", default=None, callback=_app_id,
+              help="Also create the changelogs of the worker with this app id: for a worker "
+              "whose Kafka user may not create topics (README, Kafka security).")
 @click.pass_context
-def topics_create(ctx: click.Context) -> None:
+def topics_create(ctx: click.Context, app_id: str | None) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import (TopicMismatch, TopicsNotCreated, check_catalogue,
-                                 create_topics, load_catalogue)
+    from streamfs.topics import (TopicMismatch, TopicsNotCreated, changelog_specs,
+                                 check_catalogue, create_topics, load_catalogue)
 
     s = _settings(ctx)
     check_catalogue(s.topic_prefix)  # no topics the worker would refuse (exit 2: _Main)
     _reachable(s)
+    specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
+    if app_id:
+        specs.update(changelog_specs(app_id, specs["features"].partitions,
+                                     s.replication_factor, s.max_message_bytes))
     try:
-        outcomes = create_topics(s.kafka_config(), load_catalogue(
-            s.topic_prefix, replication_factor=s.replication_factor))
+        outcomes = create_topics(s.kafka_config(), specs)
     except ClientConfigRefused:
         raise  # one line naming the setting, exit 2 (_Main)
     except KafkaException as exc:

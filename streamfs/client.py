@@ -19,6 +19,7 @@ import uuid
 from numbers import Integral, Real
 from typing import Any, Iterable, Iterator, Literal
 
+from streamfs.broker import denied, is_denied
 from streamfs.codec import CodecError, decode, decode_any
 
 log = logging.getLogger("streamfs.client")
@@ -456,6 +457,9 @@ class OutputReader:
         assignment = []
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
+            if meta is not None and is_denied(meta.error):  # not "does not exist": it may
+                raise denied(self._kafka_config, meta.error, f"reading topic {topic!r}",
+                             "READ and DESCRIBE on it")
             if meta is None or meta.error is not None or not meta.partitions:
                 from streamfs.topics import missing_topic_message
 
@@ -514,8 +518,14 @@ class OutputReader:
         """Note a partition's end; raise on any other consumer error."""
         from confluent_kafka import KafkaError
 
-        if msg.error().code() != KafkaError._PARTITION_EOF:
-            raise RuntimeError(f"consumer error on {self.topic}: {msg.error()}")
+        err = msg.error()
+        if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            return  # the reader's own group, which it never uses: it reads from set offsets
+        if is_denied(err):
+            raise denied(self._kafka_config, err, f"reading topic {msg.topic() or self.topic!r}",
+                         "READ and DESCRIBE on it")
+        if err.code() != KafkaError._PARTITION_EOF:
+            raise RuntimeError(f"consumer error on {self.topic}: {err}")
         at_end.add((msg.topic(), msg.partition()))
 
     def _decoded(self, msg: Any) -> dict | None:

@@ -263,15 +263,21 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=rf[s.name],
                     config=creation_config(s, rf[s.name])) for s in specs.values()]
     outcome: dict[str, str] = {}
+    not_allowed: dict[str, Any] = {}
     for name, fut in admin.create_topics(new, request_timeout=timeout).items():
         try:
             fut.result(timeout)
             outcome[name] = "created"
         except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TopicsNotCreated(f"topic {name!r} not created: {exc.args[0].str()}") \
-                    from None
+            err = exc.args[0]
+            if err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                              KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+                not_allowed[name] = err
+                continue
+            if err.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopicsNotCreated(f"topic {name!r} not created: {err.str()}") from None
             outcome[name] = "exists"
+    outcome.update(_existing_or_denied(admin, admin_config, not_allowed, timeout))
     existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
     if existing:
         # a topic another process has just created is "already exists" to CreateTopics
@@ -306,6 +312,26 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))
     return outcome
+
+
+def _existing_or_denied(admin: Any, admin_config: dict, not_allowed: dict[str, Any],
+                        timeout: float) -> dict[str, str]:
+    """``{name: "exists"}`` for the topics of ``not_allowed`` (``{name: error}``) whose creation
+    the broker's ACLs denied, if each exists: a user without CREATE, on a cluster whose
+    administrator created the topics, is answered so even for a topic that exists. One that
+    this user cannot see raises :class:`~streamfs.broker.AccessDenied`."""
+    from streamfs.broker import denied
+
+    if not not_allowed:
+        return {}
+    visible = admin.list_topics(timeout=timeout).topics  # only those the user may describe
+    for name, err in not_allowed.items():
+        if name not in visible:
+            raise denied(admin_config, err, f"creating topic {name!r}",
+                         "DESCRIBE on it if it exists, CREATE on it (or on the cluster) if not; "
+                         "or an administrator creates the topics first: `streamfs topics "
+                         "create`, with --app-id for a worker's changelogs")
+    return dict.fromkeys(not_allowed, "exists")
 
 
 def _listed(admin: Any, partitions: dict[str, int | None], timeout: float

@@ -59,6 +59,73 @@ def kafka_bootstrap(tmp_path_factory):
         subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
 
 
+class SecuredKafka:
+    """A broker secured as production clusters are: SASL/PLAIN credentials and ACLs enforced.
+    :data:`ADMIN` is a super user; every other user of :data:`USERS` may do only what
+    :meth:`grant` allows."""
+
+    ADMIN = "admin"
+    USERS = {ADMIN: "admin-secret", "app": "app-secret"}
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def config(self, user: str) -> dict:
+        """confluent-kafka settings of a client logged in as ``user``."""
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": user,
+                "sasl.password": self.USERS[user]}
+
+    def env(self, user: str, prefix: str, password: str | None = None) -> dict:
+        """The environment of a `streamfs` subprocess logged in as ``user`` on ``prefix``."""
+        return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": self.bootstrap,
+                "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+                "STREAMFS_SASL_MECHANISM": "PLAIN", "STREAMFS_SASL_USERNAME": user,
+                "STREAMFS_SASL_PASSWORD": self.USERS[user] if password is None else password}
+
+    def grant(self, user: str, *acls: tuple[str, str, str]) -> None:
+        """Allow ``user`` each ``(resource type, name prefix, operation)`` (confluent-kafka's
+        ``ResourceType`` and ``AclOperation`` names, e.g. ``("TOPIC", "t1.", "READ")``), and
+        return once the broker's authorizer lists them all (it answers with the ACLs it
+        enforces)."""
+        import time
+
+        from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
+                                           AclPermissionType, AdminClient, ResourcePatternType,
+                                           ResourceType)
+
+        admin = AdminClient(self.config(self.ADMIN))
+        bindings = [AclBinding(ResourceType[kind], name, ResourcePatternType.PREFIXED,
+                               f"User:{user}", "*", AclOperation[op], AclPermissionType.ALLOW)
+                    for kind, name, op in acls]
+        for future in admin.create_acls(bindings, request_timeout=30).values():
+            future.result(30)
+        query = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}",
+                                 None, AclOperation.ANY, AclPermissionType.ANY)
+        deadline = time.monotonic() + 30
+        while not set(bindings) <= set(admin.describe_acls(query, request_timeout=30).result()):
+            assert time.monotonic() < deadline, f"ACLs not in force after 30 s: {acls}"
+            time.sleep(0.1)  # polling the broker's answer, not waiting for our own work
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory):
+    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS), started for the
+    tests that use it and stopped after the session."""
+    run_dir = tmp_path_factory.mktemp("kafka-sasl")
+    users = " ".join(f"{u}:{p}" for u, p in SecuredKafka.USERS.items())
+    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_SASL_USERS": users}
+    script = REPO / "ops" / "kafka" / "broker.sh"
+    proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        _no_broker(f"ops/kafka/broker.sh start (secured) failed:\n{proc.stderr[-3000:]}")
+    try:
+        yield SecuredKafka(proc.stdout.strip().splitlines()[-1])
+    finally:
+        subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
+
+
 @pytest.fixture
 def broker_run_dir(kafka_bootstrap) -> Path | None:
     """The run directory (pid, bootstrap) of the broker this session started with

@@ -14,6 +14,12 @@
 # `bootstrap` file with host:port, default <repo>/.run/kafka), KAFKA_HEAP (default 768m),
 # KAFKA_JVM_OPTS (more JVM options, space-separated; default -XX:TieredStopAtLevel=1, set it
 # empty for the JVM's own tiered compilation).
+#
+# KAFKA_SASL_USERS="admin:pw user:pw ..." makes `start` a secured broker, as a production cluster
+# is: the bootstrap address is a SASL_PLAINTEXT listener (mechanism PLAIN) that knows these
+# users, and ACLs are enforced (StandardAuthorizer; the first user is a super user, every other
+# one may do only what ACLs allow). The broker's own traffic uses a second, PLAINTEXT listener
+# that only the broker itself is told about.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -61,15 +67,20 @@ start() {
   local port cport
   port=$(free_port); cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
-  cat > "$run/server.properties" <<PROPS
-process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+  echo "$port" > "$run/port"
+  {
+    echo "process.roles=broker,controller"
+    echo "node.id=1"
+    echo "controller.quorum.voters=1@127.0.0.1:$cport"
+    echo "controller.listener.names=CONTROLLER"
+    echo "inter.broker.listener.name=PLAINTEXT"
+    if [ -n "${KAFKA_SASL_USERS:-}" ]; then listeners_sasl "$port" "$cport"; else
+      echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+      echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+      echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    fi
+  } > "$run/server.properties"
+  cat >> "$run/server.properties" <<PROPS
 log.dirs=$run/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -97,6 +108,26 @@ L4J
   "${JVM[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
     > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
   launch
+}
+
+# The listeners of a secured broker: clients on SASL_PLAINTEXT at $1, the broker to itself on an
+# internal PLAINTEXT listener (as the super user ANONYMOUS, bound to 127.0.0.1 like the rest).
+listeners_sasl() {
+  local iport jaas="" admin="" pair
+  iport=$(free_port)
+  while [ "$iport" = "$1" ] || [ "$iport" = "$2" ]; do iport=$(free_port); done
+  for pair in $KAFKA_SASL_USERS; do
+    case "$pair" in *:*) ;; *) log "KAFKA_SASL_USERS: '$pair' is not user:password"; exit 2 ;; esac
+    [ -n "$admin" ] || admin=${pair%%:*}
+    jaas="$jaas user_${pair%%:*}=\"${pair#*:}\""
+  done
+  echo "listeners=PLAINTEXT://127.0.0.1:$iport,SASL_PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
+  echo "advertised.listeners=PLAINTEXT://127.0.0.1:$iport,SASL_PLAINTEXT://127.0.0.1:$1"
+  echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+  echo "sasl.enabled.mechanisms=PLAIN"
+  echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
+  echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+  echo "super.users=User:ANONYMOUS;User:$admin"
 }
 
 jvm() {
@@ -131,11 +162,13 @@ launch() {
 
 
 # Stop (if running) and start again on the same data and port (tests: a broker restart
-# mid-stream). The port comes from server.properties: `stop` removes the bootstrap file.
+# mid-stream). The port comes from the `port` file (server.properties for a directory made
+# before that file was): `stop` removes the bootstrap file.
 restart() {
   [ -f "$run/server.properties" ] || { log "nothing to restart in $run: use start"; exit 1; }
   local port
-  port=$(sed -n 's|^advertised.listeners=PLAINTEXT://.*:||p' "$run/server.properties")
+  port=$(cat "$run/port" 2>/dev/null ||
+         sed -n 's|^advertised.listeners=PLAINTEXT://.*:||p' "$run/server.properties")
   running_pid >/dev/null || log "not running: starting it again on 127.0.0.1:$port"
   stop
   launch

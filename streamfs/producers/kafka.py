@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from streamfs.broker import is_denied
 from streamfs.codec import encode
 
 
@@ -65,6 +66,7 @@ class StreamPublisher:
         self._config = kafka_config
         self.topic = topic
         self._errors: list[str] = []
+        self._denial: Any = None  # the first delivery report that says an ACL denied it
         #: messages the broker acknowledged
         self.delivered = 0
         #: of those, how many were acknowledged before the first refused one (a stream's
@@ -91,6 +93,8 @@ class StreamPublisher:
                 from streamfs.topics import missing_topic_message
 
                 raise DeliveryError(f"{missing_topic_message(self.topic)}, then publish again")
+            if is_denied(meta.error):
+                raise self._denied(meta.error)
             raise DeliveryError(f"topic {self.topic!r} is not available: {meta.error.str()}")
         self._wait_served(len(meta.partitions), timeout)
 
@@ -110,6 +114,8 @@ class StreamPublisher:
 
     def _on_delivery(self, err, msg) -> None:
         if err is not None:
+            if self._denial is None and is_denied(err):
+                self._denial = err
             self._errors.append(f"{msg.topic()} key={msg.key()!r}: {err}")
             if self.delivered_before_failure is None:
                 self.delivered_before_failure = self.delivered
@@ -153,10 +159,19 @@ class StreamPublisher:
 
     def raise_failures(self) -> None:
         """:class:`DeliveryError` if a delivery report served so far says a message failed
-        (reports are served by every send, :meth:`poll` and :meth:`flush`)."""
+        (reports are served by every send, :meth:`poll` and :meth:`flush`);
+        :class:`~streamfs.broker.AccessDenied` if the broker's ACLs refused one."""
         if self._errors:
             errors, self._errors = self._errors, []
+            if self._denial is not None:
+                raise self._denied(self._denial)
             raise DeliveryError(f"{len(errors)} delivery failure(s); first: {errors[0]}")
+
+    def _denied(self, err: Any) -> Exception:
+        from streamfs.broker import denied
+
+        return denied(self._config, err, f"publishing to topic {self.topic!r}",
+                      "WRITE and DESCRIBE on it")
 
     def __enter__(self) -> "StreamPublisher":
         return self

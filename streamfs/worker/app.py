@@ -71,7 +71,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn
 
-from streamfs.broker import ClientConfigRefused, make_client
+from streamfs.broker import AccessDenied, ClientConfigRefused, denied, is_denied, make_client
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -506,6 +506,8 @@ class Worker:
                 break
             except KafkaException as exc:
                 err = exc.args[0]
+                if is_denied(err):
+                    raise self._denied(err, "starting its transactional producer") from None
                 if not err.retriable() or err.fatal():
                     raise
                 if not waited:
@@ -526,6 +528,21 @@ class Worker:
         if waited:
             log.info("the transaction coordinator answered: going on")
             self._broker_answered()
+
+    def _denied(self, err: Any, doing: str) -> AccessDenied:
+        """:class:`AccessDenied` for ``err``, saying which of the worker's ACLs (README, Kafka
+        security) the kind of resource denied asks for."""
+        from confluent_kafka import KafkaError
+
+        app = self.settings.app_id
+        grant = {
+            KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+                f"WRITE on the transactional ids with the prefix '{app}-'",
+            KafkaError.GROUP_AUTHORIZATION_FAILED: f"READ on the consumer group '{app}'",
+        }.get(err.code(), f"READ on the input topics ({', '.join(sorted(self.roles))}), WRITE "
+                          f"on the output topics ({', '.join(sorted(self.out.values()))}) and "
+                          f"the changelogs ('{app}-...-changelog'), DESCRIBE on all of them")
+        return denied(self.settings.kafka_config(), err, doing, grant)
 
     def _admin(self) -> Any:
         from confluent_kafka.admin import AdminClient
@@ -555,6 +572,8 @@ class Worker:
                 if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise TopicMismatch(f"input topic {name!r} does not exist: run `streamfs "
                                         "topics create` and start the worker again") from None
+                if is_denied(exc.args[0]):
+                    raise self._denied(exc.args[0], f"describing topic {name!r}") from None
                 raise
         return ids
 
@@ -879,8 +898,9 @@ class Worker:
             # hold only committed state
             self._close_local()
             raise
-        except (TopicMismatch, InstanceFenced):
-            # TopicMismatch: nothing can commit until an operator makes the topic again: leave
+        except (TopicMismatch, InstanceFenced, AccessDenied):
+            # TopicMismatch (and AccessDenied, for an ACL): nothing can commit until an
+            # operator makes the topic again (grants the ACL): leave
             # the group now (its partitions' next owner meets the same check), keep what is
             # uncommitted uncommitted. InstanceFenced: another worker has this one's place and
             # partitions; a transaction still in flight ends first (its offsets are refused
@@ -890,7 +910,7 @@ class Worker:
                 self.health.ready = False
             try:
                 self._settle()
-            except (Rewind, InstanceFenced):
+            except (Rewind, InstanceFenced, AccessDenied):
                 pass  # aborted: nothing of it is visible
             self.consumer.close()
             self._close_local()
@@ -981,6 +1001,8 @@ class Worker:
                     if fenced(err):
                         raise InstanceFenced(s)
                     raise KafkaException(err)
+                if is_denied(err):  # it would wait for an assignment that never comes
+                    raise self._denied(err, "consuming its input")
                 log.warning("consumer error: %s", err)
                 continue
             self.fetched.append(msg)
@@ -1236,6 +1258,16 @@ class Worker:
             self.producer = self._producer()
         raise Rewind()
 
+    def _abort_quietly(self) -> None:
+        """Abort the open transaction if the producer can, before the worker stops: else the
+        broker aborts it after the transaction timeout, and the input stays uncommitted."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._bounded(self.producer.abort_transaction, TXN_CALL_SECONDS)
+        except (Hung, KafkaException):
+            pass
+
     def _abandon_producer(self) -> None:
         """Replace a producer whose call hung. Once the transaction timeout has passed since
         its transaction began, the broker has aborted that transaction and bumped its epoch,
@@ -1295,6 +1327,9 @@ class Worker:
                 raise Rewind() from None
             except KafkaException as exc:
                 err = exc.args[0]
+                if is_denied(err):  # no rewind: every retry would be denied the same
+                    self._abort_quietly()
+                    raise self._denied(err, "committing a transaction") from None
                 retry = err.retriable() and not err.txn_requires_abort() and not err.fatal()
                 if retry and attempt < 2:
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
@@ -1642,8 +1677,8 @@ def run_worker(settings: Settings) -> None:
                  instance, *server.server_address[:2])  # the port bound, also for 0 (any)
         worker.run()
     except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced,
-            CatalogueError):
-        raise  # the operator's to fix, not a crash: one line and exit 1 or 2 (streamfs.cli)
+            CatalogueError, AccessDenied):
+        raise  # the operator's to fix, not a crash: one line and exit 1, 2 or 77 (streamfs.cli)
     except RestoreHeld as exc:  # known, and a restart is the cure: one line, no traceback
         log.critical("%s", exc)
         os._exit(EXIT_FATAL)

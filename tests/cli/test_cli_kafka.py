@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
 
 
 pytestmark = pytest.mark.kafka
@@ -19,19 +18,6 @@ pytestmark = pytest.mark.kafka
 def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "streamfs.cli", *args], env=env, text=True,
                           capture_output=True, timeout=timeout)
-
-
-@pytest.fixture
-def wdbc_csv(tmp_path):
-    # the same 569 x 30 data as lofs_wdbc, bundled with scikit-learn: never skipped
-    X, y = load_breast_cancer(return_X_y=True)
-    path = tmp_path / "wdbc.csv"
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow([f"f{j}" for j in range(X.shape[1])] + ["diagnosis"])
-        for row, label in zip(X, y):
-            w.writerow([repr(float(v)) for v in row] + ["malignant" if label == 0 else "benign"])
-    return path
 
 
 def test_topics_create_is_idempotent(cli_env):

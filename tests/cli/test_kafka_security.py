@@ -1,0 +1,150 @@
+"""streamfs on a secured cluster (SASL credentials, ACLs enforced), as a user of one runs it:
+the ACLs the README lists are enough for every command, and a refused login or a missing ACL is
+one line naming what to grant, exit 77, never a traceback, a hang or "does not exist"."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.kafka
+
+EXIT_DENIED = 77
+USER = "app"
+
+
+def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "streamfs.cli", *args], env=env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def worker(env: dict, tmp_path, timeout: float = 180) -> subprocess.CompletedProcess:
+    """A worker run to its end: the denied ones end by themselves."""
+    return streamfs("worker", env={**env, "STREAMFS_WEB_PORT": "0",
+                                   "STREAMFS_DATA_DIR": str(tmp_path / "data")}, timeout=timeout)
+
+
+@pytest.fixture
+def names() -> tuple[str, str]:
+    """A fresh topic prefix and app id."""
+    tag = uuid.uuid4().hex[:8]
+    return f"s{tag}.", f"app{tag}"
+
+
+def least_privilege(prefix: str, app: str) -> list[tuple[str, str, str]]:
+    """The ACLs of README, Kafka security, for topics and changelogs an administrator made."""
+    topics = [("TOPIC", name, op) for name in (prefix, f"{app}-")
+              for op in ("READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS")]
+    return topics + [("GROUP", app, "READ"), ("TRANSACTIONAL_ID", f"{app}-", "WRITE")]
+
+
+def created_by_admin(secured_kafka, prefix: str, app: str) -> None:
+    out = streamfs("topics", "create", "--app-id", app,
+                   env=secured_kafka.env(secured_kafka.ADMIN, prefix))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": created") == 6, out.stdout  # 4 topics and 2 changelogs
+
+
+def one_line_denial(out: subprocess.CompletedProcess, *parts: str) -> None:
+    assert out.returncode == EXIT_DENIED, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.startswith("Error: ")]
+    for part in parts:
+        assert part in line, line
+
+
+def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names, wdbc_csv,
+                                                            tmp_path):
+    """No CREATE, no ACL for the readers' groups: the worker restores, steps and commits
+    transactions, and the results equal the offline selection."""
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    secured_kafka.grant(USER, *least_privilege(prefix, app))
+    env = {**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}
+    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
+                           env={**env, "STREAMFS_WEB_PORT": "0",
+                                "STREAMFS_DATA_DIR": str(tmp_path / "data")},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                            "--stream", "secured", "-a", "saola", "--block-bytes", "20000",
+                            env=env)
+        assert produced.returncode == 0, produced.stderr
+        waited = streamfs("watch", "secured", "--until-final", "--timeout", "240", "--json",
+                          env=env)
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        run.terminate()
+        log, _ = run.communicate(timeout=60)
+    assert run.returncode == 0 and "Traceback" not in log, log
+    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
+    assert final["final"]
+    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
+                       env=env)
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
+    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
+    assert final["selection"]
+
+
+@pytest.mark.parametrize("command", [("topics", "create"), ("watch", "x", "--once"),
+                                     ("dead-letters",), ("worker",)])
+def test_refused_credentials_are_one_line(secured_kafka, names, tmp_path, command):
+    prefix, _ = names
+    env = secured_kafka.env(USER, prefix, password="wrong")
+    out = worker(env, tmp_path, 60) if command == ("worker",) else streamfs(*command, env=env,
+                                                                           timeout=60)
+    one_line_denial(out, f"refused the credentials of user '{USER}'", "STREAMFS_SASL_PASSWORD")
+
+
+@pytest.mark.parametrize("missing, says", [
+    ("TRANSACTIONAL_ID", "WRITE on the transactional ids with the prefix '{app}-'"),
+    ("GROUP", "READ on the consumer group '{app}'"),
+    ("WRITE", "committing a transaction"),
+])
+def test_worker_missing_an_acl_stops_and_names_it(secured_kafka, names, wdbc_csv, tmp_path,
+                                                  missing, says):
+    """Without its transactional ids it failed with a traceback (exit 70); without its group
+    it waited for partitions forever; without WRITE on its outputs it would rewind forever."""
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    # WRITE: on the catalogue's topics only (the results), not on the changelogs
+    dropped = ("TOPIC", prefix, "WRITE") if missing == "WRITE" else None
+    acls = [acl for acl in least_privilege(prefix, app) if acl != dropped and acl[0] != missing]
+    secured_kafka.grant(USER, *acls)
+    admin = secured_kafka.env(secured_kafka.ADMIN, prefix)
+    produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                        "--stream", "denied", "-a", "saola", env=admin)
+    assert produced.returncode == 0, produced.stderr
+    out = worker({**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}, tmp_path)
+    one_line_denial(out, f"Kafka denied user '{USER}'", says.format(app=app))
+    # nothing of the denied run was committed: an allowed worker takes the stream from the start
+    watch = streamfs("watch", "denied", "--once", env=admin)
+    assert watch.returncode == 1 and "no selection yet" in watch.stderr
+
+
+def test_worker_without_create_names_the_topic_to_make(secured_kafka, names, tmp_path):
+    prefix, app = names
+    streamfs("topics", "create", env=secured_kafka.env(secured_kafka.ADMIN, prefix))  # no --app-id
+    secured_kafka.grant(USER, *least_privilege(prefix, app))
+    out = worker({**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}, tmp_path)
+    one_line_denial(out, f"creating topic '{app}-features-streams-changelog'",
+                    "with --app-id for a worker's changelogs")
+
+
+def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka, names,
+                                                                  wdbc_csv):
+    """The topics exist; the user may not see them: not "does not exist, start a worker"."""
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    env = secured_kafka.env(USER, prefix)
+    watch = streamfs("watch", "x", "--once", env=env)
+    one_line_denial(watch, f"reading topic '{prefix}selected-features'", "READ and DESCRIBE")
+    secured_kafka.grant(USER, ("TOPIC", f"{prefix}selected-features", "READ"),
+                        ("TOPIC", prefix, "DESCRIBE"))
+    produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                        "--stream", "x", "-a", "saola", env=env)
+    one_line_denial(produced, f"publishing to topic '{prefix}features'", "WRITE and DESCRIBE")
