@@ -183,8 +183,9 @@ AUTHORIZATION_ERRORS = {KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
 
 
 class AccessDenied(RuntimeError):
-    """Kafka refused the client's credentials, or its ACLs deny an operation the client needs:
-    the message names the user, what was denied and what to grant (README, Kafka security)."""
+    """Kafka refused the client's credentials or its TLS handshake, its listener speaks another
+    security protocol, or its ACLs deny an operation the client needs: the message names what
+    to fix (for an ACL: the user, what was denied and what to grant; README, Kafka security)."""
 
 
 def is_denied(err: KafkaError | None) -> bool:
@@ -227,14 +228,18 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
 
 def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None:
     """Raise :class:`BrokerUnreachable` unless a broker answers within ``timeout`` seconds;
-    as soon as every bootstrap broker has refused the connection, without waiting that long."""
+    as soon as every bootstrap broker has refused the connection, without waiting that long.
+    A broker that answers, but not to these security settings (credentials, TLS, protocol),
+    raises :class:`AccessDenied` at once."""
     import time
 
     from confluent_kafka.admin import AdminClient
 
     address = kafka_config.get("bootstrap.servers", "?")
     errors: list[KafkaError] = []
+    lines = _Lines(kafka_config.get("logger", KAFKA_LOGGER))
     admin = make_client(AdminClient, {**kafka_config, "error_cb": errors.append,
+                                      "logger": lines.logger,
                                       "socket.connection.setup.timeout.ms": int(timeout * 1000)})
     deadline = time.monotonic() + timeout
     while True:
@@ -242,17 +247,58 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
             return
         except KafkaException as exc:
-            admin.poll(0)  # serves error_cb
+            admin.poll(0)  # serves error_cb and the log lines
             refused = [e for e in errors if e.code() in AUTHENTICATION_ERRORS]
             if refused:  # it answered, but not to these credentials: no use waiting
                 raise denied(kafka_config, refused[-1], "", "") from None
+            # a certificate not trusted, or a TLS client at a listener without TLS
+            if tls := [e for e in errors if e.code() == KafkaError._SSL
+                       or "SSL handshake failed" in e.str()]:
+                raise AccessDenied(
+                    f"the TLS handshake with Kafka at {address} failed "
+                    f"({_short(tls[-1].str())}): check STREAMFS_SSL_CA_LOCATION (the "
+                    "certificate of the CA that signed the broker's) and "
+                    "STREAMFS_SECURITY_PROTOCOL (SSL or SASL_SSL only where the listener "
+                    "speaks TLS)") from None
             down = any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
+            if down and any(FIRST_REQUEST_DROPPED.search(line) for line in lines.seen):
+                protocol = kafka_config.get("security.protocol", "PLAINTEXT (the default)")
+                raise AccessDenied(
+                    f"Kafka at {address} answers but closed every connection at its first "
+                    f"request: its listener there expects another security protocol than "
+                    f"{protocol}, most likely TLS (SSL, or SASL_SSL with SASL): check "
+                    "STREAMFS_SECURITY_PROTOCOL") from None
             if down or time.monotonic() >= deadline:
                 transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
                 detail = transport[-1] if transport else exc.args[0].str()
                 raise BrokerUnreachable(
                     f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
                     f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS)") from None
+
+
+#: what librdkafka logs when a listener hangs up on a client's first request, as one that
+#: expects TLS does on a client that does not speak it (librdkafka 2.16: "Disconnected:
+#: connection closed by peer: receive 0 after POLLIN (after 1ms in state APIVERSION_QUERY)")
+FIRST_REQUEST_DROPPED = re.compile(r"Disconnected.*in state APIVERSION_QUERY")
+
+
+class _Lines(logging.Handler):
+    """Keeps the text of every log line of one client (:attr:`logger`, given as its
+    ``logger``), whatever its level; ``parent`` handles those its level lets through."""
+
+    def __init__(self, parent: logging.Logger) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+        self.parent = parent
+        # not registered with logging: one per check, dropped with it
+        self.logger = logging.Logger(f"{parent.name}.check", logging.DEBUG)
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+        if self.parent.isEnabledFor(record.levelno):
+            self.parent.handle(record)
 
 
 def _short(detail: str) -> str:

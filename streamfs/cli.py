@@ -86,8 +86,8 @@ _LAZY_COMMANDS = {"bench": ("streamfs.bench.command", "bench"),
 
 
 class _Main(click.Group):
-    """Turns an unreachable broker into one line and exit code 69, credentials or ACLs that
-    Kafka refuses into one line and exit code 77, a topic to read that does
+    """Turns an unreachable broker into one line and exit code 69, credentials, TLS or ACLs
+    that Kafka refuses into one line and exit code 77, a topic to read that does
     not exist yet or was deleted while being read into one line and exit code 1, a client
     configuration that librdkafka refuses and a topic catalogue that cannot be used into one
     line and exit code 2, Ctrl-C into exit code 130 and a closed output pipe into 141, in
@@ -197,7 +197,8 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
     replaced before its final result, 69 the broker is unreachable, 70 the worker met an
     error it cannot recover from (a supervisor restarts it), 77 Kafka refused the credentials
-    or its ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141
+    or the TLS handshake, the listener speaks another security protocol, or Kafka's ACLs deny
+    what the command needs, 130 interrupted (Ctrl-C), 141
     the output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,

@@ -60,28 +60,32 @@ def kafka_bootstrap(tmp_path_factory):
 
 
 class SecuredKafka:
-    """A broker secured as production clusters are: SASL/PLAIN credentials and ACLs enforced.
-    :data:`ADMIN` is a super user; every other user of :data:`USERS` may do only what
-    :meth:`grant` allows."""
+    """A broker secured as production clusters are: TLS, SASL/PLAIN credentials (SASL_SSL)
+    and ACLs enforced. :data:`ADMIN` is a super user; every other user of :data:`USERS` may do
+    only what :meth:`grant` allows. ``ca`` is the certificate of the CA that signed the
+    broker's."""
 
     ADMIN = "admin"
     USERS = {ADMIN: "admin-secret", "app": "app-secret"}
 
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
+    def __init__(self, bootstrap: str, ca: Path) -> None:
+        self.bootstrap, self.ca = bootstrap, ca
 
     def config(self, user: str) -> dict:
         """confluent-kafka settings of a client logged in as ``user``."""
-        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": "PLAIN", "sasl.username": user,
-                "sasl.password": self.USERS[user]}
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_SSL",
+                "ssl.ca.location": str(self.ca), "sasl.mechanism": "PLAIN",
+                "sasl.username": user, "sasl.password": self.USERS[user]}
 
-    def env(self, user: str, prefix: str, password: str | None = None) -> dict:
-        """The environment of a `streamfs` subprocess logged in as ``user`` on ``prefix``."""
+    def env(self, user: str, prefix: str, password: str | None = None, **more: str) -> dict:
+        """The environment of a `streamfs` subprocess logged in as ``user`` on ``prefix``
+        (``more``: other variables, or ones to replace)."""
         return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": self.bootstrap,
-                "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+                "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_SECURITY_PROTOCOL": "SASL_SSL",
+                "STREAMFS_SSL_CA_LOCATION": str(self.ca),
                 "STREAMFS_SASL_MECHANISM": "PLAIN", "STREAMFS_SASL_USERNAME": user,
-                "STREAMFS_SASL_PASSWORD": self.USERS[user] if password is None else password}
+                "STREAMFS_SASL_PASSWORD": self.USERS[user] if password is None else password,
+                **more}
 
     def grant(self, user: str, *acls: tuple[str, str, str]) -> None:
         """Allow ``user`` each ``(resource type, name prefix, operation)`` (confluent-kafka's
@@ -110,18 +114,19 @@ class SecuredKafka:
 
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory):
-    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS), started for the
-    tests that use it and stopped after the session."""
+    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS and KAFKA_TLS),
+    started for the tests that use it and stopped after the session."""
     run_dir = tmp_path_factory.mktemp("kafka-sasl")
     users = " ".join(f"{u}:{p}" for u, p in SecuredKafka.USERS.items())
-    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_SASL_USERS": users}
+    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_SASL_USERS": users,
+                "KAFKA_TLS": "1"}
     script = REPO / "ops" / "kafka" / "broker.sh"
     proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True,
                           text=True)
     if proc.returncode != 0:
         _no_broker(f"ops/kafka/broker.sh start (secured) failed:\n{proc.stderr[-3000:]}")
     try:
-        yield SecuredKafka(proc.stdout.strip().splitlines()[-1])
+        yield SecuredKafka(proc.stdout.strip().splitlines()[-1], run_dir / "tls" / "ca.pem")
     finally:
         subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
 

@@ -18,8 +18,10 @@
 # KAFKA_SASL_USERS="admin:pw user:pw ..." makes `start` a secured broker, as a production cluster
 # is: the bootstrap address is a SASL_PLAINTEXT listener (mechanism PLAIN) that knows these
 # users, and ACLs are enforced (StandardAuthorizer; the first user is a super user, every other
-# one may do only what ACLs allow). The broker's own traffic uses a second, PLAINTEXT listener
-# that only the broker itself is told about.
+# one may do only what ACLs allow). KAFKA_TLS=1 puts TLS on that listener (SASL_SSL; SSL
+# without users), with a certificate for 127.0.0.1 signed by a CA made for it, whose
+# certificate clients find in $STREAMFS_RUN/tls/ca.pem. The broker's own traffic uses a second,
+# PLAINTEXT listener that only the broker itself is told about.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -74,7 +76,7 @@ start() {
     echo "controller.quorum.voters=1@127.0.0.1:$cport"
     echo "controller.listener.names=CONTROLLER"
     echo "inter.broker.listener.name=PLAINTEXT"
-    if [ -n "${KAFKA_SASL_USERS:-}" ]; then listeners_sasl "$port" "$cport"; else
+    if [ -n "${KAFKA_SASL_USERS:-}${KAFKA_TLS:-}" ]; then listeners_secured "$port" "$cport"; else
       echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
       echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
       echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
@@ -110,24 +112,51 @@ L4J
   launch
 }
 
-# The listeners of a secured broker: clients on SASL_PLAINTEXT at $1, the broker to itself on an
-# internal PLAINTEXT listener (as the super user ANONYMOUS, bound to 127.0.0.1 like the rest).
-listeners_sasl() {
-  local iport jaas="" admin="" pair
+# The listeners of a secured broker: clients at $1, on SASL_PLAINTEXT, SASL_SSL or SSL (as
+# KAFKA_SASL_USERS and KAFKA_TLS say); the broker to itself on an internal PLAINTEXT listener
+# (as the super user ANONYMOUS, bound to 127.0.0.1 like the rest).
+listeners_secured() {
+  local iport proto listener jaas="" admin="" pair
   iport=$(free_port)
   while [ "$iport" = "$1" ] || [ "$iport" = "$2" ]; do iport=$(free_port); done
-  for pair in $KAFKA_SASL_USERS; do
-    case "$pair" in *:*) ;; *) log "KAFKA_SASL_USERS: '$pair' is not user:password"; exit 2 ;; esac
-    [ -n "$admin" ] || admin=${pair%%:*}
-    jaas="$jaas user_${pair%%:*}=\"${pair#*:}\""
-  done
-  echo "listeners=PLAINTEXT://127.0.0.1:$iport,SASL_PLAINTEXT://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
-  echo "advertised.listeners=PLAINTEXT://127.0.0.1:$iport,SASL_PLAINTEXT://127.0.0.1:$1"
-  echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
-  echo "sasl.enabled.mechanisms=PLAIN"
-  echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
-  echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-  echo "super.users=User:ANONYMOUS;User:$admin"
+  case "${KAFKA_SASL_USERS:+sasl}-${KAFKA_TLS:-}" in
+    sasl-1) proto=SASL_SSL ;; sasl-*) proto=SASL_PLAINTEXT ;; *) proto=SSL ;;
+  esac
+  listener=$(echo "$proto" | tr 'A-Z' 'a-z')
+  echo "listeners=PLAINTEXT://127.0.0.1:$iport,$proto://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
+  echo "advertised.listeners=PLAINTEXT://127.0.0.1:$iport,$proto://127.0.0.1:$1"
+  echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,$proto:$proto,CONTROLLER:PLAINTEXT"
+  if [ -n "${KAFKA_SASL_USERS:-}" ]; then
+    for pair in $KAFKA_SASL_USERS; do
+      case "$pair" in *:*) ;; *) log "KAFKA_SASL_USERS: '$pair' is not user:password"; exit 2 ;; esac
+      [ -n "$admin" ] || admin=${pair%%:*}
+      jaas="$jaas user_${pair%%:*}=\"${pair#*:}\""
+    done
+    echo "sasl.enabled.mechanisms=PLAIN"
+    echo "listener.name.$listener.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
+    echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    echo "super.users=User:ANONYMOUS;User:$admin"
+  fi
+  if [ "${KAFKA_TLS:-}" = 1 ]; then
+    tls_files
+    echo "listener.name.$listener.ssl.keystore.type=PEM"
+    echo "listener.name.$listener.ssl.keystore.location=$run/tls/broker-keystore.pem"
+  fi
+}
+
+# A test CA (its certificate: $run/tls/ca.pem, what clients set as ssl.ca.location) and the
+# broker's key and certificate for 127.0.0.1 signed by it, in one PEM keystore.
+tls_files() {
+  local tls="$run/tls"
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=streamfs test CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$tls/broker.key" -out "$tls/broker.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$tls/san.ext"
+  openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+    -CAcreateserial -days 30 -extfile "$tls/san.ext" -out "$tls/broker.pem" 2>/dev/null
+  cat "$tls/broker.key" "$tls/broker.pem" > "$tls/broker-keystore.pem"
 }
 
 jvm() {

@@ -1,6 +1,7 @@
-"""streamfs on a secured cluster (SASL credentials, ACLs enforced), as a user of one runs it:
-the ACLs the README lists are enough for every command, and a refused login or a missing ACL is
-one line naming what to grant, exit 77, never a traceback, a hang or "does not exist"."""
+"""streamfs on a secured cluster (TLS, SASL credentials, ACLs enforced), as a user of one runs
+it: the ACLs the README lists are enough for every command, and a refused login, an untrusted
+certificate, a protocol the listener does not speak or a missing ACL is one line naming what to
+fix, exit 77, never a traceback, a hang, "does not exist" or "is the broker running?"."""
 
 from __future__ import annotations
 
@@ -98,6 +99,31 @@ def test_refused_credentials_are_one_line(secured_kafka, names, tmp_path, comman
     out = worker(env, tmp_path, 60) if command == ("worker",) else streamfs(*command, env=env,
                                                                            timeout=60)
     one_line_denial(out, f"refused the credentials of user '{USER}'", "STREAMFS_SASL_PASSWORD")
+
+
+def test_untrusted_certificate_and_wrong_protocol_are_one_line(secured_kafka, names, tmp_path,
+                                                            kafka_bootstrap):
+    prefix, _ = names
+    other_ca = tmp_path / "other-ca.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=another CA", "-keyout", str(tmp_path / "other-ca.key"),
+                    "-out", str(other_ca)], check=True, capture_output=True)
+    untrusted = streamfs("watch", "x", "--once", env=secured_kafka.env(
+        USER, prefix, STREAMFS_SSL_CA_LOCATION=str(other_ca)), timeout=60)
+    one_line_denial(untrusted, "the TLS handshake with Kafka at", "certificate verify failed",
+                    "check STREAMFS_SSL_CA_LOCATION")
+    # no TLS at a TLS listener: librdkafka only logs that the broker hung up
+    plain = {k: v for k, v in secured_kafka.env(USER, prefix).items()
+             if not k.startswith(("STREAMFS_SECURITY", "STREAMFS_SASL", "STREAMFS_SSL"))}
+    one_line_denial(streamfs("watch", "x", "--once", env=plain, timeout=60),
+                    "closed every connection at its first request", "PLAINTEXT (the default)",
+                    "check STREAMFS_SECURITY_PROTOCOL")
+    # TLS at a listener without it (the session's plain broker)
+    tls_at_plain = {**plain, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+                    "STREAMFS_SECURITY_PROTOCOL": "SSL",
+                    "STREAMFS_SSL_CA_LOCATION": str(secured_kafka.ca)}
+    one_line_denial(streamfs("watch", "x", "--once", env=tls_at_plain, timeout=60),
+                    "the TLS handshake with Kafka at", "PLAINTEXT broker listener")
 
 
 @pytest.mark.parametrize("missing, says", [
