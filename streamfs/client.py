@@ -392,6 +392,32 @@ def _check_stream(stream: Any, *, optional: bool = True) -> None:
         raise ValueError(f"stream must be a stream id (a string){every}, not {stream!r}")
 
 
+def at_partition_end(msg: Any, kafka_config: dict[str, Any], topic: str) -> bool:
+    """For an error event ``msg`` of a reader's consumer (one of ``kafka_config`` reading
+    ``topic``): True for a partition's end, False for one to pass over; raise
+    :class:`~streamfs.broker.AccessDenied` for an ACL that denies the read, ``RuntimeError``
+    for any other error."""
+    from confluent_kafka import KafkaError
+
+    err = msg.error()
+    if err.code() == KafkaError._PARTITION_EOF:
+        return True
+    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return False  # the reader's own group, which it never uses: it reads from set offsets
+    if is_denied(err):
+        raise denied(kafka_config, err, f"reading topic {msg.topic() or topic!r}",
+                     "READ and DESCRIBE on it")
+    raise RuntimeError(f"consumer error on {topic}: {err}")
+
+
+def check_topic_access(meta: Any, kafka_config: dict[str, Any], topic: str) -> None:
+    """:class:`~streamfs.broker.AccessDenied` if the metadata ``meta`` of ``topic`` says the
+    user may not see it: the topic may well exist, so not :class:`TopicMissing`."""
+    if meta is not None and is_denied(meta.error):
+        raise denied(kafka_config, meta.error, f"reading topic {topic!r}",
+                     "READ and DESCRIBE on it")
+
+
 def reader_config(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """The consumer configuration of a reader: a group of its own that commits nothing,
     :data:`DEFAULT_CONFIG` unless ``kafka_config`` says otherwise, and :data:`REQUIRED_CONFIG`."""
@@ -457,9 +483,7 @@ class OutputReader:
         assignment = []
         for topic in self.topics:
             meta = self._consumer.list_topics(topic, timeout=30).topics.get(topic)
-            if meta is not None and is_denied(meta.error):  # not "does not exist": it may
-                raise denied(self._kafka_config, meta.error, f"reading topic {topic!r}",
-                             "READ and DESCRIBE on it")
+            check_topic_access(meta, self._kafka_config, topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 from streamfs.topics import missing_topic_message
 
@@ -516,17 +540,8 @@ class OutputReader:
 
     def _note_end(self, msg: Any, at_end: set[tuple[str, int]]) -> None:
         """Note a partition's end; raise on any other consumer error."""
-        from confluent_kafka import KafkaError
-
-        err = msg.error()
-        if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-            return  # the reader's own group, which it never uses: it reads from set offsets
-        if is_denied(err):
-            raise denied(self._kafka_config, err, f"reading topic {msg.topic() or self.topic!r}",
-                         "READ and DESCRIBE on it")
-        if err.code() != KafkaError._PARTITION_EOF:
-            raise RuntimeError(f"consumer error on {self.topic}: {err}")
-        at_end.add((msg.topic(), msg.partition()))
+        if at_partition_end(msg, self._kafka_config, self.topic):
+            at_end.add((msg.topic(), msg.partition()))
 
     def _decoded(self, msg: Any) -> dict | None:
         """The record's message, or None for a tombstone or an invalid record (skipped)."""

@@ -364,7 +364,8 @@ class Downstream:
 def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
            echo: Callable[[str], None] = click.echo, timeout: float | None = None,
            max_blocks: int | None = None, grace: float = 10.0,
-           skipped: Skipped | None = None, check: Callable[[], None] | None = None) -> str:
+           skipped: Skipped | None = None, check: Callable[[], None] | None = None,
+           kafka_config: dict[str, Any] | None = None) -> str:
     """Poll ``consumer`` (assigned ``n_partitions`` partitions from their beginning, with
     ``enable.partition.eof``) into ``downstream`` until it has finished and every partition
     has been read to its end, or ``grace`` seconds after it finished (``"finished"``), or
@@ -372,9 +373,13 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
     passed (``"timeout"``). Records the readers cannot use are skipped as the client skips
     them, counted in ``skipped``. ``check`` is called at every turn: a
     :class:`~streamfs.client.TopicCheck`, which raises ``TopicDeleted`` for a topic deleted
-    (or re-created) meanwhile, that the consumer's polls would never tell."""
-    from confluent_kafka import KafkaError
+    (or re-created) meanwhile, that the consumer's polls would never tell. An ACL that denies
+    the reads raises :class:`~streamfs.broker.AccessDenied`, naming the user of
+    ``kafka_config``."""
+    from streamfs.broker import AccessDenied
+    from streamfs.client import at_partition_end
 
+    kafka_config = kafka_config or {}
     skipped = Skipped() if skipped is None else skipped
 
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -399,10 +404,15 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
         if msg is None:
             continue
         if msg.error():
-            if msg.error().code() == KafkaError._PARTITION_EOF:
+            try:
+                ended = at_partition_end(msg, kafka_config, msg.topic())
+            except AccessDenied:
+                raise  # one line and exit 77 (_Command)
+            except RuntimeError:
+                raise click.ClickException(f"consumer error: {msg.error()}") from None
+            if ended:
                 at_end.add((msg.topic(), msg.partition()))
-                continue
-            raise click.ClickException(f"consumer error: {msg.error()}")
+            continue
         at_end.discard((msg.topic(), msg.partition()))
         if msg.value() is None:
             continue
@@ -415,7 +425,21 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
             echo(line)
 
 
-@click.command()
+class _Command(click.Command):
+    """Credentials, TLS or ACLs that Kafka refuses, wherever met: one line and exit 77, as
+    the streamfs commands say it."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from streamfs.broker import EXIT_DENIED, AccessDenied
+
+        try:
+            return super().invoke(ctx)
+        except AccessDenied as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_DENIED)
+
+
+@click.command(cls=_Command)
 @click.option("--selection-stream", required=True, help="Stream whose selection to follow.")
 @click.option("--instance-stream", required=True, help="Instance stream to train on.")
 @click.option("--classes", default=None,
@@ -434,7 +458,7 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
 
     from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, check_reachable,
                                  make_client)
-    from streamfs.client import TopicCheck, TopicMissing, reader_config
+    from streamfs.client import TopicCheck, TopicMissing, check_topic_access, reader_config
     from streamfs.settings import Settings
     from streamfs.topics import load_catalogue, missing_topic_message
 
@@ -468,6 +492,7 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
                 meta = consumer.list_topics(name, timeout=30).topics.get(name)
             except KafkaException as exc:  # the broker went away since the check
                 raise click.ClickException(f"cannot read the topics: {exc.args[0].str()}")
+            check_topic_access(meta, settings.kafka_config(), name)
             if meta is None or meta.error is not None or not meta.partitions:
                 raise click.ClickException(missing_topic_message(name))
             parts += [TopicPartition(name, p, OFFSET_BEGINNING) for p in meta.partitions]
@@ -475,9 +500,11 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
         try:
             check.wait(30)
             status = follow(downstream, consumer, len(parts), timeout=timeout,
-                            max_blocks=max_blocks, grace=grace, check=check)
+                            max_blocks=max_blocks, grace=grace, check=check,
+                            kafka_config=settings.kafka_config())
         except (DownstreamError, TopicMissing) as exc:  # TopicMissing: a topic deleted since
             raise click.ClickException(str(exc)) from None
+
         except KeyboardInterrupt:  # Ctrl-C: what was learnt so far, and the shell's 130
             click.echo(downstream.summary_text())
             raise SystemExit(130) from None

@@ -61,7 +61,8 @@ def one_line_denial(out: subprocess.CompletedProcess, *parts: str) -> None:
 def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names, wdbc_csv,
                                                             tmp_path):
     """No CREATE, no ACL for the readers' groups: the worker restores, steps and commits
-    transactions, and the results equal the offline selection."""
+    transactions, and the results equal the offline selection; the downstream example reads
+    the topics to their ends."""
     prefix, app = names
     created_by_admin(secured_kafka, prefix, app)
     secured_kafka.grant(USER, *least_privilege(prefix, app))
@@ -78,6 +79,15 @@ def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names
         waited = streamfs("watch", "secured", "--until-final", "--timeout", "240", "--json",
                           env=env)
         assert waited.returncode == 0, waited.stderr
+        produced = streamfs("produce", "instances", str(wdbc_csv), "--label", "diagnosis",
+                            "--stream", "secured-rows", "-a", "ofs", env=env)
+        assert produced.returncode == 0, produced.stderr
+        downstream = subprocess.run(
+            [sys.executable, "-m", "streamfs.examples.downstream", "--selection-stream",
+             "secured", "--instance-stream", "secured-rows", "--timeout", "120"], env=env,
+            text=True, capture_output=True, timeout=180)
+        assert downstream.returncode == 0, downstream.stdout + downstream.stderr
+        assert "closed after 569 instances" in downstream.stdout, downstream.stdout
     finally:
         run.terminate()
         log, _ = run.communicate(timeout=60)
@@ -169,6 +179,11 @@ def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka,
     env = secured_kafka.env(USER, prefix)
     watch = streamfs("watch", "x", "--once", env=env)
     one_line_denial(watch, f"reading topic '{prefix}selected-features'", "READ and DESCRIBE")
+    downstream = subprocess.run(
+        [sys.executable, "-m", "streamfs.examples.downstream", "--selection-stream", "x",
+         "--instance-stream", "y", "--timeout", "60"], env=env, text=True, capture_output=True,
+        timeout=120)
+    one_line_denial(downstream, f"reading topic '{prefix}selected-features'")
     secured_kafka.grant(USER, ("TOPIC", f"{prefix}selected-features", "READ"),
                         ("TOPIC", prefix, "DESCRIBE"))
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",

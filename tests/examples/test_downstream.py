@@ -178,11 +178,11 @@ class _Error:
 
 
 class _Msg:
-    def __init__(self, topic, partition, value=None, eof=False):
-        self._t, self._p, self._v, self._eof = topic, partition, value, eof
+    def __init__(self, topic, partition, value=None, eof=False, error=None):
+        self._t, self._p, self._v, self._eof, self._error = topic, partition, value, eof, error
 
     def error(self):
-        return _Error() if self._eof else None
+        return _Error() if self._eof else self._error
 
     def topic(self):
         return self._t
@@ -246,6 +246,25 @@ def test_follow_skips_results_it_cannot_use_and_counts_them():
     assert follow(ds, FakeConsumer(msgs), 2, echo=lambda s: None, grace=0.0,
                   skipped=skipped) == "finished"
     assert ds.summary()["selection_version"] == 2 and skipped.total == 3
+
+
+def test_follow_passes_over_its_unused_group_and_stops_on_a_denied_read():
+    """Assigned from set offsets, the consumer never uses its group: on a cluster with ACLs a
+    group it may not use is said once (an error event), which had stopped the example."""
+    from confluent_kafka import KafkaError
+
+    from streamfs.broker import AccessDenied
+
+    group = KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    msgs = [_Msg("sel", 0, error=group), _Msg("inst", 0, encode(CLOSE)),
+            _Msg("sel", 0, encode(result(1, [], final=True)))]
+    ds = Downstream(SEL, INST)
+    assert follow(ds, FakeConsumer(msgs), 2, echo=lambda s: None, grace=0.0) == "finished"
+    topic = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed")
+    with pytest.raises(AccessDenied, match="Kafka denied user 'app' reading topic 'sel' .*"
+                                           "READ and DESCRIBE on it"):
+        follow(Downstream(SEL, INST), FakeConsumer([_Msg("sel", 0, error=topic)]), 2,
+               echo=lambda s: None, timeout=30, kafka_config={"sasl.username": "app"})
 
 
 def test_main_without_a_broker_is_one_line_naming_the_address():
