@@ -60,8 +60,8 @@ def kafka_bootstrap(tmp_path_factory):
 
 
 class SecuredKafka:
-    """A broker secured as production clusters are: TLS, SASL/PLAIN credentials (SASL_SSL)
-    and ACLs enforced. :data:`ADMIN` is a super user; every other user of :data:`USERS` may do
+    """A broker secured as production clusters are: TLS, SASL credentials (SASL_SSL; PLAIN
+    or SCRAM-SHA-512) and ACLs enforced. :data:`ADMIN` is a super user; every other user of :data:`USERS` may do
     only what :meth:`grant` allows. ``ca`` is the certificate of the CA that signed the
     broker's."""
 

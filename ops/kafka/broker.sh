@@ -16,8 +16,8 @@
 # empty for the JVM's own tiered compilation).
 #
 # KAFKA_SASL_USERS="admin:pw user:pw ..." makes `start` a secured broker, as a production cluster
-# is: the bootstrap address is a SASL_PLAINTEXT listener (mechanism PLAIN) that knows these
-# users, and ACLs are enforced (StandardAuthorizer; the first user is a super user, every other
+# is: the bootstrap address is a SASL_PLAINTEXT listener (mechanisms PLAIN and SCRAM-SHA-512)
+# that knows these users, and ACLs are enforced (StandardAuthorizer; the first user is a super user, every other
 # one may do only what ACLs allow). KAFKA_TLS=1 puts TLS on that listener (SASL_SSL; SSL
 # without users), with a certificate for 127.0.0.1 signed by a CA made for it, whose
 # certificate clients find in $STREAMFS_RUN/tls/ca.pem. The broker's own traffic uses a second,
@@ -107,8 +107,12 @@ L4J
   jvm
   local cluster
   cluster=$("${JVM[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  local scram=() pair
+  for pair in ${KAFKA_SASL_USERS:-}; do  # the same users for SCRAM, kept in the metadata log
+    scram+=(--add-scram "SCRAM-SHA-512=[name=${pair%%:*},password=${pair#*:}]")
+  done
   "${JVM[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
-    > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
+    "${scram[@]}" > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
   launch
 }
 
@@ -132,8 +136,9 @@ listeners_secured() {
       [ -n "$admin" ] || admin=${pair%%:*}
       jaas="$jaas user_${pair%%:*}=\"${pair#*:}\""
     done
-    echo "sasl.enabled.mechanisms=PLAIN"
+    echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512"
     echo "listener.name.$listener.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
+    echo "listener.name.$listener.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
     echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
     echo "super.users=User:ANONYMOUS;User:$admin"
   fi

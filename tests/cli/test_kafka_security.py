@@ -67,8 +67,10 @@ def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names
     created_by_admin(secured_kafka, prefix, app)
     secured_kafka.grant(USER, *least_privilege(prefix, app))
     env = {**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}
+    # the worker logs in with SCRAM, the commands with PLAIN: the broker takes both
     run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
                            env={**env, "STREAMFS_WEB_PORT": "0",
+                                "STREAMFS_SASL_MECHANISM": "SCRAM-SHA-512",
                                 "STREAMFS_DATA_DIR": str(tmp_path / "data")},
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -101,11 +103,12 @@ def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names
     assert final["selection"]
 
 
-@pytest.mark.parametrize("command", [("topics", "create"), ("watch", "x", "--once"),
-                                     ("dead-letters",), ("worker",)])
-def test_refused_credentials_are_one_line(secured_kafka, names, tmp_path, command):
+@pytest.mark.parametrize("command, mechanism", [
+    (("topics", "create"), "PLAIN"), (("watch", "x", "--once"), "SCRAM-SHA-512"),
+    (("dead-letters",), "PLAIN"), (("worker",), "SCRAM-SHA-512")])
+def test_refused_credentials_are_one_line(secured_kafka, names, tmp_path, command, mechanism):
     prefix, _ = names
-    env = secured_kafka.env(USER, prefix, password="wrong")
+    env = secured_kafka.env(USER, prefix, password="wrong", STREAMFS_SASL_MECHANISM=mechanism)
     out = worker(env, tmp_path, 60) if command == ("worker",) else streamfs(*command, env=env,
                                                                            timeout=60)
     one_line_denial(out, f"refused the credentials of user '{USER}'", "STREAMFS_SASL_PASSWORD")
