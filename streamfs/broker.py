@@ -167,19 +167,19 @@ class BrokerUnreachable(RuntimeError):
     """No broker answered at the configured address within the deadline."""
 
 
-#: exit code when Kafka refused the client's credentials or its ACLs deny an operation
-#: (sysexits' EX_NOPERM): the operator's to fix, and a restart alone cannot
+#: exit code when Kafka refused the client's credentials or TLS handshake, or its ACLs deny
+#: an operation (sysexits' EX_NOPERM): the operator's to fix, which a restart alone is not
 EXIT_DENIED = 77
 
 #: the errors by which a broker refuses the credentials (librdkafka's own code for a failed
 #: SASL or TLS handshake, and the broker's)
 AUTHENTICATION_ERRORS = frozenset({KafkaError._AUTHENTICATION,
                                    KafkaError.SASL_AUTHENTICATION_FAILED})
-#: the errors by which a broker's ACLs deny an operation, with the kind of resource denied
-AUTHORIZATION_ERRORS = {KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
-                        KafkaError.GROUP_AUTHORIZATION_FAILED: "consumer group",
-                        KafkaError.CLUSTER_AUTHORIZATION_FAILED: "cluster",
-                        KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "transactional id"}
+#: the errors by which a broker's ACLs deny an operation
+AUTHORIZATION_ERRORS = frozenset({KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                  KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                  KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+                                  KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
 
 
 class AccessDenied(RuntimeError):

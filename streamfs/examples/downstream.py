@@ -504,7 +504,6 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
                             kafka_config=settings.kafka_config())
         except (DownstreamError, TopicMissing) as exc:  # TopicMissing: a topic deleted since
             raise click.ClickException(str(exc)) from None
-
         except KeyboardInterrupt:  # Ctrl-C: what was learnt so far, and the shell's 130
             click.echo(downstream.summary_text())
             raise SystemExit(130) from None
