@@ -88,10 +88,10 @@ class SecuredKafka:
                 **more}
 
     def grant(self, user: str, *acls: tuple[str, str, str]) -> None:
-        """Allow ``user`` each ``(resource type, name prefix, operation)`` (confluent-kafka's
-        ``ResourceType`` and ``AclOperation`` names, e.g. ``("TOPIC", "t1.", "READ")``), and
-        return once the broker's authorizer lists them all (it answers with the ACLs it
-        enforces)."""
+        """Allow ``user`` each ``(resource type, name, operation)`` (confluent-kafka's
+        ``ResourceType`` and ``AclOperation`` names, e.g. ``("TOPIC", "t1.*", "READ")``; a
+        name that ends in ``*`` is a prefix, any other one literal), and return once the
+        broker's authorizer lists them all (it answers with the ACLs it enforces)."""
         import time
 
         from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
@@ -99,8 +99,10 @@ class SecuredKafka:
                                            ResourceType)
 
         admin = AdminClient(self.config(self.ADMIN))
-        bindings = [AclBinding(ResourceType[kind], name, ResourcePatternType.PREFIXED,
-                               f"User:{user}", "*", AclOperation[op], AclPermissionType.ALLOW)
+        bindings = [AclBinding(ResourceType[kind], name.removesuffix("*"),
+                               ResourcePatternType.PREFIXED if name.endswith("*") else
+                               ResourcePatternType.LITERAL, f"User:{user}", "*",
+                               AclOperation[op], AclPermissionType.ALLOW)
                     for kind, name, op in acls]
         for future in admin.create_acls(bindings, request_timeout=30).values():
             future.result(30)

@@ -216,6 +216,32 @@ class InstanceFenced(Exception):
             "committing more. Give each worker its own STREAMFS_INSTANCE_ID")
 
 
+def kafka_error(exc: BaseException | None) -> Any:
+    """The ``KafkaError`` of ``exc``: a ``KafkaException``, or the ``SystemError`` ("...
+    returned a result with an exception set") that confluent-kafka raises instead when the
+    error comes while it serves a delivery callback, with the ``KafkaException`` as its
+    cause. None for anything else.
+
+    >>> from confluent_kafka import KafkaError, KafkaException
+    >>> err = KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    >>> wrapped = SystemError("<function _delivered> returned a result with an exception set")
+    >>> wrapped.__cause__ = KafkaException(err)
+    >>> kafka_error(wrapped).code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    True
+    >>> kafka_error(SystemError("something else")) is None
+    True
+    """
+    from confluent_kafka import KafkaException
+
+    while exc is not None:
+        if isinstance(exc, KafkaException):
+            return exc.args[0] if exc.args else None
+        if not isinstance(exc, SystemError):
+            return None
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def fenced(err: Any) -> bool:
     """Whether librdkafka's ``err`` says another member took this one's ``group.instance.id``:
     the transaction's offsets refused with FENCED_INSTANCE_ID, or the consumer's fatal error,
@@ -535,13 +561,14 @@ class Worker:
         from confluent_kafka import KafkaError
 
         app = self.settings.app_id
-        grant = {
-            KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-                f"WRITE on the transactional ids with the prefix '{app}-'",
-            KafkaError.GROUP_AUTHORIZATION_FAILED: f"READ on the consumer group '{app}'",
-        }.get(err.code(), f"READ on the input topics ({', '.join(sorted(self.roles))}), WRITE "
-                          f"on the output topics ({', '.join(sorted(self.out.values()))}) and "
-                          f"the changelogs ('{app}-...-changelog'), DESCRIBE on all of them")
+        if err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+            grant = f"WRITE on the transactional ids with the prefix '{app}-'"
+        elif err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            grant = f"READ on the consumer group '{app}'"
+        else:
+            grant = (f"READ on the input topics ({', '.join(sorted(self.roles))}), WRITE on "
+                     f"the output topics ({', '.join(sorted(self.out.values()))}), READ and "
+                     f"WRITE on the changelogs ('{app}-...-changelog'), DESCRIBE on all of them")
         return denied(self.settings.kafka_config(), err, doing, grant)
 
     def _admin(self) -> Any:
@@ -798,20 +825,25 @@ class Worker:
                     break
                 read = records
                 for msg in reader.consume(10000, timeout=0.05):
-                    key = (by_topic[msg.topic()], msg.partition())
                     err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            if msg.offset() < (targets.get(key) or 0):
-                                continue  # committed records beyond: their markers come next
-                            if key in pending:
-                                if self.local.get(key) is not None:
-                                    self._save(*key, tails[key], msg.offset())
-                                self.changelog_high[key] = max(self.changelog_high[key],
-                                                               msg.offset())
-                                pending.discard(key)
-                            continue
+                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                        if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                            continue  # its group is never used: it reads from set offsets
+                        if is_denied(err):
+                            raise self._denied(err, f"restoring its state from "
+                                                    f"{msg.topic() or 'its changelogs'}")
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
+                    key = (by_topic[msg.topic()], msg.partition())
+                    if err is not None:  # a partition's end
+                        if msg.offset() < (targets.get(key) or 0):
+                            continue  # committed records beyond: their markers come next
+                        if key in pending:
+                            if self.local.get(key) is not None:
+                                self._save(*key, tails[key], msg.offset())
+                            self.changelog_high[key] = max(self.changelog_high[key],
+                                                           msg.offset())
+                            pending.discard(key)
+                        continue
                     k, value = msg.key().decode(), msg.value()
                     if value is None:
                         self.partitions[key].store.pop(k, None)
@@ -1103,7 +1135,7 @@ class Worker:
         commit."""
         from confluent_kafka import TopicPartition
 
-        if writes and self.producer.flush(TXN_CALL_SECONDS) > 0:
+        if writes and self._flushed(TXN_CALL_SECONDS) > 0:
             log.warning("changelog records not acknowledged within %d s: rewinding",
                         TXN_CALL_SECONDS)
             self._abort()
@@ -1297,11 +1329,15 @@ class Worker:
                 return
             except BufferError:  # local queue full: let deliveries drain
                 self.producer.poll(0.1)
-            except KafkaException as exc:
+            except (KafkaException, SystemError) as exc:
+                if (err := kafka_error(exc)) is None:
+                    raise
+                if is_denied(err):
+                    self._txn_failed(err)
                 # the transaction is no longer usable, e.g. a paused worker whose transaction
                 # the broker aborted meanwhile ("Erroneous state"): abort, rewind
-                log.warning("cannot produce in this transaction (%s): rewinding", exc.args[0])
-                self._abort(exc.args[0])
+                log.warning("cannot produce in this transaction (%s): rewinding", err)
+                self._abort(err)
 
     def _txn(self, call: Any, *args: Any) -> None:
         """Run one transactional call. Retriable failures are retried a few times; then, and
@@ -1327,16 +1363,36 @@ class Worker:
                 raise Rewind() from None
             except KafkaException as exc:
                 err = exc.args[0]
-                if is_denied(err):  # no rewind: every retry would be denied the same
-                    self._abort_quietly()
-                    raise self._denied(err, "committing a transaction") from None
                 retry = err.retriable() and not err.txn_requires_abort() and not err.fatal()
-                if retry and attempt < 2:
+                if retry and attempt < 2 and not is_denied(err):
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
                     continue
-                if not fenced(err):  # no rewind then: the worker stops, and says why
-                    log.warning("transaction failed (%s): rewinding", err)
-                self._abort(err)
+                self._txn_failed(err)
+
+    def _flushed(self, timeout: float) -> int:
+        """``producer.flush(timeout)``: the records not acknowledged in time. A transaction
+        that fails meanwhile (the records refused, the producer fenced or denied) is ended
+        as :meth:`_txn` ends one."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return self.producer.flush(timeout)
+        except (KafkaException, SystemError) as exc:
+            if (err := kafka_error(exc)) is None:
+                raise
+            self._txn_failed(err)
+
+    def _txn_failed(self, err: Any) -> NoReturn:
+        """End the open transaction that ``err`` failed: abort and rewind (a new producer if
+        this one cannot abort); a worker fenced by its instance id stops; one that the
+        broker's ACLs deny stops with :class:`AccessDenied`, as every retry would be denied
+        the same."""
+        if is_denied(err):
+            self._abort_quietly()
+            raise self._denied(err, "committing a transaction")
+        if not fenced(err):  # no rewind then: the worker stops, and says why
+            log.warning("transaction failed (%s): rewinding", err)
+        self._abort(err)
 
     @staticmethod
     def _bounded(call: Any, *args: Any) -> None:

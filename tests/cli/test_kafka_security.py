@@ -6,6 +6,7 @@ fix, exit 77, never a traceback, a hang, "does not exist" or "is the broker runn
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -37,10 +38,11 @@ def names() -> tuple[str, str]:
 
 
 def least_privilege(prefix: str, app: str) -> list[tuple[str, str, str]]:
-    """The ACLs of README, Kafka security, for topics and changelogs an administrator made."""
-    topics = [("TOPIC", name, op) for name in (prefix, f"{app}-")
+    """The ACLs of README, Kafka security, for topics and changelogs an administrator made
+    (the group's literal: no other group of a name that begins so)."""
+    topics = [("TOPIC", f"{name}*", op) for name in (prefix, f"{app}-")
               for op in ("READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS")]
-    return topics + [("GROUP", app, "READ"), ("TRANSACTIONAL_ID", f"{app}-", "WRITE")]
+    return topics + [("GROUP", app, "READ"), ("TRANSACTIONAL_ID", f"{app}-*", "WRITE")]
 
 
 def created_by_admin(secured_kafka, prefix: str, app: str) -> None:
@@ -60,30 +62,52 @@ def one_line_denial(out: subprocess.CompletedProcess, *parts: str) -> None:
 
 def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names, wdbc_csv,
                                                             tmp_path):
-    """No CREATE, no ACL for the readers' groups: the worker restores, steps and commits
-    transactions, and the results equal the offline selection; the downstream example reads
-    the topics to their ends."""
+    """No CREATE, no ACL for the readers' groups nor for the restore's: the worker restores,
+    steps and commits transactions, the results equal the offline selection, a restarted
+    worker restores the state from the changelogs, and the downstream example reads the
+    topics to their ends."""
     prefix, app = names
     created_by_admin(secured_kafka, prefix, app)
     secured_kafka.grant(USER, *least_privilege(prefix, app))
     env = {**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}
-    # the worker logs in with SCRAM, the commands with PLAIN: the broker takes both
-    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
-                           env={**env, "STREAMFS_WEB_PORT": "0",
-                                "STREAMFS_SASL_MECHANISM": "SCRAM-SHA-512",
-                                "STREAMFS_DATA_DIR": str(tmp_path / "data")},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def worker_run(data: str) -> subprocess.Popen:
+        # the worker logs in with SCRAM, the commands with PLAIN: the broker takes both
+        return subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
+                                env={**env, "STREAMFS_WEB_PORT": "0",
+                                     "STREAMFS_SASL_MECHANISM": "SCRAM-SHA-512",
+                                     "STREAMFS_DATA_DIR": str(tmp_path / data)},
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def stopped(run: subprocess.Popen) -> str:
+        run.terminate()
+        log, _ = run.communicate(timeout=60)
+        assert run.returncode == 0 and "Traceback" not in log, log
+        return log
+
+    def final_of(stream: str) -> dict:
+        waited = streamfs("watch", stream, "--until-final", "--timeout", "240", "--json",
+                          env=env)
+        assert waited.returncode == 0, waited.stderr
+        return [json.loads(line) for line in waited.stdout.splitlines()][-1]
+
+    run = worker_run("data")
     try:
         produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                             "--stream", "secured", "-a", "saola", "--block-bytes", "20000",
                             env=env)
         assert produced.returncode == 0, produced.stderr
-        waited = streamfs("watch", "secured", "--until-final", "--timeout", "240", "--json",
-                          env=env)
-        assert waited.returncode == 0, waited.stderr
+        final = final_of("secured")
+    finally:
+        stopped(run)
+    # a new worker (another data directory: no local copies) restores from the changelogs,
+    # which takes the restore's own consumer, on a group no ACL names
+    run = worker_run("data-2")
+    try:
         produced = streamfs("produce", "instances", str(wdbc_csv), "--label", "diagnosis",
                             "--stream", "secured-rows", "-a", "ofs", env=env)
         assert produced.returncode == 0, produced.stderr
+        assert final_of("secured-rows")["final"]
         downstream = subprocess.run(
             [sys.executable, "-m", "streamfs.examples.downstream", "--selection-stream",
              "secured", "--instance-stream", "secured-rows", "--timeout", "120"], env=env,
@@ -91,10 +115,9 @@ def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names
         assert downstream.returncode == 0, downstream.stdout + downstream.stderr
         assert "closed after 569 instances" in downstream.stdout, downstream.stdout
     finally:
-        run.terminate()
-        log, _ = run.communicate(timeout=60)
-    assert run.returncode == 0 and "Traceback" not in log, log
-    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
+        log = stopped(run)
+    assert re.search(r"restored \d+ records from local copies and [1-9]\d* from the changelog",
+                     log), log
     assert final["final"]
     offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
                        env=env)
@@ -151,7 +174,7 @@ def test_worker_missing_an_acl_stops_and_names_it(secured_kafka, names, wdbc_csv
     prefix, app = names
     created_by_admin(secured_kafka, prefix, app)
     # WRITE: on the catalogue's topics only (the results), not on the changelogs
-    dropped = ("TOPIC", prefix, "WRITE") if missing == "WRITE" else None
+    dropped = ("TOPIC", f"{prefix}*", "WRITE") if missing == "WRITE" else None
     acls = [acl for acl in least_privilege(prefix, app) if acl != dropped and acl[0] != missing]
     secured_kafka.grant(USER, *acls)
     admin = secured_kafka.env(secured_kafka.ADMIN, prefix)
@@ -188,7 +211,7 @@ def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka,
         timeout=120)
     one_line_denial(downstream, f"reading topic '{prefix}selected-features'")
     secured_kafka.grant(USER, ("TOPIC", f"{prefix}selected-features", "READ"),
-                        ("TOPIC", prefix, "DESCRIBE"))
+                        ("TOPIC", f"{prefix}*", "DESCRIBE"))
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                         "--stream", "x", "-a", "saola", env=env)
     one_line_denial(produced, f"publishing to topic '{prefix}features'", "WRITE and DESCRIBE")

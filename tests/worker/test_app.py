@@ -549,6 +549,92 @@ def test_a_restore_that_keeps_reading_is_not_cut_short_by_the_marker_deadline(mo
     assert worker.changelog_high[("features", 0)] == 5
 
 
+def test_the_restore_passes_over_its_unused_group_and_stops_on_a_denied_changelog(monkeypatch):
+    """On a cluster with ACLs: the restore's consumer (its own group, never used: it reads from
+    set offsets) got an error event for that group, without a topic, and the worker exited 70
+    with a KeyError on every restart; a changelog it may not read exited 70 with a traceback."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaError
+
+    from streamfs.broker import AccessDenied
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    def event(code, topic=None, offset=0):
+        return SimpleNamespace(topic=lambda: topic, partition=lambda: 0, offset=lambda: offset,
+                               error=lambda: KafkaError(code, "denied"), key=lambda: None,
+                               value=lambda: None)
+
+    record = SimpleNamespace(topic=lambda: "cl", partition=lambda: 0, offset=lambda: 0,
+                             error=lambda: None, key=lambda: b"k", value=lambda: b"v")
+
+    class Reader:
+        def __init__(self, fetches):
+            self.fetches = fetches
+
+        def assign(self, partitions: list) -> None:
+            pass
+
+        def consume(self, num_messages: int, timeout: float) -> list:
+            return self.fetches.pop(0) if self.fetches else []
+
+        def close(self) -> None:
+            pass
+
+    def restore(fetches):
+        monkeypatch.setattr(app, "make_client", lambda cls, conf: Reader(fetches))
+        worker = object.__new__(app.Worker)
+        worker.settings = Settings()
+        worker.settings.app_id = "a"
+        worker.roles, worker.out = {"p.features": "features"}, {"selected": "p.selected"}
+        worker.changelog = {"features": "cl"}
+        worker.partitions = {("features", 0): SimpleNamespace(store={})}
+        worker.local, worker.changelog_high = {}, {("features", 0): 0}
+        return worker, worker._read_tails({("features", 0): 0}, {("features", 0): 1})
+
+    worker, records = restore([[event(KafkaError.GROUP_AUTHORIZATION_FAILED), record],
+                               [event(KafkaError._PARTITION_EOF, "cl", 1)]])
+    assert records == 1 and worker.partitions[("features", 0)].store == {"k": b"v"}
+    with pytest.raises(AccessDenied, match="restoring its state from cl .*its ACLs must allow "
+                                           "READ on the input topics"):
+        restore([[event(KafkaError.TOPIC_AUTHORIZATION_FAILED, "cl")]])
+
+
+def test_a_transaction_denied_while_its_records_are_flushed_stops_with_one_line():
+    """An ACL revoked while the worker ran: the flush before the commit raised confluent-kafka's
+    SystemError ("_delivered returned a result with an exception set", the fatal
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED as its cause) and the worker exited 70."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.broker import AccessDenied
+    from streamfs.settings import Settings
+    from streamfs.worker import app
+
+    aborted = []
+
+    class Producer:
+        def flush(self, timeout):
+            try:
+                raise KafkaException(KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                                "Transactional Id authorization failed",
+                                                fatal=True))
+            except KafkaException as exc:
+                raise SystemError("<function Worker._delivered> returned a result with an "
+                                  "exception set") from exc
+
+        def abort_transaction(self, timeout):
+            aborted.append(timeout)
+
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.producer = Settings(), Producer()
+    worker.settings.app_id = "a"
+    with pytest.raises(AccessDenied, match="committing a transaction .*WRITE on the "
+                                           "transactional ids with the prefix 'a-'"):
+        worker._commit({("features", 0): {"k": b"v"}}, {("p.features", 0): 1}, None)
+    assert aborted  # ended at once, not left for the broker to time out
+
+
 def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
     """After a broker restart, ``committed()`` answered NOT_COORDINATOR (librdkafka does not
     retry it there) and the worker's rewind exited 70; it asks again, and only for a moving
