@@ -135,6 +135,11 @@ def make_client(factory: Callable[[dict[str, Any]], Client], config: dict[str, A
         if not isinstance(error, KafkaError) or error.code() != KafkaError._INVALID_ARG:
             raise
         detail = re.sub(r"^Failed to create [a-z ]+: ", "", error.str().strip())
+        if "GSSAPI" in detail and not config.get("sasl.mechanism"):
+            # the mechanism nobody set: say so, not only that Kerberos is missing
+            detail = (f"sasl.mechanism is not set, so librdkafka takes its default, GSSAPI "
+                      f"(Kerberos): {detail}; set it to the cluster's (PLAIN, SCRAM-SHA-256, "
+                      f"SCRAM-SHA-512 or OAUTHBEARER)")
         raise ClientConfigRefused(error, named_keys(detail, config), detail) from None
 
 
@@ -192,6 +197,30 @@ def is_denied(err: KafkaError | None) -> bool:
     """Whether ``err`` says that the credentials were refused or an ACL denied the call."""
     return err is not None and (err.code() in AUTHENTICATION_ERRORS
                                 or err.code() in AUTHORIZATION_ERRORS)
+
+
+def kafka_error(exc: BaseException | None) -> Any:
+    """The ``KafkaError`` of ``exc``: a ``KafkaException``, or the ``SystemError`` ("...
+    returned a result with an exception set") that confluent-kafka raises instead when the
+    error comes while it serves a delivery callback, with the ``KafkaException`` as its
+    cause. None for anything else.
+
+    >>> from confluent_kafka import KafkaError, KafkaException
+    >>> err = KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    >>> wrapped = SystemError("<function _delivered> returned a result with an exception set")
+    >>> wrapped.__cause__ = KafkaException(err)
+    >>> kafka_error(wrapped).code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    True
+    >>> kafka_error(SystemError("something else")) is None
+    True
+    """
+    while exc is not None:
+        if isinstance(exc, KafkaException):
+            return exc.args[0] if exc.args else None
+        if not isinstance(exc, SystemError):
+            return None
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def principal(kafka_config: dict[str, Any]) -> str:
@@ -261,13 +290,20 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
                     "STREAMFS_SECURITY_PROTOCOL (SSL or SASL_SSL only where the listener "
                     "speaks TLS)") from None
             down = any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in errors)
+            protocol = kafka_config.get("security.protocol", "PLAINTEXT (the default)")
             if down and any(FIRST_REQUEST_DROPPED.search(line) for line in lines.seen):
-                protocol = kafka_config.get("security.protocol", "PLAINTEXT (the default)")
                 raise AccessDenied(
                     f"Kafka at {address} answers but closed every connection at its first "
                     f"request: its listener there expects another security protocol than "
                     f"{protocol}, most likely TLS (SSL, or SASL_SSL with SASL): check "
                     "STREAMFS_SECURITY_PROTOCOL") from None
+            if (down and "SASL" not in protocol.upper()
+                    and any(DROPPED_AFTER_HANDSHAKE.search(line) for line in lines.seen)):
+                raise AccessDenied(
+                    f"Kafka at {address} answers but closed every connection at its first "
+                    f"request past the handshake: its listener there expects SASL, which "
+                    f"{protocol} does not use: set STREAMFS_SECURITY_PROTOCOL to SASL_SSL (or "
+                    "SASL_PLAINTEXT) and the STREAMFS_SASL_* settings") from None
             if down or time.monotonic() >= deadline:
                 transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
                 detail = transport[-1] if transport else exc.args[0].str()
@@ -280,6 +316,11 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
 #: expects TLS does on a client that does not speak it (librdkafka 2.16: "Disconnected:
 #: connection closed by peer: receive 0 after POLLIN (after 1ms in state APIVERSION_QUERY)")
 FIRST_REQUEST_DROPPED = re.compile(r"Disconnected.*in state APIVERSION_QUERY")
+#: what it logs when a listener answers the handshake (ApiVersions, which a SASL listener
+#: serves before authentication) and hangs up on the next request, as one that expects SASL
+#: does on a client that does not log in ("Disconnected: SSL connection closed by peer
+#: (after 6ms in state UP)")
+DROPPED_AFTER_HANDSHAKE = re.compile(r"Disconnected: .*closed by peer.*in state UP\)")
 
 
 class _Lines(logging.Handler):

@@ -423,11 +423,16 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
         described = describe_topics(s.kafka_config(), specs)
     except KafkaException as exc:
         raise click.ClickException(f"topics not described: {exc.args[0].str()}") from None
+    from streamfs.broker import principal
+
+    hidden = (f" (hidden from {principal(s.kafka_config())} by the broker's ACLs, which allow "
+              "no DESCRIBE on it: it may exist; as it would be created)")
     for role, (exists, settings) in described.items():
         click.echo(f"{role:19} {specs[role].name:40} "
                    f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
-        click.echo(f"{'':19} {specs[role].description}"
-                   f"{'' if exists else ' (not created yet: as it would be created)'}")
+        note = ("" if exists else hidden if exists is None
+                else " (not created yet: as it would be created)")
+        click.echo(f"{'':19} {specs[role].description}{note}")
 
 
 #: how a LIBSVM file is read, the same in `produce` and `select`

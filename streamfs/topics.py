@@ -355,20 +355,27 @@ def _listed(admin: Any, partitions: dict[str, int | None], timeout: float
 
 
 def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
-                    timeout: float = 30.0) -> dict[str, tuple[bool, dict[str, str]]]:
+                    timeout: float = 30.0) -> dict[str, tuple[bool | None, dict[str, str]]]:
     """``{role: (exists, settings)}``: each topic's partitions, replication factor,
     min.insync.replicas and the settings its spec names, as the broker has them, or, for a
-    topic that does not exist, as :func:`create_topics` would create it. One metadata and one
-    DescribeConfigs request."""
+    topic that does not exist, as :func:`create_topics` would create it. ``exists`` is None
+    for a topic the broker's ACLs hide from this user (no DESCRIBE): it may exist. One
+    metadata and one DescribeConfigs request (and one metadata request per topic not listed)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-    from streamfs.broker import make_client
+    from streamfs.broker import is_denied, make_client
 
-    admin = make_client(AdminClient, admin_config)
+    # a topic asked for by name must not be made by a broker with auto.create.topics.enable
+    admin = make_client(AdminClient, {**admin_config, "allow.auto.create.topics": False})
     meta = admin.list_topics(timeout=timeout)
     found = [s.name for s in specs.values()
              if s.name in meta.topics and meta.topics[s.name].error is None]
+    # a topic the user may not describe is left out of the list, as if it did not exist;
+    # asked for by name, it comes with the authorization error
+    hidden = {s.name for s in specs.values() if s.name not in found
+              and (one := admin.list_topics(s.name, timeout=timeout).topics.get(s.name))
+              is not None and is_denied(one.error)}
     configs: dict[str, dict[str, str]] = {}
     if found:
         futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in found],
@@ -392,7 +399,7 @@ def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
             rf = replication_for(spec.replication_factor, len(meta.brokers))
             settings = {"partitions": str(spec.partitions), "replication": str(rf),
                         **creation_config(spec, rf)}
-        described[role] = (spec.name in found, settings)
+        described[role] = (None if spec.name in hidden else spec.name in found, settings)
     return described
 
 

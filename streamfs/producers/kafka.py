@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import contextlib
+from typing import Any, Iterable, Iterator
 
-from streamfs.broker import is_denied
+from streamfs.broker import is_denied, kafka_error
 from streamfs.codec import encode
 
 
@@ -126,13 +127,30 @@ class StreamPublisher:
         self.send_raw(message["stream"].encode(), encode(message))
 
     def send_raw(self, key: bytes | None, value: bytes) -> None:
-        while True:
-            try:
-                self._producer.produce(self.topic, key=key, value=value, on_delivery=self._on_delivery)
-                break
-            except BufferError:  # local queue full: serve delivery reports, then retry
-                self._producer.poll(0.5)
-        self._producer.poll(0)
+        with self._denials():
+            while True:
+                try:
+                    self._producer.produce(self.topic, key=key, value=value,
+                                           on_delivery=self._on_delivery)
+                    break
+                except BufferError:  # local queue full: serve delivery reports, then retry
+                    self._producer.poll(0.5)
+            self._producer.poll(0)
+
+    @contextlib.contextmanager
+    def _denials(self) -> Iterator[None]:
+        """An ACL's refusal that the client raises (a fatal one: an idempotent producer with
+        WRITE on no topic gets no producer id, CLUSTER_AUTHORIZATION_FAILED), also as the
+        ``SystemError`` it raises while serving a delivery callback, as
+        :class:`~streamfs.broker.AccessDenied`."""
+        from confluent_kafka import KafkaException
+
+        try:
+            yield
+        except (KafkaException, SystemError) as exc:
+            if is_denied(err := kafka_error(exc)):
+                raise self._denied(err) from None
+            raise
 
     def send_all(self, messages: Iterable[dict]) -> int:
         count = 0
@@ -145,14 +163,16 @@ class StreamPublisher:
     def poll(self, timeout: float = 0.0) -> None:
         """Serve delivery reports and any other callbacks in the client settings (such as
         ``stats_cb``), waiting up to ``timeout`` seconds for one."""
-        self._producer.poll(timeout)
+        with self._denials():
+            self._producer.poll(timeout)
 
     def unsettled(self) -> int:
         """Messages handed to the client that are neither acknowledged nor refused yet."""
         return len(self._producer)
 
     def flush(self, timeout: float = 120.0) -> None:
-        remaining = self._producer.flush(timeout)
+        with self._denials():
+            remaining = self._producer.flush(timeout)
         if remaining:
             raise DeliveryError(f"{remaining} message(s) still undelivered after {timeout} s")
         self.raise_failures()
@@ -171,7 +191,8 @@ class StreamPublisher:
         from streamfs.broker import denied
 
         return denied(self._config, err, f"publishing to topic {self.topic!r}",
-                      "WRITE and DESCRIBE on it")
+                      "WRITE and DESCRIBE on it (WRITE on a topic also gets an idempotent "
+                      "producer its id)")
 
     def __enter__(self) -> "StreamPublisher":
         return self

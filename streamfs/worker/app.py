@@ -71,7 +71,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn
 
-from streamfs.broker import AccessDenied, ClientConfigRefused, denied, is_denied, make_client
+from streamfs.broker import (AccessDenied, ClientConfigRefused, denied, is_denied, kafka_error,
+                             make_client)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -214,32 +215,6 @@ class InstanceFenced(Exception):
             f"another worker uses the same STREAMFS_INSTANCE_ID {settings.instance_id!r} in "
             f"group {settings.app_id!r}: the broker fenced this one, which stops without "
             "committing more. Give each worker its own STREAMFS_INSTANCE_ID")
-
-
-def kafka_error(exc: BaseException | None) -> Any:
-    """The ``KafkaError`` of ``exc``: a ``KafkaException``, or the ``SystemError`` ("...
-    returned a result with an exception set") that confluent-kafka raises instead when the
-    error comes while it serves a delivery callback, with the ``KafkaException`` as its
-    cause. None for anything else.
-
-    >>> from confluent_kafka import KafkaError, KafkaException
-    >>> err = KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    >>> wrapped = SystemError("<function _delivered> returned a result with an exception set")
-    >>> wrapped.__cause__ = KafkaException(err)
-    >>> kafka_error(wrapped).code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    True
-    >>> kafka_error(SystemError("something else")) is None
-    True
-    """
-    from confluent_kafka import KafkaException
-
-    while exc is not None:
-        if isinstance(exc, KafkaException):
-            return exc.args[0] if exc.args else None
-        if not isinstance(exc, SystemError):
-            return None
-        exc = exc.__cause__ or exc.__context__
-    return None
 
 
 def fenced(err: Any) -> bool:

@@ -112,6 +112,9 @@ def test_topics_describe_shows_replication_and_min_insync_replicas(cli_env):
     assert "cleanup.policy=compact" in settings[f"{prefix}selected-features"]
     created = [line.endswith("(not created yet: as it would be created)") for line in lines[1::2]]
     assert created == [False] * 4 + [True] * 2, out.stdout
+    # describing creates nothing, even on a broker with auto.create.topics.enable (the local one)
+    again = streamfs("topics", "describe", "--app-id", "described", env=cli_env)
+    assert again.stdout == out.stdout, again.stdout
 
 
 def test_produce_worker_watch_and_offline_select_agree(cli_env, wdbc_csv, start_worker):

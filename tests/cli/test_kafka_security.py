@@ -154,6 +154,17 @@ def test_untrusted_certificate_and_wrong_protocol_are_one_line(secured_kafka, na
     one_line_denial(streamfs("watch", "x", "--once", env=plain, timeout=60),
                     "closed every connection at its first request", "PLAINTEXT (the default)",
                     "check STREAMFS_SECURITY_PROTOCOL")
+    # TLS without SASL at the SASL_SSL listener: the broker answers the handshake, then hangs up
+    tls_only = {**plain, "STREAMFS_SECURITY_PROTOCOL": "SSL",
+                "STREAMFS_SSL_CA_LOCATION": str(secured_kafka.ca)}
+    one_line_denial(streamfs("watch", "x", "--once", env=tls_only, timeout=60),
+                    "past the handshake: its listener there expects SASL, which SSL does not use")
+    # SASL without a mechanism: librdkafka's default, GSSAPI, which its build lacks
+    no_mechanism = {k: v for k, v in secured_kafka.env(USER, prefix).items()
+                    if k != "STREAMFS_SASL_MECHANISM"}
+    out = streamfs("watch", "x", "--once", env=no_mechanism, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "sasl.mechanism is not set, so librdkafka takes its default, GSSAPI" in out.stderr
     # TLS at a listener without it (the session's plain broker)
     tls_at_plain = {**plain, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
                     "STREAMFS_SECURITY_PROTOCOL": "SSL",
@@ -210,6 +221,9 @@ def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka,
          "--instance-stream", "y", "--timeout", "60"], env=env, text=True, capture_output=True,
         timeout=120)
     one_line_denial(downstream, f"reading topic '{prefix}selected-features'")
+    described = streamfs("topics", "describe", env=env)
+    assert described.returncode == 0 and "not created yet" not in described.stdout
+    assert described.stdout.count(f"(hidden from user '{USER}' by the broker's ACLs") == 6
     secured_kafka.grant(USER, ("TOPIC", f"{prefix}selected-features", "READ"),
                         ("TOPIC", f"{prefix}*", "DESCRIBE"))
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
