@@ -12,7 +12,7 @@ import logging
 import re
 import signal
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -266,7 +266,7 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
 
     address = kafka_config.get("bootstrap.servers", "?")
     errors: list[KafkaError] = []
-    lines = _Lines(kafka_config.get("logger", KAFKA_LOGGER))
+    lines = LogLines(kafka_config.get("logger", KAFKA_LOGGER))
     admin = make_client(AdminClient, {**kafka_config, "error_cb": errors.append,
                                       "logger": lines.logger,
                                       "socket.connection.setup.timeout.ms": int(timeout * 1000)})
@@ -323,16 +323,20 @@ FIRST_REQUEST_DROPPED = re.compile(r"Disconnected.*in state APIVERSION_QUERY")
 DROPPED_AFTER_HANDSHAKE = re.compile(r"Disconnected: .*closed by peer.*in state UP\)")
 
 
-class _Lines(logging.Handler):
-    """Keeps the text of every log line of one client (:attr:`logger`, given as its
-    ``logger``), whatever its level; ``parent`` handles those its level lets through."""
+class LogLines(logging.Handler):
+    """Keeps the text of the log lines of one client (:attr:`logger`, given as its
+    ``logger``), whatever their level, the last ``keep`` of them (None: all);
+    ``parent`` handles those its level lets through."""
 
-    def __init__(self, parent: logging.Logger) -> None:
+    def __init__(self, parent: logging.Logger, keep: int | None = None) -> None:
+        from collections import deque
+
         super().__init__()
-        self.seen: list[str] = []
+        self.seen: deque[str] = deque(maxlen=keep)
         self.parent = parent
-        # not registered with logging: one per check, dropped with it
-        self.logger = logging.Logger(f"{parent.name}.check", logging.DEBUG)
+        # not registered with logging (one per client, dropped with it); its records read as
+        # the parent's own
+        self.logger = logging.Logger(parent.name, logging.DEBUG)
         self.logger.propagate = False
         self.logger.addHandler(self)
 
@@ -340,6 +344,28 @@ class _Lines(logging.Handler):
         self.seen.append(record.getMessage())
         if self.parent.isEnabledFor(record.levelno):
             self.parent.handle(record)
+
+
+#: how librdkafka names the partition whose transaction its ACLs refused ('ADDPARTS ...:
+#: Failed to add partition "t.selected-features" [1] to transaction: Broker: Topic
+#: authorization failed')
+REFUSED_PARTITION = re.compile(r'Failed to add partition "([^"]+)" \[\d+\] to transaction: '
+                               r'Broker: Topic authorization failed')
+
+
+def refused_topic(lines: Iterable[str]) -> str | None:
+    """The topic that the last of ``lines`` (a transactional producer's log lines) naming one
+    says the broker's ACLs refused, if any.
+
+    >>> refused_topic(['ADDPARTS [rdkafka#producer-5] [thrd:main]: TxnCoordinator/1: Failed '
+    ...                'to add partition "b.selected-features" [5] to transaction: Broker: '
+    ...                'Topic authorization failed'])
+    'b.selected-features'
+    """
+    for line in reversed(list(lines)):
+        if found := REFUSED_PARTITION.search(line):
+            return found.group(1)
+    return None
 
 
 def _short(detail: str) -> str:

@@ -729,6 +729,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             "once the file is fixed, " if data_fault else ""), exc.delivered_after)
         if data_fault:
             raise UsageProblem(note) from None
+        if isinstance(cause, AccessDenied):  # an ACL revoked part way: exit 77 (_Main)
+            raise AccessDenied(note) from None
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {note}") \
             from None
     except LabelError as exc:  # the first chunk's, with -p classes (no pass over the file)

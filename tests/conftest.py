@@ -9,6 +9,7 @@ import os
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -91,25 +92,51 @@ class SecuredKafka:
         """Allow ``user`` each ``(resource type, name, operation)`` (confluent-kafka's
         ``ResourceType`` and ``AclOperation`` names, e.g. ``("TOPIC", "t1.*", "READ")``; a
         name that ends in ``*`` is a prefix, any other one literal), and return once the
-        broker's authorizer lists them all (it answers with the ACLs it enforces)."""
-        import time
-
-        from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation,
-                                           AclPermissionType, AdminClient, ResourcePatternType,
-                                           ResourceType)
+        broker's authorizer lists them all."""
+        from confluent_kafka.admin import AdminClient
 
         admin = AdminClient(self.config(self.ADMIN))
-        bindings = [AclBinding(ResourceType[kind], name.removesuffix("*"),
-                               ResourcePatternType.PREFIXED if name.endswith("*") else
-                               ResourcePatternType.LITERAL, f"User:{user}", "*",
-                               AclOperation[op], AclPermissionType.ALLOW)
-                    for kind, name, op in acls]
+        bindings = self._bindings(user, acls)
         for future in admin.create_acls(bindings, request_timeout=30).values():
             future.result(30)
+        self._wait(admin, user, lambda listed: set(bindings) <= listed, acls)
+
+    def revoke(self, user: str, *acls: tuple[str, str, str]) -> None:
+        """Take back ACLs that :meth:`grant` gave, and return once the authorizer no longer
+        lists them."""
+        from confluent_kafka.admin import AclBindingFilter, AdminClient
+
+        admin = AdminClient(self.config(self.ADMIN))
+        bindings = self._bindings(user, acls)
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal,
+                                    b.host, b.operation, b.permission_type) for b in bindings]
+        for future in admin.delete_acls(filters, request_timeout=30).values():
+            future.result(30)
+        self._wait(admin, user, lambda listed: not set(bindings) & listed, acls)
+
+    @staticmethod
+    def _bindings(user: str, acls: tuple[tuple[str, str, str], ...]) -> list:
+        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                           ResourcePatternType, ResourceType)
+
+        return [AclBinding(ResourceType[kind], name.removesuffix("*"),
+                           ResourcePatternType.PREFIXED if name.endswith("*") else
+                           ResourcePatternType.LITERAL, f"User:{user}", "*",
+                           AclOperation[op], AclPermissionType.ALLOW) for kind, name, op in acls]
+
+    @staticmethod
+    def _wait(admin: Any, user: str, done: Callable[[set], bool], acls: Any) -> None:
+        """Poll the authorizer (it answers with the ACLs it enforces) until ``done`` holds
+        for the set of ``user``'s ACLs it lists."""
+        import time
+
+        from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
+                                           ResourcePatternType, ResourceType)
+
         query = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}",
                                  None, AclOperation.ANY, AclPermissionType.ANY)
         deadline = time.monotonic() + 30
-        while not set(bindings) <= set(admin.describe_acls(query, request_timeout=30).result()):
+        while not done(set(admin.describe_acls(query, request_timeout=30).result())):
             assert time.monotonic() < deadline, f"ACLs not in force after 30 s: {acls}"
             time.sleep(0.1)  # polling the broker's answer, not waiting for our own work
 

@@ -101,9 +101,11 @@ def _settle(pub: StreamPublisher, timeout: float = 120.0) -> tuple[int, int]:
     """Wait (up to ``timeout`` seconds) for what is in flight after a failure; how many
     messages were delivered before the first refused one, and how many after it (queued
     behind it, they went out all the same: the worker refuses them as a sequence gap)."""
+    from streamfs.broker import AccessDenied
+
     try:
         pub.flush(timeout)
-    except DeliveryError:
+    except (DeliveryError, AccessDenied):
         pass  # the failure being reported already, or one after it: the count says what got in
     before = pub.delivered_before_failure
     return (pub.delivered, 0) if before is None else (before, pub.delivered - before)

@@ -71,8 +71,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn
 
-from streamfs.broker import (AccessDenied, ClientConfigRefused, denied, is_denied, kafka_error,
-                             make_client)
+from streamfs.broker import (KAFKA_LOGGER, AccessDenied, ClientConfigRefused, LogLines, denied,
+                             is_denied, kafka_error, make_client, refused_topic)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -422,6 +422,7 @@ class Worker:
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
+        self.producer_log = LogLines(KAFKA_LOGGER, keep=20)  # the producers' last log lines
         self.producer = self._producer()
         self.admin = self._admin()  # topic descriptions (ids): the consumer's metadata has none
 
@@ -468,6 +469,8 @@ class Worker:
         s = self.settings
         producer = make_client(Producer, {
             **s.kafka_config(),
+            # its last lines, to name the topic in an ACL's refusal (only the log has it)
+            "logger": self.producer_log.logger,
             # unique per process: fencing comes from the group metadata (KIP-447), not the id
             "transactional.id": f"{s.app_id}-{socket.gethostname()}-{os.getpid()}-"
                                 f"{uuid.uuid4().hex[:8]}",
@@ -1364,7 +1367,9 @@ class Worker:
         the same."""
         if is_denied(err):
             self._abort_quietly()
-            raise self._denied(err, "committing a transaction")
+            topic = refused_topic(self.producer_log.seen)
+            raise self._denied(err, "committing a transaction" + (
+                f" (writing to topic {topic!r})" if topic else ""))
         if not fenced(err):  # no rewind then: the worker stops, and says why
             log.warning("transaction failed (%s): rewinding", err)
         self._abort(err)

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -176,7 +177,7 @@ def test_untrusted_certificate_and_wrong_protocol_are_one_line(secured_kafka, na
 @pytest.mark.parametrize("missing, says", [
     ("TRANSACTIONAL_ID", "WRITE on the transactional ids with the prefix '{app}-'"),
     ("GROUP", "READ on the consumer group '{app}'"),
-    ("WRITE", "committing a transaction"),
+    ("WRITE", "committing a transaction (writing to topic '{prefix}selected-features')"),
 ])
 def test_worker_missing_an_acl_stops_and_names_it(secured_kafka, names, wdbc_csv, tmp_path,
                                                   missing, says):
@@ -193,7 +194,7 @@ def test_worker_missing_an_acl_stops_and_names_it(secured_kafka, names, wdbc_csv
                         "--stream", "denied", "-a", "saola", env=admin)
     assert produced.returncode == 0, produced.stderr
     out = worker({**secured_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}, tmp_path)
-    one_line_denial(out, f"Kafka denied user '{USER}'", says.format(app=app))
+    one_line_denial(out, f"Kafka denied user '{USER}'", says.format(app=app, prefix=prefix))
     # nothing of the denied run was committed: an allowed worker takes the stream from the start
     watch = streamfs("watch", "denied", "--once", env=admin)
     assert watch.returncode == 1 and "no selection yet" in watch.stderr
@@ -229,3 +230,39 @@ def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka,
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                         "--stream", "x", "-a", "saola", env=env)
     one_line_denial(produced, f"publishing to topic '{prefix}features'", "WRITE and DESCRIBE")
+
+
+def test_publish_denied_part_way_says_what_went_out(secured_kafka, names, wdbc_csv):
+    """WRITE revoked while `produce` paces a stream out: the denial said nothing of the
+    messages already published, nor that the stream stays open (`--replace`), as an
+    interrupted or failed publish does."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    acls = [("TOPIC", f"{prefix}*", "WRITE"), ("TOPIC", f"{prefix}*", "DESCRIBE"),
+            ("TOPIC", f"{prefix}selected-features", "READ")]
+    secured_kafka.grant(USER, *acls)
+    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "produce", "features",
+                            str(wdbc_csv), "--label", "diagnosis", "--stream", "paced", "-a",
+                            "saola", "--block-bytes", "4600", "--rate", "3"],
+                           env=secured_kafka.env(USER, prefix), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # revoke once the broker holds the stream's first messages (the open and a column)
+        probe = Consumer({**secured_kafka.config(secured_kafka.ADMIN), "group.id": "probe"})
+        deadline = time.monotonic() + 60
+        while sum(probe.get_watermark_offsets(TopicPartition(f"{prefix}features", p),
+                                              timeout=10)[1] for p in range(8)) < 2:
+            assert time.monotonic() < deadline and run.poll() is None, "nothing published"
+            time.sleep(0.05)  # polling the broker, not waiting for our own work
+        probe.close()
+        secured_kafka.revoke(USER, acls[0])
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    out = subprocess.CompletedProcess(run.args, run.returncode, "", err)
+    one_line_denial(out, f"publishing to topic '{prefix}features'",
+                    "message(s) of stream 'paced' were already published",
+                    "it stays open without 'close': publish it again with --replace")

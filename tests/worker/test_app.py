@@ -1,11 +1,13 @@
 """The worker's pure helpers (no broker)."""
 
 import json
+import logging
 import subprocess
 import sys
 
 import pytest
 
+from streamfs.broker import LogLines
 from streamfs.worker.app import (changelog_target, committed_topic_id, offset_metadata,
                                  topic_changes)
 
@@ -629,10 +631,19 @@ def test_a_transaction_denied_while_its_records_are_flushed_stops_with_one_line(
     worker = object.__new__(app.Worker)
     worker.settings, worker.producer = Settings(), Producer()
     worker.settings.app_id = "a"
+    worker.roles, worker.out = {"p.features": "features"}, {"selected": "p.selected"}
+    worker.producer_log = LogLines(logging.getLogger("test"))
     with pytest.raises(AccessDenied, match="committing a transaction .*WRITE on the "
                                            "transactional ids with the prefix 'a-'"):
         worker._commit({("features", 0): {"k": b"v"}}, {("p.features", 0): 1}, None)
     assert aborted  # ended at once, not left for the broker to time out
+    # a topic refused: librdkafka's log line, not the error, names it
+    worker.producer_log.logger.error('ADDPARTS [rdkafka#producer-5] [thrd:main]: '
+                                     'TxnCoordinator/1: Failed to add partition "p.selected" '
+                                     '[1] to transaction: Broker: Topic authorization failed')
+    with pytest.raises(AccessDenied, match=r"committing a transaction \(writing to topic "
+                                           r"'p.selected'\)"):
+        worker._txn_failed(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
 
 
 def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
@@ -683,6 +694,7 @@ def _producer_worker(monkeypatch, answers):
     monkeypatch.setattr(app, "make_client", lambda cls, conf: Producer())
     worker = object.__new__(app.Worker)
     worker.settings, worker.health, worker.running = Settings(), app.Health(), True
+    worker.producer_log = LogLines(logging.getLogger("test"))
     return worker
 
 
