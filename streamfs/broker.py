@@ -303,7 +303,8 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
                     f"Kafka at {address} answers but closed every connection at its first "
                     f"request past the handshake: its listener there expects SASL, which "
                     f"{protocol} does not use: set STREAMFS_SECURITY_PROTOCOL to SASL_SSL (or "
-                    "SASL_PLAINTEXT) and the STREAMFS_SASL_* settings") from None
+                    "SASL_PLAINTEXT) and STREAMFS_SASL_MECHANISM, STREAMFS_SASL_USERNAME and "
+                    "STREAMFS_SASL_PASSWORD") from None
             if down or time.monotonic() >= deadline:
                 transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
                 detail = transport[-1] if transport else exc.args[0].str()

@@ -18,6 +18,10 @@ pytestmark = pytest.mark.kafka
 
 EXIT_DENIED = 77
 USER = "app"
+#: the settings of the secured broker's clients (SecuredKafka.env), all but the address
+SECURITY_VARIABLES = ("STREAMFS_SECURITY_PROTOCOL", "STREAMFS_SASL_MECHANISM",
+                      "STREAMFS_SASL_USERNAME", "STREAMFS_SASL_PASSWORD",
+                      "STREAMFS_SSL_CA_LOCATION")
 
 
 def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -151,7 +155,7 @@ def test_untrusted_certificate_and_wrong_protocol_are_one_line(secured_kafka, na
                     "check STREAMFS_SSL_CA_LOCATION")
     # no TLS at a TLS listener: librdkafka only logs that the broker hung up
     plain = {k: v for k, v in secured_kafka.env(USER, prefix).items()
-             if not k.startswith(("STREAMFS_SECURITY", "STREAMFS_SASL", "STREAMFS_SSL"))}
+             if k not in SECURITY_VARIABLES}
     one_line_denial(streamfs("watch", "x", "--once", env=plain, timeout=60),
                     "closed every connection at its first request", "PLAINTEXT (the default)",
                     "check STREAMFS_SECURITY_PROTOCOL")

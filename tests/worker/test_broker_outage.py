@@ -67,6 +67,7 @@ def test_a_new_producer_outwaits_an_outage_and_then_commits(kafka_bootstrap, top
     worker = object.__new__(app.Worker)
     worker.settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=topic_prefix)
     worker.health, worker.running = app.Health(), True
+    worker.producer_log = broker.LogLines(broker.KAFKA_LOGGER)
     made: list = []
     with broker_outage():
         thread = threading.Thread(target=lambda: made.append(worker._producer()))
