@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterable, Iterator
 
-from streamfs.broker import is_denied, kafka_error
+from streamfs.broker import denied, is_denied, kafka_error
 from streamfs.codec import encode
 
 
@@ -188,8 +188,6 @@ class StreamPublisher:
             raise DeliveryError(f"{len(errors)} delivery failure(s); first: {errors[0]}")
 
     def _denied(self, err: Any) -> Exception:
-        from streamfs.broker import denied
-
         return denied(self._config, err, f"publishing to topic {self.topic!r}",
                       "WRITE and DESCRIBE on it (WRITE on a topic also gets an idempotent "
                       "producer its id)")

@@ -7,7 +7,7 @@ import math
 from numbers import Real
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from streamfs.broker import lost_interrupt
+from streamfs.broker import AccessDenied, lost_interrupt
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks)
 from streamfs.codec import encode
@@ -101,8 +101,6 @@ def _settle(pub: StreamPublisher, timeout: float = 120.0) -> tuple[int, int]:
     """Wait (up to ``timeout`` seconds) for what is in flight after a failure; how many
     messages were delivered before the first refused one, and how many after it (queued
     behind it, they went out all the same: the worker refuses them as a sequence gap)."""
-    from streamfs.broker import AccessDenied
-
     try:
         pub.flush(timeout)
     except (DeliveryError, AccessDenied):

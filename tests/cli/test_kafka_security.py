@@ -14,6 +14,8 @@ import uuid
 
 import pytest
 
+from tests.cli.test_cli_kafka import streamfs
+
 pytestmark = pytest.mark.kafka
 
 EXIT_DENIED = 77
@@ -22,11 +24,6 @@ USER = "app"
 SECURITY_VARIABLES = ("STREAMFS_SECURITY_PROTOCOL", "STREAMFS_SASL_MECHANISM",
                       "STREAMFS_SASL_USERNAME", "STREAMFS_SASL_PASSWORD",
                       "STREAMFS_SSL_CA_LOCATION")
-
-
-def streamfs(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "streamfs.cli", *args], env=env, text=True,
-                          capture_output=True, timeout=timeout)
 
 
 def worker(env: dict, tmp_path, timeout: float = 180) -> subprocess.CompletedProcess:
