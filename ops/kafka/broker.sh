@@ -8,6 +8,8 @@
 #                                storage)
 #   ops/kafka/broker.sh status   print the bootstrap address if running, exit 1 otherwise
 #   ops/kafka/broker.sh fetch    only fetch the jars
+#   ops/kafka/broker.sh kill-node I   SIGKILL node I of a cluster (a crashed broker)
+#   ops/kafka/broker.sh start-node I  start node I of a cluster again, on its port and data
 #
 # Settings (environment): KAFKA_VERSION (default 4.1.2; 3.9.x works too),
 # STREAMFS_CACHE (jar cache, default <repo>/.cache), STREAMFS_RUN (pid, logs, data and the
@@ -22,6 +24,12 @@
 # without users), with a certificate for 127.0.0.1 signed by a CA made for it, whose
 # certificate clients find in $STREAMFS_RUN/tls/ca.pem. The broker's own traffic uses a second,
 # PLAINTEXT listener that only the broker itself is told about.
+#
+# KAFKA_NODES=3 makes `start` a cluster of three nodes (each a broker and a KRaft controller,
+# one JVM each, in $STREAMFS_RUN/node-1..3): the internal topics are replicated to all three
+# with min.insync.replicas 2, and the bootstrap file lists every node's address. `stop`,
+# `restart` and `status` act on every node; kill-node and start-node on one. Not combined with
+# KAFKA_SASL_USERS or KAFKA_TLS.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,53 +57,87 @@ fetch() {
   touch "$libs/.complete"
 }
 
-running_pid() {
-  [ -f "$run/pid" ] || return 1
-  local pid; pid=$(cat "$run/pid")
+# The nodes of the run directory (1 unless `start` made a cluster) and where node $1 keeps its
+# pid, port, log and data: the run directory itself for a single node, as it always has.
+nodes() { cat "$run/nodes" 2>/dev/null || echo 1; }
+node_dir() { if [ "$(nodes)" = 1 ]; then echo "$run"; else echo "$run/node-$1"; fi; }
+
+running_pid() {  # $1: a node's directory
+  [ -f "$1/pid" ] || return 1
+  local pid; pid=$(cat "$1/pid")
   kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+any_running() {
+  local i
+  for i in $(seq 1 "$(nodes)"); do running_pid "$(node_dir "$i")" >/dev/null && return 0; done
+  return 1
 }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# $1 distinct free ports, one a line
+free_ports() {
+  local -a got=() ; local p
+  while [ "${#got[@]}" -lt "$1" ]; do
+    p=$(free_port)
+    case " ${got[*]} " in *" $p "*) ;; *) got+=("$p") ;; esac
+  done
+  printf '%s\n' "${got[@]}"
+}
+
 start() {
-  if pid=$(running_pid); then
-    log "already running (pid $pid) at $(cat "$run/bootstrap")"
+  local n=${KAFKA_NODES:-1}
+  if ! [[ "$n" =~ ^[1-9]$ ]]; then log "KAFKA_NODES: '$n' is not a number of nodes from 1 to 9"; exit 2; fi
+  if [ "$n" != 1 ] && [ -n "${KAFKA_SASL_USERS:-}${KAFKA_TLS:-}" ]; then
+    log "KAFKA_NODES=$n: a cluster is started without security (unset KAFKA_SASL_USERS and KAFKA_TLS)"; exit 2
+  fi
+  if any_running; then
+    log "already running at $(cat "$run/bootstrap")"
     cat "$run/bootstrap"; return 0
   fi
   fetch
-  rm -rf "$run" && mkdir -p "$run/data"
-  local port cport
-  port=$(free_port); cport=$(free_port)
-  while [ "$cport" = "$port" ]; do cport=$(free_port); done
-  echo "$port" > "$run/port"
-  {
-    echo "process.roles=broker,controller"
-    echo "node.id=1"
-    echo "controller.quorum.voters=1@127.0.0.1:$cport"
-    echo "controller.listener.names=CONTROLLER"
-    echo "inter.broker.listener.name=PLAINTEXT"
-    if [ -n "${KAFKA_SASL_USERS:-}${KAFKA_TLS:-}" ]; then listeners_secured "$port" "$cport"; else
-      echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
-      echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
-      echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-    fi
-  } > "$run/server.properties"
-  cat >> "$run/server.properties" <<PROPS
-log.dirs=$run/data
+  rm -rf "$run" && mkdir -p "$run"
+  echo "$n" > "$run/nodes"
+  local -a ports
+  mapfile -t ports < <(free_ports $((2 * n)))
+  local i voters="" isr=$((n < 2 ? n : 2))
+  for i in $(seq 1 "$n"); do voters="$voters${voters:+,}$i@127.0.0.1:${ports[n + i - 1]}"; done
+  for i in $(seq 1 "$n"); do
+    local d port=${ports[i - 1]} cport=${ports[n + i - 1]}
+    d=$(node_dir "$i")
+    mkdir -p "$d/data"
+    echo "$port" > "$d/port"
+    {
+      echo "process.roles=broker,controller"
+      echo "node.id=$i"
+      echo "controller.quorum.voters=$voters"
+      echo "controller.listener.names=CONTROLLER"
+      echo "inter.broker.listener.name=PLAINTEXT"
+      if [ -n "${KAFKA_SASL_USERS:-}${KAFKA_TLS:-}" ]; then listeners_secured "$port" "$cport"; else
+        echo "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+        echo "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+        echo "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+      fi
+    } > "$d/server.properties"
+    cat >> "$d/server.properties" <<PROPS
+log.dirs=$d/data
 num.partitions=1
-offsets.topic.replication.factor=1
+default.replication.factor=$n
+offsets.topic.replication.factor=$n
 offsets.topic.num.partitions=8
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=$n
+transaction.state.log.min.isr=$isr
+share.coordinator.state.topic.replication.factor=$n
+share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 log.cleaner.enable=true
 message.max.bytes=16777216
 PROPS
+  done
   cp "$here/log4j2.properties" "$run/log4j2.properties"
   cat > "$run/log4j.properties" <<'L4J'
 log4j.rootLogger=INFO, stdout
@@ -111,9 +153,12 @@ L4J
   for pair in ${KAFKA_SASL_USERS:-}; do  # the same users for SCRAM, kept in the metadata log
     scram+=(--add-scram "SCRAM-SHA-512=[name=${pair%%:*},password=${pair#*:}]")
   done
-  "${JVM[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
-    "${scram[@]}" > "$run/format.log" 2>&1 || { cat "$run/format.log" >&2; exit 1; }
-  launch
+  for i in $(seq 1 "$n"); do
+    d=$(node_dir "$i")
+    "${JVM[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$d/server.properties" \
+      "${scram[@]}" > "$d/format.log" 2>&1 || { cat "$d/format.log" >&2; exit 1; }
+  done
+  launch $(seq 1 "$n")
 }
 
 # The listeners of a secured broker: clients at $1, on SASL_PLAINTEXT, SASL_SSL or SSL (as
@@ -176,51 +221,99 @@ jvm() {
 }
 
 
-# Start the JVM on the configured, formatted data directory and wait until it serves.
+# Start the JVMs of the given nodes on their configured, formatted data directories, then wait
+# until each serves. All start before any is waited for: a controller of a cluster serves only
+# once a majority of the controllers runs.
 launch() {
   jvm
-  nohup "${JVM[@]}" kafka.Kafka "$run/server.properties" > "$run/broker.log" 2>&1 &
-  echo $! > "$run/pid"
-  local deadline=$((SECONDS + 120))
-  until grep -q "Kafka Server started" "$run/broker.log" 2>/dev/null; do
-    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then
-      log "broker exited during start-up; last lines of $run/broker.log:"; tail -n 30 "$run/broker.log" >&2; exit 1
-    fi
-    if [ $SECONDS -ge $deadline ]; then log "broker not ready after 120 s"; stop; exit 1; fi
-    sleep 0.5
+  local i d
+  for i in "$@"; do
+    d=$(node_dir "$i")
+    nohup "${JVM[@]}" kafka.Kafka "$d/server.properties" > "$d/broker.log" 2>&1 &
+    echo $! > "$d/pid"
   done
-  echo "127.0.0.1:$port" > "$run/bootstrap"
-  log "Apache Kafka $version ready at 127.0.0.1:$port (pid $(cat "$run/pid"))"
+  local deadline=$((SECONDS + 120))
+  for i in "$@"; do
+    d=$(node_dir "$i")
+    until grep -q "Kafka Server started" "$d/broker.log" 2>/dev/null; do
+      if ! kill -0 "$(cat "$d/pid")" 2>/dev/null; then
+        log "broker exited during start-up; last lines of $d/broker.log:"; tail -n 30 "$d/broker.log" >&2
+        stop; exit 1
+      fi
+      if [ $SECONDS -ge $deadline ]; then log "broker not ready after 120 s ($d/broker.log)"; stop; exit 1; fi
+      sleep 0.5
+    done
+  done
+  local addresses=""
+  for i in $(seq 1 "$(nodes)"); do
+    addresses="$addresses${addresses:+,}127.0.0.1:$(port_of "$(node_dir "$i")")"
+  done
+  echo "$addresses" > "$run/bootstrap"
+  for i in "$@"; do
+    d=$(node_dir "$i")
+    log "Apache Kafka $version ready at 127.0.0.1:$(port_of "$d") (pid $(cat "$d/pid"))"
+  done
   cat "$run/bootstrap"
 }
 
-
-# Stop (if running) and start again on the same data and port (tests: a broker restart
-# mid-stream). The port comes from the `port` file (server.properties for a directory made
-# before that file was): `stop` removes the bootstrap file.
-restart() {
-  [ -f "$run/server.properties" ] || { log "nothing to restart in $run: use start"; exit 1; }
-  local port
-  port=$(cat "$run/port" 2>/dev/null ||
-         sed -n 's|^advertised.listeners=PLAINTEXT://.*:||p' "$run/server.properties")
-  running_pid >/dev/null || log "not running: starting it again on 127.0.0.1:$port"
-  stop
-  launch
+# A node's client port: its `port` file (server.properties for a directory made before that
+# file was).
+port_of() {
+  cat "$1/port" 2>/dev/null || sed -n 's|^advertised.listeners=PLAINTEXT://.*:||p' "$1/server.properties"
 }
 
-stop() {
+# Stop (if running) and start again on the same data and ports (tests: a broker restart
+# mid-stream; `start` would format fresh storage). `stop` removes the bootstrap file.
+restart() {
+  [ -f "$(node_dir 1)/server.properties" ] || { log "nothing to restart in $run: use start"; exit 1; }
+  any_running || log "not running: starting it again on $(for i in $(seq 1 "$(nodes)"); do
+    printf '127.0.0.1:%s ' "$(port_of "$(node_dir "$i")")"; done)"
+  stop
+  launch $(seq 1 "$(nodes)")
+}
+
+stop_node() {  # $1: a node's directory, $2: the signal
   local pid
-  if pid=$(running_pid); then
-    kill "$pid" 2>/dev/null || true
+  if pid=$(running_pid "$1"); then
+    kill "-$2" "$pid" 2>/dev/null || true
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     kill -9 "$pid" 2>/dev/null || true
     log "stopped (pid $pid)"
   fi
-  rm -f "$run/pid" "$run/bootstrap"
+  rm -f "$1/pid"
+}
+
+stop() {
+  local i
+  for i in $(seq 1 "$(nodes)"); do stop_node "$(node_dir "$i")" TERM; done
+  rm -f "$run/bootstrap"
+}
+
+# kill-node and start-node: $1 is a node's number, 1 to the number of nodes
+node_arg() {
+  if ! [[ "${1:-}" =~ ^[1-9]$ ]] || [ "$1" -gt "$(nodes)" ]; then
+    log "no node '${1:-}' in $run (nodes 1 to $(nodes))"; exit 2
+  fi
+}
+
+kill_node() {
+  node_arg "${1:-}"
+  stop_node "$(node_dir "$1")" KILL
+}
+
+start_node() {
+  node_arg "${1:-}"
+  if running_pid "$(node_dir "$1")" >/dev/null; then log "node $1 is running"; cat "$run/bootstrap"; return 0; fi
+  launch "$1"
 }
 
 status() {
-  if running_pid >/dev/null; then cat "$run/bootstrap"; else log "not running"; return 1; fi
+  local i down=""
+  [ -f "$run/bootstrap" ] || { log "not running"; return 1; }
+  for i in $(seq 1 "$(nodes)"); do running_pid "$(node_dir "$i")" >/dev/null || down="$down $i"; done
+  if [ -z "$down" ]; then cat "$run/bootstrap"; return 0; fi
+  if [ "$(nodes)" = 1 ]; then log "not running"; else log "nodes not running:$down of $(nodes)"; fi
+  return 1
 }
 
 case "${1:-}" in
@@ -229,5 +322,7 @@ case "${1:-}" in
   status) status ;;
   fetch) fetch ;;
   restart) restart ;;
-  *) echo "usage: $0 start|stop|restart|status|fetch" >&2; exit 2 ;;
+  kill-node) kill_node "${2:-}" ;;
+  start-node) start_node "${2:-}" ;;
+  *) echo "usage: $0 start|stop|restart|status|fetch|kill-node I|start-node I" >&2; exit 2 ;;
 esac

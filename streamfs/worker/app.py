@@ -161,6 +161,20 @@ def topic_changes(partitions: dict[str, int], ids: dict[str, str],
     return problems
 
 
+def moving_codes() -> frozenset[int]:
+    """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
+    broker restarted or crashed, a partition's leader or a group's coordinator being elected
+    or loading. :meth:`Worker._ask` asks again on these."""
+    from confluent_kafka import KafkaError
+
+    return frozenset({
+        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._UNKNOWN_PARTITION, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
+        KafkaError._ALL_BROKERS_DOWN})
+
+
 def fetch_config(max_message_bytes: int) -> dict:
     """How the worker's consumers fetch (the bench's raw consumer uses the same settings, so
     that it is a fair ceiling)."""
@@ -646,7 +660,7 @@ class Worker:
                 # the first offset itself rather than OFFSET_BEGINNING: librdkafka resolves a
                 # logical offset with a query that, right after an assignment, it retries
                 # only after 500 ms (measured: first message 0.5 s later)
-                low, high = self.consumer.get_watermark_offsets(tp, timeout=30)
+                low, high = self._watermarks(self.consumer, tp)
                 tp.offset, waiting[i] = low, high - low
         # Where none is committed, the start the partition is read from stands for it: a
         # sweep commits it (see _sweep_closed), which moves no one's reading (the next owner
@@ -662,26 +676,41 @@ class Worker:
         return [tp for _, tp in sorted(zip(waiting, committed), key=lambda wt: -wt[0])]
 
     def _committed(self, partitions: list, timeout: float) -> list:
-        """``consumer.committed(partitions)``, asked again while the group's coordinator is
-        moving or loading (a broker restarted: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-        COORDINATOR_NOT_AVAILABLE; librdkafka returns these from ``committed`` rather than
-        retry them, and the worker had exited 70 on one in a rewind), within ``timeout``
-        seconds in all."""
-        from confluent_kafka import KafkaError, KafkaException
+        """``consumer.committed(partitions)``, asked again while the cluster is moving
+        (:meth:`_ask`; librdkafka returns NOT_COORDINATOR and the like from ``committed``
+        rather than retry them, and the worker had exited 70 on one in a rewind)."""
+        return self._ask("committed offsets",
+                         lambda t: self.consumer.committed(partitions, timeout=t), timeout)
 
-        moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                  KafkaError.COORDINATOR_NOT_AVAILABLE}
+    def _watermarks(self, client: Any, tp: Any, timeout: float = 30.0) -> tuple[int, int]:
+        """``client.get_watermark_offsets(tp)``, asked again while the cluster is moving (a
+        partition's leader crashed: librdkafka answers "Unknown partition" until a new one is
+        elected, seen on a 3-node cluster)."""
+        return self._ask(f"offsets of {tp.topic}:{tp.partition}",
+                         lambda t: client.get_watermark_offsets(tp, timeout=min(t, 30.0)),
+                         timeout)
+
+    def _ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
+        """``call(seconds left)``, asked again while the broker's answer says the cluster is
+        moving (:data:`MOVING`: a broker restarted or crashed, a leader or coordinator being
+        elected or loading), within ``timeout`` seconds in all; any other error, or one still
+        there at the deadline, is raised. One INFO line says the first such answer."""
+        from confluent_kafka import KafkaException
+
         deadline = time.monotonic() + timeout
         pause = 0.05
+        said = False
         while True:
             try:
-                return self.consumer.committed(
-                    partitions, timeout=max(1.0, deadline - time.monotonic()))
+                return call(max(1.0, deadline - time.monotonic()))
             except KafkaException as exc:
                 err = exc.args[0]
-                if err.code() not in moving or time.monotonic() + pause >= deadline:
+                if err.code() not in moving_codes() or time.monotonic() + pause >= deadline:
                     raise
-                log.info("committed offsets: %s; asking again", err.str())
+                if not said:
+                    log.info("%s: %s; asking again for up to %.0f s", what, err.str(),
+                             deadline - time.monotonic())
+                    said = True
             self.health.beat()  # waiting on the broker is no stall of the loop
             time.sleep(pause)  # a back-off between requests, not a wait for an event
             pause = min(2 * pause, 1.0)
@@ -744,8 +773,7 @@ class Worker:
             state = self.partitions[key] = PartitionState(key[0], self.settings)
             topic = self.changelog[key[0]]
             # read_committed: the stable end, which may still lie before a committed target
-            low, high = self.consumer.get_watermark_offsets(TopicPartition(topic, key[1]),
-                                                            timeout=30)
+            low, high = self._watermarks(self.consumer, TopicPartition(topic, key[1]))
             end = max(high, target or 0)
             if end > high:
                 log.info("changelog %s:%d: stable end %d, committed with the offsets up to %d: "
@@ -850,7 +878,7 @@ class Worker:
         try:
             for key in sorted(pending):
                 topic, target = self.changelog[key[0]], targets.get(key) or 0
-                _, end = probe.get_watermark_offsets(TopicPartition(topic, key[1]), timeout=30)
+                _, end = self._watermarks(probe, TopicPartition(topic, key[1]))
                 if end >= target:
                     raise RestoreHeld(
                         f"changelog {topic}:{key[1]} holds the records up to offset {target} "

@@ -14,8 +14,8 @@ from tests.external import unavailable
 SCRIPT = Path(__file__).resolve().parents[2] / "ops" / "kafka" / "broker.sh"
 
 
-def _broker(command: str, run: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), command], capture_output=True, text=True,
+def _broker(run: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True,
                           env={**os.environ, "STREAMFS_RUN": str(run)}, timeout=300)
 
 
@@ -23,15 +23,35 @@ def _broker(command: str, run: Path) -> subprocess.CompletedProcess:
 def test_restart_after_stop_starts_the_broker_on_its_port(tmp_path):
     if shutil.which("java") is None:
         unavailable("no java to run ops/kafka/broker.sh")
-    started = _broker("start", tmp_path)
+    started = _broker(tmp_path, "start")
     assert started.returncode == 0, started.stderr[-3000:]
     address = started.stdout.strip().splitlines()[-1]
     try:
-        assert _broker("stop", tmp_path).returncode == 0
-        restarted = _broker("restart", tmp_path)
+        assert _broker(tmp_path, "stop").returncode == 0
+        restarted = _broker(tmp_path, "restart")
         assert restarted.returncode == 0, restarted.stderr[-3000:]
         assert restarted.stdout.strip().splitlines()[-1] == address
         assert "not running: starting it again" in restarted.stderr
-        assert _broker("status", tmp_path).stdout.strip() == address
+        assert _broker(tmp_path, "status").stdout.strip() == address
     finally:
-        _broker("stop", tmp_path)
+        _broker(tmp_path, "stop")
+
+
+def test_a_cluster_is_refused_with_a_bad_node_count_or_with_security(tmp_path):
+    """Checked before anything is fetched or started: one line naming the setting, exit 2."""
+    for env, said in [({"KAFKA_NODES": "three"}, "KAFKA_NODES: 'three' is not a number"),
+                      ({"KAFKA_NODES": "0"}, "KAFKA_NODES: '0' is not a number"),
+                      ({"KAFKA_NODES": "3", "KAFKA_TLS": "1"}, "unset KAFKA_SASL_USERS and KAFKA_TLS")]:
+        proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
+                              env={**os.environ, "STREAMFS_RUN": str(tmp_path), **env},
+                              timeout=60)
+        assert proc.returncode == 2 and said in proc.stderr, (env, proc.stderr)
+        assert not (tmp_path / "nodes").exists()  # nothing formatted
+
+
+def test_kill_node_names_the_nodes_there_are(tmp_path):
+    for node in ("4", "x", ""):
+        proc = _broker(tmp_path, "kill-node", node)
+        assert proc.returncode == 2, proc.stderr
+        assert f"no node '{node}' in {tmp_path} (nodes 1 to 1)" in proc.stderr
+

@@ -675,6 +675,37 @@ def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
     assert len(answers) > 90
 
 
+def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
+    """On a 3-node cluster with one node SIGKILLed, the offsets of a changelog partition it
+    led answered "Unknown partition" until a new leader was elected, and the worker's rewind
+    exited 70 with a traceback; it asks again, within the deadline, for every code of a
+    cluster on the move."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from streamfs.worker import app
+
+    answers: list = []
+
+    class Client:
+        def get_watermark_offsets(self, tp, timeout):
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return 3, 9
+
+    worker = object.__new__(app.Worker)
+    worker.health = app.Health()
+    for code in sorted(app.moving_codes()):
+        answers[:] = [code, code, "offsets"]
+        assert worker._watermarks(Client(), TopicPartition("cl", 0)) == (3, 9), code
+    answers[:] = [KafkaError.TOPIC_AUTHORIZATION_FAILED, "offsets"]
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        worker._watermarks(Client(), TopicPartition("cl", 0))
+    answers[:] = [KafkaError._UNKNOWN_PARTITION] * 100
+    with pytest.raises(KafkaException, match="Unknown partition|_UNKNOWN_PARTITION"):
+        worker._watermarks(Client(), TopicPartition("cl", 0), timeout=0.3)
+
+
 def _producer_worker(monkeypatch, answers):
     """A worker (no consumer, no broker) whose new producers' ``init_transactions`` give
     ``answers`` in turn: a KafkaError code raises it, ``"ok"`` returns."""
