@@ -684,15 +684,15 @@ class Worker:
 
     def _watermarks(self, client: Any, tp: Any, timeout: float = 30.0) -> tuple[int, int]:
         """``client.get_watermark_offsets(tp)``, asked again while the cluster is moving (a
-        partition's leader crashed: librdkafka answers "Unknown partition" until a new one is
-        elected, seen on a 3-node cluster)."""
+        partition's leader crashed: on a 3-node cluster librdkafka answered "Unknown
+        partition" or timed out until its metadata named the new leader)."""
         return self._ask(f"offsets of {tp.topic}:{tp.partition}",
                          lambda t: client.get_watermark_offsets(tp, timeout=min(t, 30.0)),
                          timeout)
 
     def _ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
         """``call(seconds left)``, asked again while the broker's answer says the cluster is
-        moving (:data:`MOVING`: a broker restarted or crashed, a leader or coordinator being
+        moving (:func:`moving_codes`: a broker restarted or crashed, a leader or coordinator being
         elected or loading), within ``timeout`` seconds in all; any other error, or one still
         there at the deadline, is raised. One INFO line says the first such answer."""
         from confluent_kafka import KafkaException
