@@ -9,6 +9,7 @@
 #   ops/kafka/broker.sh status   print the bootstrap address if running, exit 1 otherwise
 #   ops/kafka/broker.sh fetch    only fetch the jars
 #   ops/kafka/broker.sh kill-node I   SIGKILL node I of a cluster (a crashed broker)
+#   ops/kafka/broker.sh stop-node I   stop node I of a cluster (SIGTERM: a controlled shutdown)
 #   ops/kafka/broker.sh start-node I  start node I of a cluster again, on its port and data
 #
 # Settings (environment): KAFKA_VERSION (default 4.1.2; 3.9.x works too),
@@ -28,8 +29,8 @@
 # KAFKA_NODES=3 makes `start` a cluster of three nodes (each a broker and a KRaft controller,
 # one JVM each, in $STREAMFS_RUN/node-1..3): the internal topics are replicated to all three
 # with min.insync.replicas 2, and the bootstrap file lists every node's address. `stop`,
-# `restart` and `status` act on every node; kill-node and start-node on one. Not combined with
-# KAFKA_SASL_USERS or KAFKA_TLS.
+# `restart` and `status` act on every node; kill-node, stop-node and start-node on one. Not
+# combined with KAFKA_SASL_USERS or KAFKA_TLS.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -289,16 +290,16 @@ stop() {
   rm -f "$run/bootstrap"
 }
 
-# kill-node and start-node: $1 is a node's number, 1 to the number of nodes
+# kill-node, stop-node and start-node: $1 is a node's number, 1 to the number of nodes
 node_arg() {
   if ! [[ "${1:-}" =~ ^[1-9]$ ]] || [ "$1" -gt "$(nodes)" ]; then
     log "no node '${1:-}' in $run (nodes 1 to $(nodes))"; exit 2
   fi
 }
 
-kill_node() {
+kill_node() {  # $1: the node, $2: the signal (KILL: a crash; TERM: a controlled shutdown)
   node_arg "${1:-}"
-  stop_node "$(node_dir "$1")" KILL
+  stop_node "$(node_dir "$1")" "$2"
 }
 
 start_node() {
@@ -322,7 +323,8 @@ case "${1:-}" in
   status) status ;;
   fetch) fetch ;;
   restart) restart ;;
-  kill-node) kill_node "${2:-}" ;;
+  kill-node) kill_node "${2:-}" KILL ;;
+  stop-node) kill_node "${2:-}" TERM ;;
   start-node) start_node "${2:-}" ;;
-  *) echo "usage: $0 start|stop|restart|status|fetch|kill-node I|start-node I" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|restart|status|fetch|kill-node I|stop-node I|start-node I" >&2; exit 2 ;;
 esac

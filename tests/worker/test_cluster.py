@@ -1,8 +1,8 @@
 """A cluster of three brokers (ops/kafka/broker.sh with KAFKA_NODES=3): what the README says
 replication gives. streamfs creates its topics with three replicas, two of them in sync for a
-write to count; a worker goes on through the crash of any one broker, and a read_committed
-reader still sees every version of every stream once, in order, equal to an uninterrupted
-run."""
+write to count; a worker goes on through the crash of any one broker and through a rolling
+restart of them all, and a read_committed reader still sees every version of every stream
+once, in order, equal to an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ class Cluster:
         proc = self._script("kill-node", str(node))
         assert proc.returncode == 0, proc.stderr[-3000:]
 
+    def stop_node(self, node: int) -> None:
+        """A controlled shutdown (SIGTERM): the node hands its leaderships over first."""
+        proc = self._script("stop-node", str(node))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
     def start(self, node: int) -> None:
         proc = self._script("start-node", str(node))
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -58,7 +63,8 @@ def cluster(tmp_path_factory):
     proc = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
                           text=True, timeout=300)
     if proc.returncode != 0:
-        unavailable(f"no Kafka cluster: ops/kafka/broker.sh start (KAFKA_NODES=3) failed:\n{proc.stderr[-3000:]}")
+        unavailable("no Kafka cluster: ops/kafka/broker.sh start (KAFKA_NODES=3) failed:\n"
+                    + proc.stderr[-3000:])
     cluster = Cluster(run_dir, proc.stdout.strip().splitlines()[-1])
     try:
         yield cluster
@@ -146,3 +152,30 @@ def test_a_broker_crash_mid_stream_loses_and_repeats_nothing(cluster, cluster_pr
     for stream, ref in refs.items():
         assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
     assert worker.health() is not None, worker.log_tail(30)  # still serving
+
+
+def test_a_rolling_restart_of_every_node_loses_and_repeats_nothing(cluster, cluster_prefix,
+                                                                   cluster_worker):
+    """Each node stopped and started again in turn, as an upgrade of the cluster does, with
+    input published while each one is down."""
+    cases = mixed_workload(10, prefix="u")
+    refs = {c.stream: reference_versions(c) for c in cases}
+    messages = interleave(cases)
+    quarter = len(messages) // 4
+    worker = cluster_worker()
+    publish(cluster.config, cluster_prefix, cases, messages[:quarter])
+    selected = load_catalogue(cluster_prefix)["selected"].name
+    with SelectionReader(cluster.config, selected) as reader:
+        for n, _ in enumerate(reader.updates(timeout=180), 1):
+            if n >= 5:
+                break
+    for node in (1, 2, 3):
+        cluster.stop_node(node)
+        try:
+            chunk = messages[node * quarter:None if node == 3 else (node + 1) * quarter]
+            publish(cluster.config, cluster_prefix, cases, chunk)
+        finally:
+            cluster.start(node)
+    got = wait_finals(cluster.config, cluster_prefix, list(refs), timeout=400)
+    for stream, ref in refs.items():
+        assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
