@@ -126,22 +126,34 @@ def _group_coordinator(config: dict, group: str) -> int:
     return description.coordinator.id
 
 
+def _workload(prefix: str) -> tuple[list, dict, list]:
+    """Ten streams of every algorithm: the cases, each stream's versions in an uninterrupted
+    run, and their messages interleaved."""
+    cases = mixed_workload(10, prefix=prefix)
+    return cases, {c.stream: reference_versions(c) for c in cases}, interleave(cases)
+
+
+def _at_work(cluster: Cluster, prefix: str, cluster_worker, cases: list,
+             first: list) -> WorkerProcess:
+    """A worker started, the ``first`` messages published, and five results read."""
+    worker = cluster_worker()
+    publish(cluster.config, prefix, cases, first)
+    selected = load_catalogue(prefix)["selected"].name
+    with SelectionReader(cluster.config, selected) as reader:
+        for n, _ in enumerate(reader.updates(timeout=180), 1):
+            if n >= 5:
+                break
+    return worker
+
+
 def test_a_broker_crash_mid_stream_loses_and_repeats_nothing(cluster, cluster_prefix,
                                                              cluster_worker):
     """The node that coordinates the worker's group (and leads some of its partitions) is
     SIGKILLed with results committed and input still to come; the rest of the input is
     published to the two nodes left."""
-    cases = mixed_workload(10, prefix="k")
-    refs = {c.stream: reference_versions(c) for c in cases}
-    messages = interleave(cases)
+    cases, refs, messages = _workload("k")
     half = len(messages) // 2
-    worker = cluster_worker()
-    publish(cluster.config, cluster_prefix, cases, messages[:half])
-    selected = load_catalogue(cluster_prefix)["selected"].name
-    with SelectionReader(cluster.config, selected) as reader:
-        for n, _ in enumerate(reader.updates(timeout=180), 1):
-            if n >= 5:
-                break
+    worker = _at_work(cluster, cluster_prefix, cluster_worker, cases, messages[:half])
     crashed = _group_coordinator(cluster.config, worker.env["STREAMFS_APP_ID"])
     cluster.kill(crashed)
     try:
@@ -158,17 +170,9 @@ def test_a_rolling_restart_of_every_node_loses_and_repeats_nothing(cluster, clus
                                                                    cluster_worker):
     """Each node stopped and started again in turn, as an upgrade of the cluster does, with
     input published while each one is down."""
-    cases = mixed_workload(10, prefix="u")
-    refs = {c.stream: reference_versions(c) for c in cases}
-    messages = interleave(cases)
+    cases, refs, messages = _workload("u")
     quarter = len(messages) // 4
-    worker = cluster_worker()
-    publish(cluster.config, cluster_prefix, cases, messages[:quarter])
-    selected = load_catalogue(cluster_prefix)["selected"].name
-    with SelectionReader(cluster.config, selected) as reader:
-        for n, _ in enumerate(reader.updates(timeout=180), 1):
-            if n >= 5:
-                break
+    worker = _at_work(cluster, cluster_prefix, cluster_worker, cases, messages[:quarter])
     for node in (1, 2, 3):
         cluster.stop_node(node)
         try:
