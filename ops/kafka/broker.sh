@@ -297,7 +297,7 @@ node_arg() {
   fi
 }
 
-kill_node() {  # $1: the node, $2: the signal (KILL: a crash; TERM: a controlled shutdown)
+signal_node() {  # $1: the node, $2: the signal (KILL: a crash; TERM: a controlled shutdown)
   node_arg "${1:-}"
   stop_node "$(node_dir "$1")" "$2"
 }
@@ -323,8 +323,8 @@ case "${1:-}" in
   status) status ;;
   fetch) fetch ;;
   restart) restart ;;
-  kill-node) kill_node "${2:-}" KILL ;;
-  stop-node) kill_node "${2:-}" TERM ;;
+  kill-node) signal_node "${2:-}" KILL ;;
+  stop-node) signal_node "${2:-}" TERM ;;
   start-node) start_node "${2:-}" ;;
   *) echo "usage: $0 start|stop|restart|status|fetch|kill-node I|stop-node I|start-node I" >&2; exit 2 ;;
 esac

@@ -687,7 +687,7 @@ class Worker:
         partition's leader crashed: on a 3-node cluster librdkafka answered "Unknown
         partition" or timed out until its metadata named the new leader)."""
         return self._ask(f"offsets of {tp.topic}:{tp.partition}",
-                         lambda t: client.get_watermark_offsets(tp, timeout=min(t, 30.0)),
+                         lambda t: client.get_watermark_offsets(tp, timeout=t),
                          timeout)
 
     def _ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
