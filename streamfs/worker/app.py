@@ -164,7 +164,10 @@ def topic_changes(partitions: dict[str, int], ids: dict[str, str],
 def moving_codes() -> frozenset[int]:
     """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
     broker restarted or crashed, a partition's leader or a group's coordinator being elected
-    or loading. :meth:`Worker._ask` asks again on these."""
+    or loading. :meth:`Worker._ask` asks again on these. ``_DESTROY_BROKER`` ("Broker handle
+    destroyed without termination") fails a request in flight when librdkafka drops its
+    handle of a broker that the cluster's metadata no longer lists: on a 3-node cluster, a
+    watermark query just after two crashed nodes came back, and the worker had exited 70."""
     from confluent_kafka import KafkaError
 
     return frozenset({
@@ -172,7 +175,7 @@ def moving_codes() -> frozenset[int]:
         KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
         KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
         KafkaError._UNKNOWN_PARTITION, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
-        KafkaError._ALL_BROKERS_DOWN})
+        KafkaError._ALL_BROKERS_DOWN, KafkaError._DESTROY_BROKER})
 
 
 def fetch_config(max_message_bytes: int) -> dict:
@@ -578,23 +581,28 @@ class Worker:
 
     def _input_topic_ids(self) -> dict[str, str]:
         """The input topics' ids as the broker has them now. :class:`TopicMismatch` for one that
-        does not exist; ``KafkaException`` if the broker does not answer (as for the committed
-        offsets read with it)."""
+        does not exist; asked again while the cluster is moving (:meth:`_ask`), else
+        ``KafkaException`` if the broker does not answer (as for the committed offsets read
+        with it)."""
         from confluent_kafka import KafkaError, KafkaException
 
-        ids = {}
-        timeout = self.settings.transaction_timeout + 60
-        for name, future in self._describe(self.roles, timeout).items():
-            try:
-                ids[name] = str(future.result(timeout + 5).topic_id)
-            except KafkaException as exc:
-                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise TopicMismatch(f"input topic {name!r} does not exist: run `streamfs "
-                                        "topics create` and start the worker again") from None
-                if is_denied(exc.args[0]):
-                    raise self._denied(exc.args[0], f"describing topic {name!r}") from None
-                raise
-        return ids
+        def describe(seconds: float) -> dict[str, str]:
+            ids = {}
+            for name, future in self._describe(self.roles, seconds).items():
+                try:
+                    ids[name] = str(future.result(seconds + 5).topic_id)
+                except KafkaException as exc:
+                    if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                        raise TopicMismatch(f"input topic {name!r} does not exist: run "
+                                            "`streamfs topics create` and start the worker "
+                                            "again") from None
+                    if is_denied(exc.args[0]):
+                        raise self._denied(exc.args[0], f"describing topic {name!r}") from None
+                    raise
+            return ids
+
+        return self._ask("the input topics' ids", describe,
+                         self.settings.transaction_timeout + 60)
 
     # ------------------------------------------------------------------ rebalances
     def _on_assign(self, consumer: Any, partitions: list) -> None:

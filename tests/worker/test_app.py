@@ -698,12 +698,49 @@ def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
     for code in sorted(app.moving_codes()):
         answers[:] = [code, code, "offsets"]
         assert worker._watermarks(Client(), TopicPartition("cl", 0)) == (3, 9), code
+    # answered just after two crashed nodes of three came back: the worker had exited 70
+    answers[:] = [KafkaError._DESTROY_BROKER, "offsets"]
+    assert worker._watermarks(Client(), TopicPartition("cl", 0)) == (3, 9)
     answers[:] = [KafkaError.TOPIC_AUTHORIZATION_FAILED, "offsets"]
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         worker._watermarks(Client(), TopicPartition("cl", 0))
     answers[:] = [KafkaError._UNKNOWN_PARTITION] * 100
     with pytest.raises(KafkaException, match="Unknown partition|_UNKNOWN_PARTITION"):
         worker._watermarks(Client(), TopicPartition("cl", 0), timeout=0.3)
+
+
+def test_input_topic_ids_are_asked_again_while_the_cluster_moves():
+    """The input topics' ids, read at every assignment, are asked again on the codes of a
+    cluster on the move (a crashed node's handle dropped, a connection reset), as the
+    committed offsets are; a missing topic is still one line naming it, at once."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.settings import Settings
+    from streamfs.topics import TopicMismatch
+    from streamfs.worker import app
+
+    answers: list = []
+
+    def describe(names, timeout):
+        answer, future = answers.pop(0), Future()
+        if answer == "ids":
+            future.set_result(SimpleNamespace(topic_id="T1"))
+        else:
+            future.set_exception(KafkaException(KafkaError(answer)))
+        return {name: future for name in names}
+
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.roles, worker.health = Settings(), {"feat": "features"}, app.Health()
+    worker._describe = describe
+    answers[:] = [KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, "ids"]
+    assert worker._input_topic_ids() == {"feat": "T1"}
+    answers[:] = [KafkaError.UNKNOWN_TOPIC_OR_PART, "ids"]
+    with pytest.raises(TopicMismatch, match="input topic 'feat' does not exist"):
+        worker._input_topic_ids()
+    assert answers == ["ids"]  # asked once
 
 
 def _producer_worker(monkeypatch, answers):

@@ -1,17 +1,20 @@
 """A cluster of three brokers (ops/kafka/broker.sh with KAFKA_NODES=3): what the README says
 replication gives. streamfs creates its topics with three replicas, two of them in sync for a
 write to count; a worker goes on through the crash of any one broker and through a rolling
-restart of them all, and a read_committed reader still sees every version of every stream
-once, in order, equal to an uninterrupted run."""
+restart of them all, waits out the crash of two (no write can count then), and a
+read_committed reader still sees every version of every stream once, in order, equal to an
+uninterrupted run."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from streamfs.client import SelectionReader
@@ -183,3 +186,55 @@ def test_a_rolling_restart_of_every_node_loses_and_repeats_nothing(cluster, clus
     got = wait_finals(cluster.config, cluster_prefix, list(refs), timeout=400)
     for stream, ref in refs.items():
         assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
+
+
+def _ends(config: dict, topics: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """Each partition of ``topics``: its leader's node id and its end offset."""
+    meta = AdminClient(config).list_topics(timeout=30).topics
+    reader = Consumer({**config, "group.id": f"ends-{uuid.uuid4().hex[:8]}"})
+    try:
+        return {(t, p): (meta[t].partitions[p].leader,
+                         reader.get_watermark_offsets(TopicPartition(t, p), timeout=30)[1])
+                for t in topics for p in meta[t].partitions}
+    finally:
+        reader.close()
+
+
+def test_two_brokers_down_halt_the_worker_until_they_return(cluster, cluster_prefix,
+                                                           cluster_worker):
+    """Two of the three nodes SIGKILLed while the worker has input to process: no controller
+    quorum, and no write can have its two in-sync replicas, so nothing can be committed. The
+    worker, which can still fetch from the node left, fails its transaction, waits for the
+    broker (``/health``: ``broker-unreachable``) instead of exiting, and once the two are back
+    finishes every stream: every version once, exact."""
+    cases, refs, messages = _workload("m")
+    half = len(messages) // 2
+    worker = _at_work(cluster, cluster_prefix, cluster_worker, cases, messages[:half])
+    catalogue = load_catalogue(cluster_prefix)
+    inputs = [catalogue["features"].name, catalogue["instances"].name]
+    before = _ends(cluster.config, inputs)
+    crashed: list[int] = []
+    worker.pause()  # the rest of the input stays unprocessed until two nodes are down
+    try:
+        publish(cluster.config, cluster_prefix, cases, messages[half:])
+        after = _ends(cluster.config, inputs)
+        # the node left leads a partition with input waiting: the worker fetches from it
+        survivor = next(leader for tp, (leader, end) in after.items() if end > before[tp][1])
+        for node in (1, 2, 3):
+            if node != survivor:
+                cluster.kill(node)
+                crashed.append(node)
+        worker.resume()
+        deadline = time.monotonic() + 180
+        while (worker.health() or {}).get("status") != "broker-unreachable":
+            assert worker.proc.poll() is None, worker.log_tail(30)
+            assert time.monotonic() < deadline, worker.log_tail(30)
+            time.sleep(0.5)  # polling another process's /health
+    finally:
+        worker.resume()
+        for node in crashed:
+            cluster.start(node)
+    got = wait_finals(cluster.config, cluster_prefix, list(refs), timeout=400)
+    for stream, ref in refs.items():
+        assert [_strip(r) for r in got[stream]] == ref, (stream, worker.log_tail(30))
+    assert worker.health() is not None, worker.log_tail(30)  # still serving
