@@ -178,6 +178,18 @@ def moving_codes() -> frozenset[int]:
         KafkaError._ALL_BROKERS_DOWN, KafkaError._DESTROY_BROKER})
 
 
+def unreachable_codes() -> frozenset[int]:
+    """The :func:`moving_codes` that say no broker answers the question at all (down, or
+    without the quorum or the replicas to answer it), rather than that one is being elected:
+    past its deadline :meth:`Worker._ask` waits for the broker on these instead of giving up."""
+    from confluent_kafka import KafkaError
+
+    return frozenset({
+        KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN, KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError._DESTROY_BROKER})
+
+
 def fetch_config(max_message_bytes: int) -> dict:
     """How the worker's consumers fetch (the bench's raw consumer uses the same settings, so
     that it is a fair ceiling)."""
@@ -531,24 +543,29 @@ class Worker:
                     raise self._denied(err, "starting its transactional producer") from None
                 if not err.retriable() or err.fatal():
                     raise
-                if not waited:
-                    log.warning("the transaction coordinator does not answer (%s): waiting for "
-                                "the broker", err.str())
-                    waited = True
-                with self.health.lock:
-                    if self.health.unreachable_since is None:
-                        self.health.unreachable_since = time.monotonic()
-                # alive, and waiting on purpose: /live must not have a supervisor restart a
-                # worker that a restart cannot help while the broker is away
-                self.health.beat()
-                if not self.running:
-                    raise StoppedWhileUnreachable(
-                        "stopped while the broker was unreachable: the batch in progress was "
-                        "not committed, and its input is read again by its partition's next "
-                        "owner") from None
+                waited = self._wait_for_broker(waited, "the transaction coordinator", err)
         if waited:
             log.info("the transaction coordinator answered: going on")
             self._broker_answered()
+
+    def _wait_for_broker(self, said: bool, who: str, err: Any) -> bool:
+        """One turn of waiting for a broker that does not answer: a WARNING line the first
+        time (``said`` False) naming ``who`` and ``err``; ``/health`` says
+        ``broker-unreachable``; :class:`StoppedWhileUnreachable` if a stop was asked meanwhile.
+        Returns True (said)."""
+        if not said:
+            log.warning("%s does not answer (%s): waiting for the broker", who, err.str())
+        with self.health.lock:
+            if self.health.unreachable_since is None:
+                self.health.unreachable_since = time.monotonic()
+        # alive, and waiting on purpose: /live must not have a supervisor restart a worker
+        # that a restart cannot help while the broker is away
+        self.health.beat()
+        if not self.running:
+            raise StoppedWhileUnreachable(
+                "stopped while the broker was unreachable: the batch in progress was not "
+                "committed, and its input is read again by its partition's next owner") from None
+        return True
 
     def _denied(self, err: Any, doing: str) -> AccessDenied:
         """:class:`AccessDenied` for ``err``, saying which of the worker's ACLs (README, Kafka
@@ -701,24 +718,43 @@ class Worker:
     def _ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
         """``call(seconds left)``, asked again while the broker's answer says the cluster is
         moving (:func:`moving_codes`: a broker restarted or crashed, a leader or coordinator being
-        elected or loading), within ``timeout`` seconds in all; any other error, or one still
-        there at the deadline, is raised. One INFO line says the first such answer."""
+        elected or loading), within ``timeout`` seconds; any other error is raised, and so is
+        a moving code still there at the deadline, unless it says that no broker answers
+        (:func:`unreachable_codes`): then the worker waits for the broker as its new producers
+        do (:meth:`_wait_for_broker`), one call of ``INIT_TRANSACTIONS_SECONDS`` at a time.
+        A rewind asked for its committed offsets while two of a cluster's three nodes were
+        down: every call timed out, and at the deadline the worker had exited 70. One INFO line
+        says the first moving answer."""
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + timeout
         pause = 0.05
-        said = False
+        said = waited = outage = False  # outage: waiting past the deadline
         while True:
             try:
-                return call(max(1.0, deadline - time.monotonic()))
+                answer = call(INIT_TRANSACTIONS_SECONDS if outage
+                              else max(1.0, deadline - time.monotonic()))
+                if waited:
+                    log.info("the broker answered (%s): going on", what)
+                    self._broker_answered()
+                return answer
             except KafkaException as exc:
                 err = exc.args[0]
-                if err.code() not in moving_codes() or time.monotonic() + pause >= deadline:
+                if err.code() not in moving_codes():
                     raise
-                if not said:
-                    log.info("%s: %s; asking again for up to %.0f s", what, err.str(),
-                             deadline - time.monotonic())
-                    said = True
+                now = time.monotonic()
+                if err.code() in unreachable_codes() and (outage or now + pause >= deadline):
+                    waited = outage = self._wait_for_broker(waited, f"{what}: the broker", err)
+                else:
+                    if outage:  # a broker answers, the cluster still moving: a new deadline
+                        outage, deadline, pause = False, now + timeout, 0.05
+                        self._broker_answered()
+                    if now + pause >= deadline:
+                        raise
+                    if not said:
+                        log.info("%s: %s; asking again for up to %.0f s", what, err.str(),
+                                 deadline - now)
+                        said = True
             self.health.beat()  # waiting on the broker is no stall of the loop
             time.sleep(pause)  # a back-off between requests, not a wait for an event
             pause = min(2 * pause, 1.0)

@@ -709,6 +709,53 @@ def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
         worker._watermarks(Client(), TopicPartition("cl", 0), timeout=0.3)
 
 
+def test_a_broker_that_does_not_answer_is_waited_for_past_the_deadline(caplog):
+    """With two of a cluster's three nodes down, a rewind's committed offsets timed out call
+    after call, and at the deadline the worker exited 70. Past it, an answer that says no
+    broker answers is waited for (``/health``: broker-unreachable, ``/live`` alive) until the
+    broker answers or a stop is asked; a moving code that is no outage still ends there."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.worker import app
+
+    answers: list = []
+    seen: list = []
+
+    class Consumer:
+        def committed(self, partitions, timeout):
+            seen.append((timeout, worker.health.unreachable_since is not None))
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return ["p0 at 7"]
+
+    worker = object.__new__(app.Worker)
+    worker.health, worker.consumer, worker.running = app.Health(), Consumer(), True
+    answers[:] = [KafkaError._TIMED_OUT] * 6 + ["offsets"]
+    with caplog.at_level(logging.INFO, logger="streamfs.worker"):
+        assert worker._committed(["p0"], 0.3) == ["p0 at 7"]
+    assert answers == []
+    assert seen[-1] == (app.INIT_TRANSACTIONS_SECONDS, True)  # waited, and /health said so
+    assert worker.health.unreachable_since is None  # answered: reachable again
+    assert "committed offsets: the broker does not answer" in caplog.text
+    assert "the broker answered (committed offsets): going on" in caplog.text
+    # back, with the group's coordinator still loading: asked again, within a new deadline
+    answers[:] = [KafkaError._TIMED_OUT] * 5 + [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 2
+    answers.append("offsets")
+    assert worker._committed(["p0"], 0.3) == ["p0 at 7"]
+    answers[:] = [KafkaError._TIMED_OUT] * 5 + [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 100
+    with pytest.raises(KafkaException, match="COORDINATOR_LOAD_IN_PROGRESS"):
+        worker._committed(["p0"], 0.3)
+    answers[:] = [KafkaError._TRANSPORT] * 40
+    worker.running = False  # SIGTERM meanwhile
+    with pytest.raises(app.StoppedWhileUnreachable):
+        worker._committed(["p0"], 0.3)
+    worker.running = True
+    answers[:] = [KafkaError.NOT_COORDINATOR] * 100
+    with pytest.raises(KafkaException, match="NOT_COORDINATOR"):
+        worker._committed(["p0"], 0.3)
+
+
 def test_input_topic_ids_are_asked_again_while_the_cluster_moves():
     """The input topics' ids, read at every assignment, are asked again on the codes of a
     cluster on the move (a crashed node's handle dropped, a connection reset), as the
