@@ -598,9 +598,8 @@ class Worker:
 
     def _input_topic_ids(self) -> dict[str, str]:
         """The input topics' ids as the broker has them now. :class:`TopicMismatch` for one that
-        does not exist; asked again while the cluster is moving (:meth:`_ask`), else
-        ``KafkaException`` if the broker does not answer (as for the committed offsets read
-        with it)."""
+        does not exist; asked again while the cluster is moving, and waited for while no
+        broker answers (:meth:`_ask`, as the committed offsets read with it are)."""
         from confluent_kafka import KafkaError, KafkaException
 
         def describe(seconds: float) -> dict[str, str]:
