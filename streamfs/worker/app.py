@@ -89,8 +89,9 @@ log = logging.getLogger("streamfs.worker")
 EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
-# one init_transactions call's wait; a broker down for longer is waited for call after call
-# (librdkafka: a retriable _TIMED_OUT, "retry call to resume"), a stop asked between them ends it
+# one call's wait for a broker that does not answer (init_transactions, and Worker._ask past
+# its deadline); a broker down for longer is waited for call after call (librdkafka: a
+# retriable _TIMED_OUT, "retry call to resume"), a stop asked between them ends it
 INIT_TRANSACTIONS_SECONDS = 10.0
 #: how often the worker checks, busy or idle, that its topics still exist, with their
 #: partition counts and, for the input topics, the ids they were assigned with
