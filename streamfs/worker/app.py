@@ -162,33 +162,31 @@ def topic_changes(partitions: dict[str, int], ids: dict[str, str],
     return problems
 
 
-def moving_codes() -> frozenset[int]:
-    """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
-    broker restarted or crashed, a partition's leader or a group's coordinator being elected
-    or loading. :meth:`Worker._ask` asks again on these. ``_DESTROY_BROKER`` ("Broker handle
-    destroyed without termination") fails a request in flight when librdkafka drops its
-    handle of a broker that the cluster's metadata no longer lists: on a 3-node cluster, a
-    watermark query just after two crashed nodes came back, and the worker had exited 70."""
-    from confluent_kafka import KafkaError
-
-    return frozenset({
-        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._UNKNOWN_PARTITION, KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
-        KafkaError._ALL_BROKERS_DOWN, KafkaError._DESTROY_BROKER})
-
-
 def unreachable_codes() -> frozenset[int]:
-    """The :func:`moving_codes` that say no broker answers the question at all (down, or
-    without the quorum or the replicas to answer it), rather than that one is being elected:
-    past its deadline :meth:`Worker._ask` waits for the broker on these instead of giving up."""
+    """librdkafka's errors that say no broker answers the question at all (down, or without
+    the quorum or the replicas to answer it). ``_DESTROY_BROKER`` ("Broker handle destroyed
+    without termination") fails a request in flight when librdkafka drops its handle of a
+    broker that the cluster's metadata no longer lists: on a 3-node cluster, a watermark query
+    just after two crashed nodes came back, and the worker had exited 70. Past its deadline
+    :meth:`Worker._ask` waits for the broker on these instead of giving up."""
     from confluent_kafka import KafkaError
 
     return frozenset({
         KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
         KafkaError._ALL_BROKERS_DOWN, KafkaError.COORDINATOR_NOT_AVAILABLE,
         KafkaError._DESTROY_BROKER})
+
+
+def moving_codes() -> frozenset[int]:
+    """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
+    broker restarted or crashed (:func:`unreachable_codes`), a partition's leader or a group's
+    coordinator being elected or loading. :meth:`Worker._ask` asks again on these."""
+    from confluent_kafka import KafkaError
+
+    return unreachable_codes() | {
+        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError._UNKNOWN_PARTITION}
 
 
 def fetch_config(max_message_bytes: int) -> dict:
