@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from streamfs.settings import is_encrypted_key
+
 Client = TypeVar("Client")
 
 
@@ -155,6 +157,10 @@ def make_client(factory: Callable[[dict[str, Any]], Client], config: dict[str, A
             detail = (f"sasl.mechanism is not set, so librdkafka takes its default, GSSAPI "
                       f"(Kerberos): {detail}; set it to the cluster's (PLAIN, SCRAM-SHA-256, "
                       f"SCRAM-SHA-512 or OAUTHBEARER)")
+        elif ("ssl.key.location failed" in detail and config.get("ssl.key.password")
+              and is_encrypted_key(config.get("ssl.key.location", ""))):
+            # librdkafka says "PEM lib" and logs "bad decrypt ... maybe wrong password"
+            detail += " (the key is encrypted: is ssl.key.password its password?)"
         raise ClientConfigRefused(error, named_keys(detail, config), detail) from None
 
 
@@ -239,15 +245,33 @@ def kafka_error(exc: BaseException | None) -> Any:
 
 
 def principal(kafka_config: dict[str, Any]) -> str:
-    """Who the broker takes a client of ``kafka_config`` for, as far as the client knows.
+    """Who the broker takes a client of ``kafka_config`` for, as far as the client knows: its
+    SASL user, else the subject of its client certificate (mutual TLS), which the broker's
+    ``ssl.principal.mapping.rules`` make a principal (``User:CN=...`` by default).
 
     >>> principal({"sasl.username": "alice"})
     "user 'alice'"
     >>> principal({"bootstrap.servers": "b:9092"})
     'this client'
     """
-    user = kafka_config.get("sasl.username")
-    return f"user {user!r}" if user else "this client"
+    if user := kafka_config.get("sasl.username"):
+        return f"user {user!r}"
+    if path := kafka_config.get("ssl.certificate.location"):
+        return f"the user of certificate {certificate_subject(path)!r}"
+    return "this client"
+
+
+def certificate_subject(path: str) -> str:
+    """The subject of the first certificate in the PEM file at ``path`` (RFC 4514, as Kafka
+    writes a principal: ``CN=app,O=example``), or ``path`` itself if it holds none that can
+    be read (librdkafka reports that file on its own)."""
+    from cryptography import x509
+
+    try:
+        with open(path, "rb") as f:
+            return x509.load_pem_x509_certificate(f.read()).subject.rfc4514_string()
+    except (OSError, ValueError):
+        return path
 
 
 def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str) -> AccessDenied:
@@ -295,6 +319,8 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             refused = [e for e in errors if e.code() in AUTHENTICATION_ERRORS]
             if refused:  # it answered, but not to these credentials: no use waiting
                 raise denied(kafka_config, refused[-1], "", "") from None
+            if alert := [e for e in errors if CERTIFICATE_REFUSED.search(e.str())]:
+                raise client_certificate_refused(kafka_config, alert[-1]) from None
             # a certificate not trusted, or a TLS client at a listener without TLS
             if tls := [e for e in errors if e.code() == KafkaError._SSL
                        or "SSL handshake failed" in e.str()]:
@@ -326,6 +352,41 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
                 raise BrokerUnreachable(
                     f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
                     f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS)") from None
+
+
+#: the TLS alerts by which a broker refuses a client's certificate, or its having none where
+#: its listener requires one (``ssl.client.auth=required``): Kafka sends "bad certificate"
+#: (42) for both; librdkafka 2.16 reports it as a transport error ("Receive failed:
+#: error:0A000412:SSL routines::ssl/tls alert bad certificate: SSL alert number 42")
+CERTIFICATE_REFUSED = re.compile(r"alert (bad certificate|unknown ca|certificate required|"
+                                 r"certificate unknown|certificate expired|certificate revoked|"
+                                 r"unsupported certificate)")
+
+
+def client_certificate_refused(kafka_config: dict[str, Any], err: KafkaError) -> AccessDenied:
+    """:class:`AccessDenied` for a broker's TLS alert that refused the client's certificate
+    (:data:`CERTIFICATE_REFUSED`): set one where there is none, else which to check.
+
+    >>> from confluent_kafka import KafkaError
+    >>> err = KafkaError(KafkaError._TRANSPORT, "b:9093/bootstrap: Receive failed: "
+    ...                  "ssl/tls alert bad certificate: SSL alert number 42")
+    >>> print(client_certificate_refused({"bootstrap.servers": "b:9093"}, err))
+    Kafka at b:9093 requires a client certificate (mutual TLS), and this client has none (Receive failed: ssl/tls alert bad certificate: SSL alert number 42): set STREAMFS_SSL_CERTIFICATE_LOCATION and STREAMFS_SSL_KEY_LOCATION to a certificate signed by a CA the broker trusts and its private key
+    """
+    address = kafka_config.get("bootstrap.servers", "?")
+    detail = _short(err.str())
+    path = kafka_config.get("ssl.certificate.location")
+    if not path:
+        return AccessDenied(
+            f"Kafka at {address} requires a client certificate (mutual TLS), and this client "
+            f"has none ({detail}): set STREAMFS_SSL_CERTIFICATE_LOCATION and "
+            "STREAMFS_SSL_KEY_LOCATION to a certificate signed by a CA the broker trusts and "
+            "its private key")
+    return AccessDenied(
+        f"Kafka at {address} refused the client certificate {certificate_subject(path)!r} "
+        f"({detail}): it must be signed by a CA that the broker's listener trusts (its "
+        "ssl.truststore) and be within its validity dates: check "
+        "STREAMFS_SSL_CERTIFICATE_LOCATION")
 
 
 #: what librdkafka logs when a listener hangs up on a client's first request, as one that

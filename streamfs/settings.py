@@ -20,6 +20,7 @@ _SECURITY_ENV = {
     "STREAMFS_SSL_CA_LOCATION": "ssl.ca.location",
     "STREAMFS_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
     "STREAMFS_SSL_KEY_LOCATION": "ssl.key.location",
+    "STREAMFS_SSL_KEY_PASSWORD": "ssl.key.password",
 }
 #: the client configuration keys the settings give, and their variables
 KAFKA_SETTINGS = {key: env for env, key in _SECURITY_ENV.items()}
@@ -53,6 +54,36 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
         return f"{env} must name a file, but {value!r} " + (
             "is a directory" if os.path.isdir(value) else "does not exist")
     return None
+
+
+def _client_certificate_problem(security: dict[str, str]) -> str | None:
+    """What is wrong with the client certificate settings together (mutual TLS): librdkafka
+    sends a certificate only with its key (it does not read a key from the certificate's
+    file), refuses a key without a certificate, and reads an encrypted key only with its
+    password, which it would report as "PEM lib"."""
+    cert, key = security.get("ssl.certificate.location"), security.get("ssl.key.location")
+    if cert and not key:
+        return ("STREAMFS_SSL_CERTIFICATE_LOCATION is set without STREAMFS_SSL_KEY_LOCATION: "
+                "the Kafka client sends its certificate only with the private key's file")
+    if key and not cert:
+        return ("STREAMFS_SSL_KEY_LOCATION is set without STREAMFS_SSL_CERTIFICATE_LOCATION: "
+                "a private key is of use only with its client certificate")
+    if key and "ssl.key.password" not in security and is_encrypted_key(key):
+        return (f"STREAMFS_SSL_KEY_LOCATION names an encrypted private key ({key!r}): set its "
+                "password in STREAMFS_SSL_KEY_PASSWORD")
+    return None
+
+
+def is_encrypted_key(path: str) -> bool:
+    """Whether the PEM file at ``path`` holds an encrypted private key (PKCS#8's ``ENCRYPTED
+    PRIVATE KEY``, or OpenSSL's traditional ``Proc-Type: 4,ENCRYPTED`` header); False for
+    anything it cannot read, which librdkafka then names."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return b"-----BEGIN ENCRYPTED PRIVATE KEY-----" in text or b"Proc-Type: 4,ENCRYPTED" in text
 
 
 @dataclass(frozen=True)
@@ -296,6 +327,8 @@ class Settings:
             if key in self.security and (problem := _security_problem(env, key,
                                                                      self.security[key])):
                 raise ValueError(problem)
+        if problem := _client_certificate_problem(self.security):
+            raise ValueError(problem)
 
     # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
     # (readable by any Kafka consumer).

@@ -160,6 +160,53 @@ def secured_kafka(tmp_path_factory):
         subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
 
 
+class MutualTlsKafka(SecuredKafka):
+    """A broker whose listener requires client certificates (mutual TLS, protocol SSL, no
+    SASL) with ACLs enforced: a client is the user its certificate's CN names. :data:`ADMIN`
+    is a super user; ``tls`` holds the CA's certificate and each user's ``<user>.pem`` and
+    ``<user>.key``."""
+
+    USERS = {SecuredKafka.ADMIN: "", "app": ""}  # no passwords: a certificate each
+
+    def __init__(self, bootstrap: str, tls: Path) -> None:
+        super().__init__(bootstrap, tls / "ca.pem")
+        self.tls = tls
+
+    def config(self, user: str) -> dict:
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SSL",
+                "ssl.ca.location": str(self.ca),
+                "ssl.certificate.location": str(self.tls / f"{user}.pem"),
+                "ssl.key.location": str(self.tls / f"{user}.key")}
+
+    def env(self, user: str | None, prefix: str, **more: str) -> dict:
+        """The environment of a `streamfs` subprocess with ``user``'s certificate (None:
+        none) on ``prefix``."""
+        certificate = {} if user is None else {
+            "STREAMFS_SSL_CERTIFICATE_LOCATION": str(self.tls / f"{user}.pem"),
+            "STREAMFS_SSL_KEY_LOCATION": str(self.tls / f"{user}.key")}
+        return {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": self.bootstrap,
+                "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_SECURITY_PROTOCOL": "SSL",
+                "STREAMFS_SSL_CA_LOCATION": str(self.ca), **certificate, **more}
+
+
+@pytest.fixture(scope="session")
+def mutual_tls_kafka(tmp_path_factory):
+    """A third local broker (ops/kafka/broker.sh with KAFKA_TLS=mutual and KAFKA_TLS_USERS),
+    started for the tests that use it and stopped after the session."""
+    run_dir = tmp_path_factory.mktemp("kafka-mtls")
+    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_TLS": "mutual",
+                "KAFKA_TLS_USERS": " ".join(MutualTlsKafka.USERS)}
+    script = REPO / "ops" / "kafka" / "broker.sh"
+    proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        _no_broker(f"ops/kafka/broker.sh start (mutual TLS) failed:\n{proc.stderr[-3000:]}")
+    try:
+        yield MutualTlsKafka(proc.stdout.strip().splitlines()[-1], run_dir / "tls")
+    finally:
+        subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
+
+
 @pytest.fixture
 def broker_run_dir(kafka_bootstrap) -> Path | None:
     """The run directory (pid, bootstrap) of the broker this session started with

@@ -71,3 +71,60 @@ def test_a_configuration_librdkafka_takes_makes_the_client():
 
     producer = make_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "linger.ms": 5})
     assert isinstance(producer, Producer)
+
+
+def _client_certificate(tmp_path, subject: str, password: bytes | None = None):
+    """A self-signed certificate of ``subject`` and its key (encrypted with ``password``)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject),
+                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "example")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / f"{subject}.pem", tmp_path / f"{subject}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(password) if password else
+        serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_a_client_certificate_names_the_principal(tmp_path):
+    """Without SASL the broker takes a client for its certificate's subject (mutual TLS);
+    with SASL, for its SASL user."""
+    from streamfs.broker import certificate_subject, principal
+
+    cert, _ = _client_certificate(tmp_path, "app")
+    assert certificate_subject(str(cert)) == "O=example,CN=app"  # RFC 4514: CN first
+    assert principal({"ssl.certificate.location": str(cert)}) == (
+        "the user of certificate 'O=example,CN=app'")
+    assert principal({"ssl.certificate.location": str(cert), "sasl.username": "alice"}) == (
+        "user 'alice'")
+    not_one = tmp_path / "not-a-certificate.pem"
+    not_one.write_text("garbage")
+    assert certificate_subject(str(not_one)) == str(not_one)
+
+
+def test_a_wrong_key_password_is_said_to_be_one(tmp_path):
+    """librdkafka says only "ssl.key.location failed: ... PEM lib"."""
+    from confluent_kafka import Producer
+
+    cert, key = _client_certificate(tmp_path, "app", password=b"right")
+    config = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL",
+              "ssl.certificate.location": str(cert), "ssl.key.location": str(key),
+              "ssl.key.password": "wrong", "logger": logging.getLogger("test.quiet")}
+    with pytest.raises(ClientConfigRefused) as refused:
+        make_client(Producer, config)
+    assert refused.value.detail.endswith(
+        "(the key is encrypted: is ssl.key.password its password?)"), refused.value.detail
+    assert refused.value.keys[:2] == ["ssl.key.location", "ssl.key.password"]
+    make_client(Producer, {**config, "ssl.key.password": "right"})  # the right one

@@ -164,7 +164,38 @@ def test_security_settings_librdkafka_takes_are_taken_and_make_clients(monkeypat
         make(config)  # librdkafka takes them too
     monkeypatch.setenv("STREAMFS_SSL_CA_LOCATION", str(tmp_path))  # a directory of CAs
     monkeypatch.setenv("STREAMFS_SSL_KEY_LOCATION", str(key))
+    monkeypatch.setenv("STREAMFS_SSL_CERTIFICATE_LOCATION", str(key))
     assert Settings.from_env().security["ssl.key.location"] == str(key)
+
+
+@pytest.mark.parametrize("pem, encrypted", [
+    ("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n",
+     True),  # PKCS#8
+    ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-256-CBC,00\n\n"
+     "MIIE\n-----END RSA PRIVATE KEY-----\n", True),  # OpenSSL's traditional format
+    ("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", False),
+])
+def test_client_certificate_settings_librdkafka_would_fail_on_are_refused(monkeypatch, tmp_path,
+                                                                          pem, encrypted):
+    """Each half of a client certificate alone, and an encrypted key without its password:
+    librdkafka sent no certificate (the broker then refused the handshake), refused the
+    client with "no certificate assigned", or with "PEM lib"."""
+    cert, key = tmp_path / "client.pem", tmp_path / "client.key"
+    cert.write_text("a certificate")
+    key.write_text(pem)
+    assert _refusal(monkeypatch, STREAMFS_SSL_CERTIFICATE_LOCATION=str(cert)) == (
+        "STREAMFS_SSL_CERTIFICATE_LOCATION is set without STREAMFS_SSL_KEY_LOCATION: the Kafka "
+        "client sends its certificate only with the private key's file")
+    monkeypatch.delenv("STREAMFS_SSL_CERTIFICATE_LOCATION")
+    assert _refusal(monkeypatch, STREAMFS_SSL_KEY_LOCATION=str(key)).startswith(
+        "STREAMFS_SSL_KEY_LOCATION is set without STREAMFS_SSL_CERTIFICATE_LOCATION")
+    monkeypatch.setenv("STREAMFS_SSL_CERTIFICATE_LOCATION", str(cert))
+    if encrypted:
+        assert _refusal(monkeypatch) == (
+            f"STREAMFS_SSL_KEY_LOCATION names an encrypted private key ({str(key)!r}): set its "
+            "password in STREAMFS_SSL_KEY_PASSWORD")
+        monkeypatch.setenv("STREAMFS_SSL_KEY_PASSWORD", "pw")
+    assert Settings.from_env().kafka_config()["ssl.key.location"] == str(key)
 
 
 @pytest.mark.parametrize("value", ["", " ", "a b", "w0\n", "w/0", "wörker", "w:0", ".", "..",

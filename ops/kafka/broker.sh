@@ -24,7 +24,11 @@
 # one may do only what ACLs allow). KAFKA_TLS=1 puts TLS on that listener (SASL_SSL; SSL
 # without users), with a certificate for 127.0.0.1 signed by a CA made for it, whose
 # certificate clients find in $STREAMFS_RUN/tls/ca.pem. The broker's own traffic uses a second,
-# PLAINTEXT listener that only the broker itself is told about.
+# PLAINTEXT listener that only the broker itself is told about. KAFKA_TLS=mutual also requires
+# a client certificate signed by that CA (mutual TLS: ssl.client.auth=required); with
+# KAFKA_TLS_USERS="admin user ..." `start` makes one for each user ($STREAMFS_RUN/tls/<user>.pem
+# and <user>.key, subject CN=<user>), and a client without SASL is the user its certificate's CN
+# names, with ACLs enforced as for KAFKA_SASL_USERS (the first user a super user).
 #
 # KAFKA_NODES=3 makes `start` a cluster of three nodes (each a broker and a KRaft controller,
 # one JVM each, in $STREAMFS_RUN/node-1..3): the internal topics are replicated to all three
@@ -95,6 +99,16 @@ start() {
   if [ "$n" != 1 ] && [ -n "${KAFKA_SASL_USERS:-}${KAFKA_TLS:-}" ]; then
     log "KAFKA_NODES=$n: a cluster is started without security (unset KAFKA_SASL_USERS and KAFKA_TLS)"; exit 2
   fi
+  case "${KAFKA_TLS:-}" in
+    ''|1|mutual) ;; *) log "KAFKA_TLS: '$KAFKA_TLS' is not 1 (TLS) or mutual (TLS with client certificates)"; exit 2 ;;
+  esac
+  if [ -n "${KAFKA_TLS_USERS:-}" ] && [ "${KAFKA_TLS:-}" != mutual ]; then
+    log "KAFKA_TLS_USERS: client certificates are for KAFKA_TLS=mutual"; exit 2
+  fi
+  local user
+  for user in ${KAFKA_TLS_USERS:-}; do
+    case "$user" in *[!A-Za-z0-9._-]*) log "KAFKA_TLS_USERS: '$user' is not a user name (letters, digits, . _ -)"; exit 2 ;; esac
+  done
   if any_running; then
     log "already running at $(cat "$run/bootstrap")"
     cat "$run/bootstrap"; return 0
@@ -170,7 +184,7 @@ listeners_secured() {
   iport=$(free_port)
   while [ "$iport" = "$1" ] || [ "$iport" = "$2" ]; do iport=$(free_port); done
   case "${KAFKA_SASL_USERS:+sasl}-${KAFKA_TLS:-}" in
-    sasl-1) proto=SASL_SSL ;; sasl-*) proto=SASL_PLAINTEXT ;; *) proto=SSL ;;
+    sasl-) proto=SASL_PLAINTEXT ;; sasl-*) proto=SASL_SSL ;; *) proto=SSL ;;
   esac
   listener=$(echo "$proto" | tr 'A-Z' 'a-z')
   echo "listeners=PLAINTEXT://127.0.0.1:$iport,$proto://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2"
@@ -185,13 +199,27 @@ listeners_secured() {
     echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512"
     echo "listener.name.$listener.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
     echo "listener.name.$listener.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
-    echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-    echo "super.users=User:ANONYMOUS;User:$admin"
   fi
-  if [ "${KAFKA_TLS:-}" = 1 ]; then
+  if [ -n "${KAFKA_TLS:-}" ]; then
     tls_files
     echo "listener.name.$listener.ssl.keystore.type=PEM"
     echo "listener.name.$listener.ssl.keystore.location=$run/tls/broker-keystore.pem"
+  fi
+  if [ "${KAFKA_TLS:-}" = mutual ]; then
+    echo "listener.name.$listener.ssl.client.auth=required"
+    echo "listener.name.$listener.ssl.truststore.type=PEM"
+    echo "listener.name.$listener.ssl.truststore.location=$run/tls/ca.pem"
+    # the principal of a certificate is its CN ("User:app"), not the whole subject
+    echo 'ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/$1/,DEFAULT'
+    local user
+    for user in ${KAFKA_TLS_USERS:-}; do
+      client_cert "$user"
+      [ -n "$admin" ] || admin=$user
+    done
+  fi
+  if [ -n "$admin" ]; then
+    echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    echo "super.users=User:ANONYMOUS;User:$admin"
   fi
 }
 
@@ -208,6 +236,15 @@ tls_files() {
   openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
     -CAcreateserial -days 30 -extfile "$tls/san.ext" -out "$tls/broker.pem" 2>/dev/null
   cat "$tls/broker.key" "$tls/broker.pem" > "$tls/broker-keystore.pem"
+}
+
+# A client key and certificate for user $1 (subject CN=$1) signed by the test CA.
+client_cert() {
+  local tls="$run/tls"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$tls/$1.key" \
+    -out "$tls/$1.csr" 2>/dev/null
+  openssl x509 -req -in "$tls/$1.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
+    -CAcreateserial -days 30 -out "$tls/$1.pem" 2>/dev/null
 }
 
 jvm() {

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import os
+import uuid
 
 import pytest
+
+
+@pytest.fixture
+def names() -> tuple[str, str]:
+    """A fresh topic prefix and app id (the secured brokers' tests: no topic_prefix fixture,
+    which is the session broker's)."""
+    tag = uuid.uuid4().hex[:8]
+    return f"s{tag}.", f"app{tag}"
 
 
 @pytest.fixture

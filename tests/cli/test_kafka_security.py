@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -30,13 +29,6 @@ def worker(env: dict, tmp_path, timeout: float = 180) -> subprocess.CompletedPro
     """A worker run to its end: the denied ones end by themselves."""
     return streamfs("worker", env={**env, "STREAMFS_WEB_PORT": "0",
                                    "STREAMFS_DATA_DIR": str(tmp_path / "data")}, timeout=timeout)
-
-
-@pytest.fixture
-def names() -> tuple[str, str]:
-    """A fresh topic prefix and app id."""
-    tag = uuid.uuid4().hex[:8]
-    return f"s{tag}.", f"app{tag}"
 
 
 def least_privilege(prefix: str, app: str) -> list[tuple[str, str, str]]:

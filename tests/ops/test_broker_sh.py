@@ -37,11 +37,16 @@ def test_restart_after_stop_starts_the_broker_on_its_port(tmp_path):
         _broker(tmp_path, "stop")
 
 
-def test_a_cluster_is_refused_with_a_bad_node_count_or_with_security(tmp_path):
+def test_a_bad_node_count_security_or_certificate_user_is_refused(tmp_path):
     """Checked before anything is fetched or started: one line naming the setting, exit 2."""
     for env, said in [({"KAFKA_NODES": "three"}, "KAFKA_NODES: 'three' is not a number"),
                       ({"KAFKA_NODES": "0"}, "KAFKA_NODES: '0' is not a number"),
-                      ({"KAFKA_NODES": "3", "KAFKA_TLS": "1"}, "unset KAFKA_SASL_USERS and KAFKA_TLS")]:
+                      ({"KAFKA_NODES": "3", "KAFKA_TLS": "1"}, "unset KAFKA_SASL_USERS and KAFKA_TLS"),
+                      ({"KAFKA_TLS": "yes"}, "KAFKA_TLS: 'yes' is not 1 (TLS) or mutual"),
+                      ({"KAFKA_TLS": "1", "KAFKA_TLS_USERS": "app"},
+                       "client certificates are for KAFKA_TLS=mutual"),
+                      ({"KAFKA_TLS": "mutual", "KAFKA_TLS_USERS": "app a/b"},
+                       "KAFKA_TLS_USERS: 'a/b' is not a user name")]:
         proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
                               env={**os.environ, "STREAMFS_RUN": str(tmp_path), **env},
                               timeout=60)
