@@ -141,23 +141,31 @@ class SecuredKafka:
             time.sleep(0.1)  # polling the broker's answer, not waiting for our own work
 
 
-@pytest.fixture(scope="session")
-def secured_kafka(tmp_path_factory):
-    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS and KAFKA_TLS),
-    started for the tests that use it and stopped after the session."""
-    run_dir = tmp_path_factory.mktemp("kafka-sasl")
-    users = " ".join(f"{u}:{p}" for u, p in SecuredKafka.USERS.items())
-    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_SASL_USERS": users,
-                "KAFKA_TLS": "1"}
+@contextlib.contextmanager
+def _own_broker(tmp_path_factory, name: str, what: str, **settings: str):
+    """A local broker of its own (ops/kafka/broker.sh with ``settings``), in a run directory
+    named ``name``: gives its run directory and address, and stops it on leaving."""
+    run_dir = tmp_path_factory.mktemp(name)
+    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), **settings}
     script = REPO / "ops" / "kafka" / "broker.sh"
     proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True,
                           text=True)
     if proc.returncode != 0:
-        _no_broker(f"ops/kafka/broker.sh start (secured) failed:\n{proc.stderr[-3000:]}")
+        _no_broker(f"ops/kafka/broker.sh start ({what}) failed:\n{proc.stderr[-3000:]}")
     try:
-        yield SecuredKafka(proc.stdout.strip().splitlines()[-1], run_dir / "tls" / "ca.pem")
+        yield run_dir, proc.stdout.strip().splitlines()[-1]
     finally:
         subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(tmp_path_factory):
+    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS and KAFKA_TLS),
+    started for the tests that use it and stopped after the session."""
+    users = " ".join(f"{u}:{p}" for u, p in SecuredKafka.USERS.items())
+    with _own_broker(tmp_path_factory, "kafka-sasl", "secured", KAFKA_SASL_USERS=users,
+                     KAFKA_TLS="1") as (run_dir, address):
+        yield SecuredKafka(address, run_dir / "tls" / "ca.pem")
 
 
 class MutualTlsKafka(SecuredKafka):
@@ -193,18 +201,9 @@ class MutualTlsKafka(SecuredKafka):
 def mutual_tls_kafka(tmp_path_factory):
     """A third local broker (ops/kafka/broker.sh with KAFKA_TLS=mutual and KAFKA_TLS_USERS),
     started for the tests that use it and stopped after the session."""
-    run_dir = tmp_path_factory.mktemp("kafka-mtls")
-    env_vars = {**os.environ, "STREAMFS_RUN": str(run_dir), "KAFKA_TLS": "mutual",
-                "KAFKA_TLS_USERS": " ".join(MutualTlsKafka.USERS)}
-    script = REPO / "ops" / "kafka" / "broker.sh"
-    proc = subprocess.run(["bash", str(script), "start"], env=env_vars, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        _no_broker(f"ops/kafka/broker.sh start (mutual TLS) failed:\n{proc.stderr[-3000:]}")
-    try:
-        yield MutualTlsKafka(proc.stdout.strip().splitlines()[-1], run_dir / "tls")
-    finally:
-        subprocess.run(["bash", str(script), "stop"], env=env_vars, capture_output=True)
+    with _own_broker(tmp_path_factory, "kafka-mtls", "mutual TLS", KAFKA_TLS="mutual",
+                     KAFKA_TLS_USERS=" ".join(MutualTlsKafka.USERS)) as (run_dir, address):
+        yield MutualTlsKafka(address, run_dir / "tls")
 
 
 @pytest.fixture
