@@ -246,14 +246,19 @@ def kafka_error(exc: BaseException | None) -> Any:
 
 def principal(kafka_config: dict[str, Any]) -> str:
     """Who the broker takes a client of ``kafka_config`` for, as far as the client knows: its
-    SASL user, else the subject of its client certificate (mutual TLS), which the broker's
+    SASL user, or its OAuth client (OAUTHBEARER: the broker's principal is its token's
+    subject), else the subject of its client certificate (mutual TLS), which the broker's
     ``ssl.principal.mapping.rules`` make a principal (``User:CN=...`` by default).
 
     >>> principal({"sasl.username": "alice"})
     "user 'alice'"
+    >>> principal({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.client.id": "app"})
+    "OAuth client 'app'"
     >>> principal({"bootstrap.servers": "b:9092"})
     'this client'
     """
+    if kafka_config.get("sasl.mechanism") == "OAUTHBEARER":
+        return f"OAuth client {kafka_config.get('sasl.oauthbearer.client.id')!r}"
     if user := kafka_config.get("sasl.username"):
         return f"user {user!r}"
     if path := kafka_config.get("ssl.certificate.location"):
@@ -285,6 +290,19 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
     Kafka denied user 'alice' starting a transaction (denied): its ACLs must allow WRITE on transactional ids with the prefix 'app-' (README, Kafka security)
     """
     detail = _short(err.str())
+    oauth = kafka_config.get("sasl.mechanism") == "OAUTHBEARER"
+    if err.code() in AUTHENTICATION_ERRORS and oauth:
+        # librdkafka's "Failed to acquire SASL OAUTHBEARER token: ..." is the token endpoint's
+        # answer (or its silence); anything else, the broker's
+        source = (f"could not get a token for {principal(kafka_config)} from "
+                  f"{kafka_config.get('sasl.oauthbearer.token.endpoint.url')}"
+                  if "acquire SASL OAUTHBEARER token" in detail else
+                  f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the token of "
+                  f"{principal(kafka_config)}")
+        return AccessDenied(
+            f"{source} ({detail}): check STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, "
+            "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID and STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET "
+            "(and STREAMFS_SECURITY_PROTOCOL, STREAMFS_SASL_MECHANISM for the broker's listener)")
     if err.code() in AUTHENTICATION_ERRORS:
         return AccessDenied(
             f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the credentials of "

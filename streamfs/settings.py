@@ -21,7 +21,17 @@ _SECURITY_ENV = {
     "STREAMFS_SSL_CERTIFICATE_LOCATION": "ssl.certificate.location",
     "STREAMFS_SSL_KEY_LOCATION": "ssl.key.location",
     "STREAMFS_SSL_KEY_PASSWORD": "ssl.key.password",
+    # OAUTHBEARER: a token from an OAuth 2.0 / OIDC token endpoint (client credentials)
+    "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": "sasl.oauthbearer.token.endpoint.url",
+    "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID": "sasl.oauthbearer.client.id",
+    "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET": "sasl.oauthbearer.client.secret",
+    "STREAMFS_SASL_OAUTHBEARER_SCOPE": "sasl.oauthbearer.scope",
+    "STREAMFS_SASL_OAUTHBEARER_EXTENSIONS": "sasl.oauthbearer.extensions",
 }
+#: the OAUTHBEARER settings a client needs to ask for a token (client credentials)
+_OAUTHBEARER_NEEDS = ("STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL",
+                      "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID",
+                      "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET")
 #: the client configuration keys the settings give, and their variables
 KAFKA_SETTINGS = {key: env for env, key in _SECURITY_ENV.items()}
 #: the project's other ``STREAMFS_*`` variables (not settings of :class:`Settings`): the
@@ -53,6 +63,29 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
     if key.endswith(".location") and key != "ssl.ca.location" and not os.path.isfile(value):
         return f"{env} must name a file, but {value!r} " + (
             "is a directory" if os.path.isdir(value) else "does not exist")
+    if key == "sasl.oauthbearer.token.endpoint.url" and not re.match(r"https?://[^/\s]+", value):
+        return f"{env} must be the http:// or https:// URL of a token endpoint, got {value!r}"
+    return None
+
+
+def _oauthbearer_problem(security: dict[str, str]) -> str | None:
+    """What is wrong with the OAUTHBEARER settings together: the mechanism takes its token
+    from a token endpoint (librdkafka's ``sasl.oauthbearer.method=oidc``, the only way a
+    client configured by settings alone can get one: without it librdkafka waits for a token
+    that never comes, and the broker seemed unreachable); the endpoint's settings mean
+    nothing with another mechanism."""
+    given = [env for env, key in _SECURITY_ENV.items()
+             if key.startswith("sasl.oauthbearer.") and key in security]
+    mechanism = security.get("sasl.mechanism")
+    if mechanism == "OAUTHBEARER":
+        missing = [env for env in _OAUTHBEARER_NEEDS if _SECURITY_ENV[env] not in security]
+        if missing:
+            return (f"STREAMFS_SASL_MECHANISM=OAUTHBEARER takes its token from an OAuth "
+                    f"token endpoint (client credentials): set {', '.join(missing)}")
+    elif given:
+        return (f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for "
+                f"STREAMFS_SASL_MECHANISM=OAUTHBEARER, but the mechanism is "
+                f"{mechanism or 'not set'}")
     return None
 
 
@@ -327,8 +360,10 @@ class Settings:
             if key in self.security and (problem := _security_problem(env, key,
                                                                      self.security[key])):
                 raise ValueError(problem)
-        if problem := _client_certificate_problem(self.security):
-            raise ValueError(problem)
+        for problem in (_client_certificate_problem(self.security),
+                        _oauthbearer_problem(self.security)):
+            if problem:
+                raise ValueError(problem)
 
     # Output messages (results, dead letters): "msgpack" (compact, bit-exact arrays) or "json"
     # (readable by any Kafka consumer).
@@ -339,4 +374,7 @@ class Settings:
         lines go to the ``streamfs.kafka`` logger, not straight to stderr."""
         from streamfs.broker import with_kafka_logger
 
-        return with_kafka_logger({"bootstrap.servers": self.bootstrap_servers, **self.security})
+        oidc = ({"sasl.oauthbearer.method": "oidc"}
+                if self.security.get("sasl.mechanism") == "OAUTHBEARER" else {})
+        return with_kafka_logger({"bootstrap.servers": self.bootstrap_servers, **oidc,
+                                  **self.security})

@@ -61,8 +61,9 @@ def kafka_bootstrap(tmp_path_factory):
 
 
 class SecuredKafka:
-    """A broker secured as production clusters are: TLS, SASL credentials (SASL_SSL; PLAIN
-    or SCRAM-SHA-512) and ACLs enforced. :data:`ADMIN` is a super user; every other user of :data:`USERS` may do
+    """A broker secured as production clusters are: TLS, SASL credentials (SASL_SSL; PLAIN,
+    SCRAM-SHA-512, or OAUTHBEARER with unsigned tokens: tests/token_endpoint.py) and ACLs
+    enforced. :data:`ADMIN` is a super user; every other user of :data:`USERS` may do
     only what :meth:`grant` allows. ``ca`` is the certificate of the CA that signed the
     broker's."""
 
@@ -160,11 +161,11 @@ def _own_broker(tmp_path_factory, name: str, what: str, **settings: str):
 
 @pytest.fixture(scope="session")
 def secured_kafka(tmp_path_factory):
-    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS and KAFKA_TLS),
-    started for the tests that use it and stopped after the session."""
+    """A second local broker (ops/kafka/broker.sh with KAFKA_SASL_USERS, KAFKA_TLS and
+    KAFKA_OAUTHBEARER), started for the tests that use it and stopped after the session."""
     users = " ".join(f"{u}:{p}" for u, p in SecuredKafka.USERS.items())
     with _own_broker(tmp_path_factory, "kafka-sasl", "secured", KAFKA_SASL_USERS=users,
-                     KAFKA_TLS="1") as (run_dir, address):
+                     KAFKA_TLS="1", KAFKA_OAUTHBEARER="1") as (run_dir, address):
         yield SecuredKafka(address, run_dir / "tls" / "ca.pem")
 
 

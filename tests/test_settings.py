@@ -295,3 +295,44 @@ def test_the_cli_warns_of_a_mistyped_variable_before_it_fails():
     assert out.stderr.startswith(
         "WARNING streamfs: STREAMFS_BOOTSTRAP_SERVER is not a streamfs setting, and is ignored: "
         "did you mean STREAMFS_BOOTSTRAP_SERVERS?\n"), out.stderr
+
+
+OAUTH = {"STREAMFS_SECURITY_PROTOCOL": "SASL_SSL", "STREAMFS_SASL_MECHANISM": "OAUTHBEARER",
+         "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": "https://idp.example/oauth2/token",
+         "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID": "app",
+         "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET": "s"}
+
+
+@pytest.mark.parametrize("drop, more, says", [
+    # librdkafka waited for a token nobody would give: "cannot reach Kafka"
+    (["STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL", "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET"],
+     {}, "STREAMFS_SASL_MECHANISM=OAUTHBEARER takes its token from an OAuth token endpoint "
+         "(client credentials): set STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, "
+         "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET"),
+    ([], {"STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": "idp.example/token"},
+     "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL must be the http:// or https:// URL of a "
+     "token endpoint, got 'idp.example/token'"),
+    (["STREAMFS_SASL_MECHANISM"], {},
+     "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, STREAMFS_SASL_OAUTHBEARER_CLIENT_ID, "
+     "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET are for STREAMFS_SASL_MECHANISM=OAUTHBEARER, "
+     "but the mechanism is not set"),
+    ([], {"STREAMFS_SASL_MECHANISM": "PLAIN"}, "but the mechanism is PLAIN"),
+])
+def test_oauthbearer_settings_that_cannot_get_a_token_are_refused(monkeypatch, drop, more, says):
+    env = {k: v for k, v in OAUTH.items() if k not in drop}
+    assert says in _refusal(monkeypatch, **{**env, **more})
+
+
+def test_oauthbearer_asks_its_token_endpoint(monkeypatch):
+    """librdkafka's OIDC client (client credentials) takes the settings: the only source of a
+    token a client configured by settings alone has."""
+    from confluent_kafka import Producer
+
+    for name, value in {**OAUTH, "STREAMFS_SASL_OAUTHBEARER_SCOPE": "kafka",
+                        "STREAMFS_SASL_OAUTHBEARER_EXTENSIONS": "logicalCluster=lkc-1"}.items():
+        monkeypatch.setenv(name, value)
+    config = Settings.from_env().kafka_config()
+    assert config["sasl.oauthbearer.method"] == "oidc"
+    assert config["sasl.oauthbearer.client.id"] == "app"
+    assert config["sasl.oauthbearer.extensions"] == "logicalCluster=lkc-1"
+    Producer({**config, "bootstrap.servers": "127.0.0.1:1"})  # librdkafka takes them

@@ -29,6 +29,8 @@
 # KAFKA_TLS_USERS="admin user ..." `start` makes one for each user ($STREAMFS_RUN/tls/<user>.pem
 # and <user>.key, subject CN=<user>), and a client without SASL is the user its certificate's CN
 # names, with ACLs enforced as for KAFKA_SASL_USERS (the first user a super user).
+# KAFKA_OAUTHBEARER=1 (with KAFKA_SASL_USERS) also takes SASL/OAUTHBEARER at that listener,
+# with Kafka's default validator: unsigned JWTs, their "sub" the principal (tests only).
 #
 # KAFKA_NODES=3 makes `start` a cluster of three nodes (each a broker and a KRaft controller,
 # one JVM each, in $STREAMFS_RUN/node-1..3): the internal topics are replicated to all three
@@ -104,6 +106,9 @@ start() {
   esac
   if [ -n "${KAFKA_TLS_USERS:-}" ] && [ "${KAFKA_TLS:-}" != mutual ]; then
     log "KAFKA_TLS_USERS: client certificates are for KAFKA_TLS=mutual"; exit 2
+  fi
+  if [ -n "${KAFKA_OAUTHBEARER:-}" ] && [ -z "${KAFKA_SASL_USERS:-}" ]; then
+    log "KAFKA_OAUTHBEARER: needs KAFKA_SASL_USERS (the SASL listener, and its super user)"; exit 2
   fi
   local user
   for user in ${KAFKA_TLS_USERS:-}; do
@@ -196,7 +201,12 @@ listeners_secured() {
       [ -n "$admin" ] || admin=${pair%%:*}
       jaas="$jaas user_${pair%%:*}=\"${pair#*:}\""
     done
-    echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512"
+    echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512${KAFKA_OAUTHBEARER:+,OAUTHBEARER}"
+    if [ -n "${KAFKA_OAUTHBEARER:-}" ]; then
+      # Kafka's default validator of OAUTHBEARER tokens: unsigned JWTs ("alg":"none"), their
+      # "sub" the principal; it checks their expiry and nothing else: for tests only
+      echo "listener.name.$listener.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+    fi
     echo "listener.name.$listener.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$jaas;"
     echo "listener.name.$listener.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;"
   fi

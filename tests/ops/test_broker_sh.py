@@ -46,7 +46,8 @@ def test_a_bad_node_count_security_or_certificate_user_is_refused(tmp_path):
                       ({"KAFKA_TLS": "1", "KAFKA_TLS_USERS": "app"},
                        "client certificates are for KAFKA_TLS=mutual"),
                       ({"KAFKA_TLS": "mutual", "KAFKA_TLS_USERS": "app a/b"},
-                       "KAFKA_TLS_USERS: 'a/b' is not a user name")]:
+                       "KAFKA_TLS_USERS: 'a/b' is not a user name"),
+                      ({"KAFKA_OAUTHBEARER": "1"}, "KAFKA_OAUTHBEARER: needs KAFKA_SASL_USERS")]:
         proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
                               env={**os.environ, "STREAMFS_RUN": str(tmp_path), **env},
                               timeout=60)

@@ -1,0 +1,100 @@
+"""streamfs with SASL/OAUTHBEARER: its clients get their tokens from an OAuth token endpoint
+(client credentials) and log in with them at the secured test broker, whose ACLs name the
+token's subject. Before the token endpoint's settings, OAUTHBEARER was taken as a
+mechanism but no client could get a token: every command said the broker was unreachable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.test_cli_kafka import streamfs
+from tests.cli.test_kafka_security import (USER, created_by_admin, least_privilege,
+                                           one_line_denial)
+from tests.token_endpoint import TokenEndpoint
+
+pytestmark = pytest.mark.kafka
+
+SECRET = "client-secret"
+
+
+@pytest.fixture(scope="module")
+def token_endpoint():
+    with TokenEndpoint({USER: SECRET}) as endpoint:
+        yield endpoint
+
+
+def oauth_env(secured_kafka, token_endpoint, prefix: str, **more: str) -> dict:
+    """A `streamfs` subprocess's environment as OAuth client USER (``more``: replacements)."""
+    env = {k: v for k, v in secured_kafka.env(USER, prefix).items()
+           if k not in ("STREAMFS_SASL_USERNAME", "STREAMFS_SASL_PASSWORD")}
+    return {**env, "STREAMFS_SASL_MECHANISM": "OAUTHBEARER",
+            "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": token_endpoint.url,
+            "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID": USER,
+            "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET": SECRET,
+            "STREAMFS_SASL_OAUTHBEARER_SCOPE": "kafka", **more}
+
+
+def test_an_oauth_client_runs_worker_produce_and_watch(secured_kafka, token_endpoint, names,
+                                                       wdbc_csv, tmp_path):
+    """The least-privilege ACLs of README, Kafka security, granted to the token's subject,
+    are enough for the worker, `produce` and `watch`; the selection equals the offline one."""
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    secured_kafka.grant(USER, *least_privilege(prefix, app))
+    env = {**oauth_env(secured_kafka, token_endpoint, prefix), "STREAMFS_APP_ID": app}
+    asked = token_endpoint.requests
+    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
+                           env={**env, "STREAMFS_WEB_PORT": "0",
+                                "STREAMFS_DATA_DIR": str(tmp_path / "data")},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                            "--stream", "tokens", "-a", "saola", "--block-bytes", "20000",
+                            env=env)
+        assert produced.returncode == 0, produced.stderr
+        waited = streamfs("watch", "tokens", "--until-final", "--timeout", "240", "--json",
+                          env=env)
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        run.terminate()
+        log, _ = run.communicate(timeout=60)
+    assert run.returncode == 0 and "Traceback" not in log, log
+    assert token_endpoint.requests > asked  # the tokens came from the endpoint
+    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
+    assert final["final"] and final["selection"]
+    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
+                       env=env)
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
+    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
+
+
+@pytest.mark.parametrize("command", [("watch", "x", "--once"), ("worker",)])
+def test_a_token_refused_by_the_endpoint_is_one_line(secured_kafka, token_endpoint, names,
+                                                     tmp_path, command):
+    prefix, _ = names
+    env = oauth_env(secured_kafka, token_endpoint, prefix,
+                    STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET="wrong", STREAMFS_WEB_PORT="0",
+                    STREAMFS_DATA_DIR=str(tmp_path / "data"))
+    one_line_denial(streamfs(*command, env=env, timeout=60),
+                    f"could not get a token for OAuth client '{USER}' from {token_endpoint.url}",
+                    "invalid_client", "check STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL")
+
+
+def test_an_endpoint_that_does_not_answer_is_one_line(secured_kafka, token_endpoint, names):
+    prefix, _ = names
+    env = oauth_env(secured_kafka, token_endpoint, prefix,
+                    STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL="http://127.0.0.1:1/token")
+    one_line_denial(streamfs("watch", "x", "--once", env=env, timeout=60),
+                    "could not get a token for OAuth client", "from http://127.0.0.1:1/token")
+
+
+def test_an_acl_denial_names_the_oauth_client(secured_kafka, token_endpoint, names):
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    out = streamfs("watch", "x", "--once", env=oauth_env(secured_kafka, token_endpoint, prefix))
+    one_line_denial(out, f"Kafka denied OAuth client '{USER}' reading topic "
+                         f"'{prefix}selected-features'", "READ and DESCRIBE")
