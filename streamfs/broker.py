@@ -299,6 +299,11 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
                   if "acquire SASL OAUTHBEARER token" in detail else
                   f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the token of "
                   f"{principal(kafka_config)}")
+        if re.search(r"certificate|trust anchors|SSL", detail):  # the endpoint's HTTPS
+            return AccessDenied(
+                f"{source} ({detail}): check STREAMFS_HTTPS_CA_LOCATION, a file of the CA "
+                "certificates that signed the token endpoint's (this client read "
+                f"{kafka_config.get('https.ca.location', 'none')}; unset, the system's)")
         return AccessDenied(
             f"{source} ({detail}): check STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, "
             "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID and STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET "

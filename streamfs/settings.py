@@ -27,6 +27,8 @@ _SECURITY_ENV = {
     "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET": "sasl.oauthbearer.client.secret",
     "STREAMFS_SASL_OAUTHBEARER_SCOPE": "sasl.oauthbearer.scope",
     "STREAMFS_SASL_OAUTHBEARER_EXTENSIONS": "sasl.oauthbearer.extensions",
+    # the CAs of the token endpoint's HTTPS certificate (default: the system's bundle)
+    "STREAMFS_HTTPS_CA_LOCATION": "https.ca.location",
 }
 #: the OAUTHBEARER settings a client needs to ask for a token (client credentials)
 _OAUTHBEARER_NEEDS = ("STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL",
@@ -74,8 +76,8 @@ def _oauthbearer_problem(security: dict[str, str]) -> str | None:
     client configured by settings alone can get one: without it librdkafka waits for a token
     that never comes, and the broker seemed unreachable); the endpoint's settings mean
     nothing with another mechanism."""
-    given = [env for env, key in _SECURITY_ENV.items()
-             if key.startswith("sasl.oauthbearer.") and key in security]
+    given = [env for env, key in _SECURITY_ENV.items() if key in security and (
+        key.startswith("sasl.oauthbearer.") or key == "https.ca.location")]
     mechanism = security.get("sasl.mechanism")
     if mechanism == "OAUTHBEARER":
         missing = [env for env in _OAUTHBEARER_NEEDS if _SECURITY_ENV[env] not in security]
@@ -105,6 +107,18 @@ def _client_certificate_problem(security: dict[str, str]) -> str | None:
         return (f"STREAMFS_SSL_KEY_LOCATION names an encrypted private key ({key!r}): set its "
                 "password in STREAMFS_SSL_KEY_PASSWORD")
     return None
+
+
+def system_ca_file() -> str | None:
+    """The system's file of trusted CA certificates, as Python's OpenSSL finds it (also
+    ``SSL_CERT_FILE``), if there is one. The token client of the librdkafka that the
+    confluent-kafka wheels carry looks for a Red Hat path (/etc/pki/tls/certs/ca-bundle.crt)
+    unless told, and with ``https.ca.location`` a directory or ``probe`` still does: on Debian
+    or Ubuntu no HTTPS token endpoint could be verified ("error adding trust anchors from
+    file")."""
+    import ssl
+
+    return ssl.get_default_verify_paths().cafile
 
 
 def is_encrypted_key(path: str) -> bool:
@@ -374,7 +388,10 @@ class Settings:
         lines go to the ``streamfs.kafka`` logger, not straight to stderr."""
         from streamfs.broker import with_kafka_logger
 
-        oidc = ({"sasl.oauthbearer.method": "oidc"}
-                if self.security.get("sasl.mechanism") == "OAUTHBEARER" else {})
+        oidc: dict[str, str] = {}
+        if self.security.get("sasl.mechanism") == "OAUTHBEARER":
+            oidc["sasl.oauthbearer.method"] = "oidc"
+            if bundle := system_ca_file():
+                oidc["https.ca.location"] = bundle
         return with_kafka_logger({"bootstrap.servers": self.bootstrap_servers, **oidc,
                                   **self.security})

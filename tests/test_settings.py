@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import ssl
+
 import pytest
 
 from streamfs.settings import Settings
@@ -335,4 +338,17 @@ def test_oauthbearer_asks_its_token_endpoint(monkeypatch):
     assert config["sasl.oauthbearer.method"] == "oidc"
     assert config["sasl.oauthbearer.client.id"] == "app"
     assert config["sasl.oauthbearer.extensions"] == "logicalCluster=lkc-1"
+    # the token endpoint's certificate is checked against the system's CAs unless told
+    assert config["https.ca.location"] == ssl.get_default_verify_paths().cafile
+    assert os.path.isfile(config["https.ca.location"])
     Producer({**config, "bootstrap.servers": "127.0.0.1:1"})  # librdkafka takes them
+    monkeypatch.setenv("STREAMFS_HTTPS_CA_LOCATION", __file__)
+    assert Settings.from_env().kafka_config()["https.ca.location"] == __file__
+    monkeypatch.setenv("STREAMFS_SASL_MECHANISM", "PLAIN")
+    for name in ("STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL",
+                 "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID", "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET",
+                 "STREAMFS_SASL_OAUTHBEARER_SCOPE", "STREAMFS_SASL_OAUTHBEARER_EXTENSIONS"):
+        monkeypatch.delenv(name)
+    assert _refusal(monkeypatch) == ("STREAMFS_HTTPS_CA_LOCATION is for "
+                                     "STREAMFS_SASL_MECHANISM=OAUTHBEARER, but the mechanism "
+                                     "is PLAIN")

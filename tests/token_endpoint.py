@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -30,9 +31,10 @@ def unsigned_jwt(subject: str, lifetime: float = 3600.0, scope: str = "") -> str
 class TokenEndpoint:
     """Serves ``POST /token`` on 127.0.0.1 (any free port) for the ``clients`` (id: secret),
     given as HTTP Basic credentials (as librdkafka sends them) or form fields; 401 with
-    ``invalid_client`` otherwise. ``requests`` counts the token requests served."""
+    ``invalid_client`` otherwise. ``requests`` counts the token requests served. With
+    ``tls`` (a certificate's and its key's files) it serves HTTPS."""
 
-    def __init__(self, clients: dict[str, str]) -> None:
+    def __init__(self, clients: dict[str, str], tls: tuple[str, str] | None = None) -> None:
         self.clients, self.requests = clients, 0
         endpoint = self
 
@@ -65,7 +67,12 @@ class TokenEndpoint:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/token"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self._server.server_address[1]}/token"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> "TokenEndpoint":

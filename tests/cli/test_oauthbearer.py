@@ -6,6 +6,7 @@ mechanism but no client could get a token: every command said the broker was unr
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
 
@@ -98,3 +99,27 @@ def test_an_acl_denial_names_the_oauth_client(secured_kafka, token_endpoint, nam
     out = streamfs("watch", "x", "--once", env=oauth_env(secured_kafka, token_endpoint, prefix))
     one_line_denial(out, f"Kafka denied OAuth client '{USER}' reading topic "
                          f"'{prefix}selected-features'", "READ and DESCRIBE")
+
+
+def test_an_https_endpoint_is_verified_against_the_given_or_the_system_cas(secured_kafka, names):
+    """Without STREAMFS_HTTPS_CA_LOCATION the clients read the system's CA file (the wheel's
+    librdkafka looked for a Red Hat path, which Debian does not have, whatever endpoint);
+    an endpoint whose CA that file lacks is one line naming the setting; with its CA the
+    token comes."""
+    prefix, _ = names
+    tls = secured_kafka.ca.parent  # the broker's certificate, for 127.0.0.1, and its CA
+    with TokenEndpoint({USER: SECRET}, tls=(str(tls / "broker.pem"),
+                                            str(tls / "broker.key"))) as endpoint:
+        assert endpoint.url.startswith("https://")
+        env = oauth_env(secured_kafka, endpoint, prefix)
+        untrusted = streamfs("watch", "x", "--once", env=env, timeout=60)
+        one_line_denial(untrusted, f"could not get a token for OAuth client '{USER}'",
+                        "unable to get local issuer certificate",
+                        "check STREAMFS_HTTPS_CA_LOCATION",
+                        f"this client read {ssl.get_default_verify_paths().cafile}")
+        assert endpoint.requests == 0  # refused in the handshake
+        trusted = streamfs("watch", "x", "--once", env={
+            **env, "STREAMFS_HTTPS_CA_LOCATION": str(secured_kafka.ca)}, timeout=60)
+        assert endpoint.requests >= 1
+        # logged in: the broker answered, and its ACLs deny what no grant allowed
+        one_line_denial(trusted, f"Kafka denied OAuth client '{USER}' reading topic")
