@@ -9,6 +9,7 @@ with ``streamfs --verbose``.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import signal
 import threading
@@ -84,24 +85,32 @@ def lost_interrupt(exc: BaseException) -> bool:
 
 #: how often :func:`say_unreachable` repeats itself while the broker stays away
 UNREACHABLE_NOTICE_SECONDS = 60.0
-_unreachable_said_at: list[float] = []
+#: when :func:`say_unreachable` last said each kind of trouble
+_unreachable_said_at: dict[str, float] = {}
+#: librdkafka's error when its OIDC client got no token from the token endpoint (OAUTHBEARER)
+NO_TOKEN = "Failed to acquire SASL OAUTHBEARER token"
 
 
 def say_unreachable(err: KafkaError) -> None:
-    """A client's ``error_cb``: every broker connection down is said on the ``streamfs``
-    logger (once a minute at most), so that a ``produce`` or ``watch`` whose broker went away
-    mid-run does not sit silent; librdkafka's own log lines, shown with ``--verbose`` only,
-    were all it said. The client keeps trying (and the caller's Ctrl-C stops it)."""
+    """A client's ``error_cb``: every broker connection down, and a token endpoint that gives
+    no token (OAUTHBEARER: the client cannot log in once its token expires), are said on the
+    ``streamfs`` logger (each once a minute at most), so that a ``produce``, ``watch`` or
+    worker whose broker or token endpoint went away mid-run does not sit silent; librdkafka's
+    own log lines, shown with ``--verbose`` only, were all it said. The client keeps trying
+    (and the caller's Ctrl-C stops it)."""
     import time
 
-    if err.code() != KafkaError._ALL_BROKERS_DOWN:
+    if err.code() == KafkaError._ALL_BROKERS_DOWN:
+        kind, what = "broker", f"the broker does not answer ({err.str()})"
+    elif err.code() == KafkaError._AUTHENTICATION and NO_TOKEN in err.str():
+        kind, what = "token", f"no OAUTHBEARER token from the token endpoint ({err.str()})"
+    else:
         return
     now = time.monotonic()
-    if _unreachable_said_at and now - _unreachable_said_at[-1] < UNREACHABLE_NOTICE_SECONDS:
+    if now - _unreachable_said_at.get(kind, -math.inf) < UNREACHABLE_NOTICE_SECONDS:
         return
-    _unreachable_said_at[:] = [now]
-    logging.getLogger("streamfs").warning(
-        "the broker does not answer (%s); still trying: Ctrl-C stops", err.str())
+    _unreachable_said_at[kind] = now
+    logging.getLogger("streamfs").warning("%s; still trying: Ctrl-C stops", what)
 
 
 def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +305,7 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
         # answer (or its silence); anything else, the broker's
         source = (f"could not get a token for {principal(kafka_config)} from "
                   f"{kafka_config.get('sasl.oauthbearer.token.endpoint.url')}"
-                  if "acquire SASL OAUTHBEARER token" in detail else
+                  if NO_TOKEN in detail else
                   f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the token of "
                   f"{principal(kafka_config)}")
         if re.search(r"certificate|trust anchors|SSL", detail):  # the endpoint's HTTPS

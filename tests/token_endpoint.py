@@ -29,12 +29,15 @@ def unsigned_jwt(subject: str, lifetime: float = 3600.0, scope: str = "") -> str
 
 
 class TokenEndpoint:
-    """Serves ``POST /token`` on 127.0.0.1 (any free port) for the ``clients`` (id: secret),
+    """Serves ``POST /token`` on 127.0.0.1 (``port``, 0: any free one) for the ``clients``
+    (id: secret),
     given as HTTP Basic credentials (as librdkafka sends them) or form fields; 401 with
     ``invalid_client`` otherwise. ``requests`` counts the token requests served. With
-    ``tls`` (a certificate's and its key's files) it serves HTTPS."""
+    ``tls`` (a certificate's and its key's files) it serves HTTPS; its tokens expire
+    ``lifetime`` seconds after they are issued."""
 
-    def __init__(self, clients: dict[str, str], tls: tuple[str, str] | None = None) -> None:
+    def __init__(self, clients: dict[str, str], tls: tuple[str, str] | None = None,
+                 lifetime: float = 3600.0, port: int = 0) -> None:
         self.clients, self.requests = clients, 0
         endpoint = self
 
@@ -52,8 +55,8 @@ class TokenEndpoint:
                         or endpoint.clients[client] != secret):
                     self._answer(401, {"error": "invalid_client"})
                     return
-                self._answer(200, {"access_token": unsigned_jwt(client, scope=form.get(
-                    "scope", "")), "token_type": "Bearer", "expires_in": 3600})
+                self._answer(200, {"access_token": unsigned_jwt(client, lifetime, form.get(
+                    "scope", "")), "token_type": "Bearer", "expires_in": int(lifetime)})
 
             def _answer(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()
@@ -66,7 +69,7 @@ class TokenEndpoint:
             def log_message(self, *args) -> None:  # quiet: the tests read their own output
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         if tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*tls)

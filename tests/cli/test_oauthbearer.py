@@ -9,6 +9,7 @@ import json
 import ssl
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -123,3 +124,50 @@ def test_an_https_endpoint_is_verified_against_the_given_or_the_system_cas(secur
         assert endpoint.requests >= 1
         # logged in: the broker answered, and its ACLs deny what no grant allowed
         one_line_denial(trusted, f"Kafka denied OAuth client '{USER}' reading topic")
+
+
+def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc_csv,
+                                                      tmp_path):
+    """Tokens of 6 s, and the endpoint away until they expired: the worker says that it gets
+    no token, waits (neither exit 77 nor a crash), and serves a stream published once the
+    endpoint is back, with the selection `streamfs select` makes."""
+    from streamfs.worker.process import WorkerProcess, free_port
+
+    prefix, app = names
+    created_by_admin(secured_kafka, prefix, app)
+    secured_kafka.grant(USER, *least_privilege(prefix, app))
+    port = free_port()
+    endpoint = TokenEndpoint({USER: SECRET}, lifetime=6, port=port)
+    env = oauth_env(secured_kafka, endpoint, prefix)
+    security = {k: v for k, v in env.items() if k.startswith(
+        ("STREAMFS_SECURITY", "STREAMFS_SASL", "STREAMFS_SSL", "STREAMFS_HTTPS"))}
+    worker = WorkerProcess(secured_kafka.bootstrap, prefix, app, tmp_path / "worker.log",
+                           tmp_path / "data", **security)
+    try:
+        with endpoint:
+            worker.start().wait_ready()
+        deadline = time.monotonic() + 120  # the tokens expire; the next logins fail
+        while "no OAUTHBEARER token from the token endpoint" not in worker.log_tail(400):
+            assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
+            time.sleep(0.2)  # polling the worker's log, not waiting for our own work
+        while (worker.health() or {}).get("status") != "broker-unreachable":
+            assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
+            time.sleep(0.2)  # polling the worker's /health
+        with TokenEndpoint({USER: SECRET}, lifetime=6, port=port):
+            produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                                "--stream", "after-outage", "-a", "saola", env={
+                                    **env, "STREAMFS_APP_ID": app})
+            assert produced.returncode == 0, produced.stderr
+            waited = streamfs("watch", "after-outage", "--until-final", "--timeout", "240",
+                              "--json", env=env)
+            assert waited.returncode == 0, waited.stderr + worker.log_tail()
+    finally:
+        worker.stop()
+    assert worker.proc.returncode == 0, worker.log_tail()
+    assert "Traceback" not in worker.log_tail(2000)
+    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
+    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
+                       env=env)
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
+    assert final["final"]
+    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
