@@ -131,6 +131,7 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
     """Tokens of 6 s, and the endpoint away until they expired: the worker says that it gets
     no token, waits (neither exit 77 nor a crash), and serves a stream published once the
     endpoint is back, with the selection `streamfs select` makes."""
+    from streamfs.settings import KAFKA_SETTINGS
     from streamfs.worker.process import WorkerProcess, free_port
 
     prefix, app = names
@@ -139,8 +140,7 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
     port = free_port()
     endpoint = TokenEndpoint({USER: SECRET}, lifetime=6, port=port)
     env = oauth_env(secured_kafka, endpoint, prefix)
-    security = {k: v for k, v in env.items() if k.startswith(
-        ("STREAMFS_SECURITY", "STREAMFS_SASL", "STREAMFS_SSL", "STREAMFS_HTTPS"))}
+    security = {k: v for k, v in env.items() if k in KAFKA_SETTINGS.values()}
     worker = WorkerProcess(secured_kafka.bootstrap, prefix, app, tmp_path / "worker.log",
                            tmp_path / "data", **security)
     try:
