@@ -65,7 +65,7 @@ def settings_help(flags: dict[str, str]) -> list[tuple[str, str]]:
         if f.name == "security":
             for env, key in _SECURITY_ENV.items():
                 rows.append((env, DESCRIPTIONS["security"].format(key=key),
-                             DEFAULT_WORDS["security"]))
+                             DEFAULT_WORDS.get(env, DEFAULT_WORDS["security"])))
             continue
         default = DEFAULT_WORDS.get(f.name)
         if default is None:

@@ -265,6 +265,8 @@ DEFAULT_WORDS = {
     "data_dir": "<temporary directory>/streamfs-state",
     "instance_id": "none (dynamic membership)",
     "security": "not set",
+    # the security settings whose default is not "not set"
+    "STREAMFS_HTTPS_CA_LOCATION": "with OAUTHBEARER, the system's CA file",
 }
 
 
