@@ -71,8 +71,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn
 
-from streamfs.broker import (KAFKA_LOGGER, AccessDenied, ClientConfigRefused, LogLines, denied,
-                             is_denied, kafka_error, make_client, refused_topic)
+from streamfs.broker import (KAFKA_LOGGER, NO_TOKEN, AccessDenied, ClientConfigRefused, LogLines,
+                             denied, is_denied, kafka_error, make_client, refused_topic)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -316,6 +316,8 @@ class Health:
         # time.monotonic() when the consumer lost every broker connection; None once a broker
         # answered again (Worker._client_error, Worker._broker_answered)
         self.unreachable_since: float | None = None
+        # why, where the clients know better than "every broker down": no OAUTHBEARER token
+        self.unreachable_reason: str | None = None
 
     def snapshot(self) -> tuple[int, dict]:
         with self.lock:
@@ -334,6 +336,8 @@ class Health:
                 body["status"] = "broker-unreachable"
                 body["unreachable_seconds"] = round(time.monotonic() - self.unreachable_since,
                                                     1)
+                if self.unreachable_reason:
+                    body["reason"] = self.unreachable_reason
             return (200 if body["status"] == "ok" else 503), body
 
     def beat(self) -> None:
@@ -478,18 +482,26 @@ class Worker:
         })
 
     def _client_error(self, err: Any) -> None:
-        """The consumer's global errors: every broker connection down is said by /health."""
+        """The consumer's global errors: every broker connection down is said by /health, and
+        why where that is known (no OAUTHBEARER token from the token endpoint: the broker
+        takes no login once the token has expired). The producer's error callback says both
+        in the log (:func:`~streamfs.broker.say_unreachable`)."""
         from confluent_kafka import KafkaError
 
         if err.code() == KafkaError._ALL_BROKERS_DOWN:
             with self.health.lock:
                 if self.health.unreachable_since is None:
                     self.health.unreachable_since = time.monotonic()
+        elif err.code() == KafkaError._AUTHENTICATION and NO_TOKEN in err.str():
+            with self.health.lock:
+                self.health.unreachable_reason = (
+                    f"no OAUTHBEARER token from the token endpoint ({err.str()})")
 
     def _broker_answered(self) -> None:
         """A broker answered (an assignment, a commit, a topic check): reachable again."""
         with self.health.lock:
             self.health.unreachable_since = None
+            self.health.unreachable_reason = None
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer

@@ -150,9 +150,10 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
         while "no OAUTHBEARER token from the token endpoint" not in worker.log_tail(400):
             assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
             time.sleep(0.2)  # polling the worker's log, not waiting for our own work
-        while (worker.health() or {}).get("status") != "broker-unreachable":
+        while (health := worker.health() or {}).get("status") != "broker-unreachable":
             assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
             time.sleep(0.2)  # polling the worker's /health
+        assert health["reason"].startswith("no OAUTHBEARER token from the token endpoint")
         with TokenEndpoint({USER: SECRET}, lifetime=6, port=port):
             produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                                 "--stream", "after-outage", "-a", "saola", env={

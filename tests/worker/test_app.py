@@ -862,3 +862,26 @@ def test_a_stop_lost_where_python_ignores_exceptions_is_not_printed(monkeypatch)
     Raises(app.StoppedDuringStartup())  # collected at once: its __del__'s exception is lost
     Raises(ValueError("a real fault"))
     assert seen == [ValueError]
+
+
+def test_health_says_why_the_broker_is_unreachable_when_the_clients_know():
+    """No OAUTHBEARER token from the token endpoint: the broker is up, and takes no login
+    once the token has expired; /health said "broker-unreachable" and no more."""
+    from confluent_kafka import KafkaError
+
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.health = app.Health()
+    worker._client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
+                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
+    assert worker.health.snapshot()[1]["status"] != "broker-unreachable"  # a token still valid
+    worker._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    code, body = worker.health.snapshot()
+    assert code == 503 and body["status"] == "broker-unreachable"
+    assert body["reason"] == ("no OAUTHBEARER token from the token endpoint (Failed to acquire "
+                              "SASL OAUTHBEARER token: Failed to connect to 127.0.0.1:1)")
+    worker._broker_answered()
+    assert "reason" not in worker.health.snapshot()[1]
+    worker._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    assert "reason" not in worker.health.snapshot()[1]  # a broker down, nothing more known
