@@ -54,6 +54,38 @@ def one_line_denial(out: subprocess.CompletedProcess, *parts: str) -> None:
         assert part in line, line
 
 
+def assert_final_is_offline(watched: str, wdbc_csv, env: dict) -> None:
+    """The last selection of `watch --json` output ``watched`` is final and names the features
+    `streamfs select` selects offline (SAOLA on the WDBC CSV)."""
+    final = [json.loads(line) for line in watched.splitlines()][-1]
+    assert final["final"] and final["selection"]
+    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
+                       env=env)
+    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
+    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
+
+
+def pipeline_runs(env: dict, worker_env: dict, wdbc_csv, stream: str) -> None:
+    """A worker (``env`` with ``worker_env``) takes the WDBC CSV, published and watched with
+    ``env``, to the offline selection, and stops cleanly."""
+    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
+                           env={**env, "STREAMFS_WEB_PORT": "0", **worker_env},
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
+                            "--stream", stream, "-a", "saola", "--block-bytes", "20000",
+                            env=env)
+        assert produced.returncode == 0, produced.stderr
+        waited = streamfs("watch", stream, "--until-final", "--timeout", "240", "--json",
+                          env=env)
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        run.terminate()
+        log, _ = run.communicate(timeout=60)
+    assert run.returncode == 0 and "Traceback" not in log, log
+    assert_final_is_offline(waited.stdout, wdbc_csv, env)
+
+
 def test_least_privilege_user_runs_worker_produce_and_watch(secured_kafka, names, wdbc_csv,
                                                             tmp_path):
     """No CREATE, no ACL for the readers' groups nor for the restore's: the worker restores,

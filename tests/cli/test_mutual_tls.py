@@ -6,15 +6,13 @@ its password, is refused before any client is made (exit 2)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 
 import pytest
 
 from tests.cli.test_cli_kafka import streamfs
 from tests.cli.test_kafka_security import (USER, created_by_admin, least_privilege,
-                                           one_line_denial)
+                                           one_line_denial, pipeline_runs)
 
 pytestmark = pytest.mark.kafka
 
@@ -40,30 +38,9 @@ def test_a_certificate_user_runs_worker_produce_and_watch(mutual_tls_kafka, name
     mutual_tls_kafka.grant(USER, *least_privilege(prefix, app))
     env = {**mutual_tls_kafka.env(USER, prefix), "STREAMFS_APP_ID": app}
     key = encrypted_copy(mutual_tls_kafka.tls / f"{USER}.key", tmp_path)
-    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
-                           env={**env, "STREAMFS_WEB_PORT": "0",
-                                "STREAMFS_SSL_KEY_LOCATION": str(key),
-                                "STREAMFS_SSL_KEY_PASSWORD": PASSWORD,
-                                "STREAMFS_DATA_DIR": str(tmp_path / "data")},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
-                            "--stream", "certified", "-a", "saola", "--block-bytes", "20000",
-                            env=env)
-        assert produced.returncode == 0, produced.stderr
-        waited = streamfs("watch", "certified", "--until-final", "--timeout", "240", "--json",
-                          env=env)
-        assert waited.returncode == 0, waited.stderr
-    finally:
-        run.terminate()
-        log, _ = run.communicate(timeout=60)
-    assert run.returncode == 0 and "Traceback" not in log, log
-    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
-    assert final["final"] and final["selection"]
-    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
-                       env=env)
-    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
-    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
+    pipeline_runs(env, {"STREAMFS_SSL_KEY_LOCATION": str(key),
+                        "STREAMFS_SSL_KEY_PASSWORD": PASSWORD,
+                        "STREAMFS_DATA_DIR": str(tmp_path / "data")}, wdbc_csv, "certified")
 
 
 @pytest.mark.parametrize("command", [("watch", "x", "--once"), ("worker",)])

@@ -5,17 +5,14 @@ mechanism but no client could get a token: every command said the broker was unr
 
 from __future__ import annotations
 
-import json
 import ssl
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.cli.test_cli_kafka import streamfs
-from tests.cli.test_kafka_security import (USER, created_by_admin, least_privilege,
-                                           one_line_denial)
+from tests.cli.test_kafka_security import (USER, assert_final_is_offline, created_by_admin,
+                                           least_privilege, one_line_denial, pipeline_runs)
 from tests.token_endpoint import TokenEndpoint
 
 pytestmark = pytest.mark.kafka
@@ -49,29 +46,8 @@ def test_an_oauth_client_runs_worker_produce_and_watch(secured_kafka, token_endp
     secured_kafka.grant(USER, *least_privilege(prefix, app))
     env = {**oauth_env(secured_kafka, token_endpoint, prefix), "STREAMFS_APP_ID": app}
     asked = token_endpoint.requests
-    run = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "worker"],
-                           env={**env, "STREAMFS_WEB_PORT": "0",
-                                "STREAMFS_DATA_DIR": str(tmp_path / "data")},
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
-                            "--stream", "tokens", "-a", "saola", "--block-bytes", "20000",
-                            env=env)
-        assert produced.returncode == 0, produced.stderr
-        waited = streamfs("watch", "tokens", "--until-final", "--timeout", "240", "--json",
-                          env=env)
-        assert waited.returncode == 0, waited.stderr
-    finally:
-        run.terminate()
-        log, _ = run.communicate(timeout=60)
-    assert run.returncode == 0 and "Traceback" not in log, log
+    pipeline_runs(env, {"STREAMFS_DATA_DIR": str(tmp_path / "data")}, wdbc_csv, "tokens")
     assert token_endpoint.requests > asked  # the tokens came from the endpoint
-    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
-    assert final["final"] and final["selection"]
-    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
-                       env=env)
-    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
-    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
 
 
 @pytest.mark.parametrize("command", [("watch", "x", "--once"), ("worker",)])
@@ -166,9 +142,4 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
         worker.stop()
     assert worker.proc.returncode == 0, worker.log_tail()
     assert "Traceback" not in worker.log_tail(2000)
-    final = [json.loads(line) for line in waited.stdout.splitlines()][-1]
-    offline = streamfs("select", str(wdbc_csv), "--label", "diagnosis", "-a", "saola", "--json",
-                       env=env)
-    (result,) = [json.loads(line) for line in offline.stdout.splitlines()]
-    assert final["final"]
-    assert [s["feature"] for s in final["selection"]] == [s["feature"] for s in result["selection"]]
+    assert_final_is_offline(waited.stdout, wdbc_csv, env)
