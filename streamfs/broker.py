@@ -308,7 +308,8 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
                   if NO_TOKEN in detail else
                   f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the token of "
                   f"{principal(kafka_config)}")
-        if re.search(r"certificate|trust anchors|SSL", detail):  # the endpoint's HTTPS
+        if NO_TOKEN in detail and re.search(r"certificate|trust anchors|SSL", detail):
+            # the endpoint's HTTPS certificate, not the client's credentials
             return AccessDenied(
                 f"{source} ({detail}): check STREAMFS_HTTPS_CA_LOCATION, a file of the CA "
                 "certificates that signed the token endpoint's (this client read "
