@@ -357,6 +357,10 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             # a certificate not trusted, or a TLS client at a listener without TLS
             if tls := [e for e in errors if e.code() == KafkaError._SSL
                        or "SSL handshake failed" in e.str()]:
+                if ("certificate verify failed" in tls[-1].str()
+                        and (why := broker_certificate_problem(kafka_config))):
+                    raise AccessDenied(f"the TLS handshake with Kafka at {address} failed: "
+                                       f"{why}") from None
                 raise AccessDenied(
                     f"the TLS handshake with Kafka at {address} failed "
                     f"({_short(tls[-1].str())}): check STREAMFS_SSL_CA_LOCATION (the "
@@ -385,6 +389,66 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
                 raise BrokerUnreachable(
                     f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
                     f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS)") from None
+
+
+def broker_certificate_problem(kafka_config: dict[str, Any]) -> str | None:
+    """Why the first bootstrap broker's certificate fails verification, where librdkafka
+    says only "certificate verify failed ... verify that ssl.ca.location is correctly
+    configured": a certificate made for other host names, or one out of its validity dates,
+    whose CA is right. Python's ``ssl`` checks it again with the same CAs (``ssl.ca.location``,
+    else the system's); None where it finds nothing more to say (a CA it lacks is what the
+    caller says already) or cannot connect."""
+    import datetime
+    import os
+    import socket
+    import ssl
+
+    from cryptography import x509
+
+    server = kafka_config.get("bootstrap.servers", "").split(",")[0].strip()
+    host, _, port = server.rpartition(":")
+    host = host.strip("[]")
+    ca = kafka_config.get("ssl.ca.location")
+    ca = None if ca == "probe" else ca
+    try:
+        context = ssl.create_default_context(
+            cafile=ca if ca and os.path.isfile(ca) else None,
+            capath=ca if ca and os.path.isdir(ca) else None)
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            with context.wrap_socket(sock, server_hostname=host):
+                return None
+    except ssl.SSLCertVerificationError as exc:
+        said = exc.verify_message.rstrip(".")
+    except (OSError, ValueError):
+        return None
+    unverified = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    unverified.check_hostname, unverified.verify_mode = False, ssl.CERT_NONE
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            with unverified.wrap_socket(sock, server_hostname=host) as tls:
+                cert = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+    except (OSError, ValueError):
+        return None
+    if "mismatch" in said:  # "Hostname mismatch" or "IP address mismatch"
+        try:
+            alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            names = [str(n) for n in alt.get_values_for_type(x509.DNSName)] + [
+                str(n) for n in alt.get_values_for_type(x509.IPAddress)]
+        except x509.ExtensionNotFound:
+            names = []
+        held = ", ".join(names) or f"no alternative name (subject {cert.subject.rfc4514_string()})"
+        return (f"the broker's certificate is not for {host!r} ({said}): it names {held}; "
+                "connect by a name it holds (STREAMFS_BOOTSTRAP_SERVERS, and the broker's "
+                "advertised listeners, which clients connect to next), or give the broker a "
+                f"certificate that names {host!r}")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if cert.not_valid_after_utc < now or cert.not_valid_before_utc > now:
+        when = "%Y-%m-%d %H:%M"
+        return (f"the broker's certificate is valid from "
+                f"{cert.not_valid_before_utc.strftime(when)} to "
+                f"{cert.not_valid_after_utc.strftime(when)} UTC, not now ({said}): the broker "
+                "needs a new one (or this machine's clock is wrong)")
+    return None
 
 
 #: the TLS alerts by which a broker refuses a client's certificate, or its having none where

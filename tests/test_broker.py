@@ -128,3 +128,64 @@ def test_a_wrong_key_password_is_said_to_be_one(tmp_path):
         "(the key is encrypted: is ssl.key.password its password?)"), refused.value.detail
     assert refused.value.keys[:2] == ["ssl.key.location", "ssl.key.password"]
     make_client(Producer, {**config, "ssl.key.password": "right"})  # the right one
+
+
+def test_an_expired_broker_certificate_is_named_as_such(tmp_path):
+    """librdkafka says "certificate verify failed ... verify that ssl.ca.location is correctly
+    configured" for a certificate whose CA is right and whose time is past. A TLS server of
+    the test's stands in for the broker: only its handshake is at stake."""
+    import datetime
+    import socket
+    import ssl
+    import threading
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from streamfs.broker import broker_certificate_problem
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("ca")).issuer_name(name("ca"))
+          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(now)
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    expired = (x509.CertificateBuilder().subject_name(name("broker")).issuer_name(name("ca"))
+               .public_key(key.public_key()).serial_number(2)
+               .not_valid_before(now - datetime.timedelta(days=10))
+               .not_valid_after(now - datetime.timedelta(days=1))
+               .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]),
+                              critical=False)
+               .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    (tmp_path / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (tmp_path / "broker.pem").write_bytes(expired.public_bytes(pem))
+    (tmp_path / "broker.key").write_bytes(key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(tmp_path / "broker.pem", tmp_path / "broker.key")
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        for _ in range(2):  # the checked handshake, then the one that reads the certificate
+            conn, _ = listener.accept()
+            try:
+                server.wrap_socket(conn, server_side=True).close()
+            except (ssl.SSLError, OSError):
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    said = broker_certificate_problem({
+        "bootstrap.servers": f"localhost:{listener.getsockname()[1]}",
+        "ssl.ca.location": str(tmp_path / "ca.pem")})
+    thread.join(10)
+    listener.close()
+    assert said is not None and said.startswith("the broker's certificate is valid from ")
+    assert "UTC, not now (certificate has expired): the broker needs a new one" in said

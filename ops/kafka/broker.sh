@@ -29,6 +29,9 @@
 # KAFKA_TLS_USERS="admin user ..." `start` makes one for each user ($STREAMFS_RUN/tls/<user>.pem
 # and <user>.key, subject CN=<user>), and a client without SASL is the user its certificate's CN
 # names, with ACLs enforced as for KAFKA_SASL_USERS (the first user a super user).
+# KAFKA_TLS_SAN sets the names the broker's certificate holds (default
+# "IP:127.0.0.1,DNS:localhost", the names clients connect by; another makes it one that
+# clients refuse, as a certificate made for other host names is).
 # KAFKA_OAUTHBEARER=1 (with KAFKA_SASL_USERS) also takes SASL/OAUTHBEARER at that listener,
 # with Kafka's default validator: unsigned JWTs, their "sub" the principal (tests only).
 #
@@ -242,7 +245,7 @@ tls_files() {
     -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
     -keyout "$tls/broker.key" -out "$tls/broker.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > "$tls/san.ext"
+  printf 'subjectAltName=%s\n' "${KAFKA_TLS_SAN:-IP:127.0.0.1,DNS:localhost}" > "$tls/san.ext"
   openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" \
     -CAcreateserial -days 30 -extfile "$tls/san.ext" -out "$tls/broker.pem" 2>/dev/null
   cat "$tls/broker.key" "$tls/broker.pem" > "$tls/broker-keystore.pem"

@@ -1,0 +1,31 @@
+"""A broker whose TLS certificate names other hosts than the one a client connects by (the
+classic TLS mistake): librdkafka says only "certificate verify failed ... verify that
+ssl.ca.location is correctly configured", which sent the user to a CA that was right."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.cli.test_cli_kafka import streamfs
+from tests.cli.test_kafka_security import one_line_denial
+
+pytestmark = pytest.mark.kafka
+
+
+def test_a_certificate_for_other_names_is_one_line_naming_them(tmp_path_factory):
+    from tests.conftest import _own_broker
+
+    with _own_broker(tmp_path_factory, "kafka-tls-names", "TLS for other names", KAFKA_TLS="1",
+                     KAFKA_TLS_SAN="DNS:kafka.internal,DNS:kafka-0.kafka.internal") as (
+                         run_dir, address):
+        out = streamfs("watch", "x", "--once", timeout=60, env={
+            **os.environ, "STREAMFS_BOOTSTRAP_SERVERS": address,
+            "STREAMFS_SECURITY_PROTOCOL": "SSL",
+            "STREAMFS_SSL_CA_LOCATION": str(run_dir / "tls" / "ca.pem")})
+    one_line_denial(out, f"the TLS handshake with Kafka at {address} failed: the broker's "
+                         "certificate is not for '127.0.0.1' (IP address mismatch",
+                    "it names kafka.internal, kafka-0.kafka.internal; connect by a name it "
+                    "holds (STREAMFS_BOOTSTRAP_SERVERS")
+    assert "STREAMFS_SSL_CA_LOCATION" not in out.stderr  # the CA was right
