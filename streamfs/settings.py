@@ -30,6 +30,8 @@ _SECURITY_ENV = {
     # the CAs of the token endpoint's HTTPS certificate (default: the system's bundle)
     "STREAMFS_HTTPS_CA_LOCATION": "https.ca.location",
 }
+#: the client configuration keys whose values are secrets (masked in a Settings' repr)
+SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password", "sasl.oauthbearer.client.secret"})
 #: the OAUTHBEARER settings a client needs to ask for a token (client credentials)
 _OAUTHBEARER_NEEDS = ("STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL",
                       "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID",
@@ -307,6 +309,15 @@ class Settings:
     # Replication factor of every topic; 0: min(3, number of brokers).
     replication_factor: int = 0
     security: dict[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """The dataclass's, with the secrets of ``security`` masked: a settings object logged
+        or printed while debugging must not show a password."""
+        shown = {key: "***" if key in SECRET_KEYS else value
+                 for key, value in self.security.items()}
+        parts = [f"{f.name}={(shown if f.name == 'security' else getattr(self, f.name))!r}"
+                 for f in fields(self)]
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     @classmethod
     def variables(cls) -> frozenset[str]:

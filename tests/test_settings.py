@@ -352,3 +352,16 @@ def test_oauthbearer_asks_its_token_endpoint(monkeypatch):
     assert _refusal(monkeypatch) == ("STREAMFS_HTTPS_CA_LOCATION is for "
                                      "STREAMFS_SASL_MECHANISM=OAUTHBEARER, but the mechanism "
                                      "is PLAIN")
+
+
+def test_a_settings_repr_masks_the_secrets():
+    """It showed the SASL password (and would have the key's password and the OAuth client's
+    secret) to whoever logged or printed the settings."""
+    settings = Settings(security={"sasl.username": "app", "sasl.password": "hunter2",
+                                  "ssl.key.password": "k3y",
+                                  "sasl.oauthbearer.client.secret": "s3"})
+    shown = repr(settings)
+    assert "hunter2" not in shown and "k3y" not in shown and "'s3'" not in shown
+    assert "'sasl.password': '***'" in shown and "'sasl.username': 'app'" in shown
+    assert shown.startswith("Settings(bootstrap_servers='127.0.0.1:9092', app_id='streamfs'")
+    assert settings.security["sasl.password"] == "hunter2"  # the clients still get it
