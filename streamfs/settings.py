@@ -72,6 +72,25 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
     return None
 
 
+def _protocol_problem(security: dict[str, str]) -> str | None:
+    """SASL or TLS settings that the security protocol does not use: librdkafka ignores them,
+    so credentials set without ``STREAMFS_SECURITY_PROTOCOL`` connected without them (to a
+    broker that took that, silently unauthenticated)."""
+    protocol = security.get("security.protocol", "").upper()
+    words = protocol or "PLAINTEXT, the default"
+    for kind, uses, needs in (
+            ("sasl.", protocol.startswith("SASL_"), "SASL_SSL (or SASL_PLAINTEXT)"),
+            ("ssl.", protocol in ("SSL", "SASL_SSL"), "SSL or SASL_SSL")):
+        unused = [env for env, key in _SECURITY_ENV.items()
+                  if key in security and key.startswith(kind)]
+        if unused and not uses:
+            return (f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} set, but "
+                    f"STREAMFS_SECURITY_PROTOCOL ({words}) does not use "
+                    f"{'SASL' if kind == 'sasl.' else 'TLS'}: set it to {needs}, or unset "
+                    f"{'it' if len(unused) == 1 else 'them'}")
+    return None
+
+
 def _oauthbearer_problem(security: dict[str, str]) -> str | None:
     """What is wrong with the OAUTHBEARER settings together: the mechanism takes its token
     from a token endpoint (librdkafka's ``sasl.oauthbearer.method=oidc``, the only way a
@@ -387,7 +406,8 @@ class Settings:
             if key in self.security and (problem := _security_problem(env, key,
                                                                      self.security[key])):
                 raise ValueError(problem)
-        for problem in (_client_certificate_problem(self.security),
+        for problem in (_protocol_problem(self.security),
+                        _client_certificate_problem(self.security),
                         _oauthbearer_problem(self.security)):
             if problem:
                 raise ValueError(problem)

@@ -186,6 +186,7 @@ def test_client_certificate_settings_librdkafka_would_fail_on_are_refused(monkey
     cert, key = tmp_path / "client.pem", tmp_path / "client.key"
     cert.write_text("a certificate")
     key.write_text(pem)
+    monkeypatch.setenv("STREAMFS_SECURITY_PROTOCOL", "SSL")
     assert _refusal(monkeypatch, STREAMFS_SSL_CERTIFICATE_LOCATION=str(cert)) == (
         "STREAMFS_SSL_CERTIFICATE_LOCATION is set without STREAMFS_SSL_KEY_LOCATION: the Kafka "
         "client sends its certificate only with the private key's file")
@@ -365,3 +366,24 @@ def test_a_settings_repr_masks_the_secrets():
     assert "'sasl.password': '***'" in shown and "'sasl.username': 'app'" in shown
     assert shown.startswith("Settings(bootstrap_servers='127.0.0.1:9092', app_id='streamfs'")
     assert settings.security["sasl.password"] == "hunter2"  # the clients still get it
+
+
+@pytest.mark.parametrize("env, says", [
+    # credentials without the protocol: a PLAINTEXT broker took the connection, unauthenticated
+    ({"STREAMFS_SASL_USERNAME": "app", "STREAMFS_SASL_PASSWORD": "pw"},
+     "STREAMFS_SASL_USERNAME, STREAMFS_SASL_PASSWORD are set, but STREAMFS_SECURITY_PROTOCOL "
+     "(PLAINTEXT, the default) does not use SASL: set it to SASL_SSL (or SASL_PLAINTEXT), or "
+     "unset them"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "ssl", "STREAMFS_SASL_MECHANISM": "PLAIN"},
+     "STREAMFS_SASL_MECHANISM is set, but STREAMFS_SECURITY_PROTOCOL (SSL) does not use SASL"),
+    ({"STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMFS_SASL_MECHANISM": "PLAIN",
+      "STREAMFS_SSL_CA_LOCATION": "probe"},
+     "STREAMFS_SSL_CA_LOCATION is set, but STREAMFS_SECURITY_PROTOCOL (SASL_PLAINTEXT) does not "
+     "use TLS: set it to SSL or SASL_SSL, or unset it"),
+])
+def test_security_settings_the_protocol_does_not_use_are_refused(monkeypatch, env, says):
+    """librdkafka ignores them: SASL credentials without a SASL protocol, TLS settings
+    without TLS."""
+    assert _refusal(monkeypatch, **env).startswith(says)
+    monkeypatch.setenv("STREAMFS_SECURITY_PROTOCOL", "SASL_SSL")  # one that uses them all
+    Settings.from_env()
