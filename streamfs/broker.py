@@ -102,8 +102,8 @@ def say_unreachable(err: KafkaError) -> None:
 
     if err.code() == KafkaError._ALL_BROKERS_DOWN:
         kind, what = "broker", f"the broker does not answer ({err.str()})"
-    elif err.code() == KafkaError._AUTHENTICATION and NO_TOKEN in err.str():
-        kind, what = "token", f"no OAUTHBEARER token from the token endpoint ({err.str()})"
+    elif said := no_token(err):
+        kind, what = "token", said
     else:
         return
     now = time.monotonic()
@@ -111,6 +111,20 @@ def say_unreachable(err: KafkaError) -> None:
         return
     _unreachable_said_at[kind] = now
     logging.getLogger("streamfs").warning("%s; still trying: Ctrl-C stops", what)
+
+
+def no_token(err: KafkaError) -> str | None:
+    """What ``err`` says when it is librdkafka's OIDC client getting no token from the token
+    endpoint (OAUTHBEARER), said as the worker and the commands say it; None for any other.
+
+    >>> no_token(KafkaError(KafkaError._AUTHENTICATION, NO_TOKEN + ": 401"))
+    'no OAUTHBEARER token from the token endpoint (Failed to acquire SASL OAUTHBEARER token: 401)'
+    >>> no_token(KafkaError(KafkaError._ALL_BROKERS_DOWN)) is None
+    True
+    """
+    if err.code() == KafkaError._AUTHENTICATION and NO_TOKEN in err.str():
+        return f"no OAUTHBEARER token from the token endpoint ({err.str()})"
+    return None
 
 
 def with_kafka_logger(kafka_config: dict[str, Any]) -> dict[str, Any]:

@@ -71,8 +71,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn
 
-from streamfs.broker import (KAFKA_LOGGER, NO_TOKEN, AccessDenied, ClientConfigRefused, LogLines,
-                             denied, is_denied, kafka_error, make_client, refused_topic)
+from streamfs.broker import (KAFKA_LOGGER, AccessDenied, ClientConfigRefused, LogLines, denied,
+                             is_denied, kafka_error, make_client, no_token, refused_topic)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -492,10 +492,9 @@ class Worker:
             with self.health.lock:
                 if self.health.unreachable_since is None:
                     self.health.unreachable_since = time.monotonic()
-        elif err.code() == KafkaError._AUTHENTICATION and NO_TOKEN in err.str():
+        elif said := no_token(err):
             with self.health.lock:
-                self.health.unreachable_reason = (
-                    f"no OAUTHBEARER token from the token endpoint ({err.str()})")
+                self.health.unreachable_reason = said
 
     def _broker_answered(self) -> None:
         """A broker answered (an assignment, a commit, a topic check): reachable again."""
