@@ -300,6 +300,16 @@ def loop_stall_seconds(session_timeout: float) -> float:
     return max(300.0, session_timeout)
 
 
+def rejoin_seconds(session_timeout: float) -> float:
+    """How long a worker whose broker answers may go without an assignment (since it
+    subscribed, or since its partitions were revoked) before it joins its group again with a
+    new consumer. A rebalance takes at most the group's rebalance timeout (the members'
+    ``max.poll.interval.ms``: the coordinator waits that long for every member to rejoin),
+    then a session timeout for a member that left without a word; 30 s more for the
+    requests around them."""
+    return loop_stall_seconds(session_timeout) + session_timeout + 30.0
+
+
 class Health:
     """What ``/health`` (readiness) and ``/live`` (liveness) report; written by the worker
     loop, read by the web thread."""
@@ -310,6 +320,9 @@ class Health:
         self.assigned: list[str] = []
         self.ready = False
         self.ready_at: float | None = None  # wall clock of the last completed assignment
+        # time.monotonic() since when the consumer has had no assignment (it subscribed, or
+        # its partitions were revoked); None while it has one (Worker._rejoin_if_left_out)
+        self.unassigned_since: float | None = None
         self.last_batch = time.monotonic()
         self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
         self.lag = 0
@@ -328,6 +341,8 @@ class Health:
                 status = "starting" if self.ready_at is None else "rebalancing"
             body = {"status": status, "assigned": list(self.assigned),
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
+            if self.unassigned_since is not None:
+                body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
             if self.ready and self.lag > 0 and idle > 60:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
             if self.unreachable_since is not None:
@@ -450,6 +465,9 @@ class Worker:
         # _restore_committed for partitions with none); the sweep commits it again
         self.resume_at: dict[tuple[str, int], int] = {}
         self.health = health or Health(loop_stall_seconds(settings.session_timeout))
+        # without an assignment for this long, a worker whose broker answers joins its group
+        # again with a new consumer (see _rejoin_if_left_out)
+        self.rejoin_after = rejoin_seconds(settings.session_timeout)
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
@@ -637,6 +655,8 @@ class Worker:
         consumer the broker answers only once the previous owner's transaction is resolved,
         so the changelog read afterwards holds exactly the state those offsets belong to."""
 
+        if consumer is not self.consumer:
+            return  # a consumer replaced (_rejoin_if_left_out) being closed: not this one's
         t0 = time.perf_counter()
         self._settle_in_callback()  # nothing can be in flight after a revoke; be safe
         with self.health.lock:
@@ -645,6 +665,7 @@ class Worker:
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
+            self.health.unassigned_since = None
             self.health.unreachable_since = None  # the group and the offsets answered
             self.health.ready = True
             self.health.ready_at = time.time()
@@ -654,6 +675,8 @@ class Worker:
                  time.perf_counter() - t0)
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
+        if consumer is not self.consumer:
+            return  # a consumer replaced (_rejoin_if_left_out) being closed: not this one's
         # the last batch's transaction must end while this worker still owns its partitions
         self._settle_in_callback()
         gone = {(tp.topic, tp.partition) for tp in partitions}
@@ -672,6 +695,7 @@ class Worker:
         with self.health.lock:
             self.health.assigned = []
             self.health.ready = False
+            self.health.unassigned_since = time.monotonic()
         consumer.unassign()
         log.info("revoked %d partitions", len(gone))
 
@@ -979,9 +1003,45 @@ class Worker:
         return offset
 
     # ------------------------------------------------------------------ the loop
-    def run(self) -> None:
+    def _subscribe(self) -> None:
+        with self.health.lock:
+            self.health.unassigned_since = time.monotonic()
         self.consumer.subscribe(list(self.roles), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_revoke)
+
+    def _rejoin_if_left_out(self) -> None:
+        """Join the group again with a new consumer if this one has had no assignment for
+        longer than any rebalance takes (:func:`rejoin_seconds`) while the broker answers.
+        Seen once in CI: a consumer whose session timed out during a broker restart had its
+        partitions revoked and never rejoined, its loop turning and ``/health`` saying
+        "rebalancing" for minutes (librdkafka has had such bugs: its issues #2944, #3396).
+        Nothing is in flight without an assignment, so nothing is lost: the new member
+        restores the committed state of whatever it is assigned."""
+        with self.health.lock:
+            since, unreachable = self.health.unassigned_since, self.health.unreachable_since
+        if since is None or unreachable is not None:
+            return  # assigned, or a broker down: a new consumer would not join sooner
+        waited = time.monotonic() - since
+        if waited < self.rejoin_after:
+            return
+        log.warning("no partitions assigned for %.0f s although the broker answers (a "
+                    "rebalance takes at most %.0f s): leaving the group and joining it again "
+                    "with a new consumer", waited, self.rejoin_after)
+        metrics.REJOINS.inc()
+        self._settle_in_callback()  # nothing is in flight without an assignment; be safe
+        self._drop_fetched()
+        old, self.consumer = self.consumer, self._consumer()
+        try:
+            self._bounded(old.close)  # its LeaveGroup, if it is a member after all
+        except Hung:
+            log.warning("the old consumer did not close within %d s: left behind",
+                        TXN_CALL_SECONDS + 5)
+        except Exception as exc:  # noqa: BLE001 - whatever it says, it is replaced
+            log.warning("the old consumer's close failed (%s)", exc)
+        self._subscribe()
+
+    def run(self) -> None:
+        self._subscribe()
         try:
             self._loop()
         except StoppedWhileUnreachable:
@@ -1065,9 +1125,10 @@ class Worker:
                 self._rewind()
             if self.rewind_due:
                 self._rewind()
-            if time.monotonic() > next_lag:  # for /health only: not on every batch
+            if time.monotonic() > next_lag:  # /health's, and the rejoin's: not every batch
                 next_lag = time.monotonic() + 2.0
                 self._update_lag()
+                self._rejoin_if_left_out()
 
     def _fetch(self) -> bool:
         """Top up the fetched messages; True if there is something to process. Waits (up to

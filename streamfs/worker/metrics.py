@@ -38,6 +38,9 @@ TRANSACTIONS = Counter("streamfs_transactions_total",
                        "their retention (the aborted ones are counted again in "
                        "streamfs_transaction_aborts_total)")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
+REJOINS = Counter("streamfs_rejoins_total",
+                  "Times the worker joined its group again with a new consumer after going "
+                  "without an assignment for longer than a rebalance takes")
 REWINDS = Counter("streamfs_rewinds_total",
                   "Rewinds to the committed offsets and state: after an aborted transaction, or "
                   "a batch given up before its transaction began")

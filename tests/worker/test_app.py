@@ -243,6 +243,41 @@ def test_loop_stall_limit_is_the_consumers_max_poll_interval():
 
     assert loop_stall_seconds(30.0) == 300.0
     assert loop_stall_seconds(600.0) == 600.0
+
+
+def test_rejoin_bound_outlasts_any_rebalance():
+    """The coordinator waits up to the rebalance timeout (the members' max.poll.interval.ms)
+    for every member to rejoin, then a session timeout for one that left without a word."""
+    from streamfs.worker.app import rejoin_seconds
+
+    assert rejoin_seconds(30.0) == 300.0 + 30.0 + 30.0
+    assert rejoin_seconds(600.0) == 600.0 + 600.0 + 30.0
+
+
+def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker_answering():
+    """A new consumer replaces the old one only when no rebalance explains the wait (the
+    rejoin itself: tests/worker/test_rejoin.py), and never while no broker answers, when a
+    new consumer would join no sooner."""
+    import time
+
+    from prometheus_client import REGISTRY
+
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.health, worker.rejoin_after = app.Health(), 60.0
+    worker.consumer = consumer = object()  # replaced only through _consumer(): none here
+    rejoins = REGISTRY.get_sample_value("streamfs_rejoins_total")
+    worker._rejoin_if_left_out()  # assigned (or not subscribed yet)
+    assert "unassigned_seconds" not in worker.health.snapshot()[1]
+    worker.health.unassigned_since = time.monotonic() - 30.0
+    worker._rejoin_if_left_out()  # within a rebalance's time
+    assert worker.health.snapshot()[1]["unassigned_seconds"] >= 30.0
+    worker.health.unassigned_since = time.monotonic() - 90.0
+    worker.health.unreachable_since = time.monotonic() - 90.0
+    worker._rejoin_if_left_out()  # every broker down
+    assert worker.consumer is consumer
+    assert REGISTRY.get_sample_value("streamfs_rejoins_total") == rejoins
 @pytest.mark.parametrize("host,reason", [
     ("999.1.1.1", None),  # no such address: looked up as a name (the resolver's words vary)
     ("192.0.2.1", "Cannot assign requested address"),  # TEST-NET-1: no interface has it
