@@ -9,7 +9,8 @@ import os
 import shlex
 import sys
 import warnings
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -314,9 +315,31 @@ def _app_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
 def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_host: str | None,
            log_level: str, instance_id: str | None) -> None:
     """Run the stream-processing worker until interrupted."""
-    from streamfs.worker.app import (CannotServe, InstanceFenced, StoppedDuringStartup,
-                                     begin_startup, run_worker)
+    with _noting_stops() as stops:  # loading the worker's modules takes about two seconds
+        from streamfs.worker.app import (CannotServe, InstanceFenced, StoppedDuringStartup,
+                                         begin_startup, run_worker)
+        from streamfs.topics import TopicMismatch, TopicsNotCreated
 
+        settings = _worker_settings(ctx, app_id, web_port, web_host, log_level, instance_id)
+    try:
+        # from here SIGINT/SIGTERM stop the start-up with one log line; one noted before
+        # (`stops`) stops it here
+        begin_startup(settings, stops)
+        _reachable(settings)
+        run_worker(settings)
+    except StoppedDuringStartup:
+        return  # logged; exit 0, as a worker stopped after its start
+    except (TopicMismatch, TopicsNotCreated, InstanceFenced) as exc:
+        raise click.ClickException(str(exc)) from None
+    except CannotServe as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | None,
+                     web_host: str | None, log_level: str, instance_id: str | None
+                     ) -> Settings:
+    """The worker's settings, checked: :class:`UsageProblem` (exit 2) for the first that
+    cannot work, before any start-up step."""
     from streamfs.settings import app_id_problem
 
     settings = _settings(ctx)
@@ -349,19 +372,32 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
         except OSError as exc:
             raise UsageProblem(f"STREAMFS_DATA_DIR {settings.data_dir!r} is not a writable "
                                f"directory: {exc.strerror}") from None
-    from streamfs.topics import TopicMismatch, TopicsNotCreated, check_catalogue
+    from streamfs.topics import check_catalogue
 
     check_catalogue(settings.topic_prefix)  # now, not after the warm-up: exit 2 (_Main)
-    begin_startup(settings)  # from here SIGINT/SIGTERM stop the start-up with one log line
+    return settings
+
+
+@contextmanager
+def _noting_stops() -> Iterator[list[int]]:
+    """Note SIGINT and SIGTERM (their numbers, in the list yielded) until the worker's own
+    handlers replace these (:func:`~streamfs.worker.app.begin_startup`, which then stops the
+    start-up as for a signal that came during it); the handlers before come back if the
+    block raises (a setting refused: exit 2). Without it, a signal that came while Python
+    loaded the worker's modules ended the process as an unhandled signal does: exit 143 for
+    SIGTERM, click's "Aborted!" and exit 1 for SIGINT, without a log line."""
+    import signal
+
+    stops: list[int] = []
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    for sig in before:
+        signal.signal(sig, lambda signum, _frame: stops.append(signum))
     try:
-        _reachable(settings)
-        run_worker(settings)
-    except StoppedDuringStartup:
-        return  # logged; exit 0, as a worker stopped after its start
-    except (TopicMismatch, TopicsNotCreated, InstanceFenced) as exc:
-        raise click.ClickException(str(exc)) from None
-    except CannotServe as exc:
-        raise UsageProblem(str(exc)) from None
+        yield stops
+    except BaseException:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+        raise
 
 
 @main.group()

@@ -69,7 +69,7 @@ import time
 import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, Sequence
 
 from streamfs.broker import (KAFKA_LOGGER, AccessDenied, ClientConfigRefused, LogLines, denied,
                              is_denied, kafka_error, make_client, no_token, refused_topic)
@@ -1795,17 +1795,20 @@ def _start_up_step(health: Health) -> None:
     _stopped_yet()
 
 
-def begin_startup(settings: Settings) -> None:
+def begin_startup(settings: Settings, stops: Sequence[int] = ()) -> None:
     """The worker's log lines; and until :func:`run_worker` has started the worker (and stops
     it on SIGINT or SIGTERM once the batch in progress is committed), either signal logs one
     line and raises :class:`StoppedDuringStartup`, for the caller to end as a stopped worker
-    ends (exit 0)."""
+    ends (exit 0). ``stops``: signals that came before (noted by the caller while the
+    program loaded): the first stops the start-up here, in the same way."""
     logging.basicConfig(level=settings.log_level.upper(),
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
     log_warnings()  # an algorithm's warning names the stream it is about
     signal.signal(signal.SIGTERM, _stop_during_startup)
     signal.signal(signal.SIGINT, _stop_during_startup)
     _quiet_lost_stops()
+    if stops:
+        _stop_during_startup(stops[0], None)
 
 
 def _quiet_lost_stops() -> None:

@@ -362,6 +362,30 @@ def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(sign
     assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_worker_modules_load_stops_it_as_one_during_start_up(signame):
+    """Loading the worker's modules takes about two seconds, before its own handlers exist: a
+    SIGTERM then ended it with exit 143 and no line, a SIGINT with click's "Aborted!" and
+    exit 1. The signal is sent as Python begins to import the worker's main module."""
+    script = ("import importlib.abc, os, signal, sys\n"
+              "class SignalOnImport(importlib.abc.MetaPathFinder):\n"
+              "    def find_spec(self, name, path, target=None):\n"
+              "        if name == 'streamfs.worker.app':\n"
+              f"            os.kill(os.getpid(), signal.{signame})\n"
+              "        return None\n"
+              "sys.meta_path.insert(0, SignalOnImport())\n"
+              "import streamfs.cli as cli\n"
+              "assert 'streamfs.worker.app' not in sys.modules\n"
+              "cli.main(['worker', '--web-port', '0'])\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr  # nothing begun: no broker check, no warm-up
+    assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
+
+
 @pytest.fixture
 def grouped_csv(tmp_path):
     """8 columns in 3 groups, two of them relevant (columns 1 and 5)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from click.testing import CliRunner
 
 from streamfs.algorithms import registry
@@ -83,14 +85,26 @@ def test_worker_help_lists_every_setting_with_its_default_and_flag():
                                                "sasl.mechanism). Default: not set.")
 
 
-def test_worker_web_host_flag_overrides_its_variable(monkeypatch):
+@pytest.fixture
+def signal_handlers():
+    """SIGINT's and SIGTERM's handlers as they are, put back after the test (a worker command
+    run in this process notes both until its start-up's own handlers replace them)."""
+    import signal
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield before
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+def test_worker_web_host_flag_overrides_its_variable(monkeypatch, signal_handlers):
     """--web-host, as --web-port: the flag, else STREAMFS_WEB_HOST, else 127.0.0.1."""
     import streamfs.cli as cli
     import streamfs.worker.app as app
 
     ran = []
     monkeypatch.setattr(cli, "_reachable", lambda settings: None)
-    monkeypatch.setattr(app, "begin_startup", lambda settings: None)
+    monkeypatch.setattr(app, "begin_startup", lambda settings, stops: None)
     monkeypatch.setattr(app, "run_worker", ran.append)
     monkeypatch.delenv("STREAMFS_WEB_HOST", raising=False)
     for args, env, host in ((["--web-host", "0.0.0.0"], {}, "0.0.0.0"),
@@ -100,6 +114,20 @@ def test_worker_web_host_flag_overrides_its_variable(monkeypatch):
         out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker", *args], env=env)
         assert out.exit_code == 0, out.output
         assert ran.pop().web_host == host, (args, env)
+
+
+def test_a_worker_refused_its_settings_leaves_the_signal_handlers_as_they_were(
+        signal_handlers):
+    """The worker command notes SIGINT and SIGTERM while it loads and checks its settings; one
+    that stops there (exit 2) puts the handlers before back, for a caller in this process."""
+    import signal
+
+    out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker"],
+                             env={"STREAMFS_RESULT_FORMAT": "yaml"})
+    assert out.exit_code == 2 and "STREAMFS_RESULT_FORMAT must be one of" in out.output
+    assert signal.getsignal(signal.SIGTERM) is signal_handlers[signal.SIGTERM]
+    # SIGINT: the handler every command of `main` sets (broker.remember_interrupts)
+    assert signal.getsignal(signal.SIGINT).__qualname__.startswith("remember_interrupts.")
 
 
 def test_the_readers_start_without_scikit_learn_and_every_command_is_listed():
