@@ -71,8 +71,9 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn, Sequence
 
-from streamfs.broker import (KAFKA_LOGGER, AccessDenied, ClientConfigRefused, LogLines, denied,
-                             is_denied, kafka_error, make_client, no_token, refused_topic)
+from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied,
+                             ClientConfigRefused, LogLines, denied, is_denied, kafka_error,
+                             make_client, no_token, refused_topic)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -468,6 +469,8 @@ class Worker:
         # without an assignment for this long, a worker whose broker answers joins its group
         # again with a new consumer (see _rejoin_if_left_out)
         self.rejoin_after = rejoin_seconds(settings.session_timeout)
+        self.oauth = settings.kafka_config().get("sasl.mechanism") == "OAUTHBEARER"
+        self.lapse_said = False  # the consumer's lapsed login said (see _refused)
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
@@ -516,6 +519,7 @@ class Worker:
 
     def _broker_answered(self) -> None:
         """A broker answered (an assignment, a commit, a topic check): reachable again."""
+        self.lapse_said = False
         with self.health.lock:
             self.health.unreachable_since = None
             self.health.unreachable_reason = None
@@ -567,8 +571,11 @@ class Worker:
                 break
             except KafkaException as exc:
                 err = exc.args[0]
-                if is_denied(err):
+                if self._refused(err):
                     raise self._denied(err, "starting its transactional producer") from None
+                if self._lapsed(err):
+                    waited = self._wait_for_login(waited, "the transaction coordinator", err)
+                    continue
                 if not err.retriable() or err.fatal():
                     raise
                 waited = self._wait_for_broker(waited, "the transaction coordinator", err)
@@ -594,6 +601,34 @@ class Worker:
                 "stopped while the broker was unreachable: the batch in progress was not "
                 "committed, and its input is read again by its partition's next owner") from None
         return True
+
+    def _refused(self, err: Any) -> bool:
+        """Whether ``err`` refuses this worker for good (:func:`~streamfs.broker.is_denied`),
+        so that it stops (exit 77). Not an OAUTHBEARER login refused after the worker had
+        logged in (it has had an assignment): its token expired and no new one came, the token
+        endpoint away (librdkafka re-authenticating a connection then failed with "Request
+        not valid in current SASL state", and the worker had exited 77 during an outage the
+        consumer rides out). That ends when the endpoint is back: it is waited out as an
+        unreachable broker is (:meth:`_wait_for_login`)."""
+        return is_denied(err) and not self._lapsed(err)
+
+    def _lapsed(self, err: Any) -> bool:
+        """Whether ``err`` is an OAUTHBEARER login that lapsed (see :meth:`_refused`)."""
+        return (self.oauth and err.code() in AUTHENTICATION_ERRORS
+                and self.health.ready_at is not None)
+
+    def _wait_for_login(self, said: bool, who: str, err: Any) -> bool:
+        """:meth:`_wait_for_broker` for a lapsed OAUTHBEARER login (see :meth:`_refused`):
+        ``/health`` says ``broker-unreachable``, with the reason where the token endpoint did
+        not say one; one WARNING line, the first time (``said`` False)."""
+        lapsed = (f"the broker refused this worker's OAUTHBEARER login after it had logged in "
+                  f"({err.str()}): its token expired and no new one came")
+        if not said:
+            log.warning("%s: %s; waiting for a new token", who, lapsed)
+        with self.health.lock:
+            if self.health.unreachable_reason is None:
+                self.health.unreachable_reason = lapsed
+        return self._wait_for_broker(True, who, err)
 
     def _denied(self, err: Any, doing: str) -> AccessDenied:
         """:class:`AccessDenied` for ``err``, saying which of the worker's ACLs (README, Kafka
@@ -640,9 +675,9 @@ class Worker:
                         raise TopicMismatch(f"input topic {name!r} does not exist: run "
                                             "`streamfs topics create` and start the worker "
                                             "again") from None
-                    if is_denied(exc.args[0]):
+                    if self._refused(exc.args[0]):
                         raise self._denied(exc.args[0], f"describing topic {name!r}") from None
-                    raise
+                    raise  # a lapsed login: waited for by _ask
             return ids
 
         return self._ask("the input topics' ids", describe,
@@ -773,10 +808,12 @@ class Worker:
                 return answer
             except KafkaException as exc:
                 err = exc.args[0]
-                if err.code() not in moving_codes():
+                if err.code() not in moving_codes() and not self._lapsed(err):
                     raise
                 now = time.monotonic()
-                if err.code() in unreachable_codes() and (outage or now + pause >= deadline):
+                if self._lapsed(err):  # see _refused
+                    waited = outage = self._wait_for_login(waited, f"{what}: the broker", err)
+                elif err.code() in unreachable_codes() and (outage or now + pause >= deadline):
                     waited = outage = self._wait_for_broker(waited, f"{what}: the broker", err)
                 else:
                     if outage:  # a broker answers, the cluster still moving: a new deadline
@@ -894,6 +931,7 @@ class Worker:
             # Counted from the last record read: a long changelog takes as long as it takes
             wait = self.settings.transaction_timeout + 10
             deadline = time.monotonic() + wait
+            lapsed = False  # said that an OAUTHBEARER login lapsed (see _refused)
             while pending:
                 if time.monotonic() > deadline:
                     self._held_records(pending, targets)  # RestoreHeld if they are there
@@ -912,9 +950,13 @@ class Worker:
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
                         if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                             continue  # its group is never used: it reads from set offsets
-                        if is_denied(err):
+                        if self._refused(err):
                             raise self._denied(err, f"restoring its state from "
                                                     f"{msg.topic() or 'its changelogs'}")
+                        if self._lapsed(err):  # waited for, not counted
+                            lapsed = self._wait_for_login(lapsed, "the changelog", err)
+                            deadline = time.monotonic() + wait
+                            continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
                     key = (by_topic[msg.topic()], msg.partition())
                     if err is not None:  # a partition's end
@@ -1153,9 +1195,12 @@ class Worker:
                     if fenced(err):
                         raise InstanceFenced(s)
                     raise KafkaException(err)
-                if is_denied(err):  # it would wait for an assignment that never comes
+                if self._refused(err):  # it would wait for an assignment that never comes
                     raise self._denied(err, "consuming its input")
-                log.warning("consumer error: %s", err)
+                if self._lapsed(err):
+                    self.lapse_said = self._wait_for_login(self.lapse_said, "the consumer", err)
+                else:
+                    log.warning("consumer error: %s", err)
                 continue
             self.fetched.append(msg)
             self.fetched_bytes += len(msg.value() or b"")
@@ -1452,7 +1497,7 @@ class Worker:
             except (KafkaException, SystemError) as exc:
                 if (err := kafka_error(exc)) is None:
                     raise
-                if is_denied(err):
+                if self._refused(err):
                     self._txn_failed(err)
                 # the transaction is no longer usable, e.g. a paused worker whose transaction
                 # the broker aborted meanwhile ("Erroneous state"): abort, rewind
@@ -1484,7 +1529,7 @@ class Worker:
             except KafkaException as exc:
                 err = exc.args[0]
                 retry = err.retriable() and not err.txn_requires_abort() and not err.fatal()
-                if retry and attempt < 2 and not is_denied(err):
+                if retry and attempt < 2 and not self._refused(err):
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
                     continue
                 self._txn_failed(err)
@@ -1507,7 +1552,7 @@ class Worker:
         this one cannot abort); a worker fenced by its instance id stops; one that the
         broker's ACLs deny stops with :class:`AccessDenied`, as every retry would be denied
         the same."""
-        if is_denied(err):
+        if self._refused(err):
             self._abort_quietly()
             topic = refused_topic(self.producer_log.seen)
             raise self._denied(err, "committing a transaction" + (

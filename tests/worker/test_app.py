@@ -920,3 +920,59 @@ def test_health_says_why_the_broker_is_unreachable_when_the_clients_know():
     assert "reason" not in worker.health.snapshot()[1]
     worker._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
     assert "reason" not in worker.health.snapshot()[1]  # a broker down, nothing more known
+
+
+def test_an_oauthbearer_login_refused_after_the_worker_logged_in_is_waited_out(caplog):
+    """Tokens expire; with the token endpoint away, librdkafka's re-authentication of a
+    connection failed ("Request not valid in current SASL state") and the consumer reported
+    "Local: Authentication failure": the worker took it for a refused token and exited 77 in
+    1 of 3 runs of tests/cli/test_oauthbearer.py's outage test. A first login refused, an
+    ACL's denial, and other mechanisms' credentials (which do not renew) still stop it."""
+    import logging
+    import time
+
+    from confluent_kafka import KafkaError
+
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.health, worker.running, worker.oauth = app.Health(), True, True
+    lapsed = KafkaError(KafkaError._AUTHENTICATION,
+                        "FindCoordinator response error: Local: Authentication failure")
+    acl = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")
+    assert worker._refused(lapsed)  # never logged in: the token is refused, exit 77
+    worker.health.ready_at = time.time()  # it had an assignment
+    assert not worker._refused(lapsed) and worker._refused(acl)
+    worker.oauth = False
+    assert worker._refused(lapsed)  # SCRAM, PLAIN, certificates: nothing renews them
+    worker.oauth = True
+    caplog.set_level(logging.WARNING, logger="streamfs.worker")
+    assert worker._wait_for_login(False, "the consumer", lapsed)
+    assert worker._wait_for_login(True, "the consumer", lapsed)  # said once
+    code, body = worker.health.snapshot()
+    assert code == 503 and body["status"] == "broker-unreachable"
+    assert body["reason"] == ("the broker refused this worker's OAUTHBEARER login after it had "
+                              "logged in (FindCoordinator response error: Local: "
+                              "Authentication failure): its token expired and no new one came")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the consumer: {body['reason']}; waiting for a new token"]
+    worker.running = False  # a stop asked meanwhile
+    with pytest.raises(app.StoppedWhileUnreachable):
+        worker._wait_for_login(True, "the consumer", lapsed)
+
+
+def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
+    """The endpoint's answer says more than the broker's refusal that follows it."""
+    from confluent_kafka import KafkaError
+
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.health, worker.running, worker.oauth = app.Health(), True, True
+    worker.health.ready_at = 1.0
+    worker._client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
+                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
+    worker._wait_for_login(False, "the consumer",
+                           KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
+    assert worker.health.snapshot()[1]["reason"].startswith(
+        "no OAUTHBEARER token from the token endpoint")
