@@ -13,6 +13,7 @@ import math
 import re
 import signal
 import threading
+import time
 from typing import Any, Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -30,9 +31,6 @@ class RepeatFilter(logging.Filter):
 
     def __init__(self, window: float = 60.0, clock: Any = None) -> None:
         super().__init__()
-        import threading
-        import time
-
         self.window, self.clock = window, clock or time.monotonic
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[float, int]] = {}  # kind -> (last shown, held back since)
@@ -98,19 +96,41 @@ def say_unreachable(err: KafkaError) -> None:
     worker whose broker or token endpoint went away mid-run does not sit silent; librdkafka's
     own log lines, shown with ``--verbose`` only, were all it said. The client keeps trying
     (and the caller's Ctrl-C stops it)."""
-    import time
-
     if err.code() == KafkaError._ALL_BROKERS_DOWN:
-        kind, what = "broker", f"the broker does not answer ({err.str()})"
+        say_still_trying("broker", f"the broker does not answer ({err.str()})")
     elif said := no_token(err):
-        kind, what = "token", said
-    else:
-        return
+        say_still_trying("token", said)
+
+
+def say_still_trying(kind: str, what: str) -> None:
+    """``what`` went wrong and the client keeps trying: one WARNING line on the ``streamfs``
+    logger, once a minute at most for each ``kind`` of trouble."""
     now = time.monotonic()
     if now - _unreachable_said_at.get(kind, -math.inf) < UNREACHABLE_NOTICE_SECONDS:
         return
     _unreachable_said_at[kind] = now
     logging.getLogger("streamfs").warning("%s; still trying: Ctrl-C stops", what)
+
+
+def lapsed_login(kafka_config: dict[str, Any], err: KafkaError) -> str | None:
+    """What ``err`` says when it refuses the OAUTHBEARER login of a client that had logged in
+    (the caller knows that it had): its token expired and no new one came, the token endpoint
+    away (librdkafka re-authenticating a connection then fails, "Local: Authentication
+    failure"). That ends when the endpoint answers again, unlike a refused first login or
+    refused credentials that do not renew (SASL/PLAIN, SCRAM, certificates). None for any
+    other error.
+
+    >>> err = KafkaError(KafkaError._AUTHENTICATION, "Local: Authentication failure")
+    >>> lapsed_login({"sasl.mechanism": "OAUTHBEARER"}, err)
+    "the broker refused this client's OAUTHBEARER login after it had logged in (Local: Authentication failure): its token expired and no new one came"
+    >>> lapsed_login({"sasl.mechanism": "SCRAM-SHA-512"}, err) is None
+    True
+    """
+    if (kafka_config.get("sasl.mechanism") == "OAUTHBEARER"
+            and err.code() in AUTHENTICATION_ERRORS):
+        return (f"the broker refused this client's OAUTHBEARER login after it had logged in "
+                f"({err.str()}): its token expired and no new one came")
+    return None
 
 
 def no_token(err: KafkaError) -> str | None:
@@ -346,8 +366,6 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
     as soon as every bootstrap broker has refused the connection, without waiting that long.
     A broker that answers, but not to these security settings (credentials, TLS, protocol),
     raises :class:`AccessDenied` at once."""
-    import time
-
     from confluent_kafka.admin import AdminClient
 
     address = kafka_config.get("bootstrap.servers", "?")

@@ -19,7 +19,7 @@ import uuid
 from numbers import Integral, Real
 from typing import Any, Iterable, Iterator, Literal
 
-from streamfs.broker import denied, is_denied
+from streamfs.broker import denied, is_denied, lapsed_login, say_still_trying
 from streamfs.codec import CodecError, decode, decode_any
 
 log = logging.getLogger("streamfs.client")
@@ -394,9 +394,11 @@ def _check_stream(stream: Any, *, optional: bool = True) -> None:
 
 def at_partition_end(msg: Any, kafka_config: dict[str, Any], topic: str) -> bool:
     """For an error event ``msg`` of a reader's consumer (one of ``kafka_config`` reading
-    ``topic``): True for a partition's end, False for one to pass over; raise
-    :class:`~streamfs.broker.AccessDenied` for an ACL that denies the read, ``RuntimeError``
-    for any other error."""
+    ``topic``, which has logged in: it was assigned its partitions): True for a partition's
+    end, False for one to pass over; raise :class:`~streamfs.broker.AccessDenied` for an ACL
+    that denies the read, ``RuntimeError`` for any other error. An OAUTHBEARER login that
+    lapsed (:func:`~streamfs.broker.lapsed_login`) is passed over with a WARNING line a
+    minute: `watch` had exited 77 on it in 1 of 4 outages of the token endpoint."""
     from confluent_kafka import KafkaError
 
     err = msg.error()
@@ -404,6 +406,9 @@ def at_partition_end(msg: Any, kafka_config: dict[str, Any], topic: str) -> bool
         return True
     if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
         return False  # the reader's own group, which it never uses: it reads from set offsets
+    if (lapsed := lapsed_login(kafka_config, err)) is not None:
+        say_still_trying("login", lapsed)
+        return False  # the client asks the token endpoint again on its own
     if is_denied(err):
         raise denied(kafka_config, err, f"reading topic {msg.topic() or topic!r}",
                      "READ and DESCRIBE on it")

@@ -441,3 +441,48 @@ def test_until_final_of_a_run_replaced_before_its_final_says_so(kafka_config, to
         # a run waited for before it starts is not replaced by the runs before it
         with pytest.raises(TimeoutError, match="no final result for 'f'"):
             list(reader.updates("f", until_final=True, run=3, timeout=3))
+
+
+class _ErrorEvent:
+    """A consumer's error event, as ``Consumer.poll`` returns one (confluent-kafka makes no
+    ``Message`` from Python)."""
+
+    def __init__(self, err):
+        self._err = err
+
+    def error(self):
+        return self._err
+
+    def topic(self):
+        return "streamfs.selected-features"
+
+
+def test_a_readers_oauthbearer_login_that_lapsed_is_passed_over_with_a_line_a_minute(
+        monkeypatch, caplog):
+    """`watch` exited 77 ("refused the token") in 1 of 4 outages of the token endpoint: with
+    its token expired, librdkafka's re-authentication of a connection failed and the
+    consumer reported "Local: Authentication failure". A reader passes it over (it asks the
+    endpoint again on its own); with credentials that do not renew it is still refused."""
+    import logging
+
+    from confluent_kafka import KafkaError
+
+    from streamfs import broker
+    from streamfs.broker import AccessDenied
+    from streamfs.client import at_partition_end
+
+    monkeypatch.setattr(broker, "_unreachable_said_at", {})
+    caplog.set_level(logging.WARNING, logger="streamfs")
+    event = _ErrorEvent(KafkaError(KafkaError._AUTHENTICATION,
+                                   "FindCoordinator response error: Local: Authentication "
+                                   "failure"))
+    oauth = {"sasl.mechanism": "OAUTHBEARER"}
+    assert at_partition_end(event, oauth, "t") is False
+    assert at_partition_end(event, oauth, "t") is False
+    assert [r.getMessage() for r in caplog.records] == [
+        "the broker refused this client's OAUTHBEARER login after it had logged in "
+        "(FindCoordinator response error: Local: Authentication failure): its token expired "
+        "and no new one came; still trying: Ctrl-C stops"]
+    with pytest.raises(AccessDenied, match="refused the credentials of user 'app'"):
+        at_partition_end(event, {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "app"},
+                         "t")

@@ -73,7 +73,7 @@ from typing import Any, Callable, NoReturn, Sequence
 
 from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied,
                              ClientConfigRefused, LogLines, denied, is_denied, kafka_error,
-                             make_client, no_token, refused_topic)
+                             lapsed_login, make_client, no_token, refused_topic)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
@@ -469,7 +469,7 @@ class Worker:
         # without an assignment for this long, a worker whose broker answers joins its group
         # again with a new consumer (see _rejoin_if_left_out)
         self.rejoin_after = rejoin_seconds(settings.session_timeout)
-        self.oauth = settings.kafka_config().get("sasl.mechanism") == "OAUTHBEARER"
+        self.kafka_config = settings.kafka_config()  # as the clients have it
         self.lapse_said = False  # the consumer's lapsed login said (see _refused)
         self.running = True
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
@@ -614,15 +614,14 @@ class Worker:
 
     def _lapsed(self, err: Any) -> bool:
         """Whether ``err`` is an OAUTHBEARER login that lapsed (see :meth:`_refused`)."""
-        return (self.oauth and err.code() in AUTHENTICATION_ERRORS
-                and self.health.ready_at is not None)
+        return (err.code() in AUTHENTICATION_ERRORS and self.health.ready_at is not None
+                and lapsed_login(self.kafka_config, err) is not None)
 
     def _wait_for_login(self, said: bool, who: str, err: Any) -> bool:
         """:meth:`_wait_for_broker` for a lapsed OAUTHBEARER login (see :meth:`_refused`):
         ``/health`` says ``broker-unreachable``, with the reason where the token endpoint did
         not say one; one WARNING line, the first time (``said`` False)."""
-        lapsed = (f"the broker refused this worker's OAUTHBEARER login after it had logged in "
-                  f"({err.str()}): its token expired and no new one came")
+        lapsed = lapsed_login(self.kafka_config, err)
         if not said:
             log.warning("%s: %s; waiting for a new token", who, lapsed)
         with self.health.lock:

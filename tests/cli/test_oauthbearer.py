@@ -5,8 +5,12 @@ mechanism but no client could get a token: every command said the broker was unr
 
 from __future__ import annotations
 
+import json
+import os
 import ssl
+import threading
 import time
+from unittest import mock
 
 import pytest
 
@@ -106,8 +110,12 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
                                                       tmp_path):
     """Tokens of 6 s, and the endpoint away until they expired: the worker says that it gets
     no token, waits (neither exit 77 nor a crash), and serves a stream published once the
-    endpoint is back, with the selection `streamfs select` makes."""
-    from streamfs.settings import KAFKA_SETTINGS
+    endpoint is back, with the selection `streamfs select` makes. A reader that logged in
+    before the outage reads on after it. Both had exited 77 in some outages, taking the
+    broker's refusal of a re-authentication with the expired token for a refused token."""
+    from streamfs.client import SelectionReader
+    from streamfs.settings import KAFKA_SETTINGS, Settings
+    from streamfs.topics import load_catalogue
     from streamfs.worker.process import WorkerProcess, free_port
 
     prefix, app = names
@@ -119,9 +127,23 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
     security = {k: v for k, v in env.items() if k in KAFKA_SETTINGS.values()}
     worker = WorkerProcess(secured_kafka.bootstrap, prefix, app, tmp_path / "worker.log",
                            tmp_path / "data", **security)
+    with mock.patch.dict(os.environ, env):
+        client_config = Settings.from_env().kafka_config()
+    followed: list = []  # the reader's results, or what it raised
+
+    def follow(reader: SelectionReader) -> None:
+        try:
+            followed.extend(reader.updates("after-outage", until_final=True, timeout=400))
+        except BaseException as exc:  # noqa: BLE001 - asserted on the test's thread
+            followed.append(exc)
+
     try:
         with endpoint:
             worker.start().wait_ready()
+            reader = SelectionReader(client_config, load_catalogue(prefix)["selected"].name)
+            reader.assign()  # logged in, with a token that expires during the outage
+        follower = threading.Thread(target=follow, args=(reader,), daemon=True)
+        follower.start()
         deadline = time.monotonic() + 120  # the tokens expire; the next logins fail
         while "no OAUTHBEARER token from the token endpoint" not in worker.log_tail(400):
             assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
@@ -129,7 +151,10 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
         while (health := worker.health() or {}).get("status") != "broker-unreachable":
             assert time.monotonic() < deadline and worker.proc.poll() is None, worker.log_tail()
             time.sleep(0.2)  # polling the worker's /health
-        assert health["reason"].startswith("no OAUTHBEARER token from the token endpoint")
+        # the token endpoint's silence, or the broker's refusal of the expired token after it
+        assert health["reason"].startswith((
+            "no OAUTHBEARER token from the token endpoint",
+            "the broker refused this client's OAUTHBEARER login after it had logged in"))
         with TokenEndpoint({USER: SECRET}, lifetime=6, port=port):
             produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                                 "--stream", "after-outage", "-a", "saola", env={
@@ -138,8 +163,14 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
             waited = streamfs("watch", "after-outage", "--until-final", "--timeout", "240",
                               "--json", env=env)
             assert waited.returncode == 0, waited.stderr + worker.log_tail()
+            follower.join(120)
+        reader.close()
     finally:
         worker.stop()
     assert worker.proc.returncode == 0, worker.log_tail()
     assert "Traceback" not in worker.log_tail(2000)
     assert_final_is_offline(waited.stdout, wdbc_csv, env)
+    assert not follower.is_alive()
+    assert followed and isinstance(followed[-1], dict), followed[-1:]
+    assert followed[-1]["final"]
+    assert followed[-1]["selection"] == json.loads(waited.stdout.splitlines()[-1])["selection"]

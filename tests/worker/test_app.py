@@ -936,22 +936,23 @@ def test_an_oauthbearer_login_refused_after_the_worker_logged_in_is_waited_out(c
     from streamfs.worker import app
 
     worker = object.__new__(app.Worker)
-    worker.health, worker.running, worker.oauth = app.Health(), True, True
+    worker.health, worker.running = app.Health(), True
+    worker.kafka_config = oauth = {"sasl.mechanism": "OAUTHBEARER"}
     lapsed = KafkaError(KafkaError._AUTHENTICATION,
                         "FindCoordinator response error: Local: Authentication failure")
     acl = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")
     assert worker._refused(lapsed)  # never logged in: the token is refused, exit 77
     worker.health.ready_at = time.time()  # it had an assignment
     assert not worker._refused(lapsed) and worker._refused(acl)
-    worker.oauth = False
+    worker.kafka_config = {"sasl.mechanism": "SCRAM-SHA-512"}
     assert worker._refused(lapsed)  # SCRAM, PLAIN, certificates: nothing renews them
-    worker.oauth = True
+    worker.kafka_config = oauth
     caplog.set_level(logging.WARNING, logger="streamfs.worker")
     assert worker._wait_for_login(False, "the consumer", lapsed)
     assert worker._wait_for_login(True, "the consumer", lapsed)  # said once
     code, body = worker.health.snapshot()
     assert code == 503 and body["status"] == "broker-unreachable"
-    assert body["reason"] == ("the broker refused this worker's OAUTHBEARER login after it had "
+    assert body["reason"] == ("the broker refused this client's OAUTHBEARER login after it had "
                               "logged in (FindCoordinator response error: Local: "
                               "Authentication failure): its token expired and no new one came")
     assert [r.getMessage() for r in caplog.records] == [
@@ -968,7 +969,8 @@ def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
     from streamfs.worker import app
 
     worker = object.__new__(app.Worker)
-    worker.health, worker.running, worker.oauth = app.Health(), True, True
+    worker.health, worker.running = app.Health(), True
+    worker.kafka_config = {"sasl.mechanism": "OAUTHBEARER"}
     worker.health.ready_at = 1.0
     worker._client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
                                     "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
