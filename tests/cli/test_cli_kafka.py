@@ -353,13 +353,7 @@ def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(sign
               f"cli._reachable = {send if during == '_reachable' else 'lambda settings: None'}\n"
               f"app.warm_up = {send if during == 'warm_up' else 'None'}\n"
               "cli.main(['worker', '--web-port', '0'])\n")
-    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
-    out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
-                         capture_output=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr
-    assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
+    assert_stopped_at_once(script, signame)
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
@@ -377,12 +371,18 @@ def test_a_signal_while_the_worker_modules_load_stops_it_as_one_during_start_up(
               "import streamfs.cli as cli\n"
               "assert 'streamfs.worker.app' not in sys.modules\n"
               "cli.main(['worker', '--web-port', '0'])\n")
+    assert_stopped_at_once(script, signame)  # nothing begun: no broker check, no warm-up
+
+
+def assert_stopped_at_once(script: str, signame: str) -> None:
+    """Python ``script`` (a worker that gets ``signame`` during its start-up, its broker
+    address dead) exits 0 with the one line that says so, and nothing else."""
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
                          capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1, out.stderr  # nothing begun: no broker check, no warm-up
+    assert len(lines) == 1, out.stderr
     assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
 
 
