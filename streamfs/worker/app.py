@@ -807,10 +807,11 @@ class Worker:
                 return answer
             except KafkaException as exc:
                 err = exc.args[0]
-                if err.code() not in moving_codes() and not self._lapsed(err):
+                lapsed = self._lapsed(err)  # see _refused
+                if err.code() not in moving_codes() and not lapsed:
                     raise
                 now = time.monotonic()
-                if self._lapsed(err):  # see _refused
+                if lapsed:
                     waited = outage = self._wait_for_login(waited, f"{what}: the broker", err)
                 elif err.code() in unreachable_codes() and (outage or now + pause >= deadline):
                     waited = outage = self._wait_for_broker(waited, f"{what}: the broker", err)
