@@ -579,9 +579,12 @@ def exact_target(y: np.ndarray) -> tuple[np.ndarray, float, float, float] | None
 
 
 @njit(cache=True, nogil=True)
-def _nb_exact_abs_r(indptr, indices, data, n, dense, cols, y, ty, ymax, tvar, dep):
-    """:func:`exact_abs_r`'s kernel: overwrites ``dep[j]`` for the columns ``cols`` whose
-    values allow it."""
+def _nb_exact_abs_r(indptr, indices, data, n, dense, cols, y, ty, ymax, tvar, dep,
+                    xok, xe, xs, xv, xa):
+    """:func:`exact_abs_r`'s kernel: overwrites ``dep[j]`` for the columns ``j = cols[q]``
+    whose values allow it, and records their exact sums: ``xok[q]``, and on the column's grid
+    (exponent ``xe[q]``) ``xs[q] = Sx``, ``xv[q] = n Sxx - Sx^2`` and ``xa[q] = n Sxy - Sx
+    Sy`` with the class grid ``y`` (sum ``ty``, largest |value| ``ymax``), exact integers."""
     for q in range(len(cols)):
         j = cols[q]
         lo = indptr[j]
@@ -607,7 +610,13 @@ def _nb_exact_abs_r(indptr, indices, data, n, dense, cols, y, ty, ymax, tvar, de
         var = n * sxx - s * s
         den = _nb_sqrt_product(var, tvar)
         if den > 0:
-            dep[j] = min(abs(n * sxy - s * ty) / den, 1.0)
+            a = n * sxy - s * ty
+            dep[j] = min(abs(a) / den, 1.0)
+            xok[q] = True
+            xe[q] = e
+            xs[q] = s
+            xv[q] = var
+            xa[q] = a
 
 
 def exact_abs_r(block: ColumnBlock, cols: np.ndarray,
@@ -633,8 +642,111 @@ def exact_abs_r(block: ColumnBlock, cols: np.ndarray,
     >>> bool(dep[0] == dep[1])
     True
     """
+    exact_sums(block, cols, target, dep)
+
+
+def exact_sums(block: ColumnBlock, cols: np.ndarray,
+               target: tuple[np.ndarray, float, float, float], dep: np.ndarray
+               ) -> dict[str, np.ndarray]:
+    """:func:`exact_abs_r`, and the exact sums behind each |r| it wrote, one entry per
+    column of ``cols`` (``xcols``): ``xok`` (whether it got one), and on its grid ``xe`` (the
+    grid's exponent), ``xs`` (Sx), ``xv`` (``n Sxx - Sx^2``) and ``xa`` (``n Sxy - Sx Sy``
+    with the class), for :func:`_nb_pair_signs`."""
+    cols = np.asarray(cols, dtype=np.int64)
+    b = len(cols)
+    out = {"xcols": cols, "xok": np.zeros(b, dtype=np.bool_),
+           "xe": np.zeros(b, dtype=np.int64), "xs": np.empty(b), "xv": np.empty(b),
+           "xa": np.empty(b)}
     _nb_exact_abs_r(block.indptr, block.indices, block.data, block.n_rows, block.dense,
-                    np.asarray(cols, dtype=np.int64), *target, dep)
+                    cols, *target, dep, out["xok"], out["xe"], out["xs"], out["xv"], out["xa"])
+    return out
+
+
+#: strengths closer than this (relative) may be equal: the exact sums decide
+NEAR_TIE = 1e-8
+_LIMB = 26  # bits of a limb in _nb_cmp_squares: products of two limbs fit an int64 with room
+_LIMB_MASK = (1 << _LIMB) - 1
+
+
+@njit(cache=True, nogil=True)
+def _nb_limb_product(a, b):
+    """The limbs (base ``2**_LIMB``, lowest first) of the product of two limb arrays."""
+    out = np.zeros(len(a) + len(b), dtype=np.int64)
+    for i in range(len(a)):
+        for k in range(len(b)):
+            out[i + k] += a[i] * b[k]
+    for i in range(len(out) - 1):  # carries: every limb back under 2**_LIMB
+        out[i + 1] += out[i] >> _LIMB
+        out[i] &= _LIMB_MASK
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _nb_limbs(x):
+    """Three limbs of a non-negative integer ``x < 2**78`` held in a float."""
+    v = np.int64(x) if x < 2.0 ** 62 else np.int64(0)
+    out = np.empty(3, dtype=np.int64)
+    out[0] = v & _LIMB_MASK
+    out[1] = (v >> _LIMB) & _LIMB_MASK
+    out[2] = v >> (2 * _LIMB)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _nb_cmp_squares(a, b, c, d):
+    """The sign of ``a**2 * b - c**2 * d`` for integers held exactly in floats (``|a|, |c|``
+    and ``b, d >= 0`` below 2**53), computed without rounding: the products reach 2**159."""
+    left = _nb_limb_product(_nb_limb_product(_nb_limbs(abs(a)), _nb_limbs(abs(a))), _nb_limbs(b))
+    right = _nb_limb_product(_nb_limb_product(_nb_limbs(abs(c)), _nb_limbs(abs(c))), _nb_limbs(d))
+    for i in range(len(left) - 1, -1, -1):
+        if left[i] != right[i]:
+            return 1 if left[i] > right[i] else -1
+    return 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nb_sign(x, y):
+    return int(x > y) - int(x < y)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nb_near(x, y):
+    return abs(x - y) <= NEAR_TIE * max(abs(x), abs(y))
+
+
+@njit(cache=True, nogil=True)
+def _nb_pair_signs(data, indices, lo, hi, dense, n, d, dep_f, dep_y, fok, fe, fs, fv, fa,
+                   trow, tmean, tok, te, ts, tv, ta, vc):
+    """``(sign(dep_y - dep_f), sign(d - dep_f), sign(d - dep_y))`` for a newcomer F (its
+    values ``data[lo:hi]``) and a kept feature Y (its centred column ``trow``, centred on
+    ``tmean``), from the strengths as computed, or, where two of them may be equal and
+    both features have exact sums (``fok``, ``tok``, :func:`exact_sums`), from those sums:
+    ``d = |a_FY| / sqrt(v_F v_Y)`` and ``dep = |a| / sqrt(v v_C)`` compare as
+    ``a_FY^2 v_C`` against ``a_F^2 v_Y`` and so on, without rounding (``vc``: the class's
+    ``n Syy - Sy^2``). SAOLA's rules compare with strict and non-strict inequalities, so
+    an exact tie must not go the way the last bit of d fell.
+
+    Y's values are its centred ones plus the mean, rounded to its grid: every value is an
+    integer of that grid under 2**27, far above the rounding of the centring."""
+    syf = _nb_sign(dep_y, dep_f)
+    sdf = _nb_sign(d, dep_f)
+    sdy = _nb_sign(d, dep_y)
+    if not (fok and tok) or not (_nb_near(d, dep_f) or _nb_near(d, dep_y)
+                                 or _nb_near(dep_y, dep_f)):
+        return syf, sdf, sdy
+    sxy = 0.0
+    sabs = 0.0
+    for k in range(lo, hi):
+        i = k - lo if dense else indices[k]
+        w = math.ldexp(data[k], -fe) * np.rint(math.ldexp(trow[i] + tmean, -te))
+        sxy += w
+        sabs += abs(w)
+    cross = abs(fs) * abs(ts)
+    if n * sabs + cross >= EXACT_INT:  # a sum or the difference could have been rounded
+        return syf, sdf, sdy
+    a = n * sxy - fs * ts
+    return (_nb_cmp_squares(ta, fv, fa, tv), _nb_cmp_squares(a, vc, fa, tv),
+            _nb_cmp_squares(a, vc, ta, fv))
 
 
 @njit(cache=True, nogil=True)
@@ -797,11 +909,17 @@ def centred(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     The mean and sum of squares come from the same kernel as block statistics, so they are
     bit-identical to what :func:`block_pearson_with_target` uses.
     """
+    c, csum, ss, _ = centred_on_mean(x)
+    return c, csum, ss
+
+
+def centred_on_mean(x: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+    """:func:`centred`, and the mean it subtracted."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     n = len(x)
     _, mean, ss, _ = _nb_col_stats(np.array([0, n], dtype=np.int64), _EMPTY_I, x, n, True)
     c = x - mean[0]
-    return c, float(_nb_seqsum(c)), float(ss[0])
+    return c, float(_nb_seqsum(c)), float(ss[0]), float(mean[0])
 
 
 @njit(cache=True, nogil=True)

@@ -27,6 +27,10 @@ input.
 In the default mode with Fisher's z, a column's |r| with the class comes from exact sums where
 its values allow (binary or count data, :func:`streamfs.algorithms.measures.exact_abs_r`), so
 columns whose |r| is mathematically equal tie to the bit and the tie rule keeps the earlier.
+Between two such columns, a pair strength within a relative 1e-8 of a strength it is compared
+with is compared from the exact sums too (:func:`streamfs.algorithms.measures._nb_pair_signs`):
+the rules' ``d > dep`` is strict, and a d equal to a dep (a copy of the class makes every
+later feature's d with it equal its dep) must not go the way the last bit of d fell.
 
 ``compat="lofs"`` with Fisher's z computes every r in the authors' arithmetic (``cov`` of the
 two columns, entries divided by N - 1, ``r = C12 / sqrt(C11 C22)``, ``W = sqrt(N - 3) * 0.5 *
@@ -68,7 +72,8 @@ from .measures import (
     _nb_block_fisher,
     _nb_fisher_verdict,
     _nb_sparse_fisher_relevance,
-    exact_abs_r,
+    _nb_pair_signs,
+    exact_sums,
     exact_target,
     _nb_sqrt_product,
     _nb_block_fisher_lofs,
@@ -87,7 +92,7 @@ from .measures import (
     check_column_values,
     max_abs_for_sums,
     values_within,
-    centred,
+    centred_on_mean,
     fisher_z_critical,
     lofs_centred,
     lofs_fisher_critical,
@@ -111,14 +116,20 @@ class _Pool:
 
     Fisher's z: the centred column ``T[slot]`` (``x - sum(x)/N``), its sequential sum
     ``tsum``, its centred sum of squares ``ss`` and, for ``compat="lofs"``, the authors'
-    variance ``lvar`` (``xc'xc / (N-1)`` in the BLAS order). MI: the state codes and counts.
-    Free slots are a stack (``free[:nfree]``) that the compiled SAOLA step pops and pushes.
+    variance ``lvar`` (``xc'xc / (N-1)`` in the BLAS order), and with an exact ``target``
+    (:func:`~streamfs.algorithms.measures.exact_target`) the exact sums of the columns that
+    allow them (``xok``; ``xm`` the mean the column was centred on, ``xe``, ``xs``, ``xv``,
+    ``xa``: :func:`~streamfs.algorithms.measures.exact_sums`). MI: the state codes and
+    counts. Free slots are a stack (``free[:nfree]``) that the compiled SAOLA step pops and
+    pushes.
     """
 
-    def __init__(self, n: int, test: str, n_bins: int | None, lofs: bool = False) -> None:
+    def __init__(self, n: int, test: str, n_bins: int | None, lofs: bool = False,
+                 target: tuple | None = None) -> None:
         self.n = n
         self.test = test
         self.lofs = lofs
+        self.target = target
         self.n_bins = -1 if n_bins is None else int(n_bins)
         self.cap = 0
         self.free = np.empty(0, dtype=np.int64)
@@ -133,9 +144,15 @@ class _Pool:
             tsum = np.empty(cap)
             ss = np.empty(cap)
             lvar = np.empty(cap)
+            xok = np.zeros(cap, dtype=np.bool_)
+            xe = np.zeros(cap, dtype=np.int64)
+            xm, xs, xv, xa = np.zeros(cap), np.zeros(cap), np.zeros(cap), np.zeros(cap)
             if old:
                 T[:old], tsum[:old], ss[:old], lvar[:old] = self.T, self.tsum, self.ss, self.lvar
+                xok[:old], xe[:old], xm[:old] = self.xok, self.xe, self.xm
+                xs[:old], xv[:old], xa[:old] = self.xs, self.xv, self.xa
             self.T, self.tsum, self.ss, self.lvar = T, tsum, ss, lvar
+            self.xok, self.xe, self.xm, self.xs, self.xv, self.xa = xok, xe, xm, xs, xv, xa
         else:
             kmax = self.Yc.shape[1] if old else 2
             Y = np.empty((cap, self.n), dtype=np.int32)
@@ -164,9 +181,17 @@ class _Pool:
         self.nfree -= 1
         slot = int(self.free[self.nfree])
         if self.test == "fisher_z":
-            c, csum, ss = centred(x)
+            c, csum, ss, mean = centred_on_mean(x)
             self.T[slot], self.tsum[slot], self.ss[slot] = c, csum, ss
             self.lvar[slot] = float(_nb_lofs_dot(c, c) / (self.n - 1))
+            self.xok[slot] = False
+            if self.target is not None:  # the sums exact_sums gave the column in its block
+                sums = exact_sums(as_column_block(x[:, None]), np.zeros(1, dtype=np.int64),
+                                  self.target, np.zeros(1))
+                if sums["xok"][0]:
+                    self.xok[slot], self.xm[slot] = True, mean
+                    self.xe[slot], self.xs[slot] = sums["xe"][0], sums["xs"][0]
+                    self.xv[slot], self.xa[slot] = sums["xv"][0], sums["xa"][0]
         else:
             codes, counts, _ = _nb_codes(x, self.n, self.n_bins)
             k = len(counts)
@@ -232,6 +257,23 @@ def _nb_lofs_dependent_many(r, sqrt_n3, cutoff):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _nb_pair_signs_many(rows, vals, n, d, dep_f, deps, fok, fe, fs, fv, fa, T, slots,
+                        pok, pe, pm, ps, pv, pa, vc):
+    """:func:`_nb_pair_signs` of one newcomer (its non-zeros ``rows``, ``vals``) against the
+    pool's ``slots``: three arrays of signs."""
+    k = len(slots)
+    syf = np.empty(k, dtype=np.int8)
+    sdf = np.empty(k, dtype=np.int8)
+    sdy = np.empty(k, dtype=np.int8)
+    for q in range(k):
+        t = slots[q]
+        syf[q], sdf[q], sdy[q] = _nb_pair_signs(
+            vals, rows, 0, len(vals), False, n, d[q], dep_f, deps[q], fok, fe, fs, fv, fa,
+            T[t], pm[t], pok[t], pe[t], ps[t], pv[t], pa[t], vc)
+    return syf, sdf, sdy
+
+
 def _fisher_dependent(d: np.ndarray, n: int, zcrit: float) -> np.ndarray:
     """Fisher's z test of strengths ``d = |r|`` over ``n`` instances."""
     with np.errstate(divide="ignore"):
@@ -269,6 +311,7 @@ def _nb_saola_fisher(
     indptr, indices, data, n, dense, rel_cols, dep, mean, ss, cxx, pos, base,
     T, tsum, tss, tvar, free, nfree, S, Sslot, Sdep, ns,
     lofs, use_max, kmax, zcrit, sqrt_n3, ev_kind, ev_a, ev_b, ev_d, nev, xc, gone,
+    xok, xe, xs, xv, xa, pok, pe, pm, ps, pv, pa, vc,
 ):
     """SAOLA's redundancy step for the relevant columns ``rel_cols[pos:]`` of one block.
 
@@ -279,6 +322,8 @@ def _nb_saola_fisher(
     rule runs after each step. Every removal, discard and drop is written as an event. A
     newcomer that is kept is centred into a free pool slot; when no slot is free the kernel
     returns early and the caller grows the pool and calls again from the returned ``pos``.
+    Near-ties between strengths of features with exact sums (``xok``, one per entry of
+    ``rel_cols``; ``pok`` of the pool's slots) are decided by those sums (:func:`_nb_pair_signs`).
     Returns ``(pos, ns, nfree, nev)``.
     """
     nrel = len(rel_cols)
@@ -286,6 +331,7 @@ def _nb_saola_fisher(
         if nfree == 0:
             break
         j = rel_cols[pos]
+        at = pos  # this newcomer's entry of the per-relevant-column arrays
         f = base + j
         dep_f = dep[j]
         m = mean[j]
@@ -315,18 +361,19 @@ def _nb_saola_fisher(
                     d = 1.0
                 if d < 1.0 and sqrt_n3 * math.atanh(d) < zcrit:
                     continue
-            dep_y = Sdep[q]
-            if use_max:
-                b1 = dep_f if dep_f > dep_y else dep_y
-                b2 = b1
+            syf, sdf, sdy = _nb_pair_signs(
+                data, indices, lo, hi, dense, n, d, dep_f, Sdep[q], xok[at], xe[at], xs[at],
+                xv[at], xa[at], T[t], pm[t], pok[t], pe[t], ps[t], pv[t], pa[t], vc)
+            if use_max:  # d > max(dep_f, dep_y)
+                b1 = b2 = sdf > 0 and sdy > 0
             else:
-                b1 = dep_f
-                b2 = dep_y
-            if dep_y >= dep_f and d > b1:
+                b1 = sdf > 0
+                b2 = sdy > 0
+            if syf >= 0 and b1:
                 owner = q
                 d_owner = d
                 break
-            if dep_f > dep_y and d > b2:
+            if syf < 0 and b2:
                 gone[q] = True
                 nrem += 1
                 ev_kind[nev] = 0
@@ -370,6 +417,8 @@ def _nb_saola_fisher(
         tsum[t] = s
         tss[t] = ss[j]
         tvar[t] = _nb_lofs_dot(T[t], T[t]) / (n - 1)
+        pok[t] = xok[at]
+        pe[t], pm[t], ps[t], pv[t], pa[t] = xe[at], m, xs[at], xv[at], xa[at]
         S[ns] = f
         Sslot[ns] = t
         Sdep[ns] = dep_f
@@ -596,7 +645,10 @@ class _SAOLABase(FeatureStreamSelector):
         else:
             self._st_zcrit = fisher_z_critical(float(self.alpha))
         self._st_sqrt_n3 = math.sqrt(n - 3.0) if n > 3 else 0.0
-        self._st_pool = _Pool(n, self.test, self.n_bins, self._st_lofs_z)
+        self._st_exact_target = (exact_target(num) if self.test == "fisher_z"
+                                 and self.compat is None else None)
+        self._st_pool = _Pool(n, self.test, self.n_bins, self._st_lofs_z,
+                              self._st_exact_target)
         self._st_dep: dict[int, float] = {}
         self._st_slot: dict[int, int] = {}
         self._st_raw: dict[int, np.ndarray] = {}
@@ -611,10 +663,8 @@ class _SAOLABase(FeatureStreamSelector):
 
     def _prepare_target(self) -> None:
         num = self._st_y
-        self._st_exact_target = (exact_target(num) if self.test == "fisher_z"
-                                 and self.compat is None else None)
         if self.test == "fisher_z":
-            self._st_tc, self._st_tsum, self._st_tss = centred(num)
+            self._st_tc, self._st_tsum, self._st_tss, _ = centred_on_mean(num)
             self._st_tlc, self._st_tlvar = lofs_centred(num)
         else:
             lab = np.floor(num) if self.compat == "lofs" else num
@@ -636,9 +686,12 @@ class _SAOLABase(FeatureStreamSelector):
 
     # -- per-block relevance ----------------------------------------------------------------
 
-    def _fisher_stats(self, block: ColumnBlock) -> dict[str, np.ndarray]:
+    def _fisher_stats(self, block: ColumnBlock, first: int = 0) -> dict[str, np.ndarray]:
         """The per-column statistics of the Fisher-z test (compiled kernels, GIL released):
-        ``dep``, ``relevant``, and ``mean`` and ``ss`` for centring the relevant columns."""
+        ``dep``, ``relevant``, and ``mean`` and ``ss`` for centring the relevant columns;
+        with an exact class, the exact sums of the columns that may be relevant
+        (:func:`exact_sums`, ``xcols`` counted from ``first``: ``block`` is the part of a
+        larger block from there)."""
         n = self._st_n
         bracket = _fisher_bracket(n, self._st_zcrit)
         if not block.dense and self._checks_values_in_relevance():  # the fused kernel checks
@@ -648,7 +701,7 @@ class _SAOLABase(FeatureStreamSelector):
             )
             if not within:
                 return {"bad_values": np.ones(1, dtype=np.bool_)}  # _relevance names them
-            return self._verdicts(block, dep, code, mean=mean, ss=ss)
+            return self._verdicts(block, first, dep, code, mean=mean, ss=ss)
         seqsum, mean, ss, const, cross, amax = _nb_block_fisher(
             block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
         )
@@ -664,15 +717,18 @@ class _SAOLABase(FeatureStreamSelector):
             return dict(dep=np.abs(r), relevant=_nb_lofs_dependent_many(
                 r, self._st_sqrt_n3, self._st_zcrit), mean=mean, ss=ss, cxx=cxx, seqsum=seqsum)
         # the verdict on the same thread (numpy's ufuncs release the GIL too)
-        return self._verdicts(block, *_nb_fisher_verdict(cross, ss, const, self._st_tss,
-                                                         *bracket), mean=mean, ss=ss)
+        return self._verdicts(block, first, *_nb_fisher_verdict(
+            cross, ss, const, self._st_tss, *bracket), mean=mean, ss=ss)
 
-    def _verdicts(self, block: ColumnBlock, dep: np.ndarray, code: np.ndarray,
+    def _verdicts(self, block: ColumnBlock, first: int, dep: np.ndarray, code: np.ndarray,
                   **stats: np.ndarray) -> dict:
         if self._st_exact_target is not None:
             # the columns that may be relevant get their |r| from exact sums where their
-            # values allow (exact ties stay ties for the tie rule, exact_abs_r)
-            exact_abs_r(block, np.flatnonzero(code), self._st_exact_target, dep)
+            # values allow (exact ties stay ties for the tie rule, exact_abs_r), and keep
+            # those sums for the pair strengths' ties (_nb_pair_signs)
+            sums = exact_sums(block, np.flatnonzero(code), self._st_exact_target, dep)
+            sums["xcols"] = sums["xcols"] + first
+            stats.update(sums)
         relevant = code == 1
         near = np.flatnonzero(code == 2)  # near the critical |r|: the exact test decides
         relevant[near] = self._dependent(dep[near])
@@ -684,8 +740,9 @@ class _SAOLABase(FeatureStreamSelector):
         out: dict[str, np.ndarray] = {}
         if self.test == "fisher_z":
             # independent columns: split over the kernel threads (the same bits any split)
-            parts = map_column_ranges(lambda lo, hi: self._fisher_stats(block.columns(lo, hi)),
-                                      block.n_cols) or [self._fisher_stats(block)]
+            parts = map_column_ranges(
+                lambda lo, hi: self._fisher_stats(block.columns(lo, hi), lo),
+                block.n_cols) or [self._fisher_stats(block)]
             if any("bad_values" in part for part in parts):
                 # the first pass over the values found NaN, infinite or too large ones: the
                 # check _check_block left to it names them, before any state changes
@@ -724,6 +781,19 @@ class _SAOLABase(FeatureStreamSelector):
         out["relevant"] = rel
         return out
 
+    def _exact_columns(self, rel: dict, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The exact sums (:func:`exact_sums`) of the block's columns ``cols``, one entry
+        each (``ok`` False for all without an exact class)."""
+        if "xok" not in rel:
+            z = np.zeros(len(cols))
+            return np.zeros(len(cols), dtype=np.bool_), np.zeros(len(cols), dtype=np.int64), z, z, z
+        at = np.searchsorted(rel["xcols"], cols)  # cols are among xcols: they may be relevant
+        return tuple(rel[key][at] for key in ("xok", "xe", "xs", "xv", "xa"))
+
+    def _exact_class_var(self) -> float:
+        target = self._st_exact_target
+        return 0.0 if target is None else float(target[3])
+
     def _dependent(self, d: np.ndarray) -> np.ndarray:
         """Pair (or class) dependence verdict for strengths ``d``."""
         if self._st_lofs_z:
@@ -740,6 +810,24 @@ class _SAOLABase(FeatureStreamSelector):
         if self._st_lofs_z:
             d = np.abs(d)
         return d, dependent
+
+    def _signs(self, prep: tuple, fstats: tuple, dep_f: float, slots: np.ndarray,
+               deps: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``sign(deps - dep_f)``, ``sign(d - dep_f)`` and ``sign(d - deps)`` for a prepared
+        newcomer (``fstats``: its exact sums, :meth:`_exact_of`) against the kept features
+        in ``slots``, exact near ties where both have exact sums (:func:`_nb_pair_signs`)."""
+        if self._st_exact_target is None or not fstats[0]:
+            return np.sign(deps - dep_f), np.sign(d - dep_f), np.sign(d - deps)
+        pool = self._st_pool
+        rows, vals = prep[0], prep[1]
+        return _nb_pair_signs_many(rows, vals, self._st_n, d, dep_f, deps, *fstats, pool.T,
+                                   slots, pool.xok, pool.xe, pool.xm, pool.xs, pool.xv,
+                                   pool.xa, self._exact_class_var())
+
+    def _exact_of(self, rel: dict, j: int) -> tuple:
+        """Column ``j``'s exact sums ``(ok, e, s, v, a)`` (``ok`` False without them)."""
+        ok, e, s, v, a = (values[0] for values in self._exact_columns(rel, np.array([j])))
+        return bool(ok), int(e), float(s), float(v), float(a)
 
     def _prep(self, block: ColumnBlock, j: int, rel: dict) -> tuple:
         if self._st_lofs_z:
@@ -1061,6 +1149,8 @@ class SAOLA(_SAOLABase):
                 pool.T, pool.tsum, pool.ss, pool.lvar, pool.free, pool.nfree,
                 S, Sslot, Sdep, ns, self._st_lofs_z, self.bound == "max", kmax,
                 self._st_zcrit, self._st_sqrt_n3, ev_kind, ev_a, ev_b, ev_d, nev, xc, gone,
+                *self._exact_columns(rel, rel_cols), pool.xok, pool.xe, pool.xm,
+                pool.xs, pool.xv, pool.xa, self._exact_class_var(),
             )
             pool.nfree = nfree
             if pos >= n_rel:
@@ -1344,6 +1434,7 @@ class GroupSAOLA(_SAOLABase):
             return
         use_max = self.bound == "max"
         prep: dict[int, tuple] = {}
+        exact: dict[int, tuple] = {}  # each newcomer's exact sums (_signs)
         dead: list[int] = []  # removed during this step; slots released at the end
         # intra-group
         kept: list[int] = []
@@ -1351,15 +1442,17 @@ class GroupSAOLA(_SAOLABase):
             f = base + j
             dep_f = float(rel["dep"][j])
             prep[f] = self._prep(block, j, rel)
+            exact[f] = self._exact_of(rel, j)
             self._st_aff.setdefault(f, [])
             if kept:
                 slots = np.asarray([self._st_slot[g] for g in kept], dtype=np.int64)
                 deps = np.asarray([self._st_dep[g] for g in kept])
                 d, dependent = self._pair(prep[f], slots)
-                m = np.maximum(deps, dep_f) if use_max else np.minimum(deps, dep_f)
-                ok = dependent & (d > m)
-                first = ok & (deps >= dep_f)
-                second = ok & (dep_f > deps)
+                syf, sdf, sdy = self._signs(prep[f], exact[f], dep_f, slots, deps, d)
+                # d > m, m = max (or min) of the two strengths
+                ok = dependent & (((sdf > 0) & (sdy > 0)) if use_max else ((sdf > 0) | (sdy > 0)))
+                first = ok & (syf >= 0)
+                second = ok & (syf < 0)
                 stop = int(np.argmax(first)) if first.any() else len(kept)
                 gone = [kept[q] for q in np.flatnonzero(second[:stop])]
                 for q in np.flatnonzero(second[:stop]):
@@ -1395,10 +1488,10 @@ class GroupSAOLA(_SAOLABase):
                 deps = np.asarray([self._st_dep[g] for g in bs])
                 dep_a = self._st_dep[a]
                 d, dependent = self._pair(prep[a], slots)
-                m = np.maximum(deps, dep_a) if use_max else np.minimum(deps, dep_a)
-                ok = dependent & (d > m)
-                first = ok & (deps > dep_a)
-                second = ok & (dep_a >= deps)
+                syf, sdf, sdy = self._signs(prep[a], exact[a], dep_a, slots, deps, d)
+                ok = dependent & (((sdf > 0) & (sdy > 0)) if use_max else ((sdf > 0) | (sdy > 0)))
+                first = ok & (syf > 0)
+                second = ok & (syf <= 0)
                 stop = int(np.argmax(first)) if first.any() else len(bs)
                 for q in np.flatnonzero(second[:stop]):
                     g = bs[q]

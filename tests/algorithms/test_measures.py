@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from streamfs.algorithms.measures import (
+    _nb_cmp_squares,
     as_column_block,
     block_pearson_with_target,
     block_su_with_target,
@@ -171,6 +172,23 @@ def test_exact_abs_r_gives_exact_ties_the_same_bits():
     dep = centred_r.copy()
     exact_abs_r(as_column_block(X), np.arange(4), exact_target(y), dep)
     assert dep[0] == dep[1] == dep[2] == dep[3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 2**53 - 1),
+       st.integers(-(2**53) + 1, 2**53 - 1), st.integers(0, 2**53 - 1))
+def test_cmp_squares_is_exact(a, b, c, d):
+    # a**2 b - c**2 d reaches 2**159: float64 cannot tell such products apart
+    want = (a * a * b > c * c * d) - (a * a * b < c * c * d)
+    assert _nb_cmp_squares(float(a), float(b), float(c), float(d)) == want
+
+
+def test_cmp_squares_sees_the_smallest_difference():
+    a, b = 2**53 - 1, 2**53 - 1
+    assert _nb_cmp_squares(float(a), float(b), float(a), float(b)) == 0
+    # c**2 d is a**2 b - a**2 here, 2**-53 of it
+    assert _nb_cmp_squares(float(a), float(b), float(a), float(b - 1)) == 1
+    assert _nb_cmp_squares(float(-a), float(b - 1), float(a), float(b)) == -1
 
 
 def test_block_su_matches_scalar():
