@@ -683,7 +683,8 @@ def _nb_limb_product(a, b):
 
 @njit(cache=True, nogil=True)
 def _nb_limbs(x):
-    """Three limbs of a non-negative integer ``x < 2**78`` held in a float."""
+    """Three limbs of a non-negative integer held in a float, below 2**62 (the callers'
+    are below 2**54)."""
     v = np.int64(x) if x < 2.0 ** 62 else np.int64(0)
     out = np.empty(3, dtype=np.int64)
     out[0] = v & _LIMB_MASK

@@ -785,8 +785,9 @@ class _SAOLABase(FeatureStreamSelector):
         """The exact sums (:func:`exact_sums`) of the block's columns ``cols``, one entry
         each (``ok`` False for all without an exact class)."""
         if "xok" not in rel:
-            z = np.zeros(len(cols))
-            return np.zeros(len(cols), dtype=np.bool_), np.zeros(len(cols), dtype=np.int64), z, z, z
+            k = len(cols)
+            z = np.zeros(k)
+            return np.zeros(k, dtype=np.bool_), np.zeros(k, dtype=np.int64), z, z, z
         at = np.searchsorted(rel["xcols"], cols)  # cols are among xcols: they may be relevant
         return tuple(rel[key][at] for key in ("xok", "xe", "xs", "xv", "xa"))
 
