@@ -54,6 +54,14 @@ from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
 
+#: a reason longer than this is cut: many quote the input, which can be megabytes
+REASON_CHARS = 2000
+#: room a record needs beside its key and value within the topic's ``max.message.bytes``
+#: (the record batch's header, the record's own lengths and offsets)
+RECORD_OVERHEAD = 1024
+#: the largest run or version a stream may continue from: a JSON reader's exact integers
+MAX_COUNTER = 2**53 - 1
+
 
 @functools.cache
 def _takes_stored_columns(cls: type) -> bool:
@@ -113,8 +121,12 @@ def header_key(stream: str) -> str:
     return f"{stream}{SEP}h"
 
 
-def _state_key(stream: str, name: str, digest: str) -> str:
-    return f"{stream}{SEP}s{SEP}{name}{SEP}{digest}"
+def _state_keys(stream: str, name: str, ref: str) -> list[str]:
+    """The keys of a state entry's records. ``ref`` is the digest of the entry's bytes, with
+    ``+<parts>`` where the entry was written in parts (:meth:`StreamProcessor._persist`)."""
+    digest, _, parts = ref.partition("+")
+    key = f"{stream}{SEP}s{SEP}{name}{SEP}{digest}"
+    return [key] + [f"{key}{SEP}{i}" for i in range(1, int(parts or 1))]
 
 
 def _map_key(stream: str, start: int) -> str:
@@ -185,10 +197,22 @@ def _input_position(origin: dict | None) -> dict | None:
 
 
 def _names(names: Any, n: int, what: str) -> list[str]:
-    if not isinstance(names, list) or len(names) != n or not all(isinstance(v, str) for v in names):
+    if not isinstance(names, list) or len(names) != n:
         got = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
         raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got {got}")
+    bad = next((i for i, v in enumerate(names) if not isinstance(v, str)), None)
+    if bad is not None:
+        raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got "
+                           f"{type(names[bad]).__name__} {_clipped(repr(names[bad]), 80)} at "
+                           f"position {bad}")
     return names
+
+
+def _clipped(text: str, limit: int = REASON_CHARS) -> str:
+    """``text``, cut to ``limit`` characters and said so where it is longer."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… (cut: {len(text)} characters in all)"
 
 
 def _unnamed_rule(message: dict) -> dict:
@@ -221,9 +245,11 @@ def _continue_from(message: dict) -> tuple[int, int] | None:
         raise InvalidInput(f"'continue_from' must be a map with 'run' and 'version' only, "
                            f"got {value!r}")
     for name, number in value.items():
-        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-            raise InvalidInput(f"'continue_from' {name!r} must be an integer >= 0, "
-                               f"got {number!r}")
+        # bounded: the run after it and the versions after it are written and published
+        if (not isinstance(number, int) or isinstance(number, bool) or number < 0
+                or number > MAX_COUNTER):
+            raise InvalidInput(f"'continue_from' {name!r} must be an integer from 0 to "
+                               f"2^53 - 1, got {number!r}")
     return value["run"], value["version"]
 
 
@@ -326,6 +352,7 @@ class StreamProcessor:
                 stream, bad_key = None, key  # were one stream "s\ufffd" of two keys
         self._run_of_message = None
         self._refused_run = False
+        self._key_bytes = key if isinstance(key, bytes) else (key or "").encode("utf-8")
         try:
             if raw is None or len(raw) == 0:
                 raise InvalidInput("empty message (tombstone or zero bytes) on an input topic")
@@ -643,7 +670,7 @@ class StreamProcessor:
     @staticmethod
     def _record_keys(stream: str, header: dict) -> list[str]:
         """Every table key a header names (state entries, columns, block maps and names)."""
-        return ([_state_key(stream, n, d) for n, d in header["states"].items()]
+        return ([k for n, d in header["states"].items() for k in _state_keys(stream, n, d)]
                 + [_column_key(stream, f) for f in header["columns"]]
                 + [_map_key(stream, m) for m in header.get("maps", [])]
                 + [_names_key(stream, m) for m in header.get("name_blocks", [])])
@@ -657,7 +684,7 @@ class StreamProcessor:
             algo = spec.build(header["params"])  # nothing learned yet
         else:
             state = {
-                name: unpackb(self.store[_state_key(stream, name, digest)])
+                name: self._state_entry(stream, name, digest)
                 for name, digest in header["states"].items() if not name.startswith("__")
             }
             state["columns"] = {
@@ -668,7 +695,13 @@ class StreamProcessor:
         return algo
 
     def _extra(self, stream: str, header: dict, name: str) -> Any:
-        return unpackb(self.store[_state_key(stream, name, header["states"][name])])
+        return self._state_entry(stream, name, header["states"][name])
+
+    def _state_entry(self, stream: str, name: str, ref: str) -> Any:
+        keys = _state_keys(stream, name, ref)
+        if len(keys) == 1:
+            return unpackb(self.store[keys[0]])
+        return unpackb(b"".join(self.store[k] for k in keys))
 
     def _step(self, stream: str, header: dict, algo: Any, message: dict,
               timestamp: float | None, close: bool) -> Plan:
@@ -707,6 +740,17 @@ class StreamProcessor:
                 "input_timestamp": timestamp, "open_input": header.get("open_input"),
             }, self.output_format, packed={"selection": packed_selection})
             plan.final = close
+            budget = self.value_budget(stream.encode())
+            if len(plan.result) > budget:
+                # unpublishable: the transaction failed on it again at every replay, and the
+                # worker made no more progress. Refused as invalid data is; the algorithm is
+                # rebuilt from its last checkpoint, without this message.
+                raise InvalidInput(
+                    f"the result of this message would be {len(plan.result)} bytes "
+                    f"({len(selection)} selected features), over the {budget} bytes a result "
+                    f"of stream {stream!r} may take (STREAMFS_MAX_MESSAGE_BYTES, the topics' "
+                    f"max.message.bytes): refused, the stream goes on without it; select fewer "
+                    f"features, or raise both limits")
         if close:
             # Bounded state: a closed stream keeps its small header only (enough to skip
             # redeliveries and refuse late or re-used messages); columns, algorithm state, block
@@ -754,6 +798,10 @@ class StreamProcessor:
             if columns.size and columns.min() < 0:
                 raise InvalidInput(f"'columns' holds a negative source column index "
                                    f"({int(columns.min())})")
+            if columns.size and int(columns.max()) > np.iinfo(np.int64).max:
+                # uint64 beyond int64: stored as int64 they wrapped to negative ids
+                raise InvalidInput(f"'columns' holds a source column index beyond 2^63 - 1 "
+                                   f"({int(columns.max())})")
             unique, counts = np.unique(columns, return_counts=True)
             if (counts > 1).any():
                 raise InvalidInput(f"'columns' names source column {int(unique[counts > 1][0])} "
@@ -814,7 +862,7 @@ class StreamProcessor:
         cached = self._names.get(stream)
         if cached is None:
             digest = header["states"].get("__names__")
-            rule = (unpackb(self.store[_state_key(stream, "__names__", digest)]) if digest
+            rule = (self._state_entry(stream, "__names__", digest) if digest
                     else {"names": None, "prefix": "x", "base": 0})
             cached = self._names[stream] = {"rule": rule}
         return cached
@@ -909,16 +957,21 @@ class StreamProcessor:
         old_states = header["states"]
         states = {k: v for k, v in old_states.items() if k.startswith("__")}  # written at open
         stale: list[str] = []
+        # an entry larger than a record may be (OFS's running statistics of a million
+        # features: 24 MB) is written in parts, each a record of the changelog; 512 bytes of
+        # the budget for the rest of a part's key (entry name, digest, part number)
+        part = self.value_budget(stream.encode()) - 512
         for name, value in list(algo_state.items()) + list(extra.items()):
             name = str(name)
             data = packb(value)
-            digest = _digest(data)
-            states[name] = digest
-            if old_states.get(name) != digest:
-                writes.append((_state_key(stream, name, digest), data))
-        for name, digest in old_states.items():
-            if states.get(name) != digest:
-                stale.append(_state_key(stream, name, digest))
+            parts = [data[i:i + part] for i in range(0, len(data), part)] or [data]
+            ref = _digest(data) + (f"+{len(parts)}" if len(parts) > 1 else "")
+            states[name] = ref
+            if old_states.get(name) != ref:
+                writes.extend(zip(_state_keys(stream, name, ref), parts))
+        for name, ref in old_states.items():
+            if states.get(name) != ref:
+                stale.extend(_state_keys(stream, name, ref))
         old_cols = set(header["columns"])
         new_cols = sorted(int(f) for f in columns)
         for f in new_cols:
@@ -932,16 +985,30 @@ class StreamProcessor:
         writes.extend((key, None) for key in stale)
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
+        reason = _clipped(reason)
         plan = Plan(stream=stream)
         if self.log_dead_letters:
             log.warning("dead letter for stream %r: %s", stream, reason)
-        plan.dead_letter = encode_as({
+        # The dead letter must fit the dead-letter topic: one that did not failed its
+        # transaction again on every replay, and the worker made no more progress. It keeps
+        # the original whole where that fits, else the original's first KiB. The worker keys
+        # it by its stream, else by the record's own key.
+        budget = self.value_budget(stream.encode() if stream else self._key_bytes)
+        whole = raw is None or len(raw) <= budget
+        record = {
             "kind": "dead_letter", "stream": stream, "reason": reason,
-            "original": bytes(raw) if raw is not None and len(raw) <= self.max_message_bytes
-            else (bytes(raw[:1024]) if raw is not None else None),
-            "original_truncated": raw is not None and len(raw) > self.max_message_bytes,
-            "run": self._run_of_message,
-            "run_refused": self._refused_run,
+            "original": None if raw is None else bytes(raw if whole else raw[:1024]),
+            "original_truncated": not whole,
+            "run": self._run_of_message, "run_refused": self._refused_run,
             **{k: v for k, v in origin.items() if v is not None},
-        }, self.output_format)
+        }
+        plan.dead_letter = encode_as(record, self.output_format)
+        if len(plan.dead_letter) > budget and raw is not None and whole:
+            record.update(original=bytes(raw[:1024]), original_truncated=True)
+            plan.dead_letter = encode_as(record, self.output_format)
         return plan
+
+    def value_budget(self, key: bytes) -> int:
+        """The largest record value the worker writes under ``key``: the topics'
+        ``max.message.bytes`` (the worker's limit) less the key and a record's overhead."""
+        return self.max_message_bytes - RECORD_OVERHEAD - len(key)

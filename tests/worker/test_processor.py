@@ -439,8 +439,8 @@ def test_a_stream_s_header_knows_better_than_continue_from():
 @pytest.mark.parametrize("value,needle", [
     ([1, 2], "'continue_from' must be a map with 'run' and 'version' only, got [1, 2]"),
     ({"run": 1}, "'continue_from' must be a map with 'run' and 'version' only"),
-    ({"run": 1, "version": -1}, "'continue_from' 'version' must be an integer >= 0, got -1"),
-    ({"run": True, "version": 3}, "'continue_from' 'run' must be an integer >= 0, got True"),
+    ({"run": 1, "version": -1}, "'continue_from' 'version' must be an integer from 0 to 2^53 - 1, got -1"),
+    ({"run": True, "version": 3}, "'continue_from' 'run' must be an integer from 0 to 2^53 - 1, got True"),
 ])
 def test_a_malformed_continue_from_is_dead_lettered(value, needle):
     X, y = _data()
@@ -938,3 +938,107 @@ def test_a_message_without_run_token_on_a_stream_opened_with_one_says_so():
     _, dead = _run(processor, [dict(late, seq=late["seq"] + 1)])
     assert "carries no run token" in dead[0]["reason"]
     assert "(the stream is closed)" in dead[0]["reason"]
+
+
+# ---- records the worker writes fit its topics (an operator's audit, session 49: a dead
+# letter or result over the limit failed its transaction at every replay, for ever)
+
+def _fits(processor, plan, key=b"s"):
+    budget = processor.value_budget(key)
+    for value in [plan.result, plan.dead_letter] + [v for _, v in plan.writes]:
+        assert value is None or len(value) <= budget, (len(value), budget)
+
+
+def test_a_dead_letter_of_a_record_near_the_limit_fits_the_topic():
+    processor = StreamProcessor("features", {}, max_message_bytes=64 * 1024)
+    raw = b"\xc1" + bytes(64 * 1024 - 100)  # within the limit, undecodable
+    plan = processor.handle("s", raw)
+    letter = decode(plan.dead_letter)
+    _fits(processor, plan)
+    assert letter["original_truncated"] is True and letter["original"] == raw[:1024]
+    small = processor.handle("s", b"\xc1")  # one that fits keeps its original whole
+    assert decode(small.dead_letter)["original"] == b"\xc1"
+    assert decode(small.dead_letter)["original_truncated"] is False
+
+
+def test_a_reason_quoting_megabytes_of_input_is_cut():
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    processor = StreamProcessor("features", {}, max_message_bytes=2 * 1024 * 1024)
+    raw = encode(dict(opening, params=[0] * 500_000))
+    plan = processor.handle("s", raw)
+    _fits(processor, plan)
+    reason = decode(plan.dead_letter)["reason"]
+    assert reason.startswith("'params' must be a map") and len(reason) < 2100
+    assert "characters in all)" in reason
+
+
+@pytest.mark.parametrize("field", ["run", "version"])
+def test_a_continue_from_beyond_2_53_is_refused_not_a_crash(field):
+    # run 2^64 - 1 made the next run 2^64, which msgpack cannot write: the dead letter itself
+    # failed to encode and the worker exited, again on every restart
+    X, y = _data()
+    messages = list(feature_stream_messages("s", X, y, "saola"))
+    value = {"run": 0, "version": 0, field: 2**64 - 1}
+    results, dead = _run(StreamProcessor("features", {}),
+                         [dict(messages[0], continue_from=value)] + messages[1:])
+    assert f"'continue_from' {field!r} must be an integer from 0 to 2^53 - 1" in dead[0]["reason"]
+    assert not results  # every later message: data before 'open'
+    assert all("before 'open'" in d["reason"] for d in dead[1:])
+
+
+def test_source_column_ids_beyond_int64_are_refused():
+    # as uint64 they passed the check for negative ids, then wrapped to -1 as int64
+    X, y = _data()
+    ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    bad = dict(ok[1], X=X[:, :2], columns=np.array([2**64 - 1, 2**63], dtype=np.uint64),
+               names=["a", "b"])
+    reasons = _reasons([ok[0], bad])
+    assert len(reasons) == 1 and "source column index beyond 2^63 - 1" in reasons[0]
+
+
+def test_names_that_are_not_strings_are_named_in_the_reason():
+    X, y = _data()
+    ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    reasons = _reasons([ok[0], dict(ok[1], X=X[:, :2], names=["a", 7])])
+    assert "got int 7 at position 1" in reasons[0]
+
+
+def test_state_entries_larger_than_a_record_are_written_in_parts():
+    # OFS's running statistics of d features are 24 d bytes: one record of a million
+    # features' was 24 MB, over any topic's limit
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(40, 6000)), rng.integers(0, 2, 40)
+    params = {"n_features_to_select": 20, "normalize": "standardize"}
+    messages = list(instance_stream_messages("s", X, y, "ofs", params, block_bytes=60_000))
+    small = StreamProcessor("instances", {}, max_message_bytes=100_000)
+    results, parts = [], 0
+    for i, message in enumerate(messages):
+        if i == len(messages) // 2:  # a restart: the state is read back from its parts
+            small = StreamProcessor("instances", small.store, max_message_bytes=100_000)
+        plan = small.handle("s", encode(message))
+        _fits(small, plan)
+        _apply(small, plan)
+        parts += sum(1 for k, _ in plan.writes if k.count("\x1f") == 4)
+        results.append(plan.result)
+    assert parts > 0  # the statistics (144 KB) went in parts
+    big, _ = _run(StreamProcessor("instances", {}), messages)
+    assert decode(results[-1])["selection"] == decode(big[-1])["selection"]
+    assert list(small.store) == [header_key("s")]  # closed: every part deleted
+
+
+def test_a_result_over_the_limit_is_refused_and_the_stream_goes_on():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(60, 3000)), rng.integers(0, 2, 60)
+    messages = list(instance_stream_messages("s", X, y, "ofs", {"n_features_to_select": 2000},
+                                             block_bytes=50_000))
+    processor = StreamProcessor("instances", {}, max_message_bytes=60_000)
+    dead = []
+    for message in messages:
+        plan = processor.handle("s", encode(message))
+        _fits(processor, plan)
+        _apply(processor, plan)
+        if plan.dead_letter:
+            dead.append(decode(plan.dead_letter)["reason"])
+    assert dead and all("the result of this message would be" in r for r in dead)
+    assert "2000 selected features" in dead[0]
