@@ -238,3 +238,87 @@ def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topi
     assert [s["feature"] for s in final["selection"]] == SAOLA().fit(X, y).selected_.tolist()
     assert [r["version"] for r in results] == list(range(results[0]["version"],
                                                          final["version"] + 1))
+
+
+def _dead_letters(kafka_config, topic, streams, timeout=60):
+    """The dead letters (read_committed) of each of ``streams``, once every one has some."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**kafka_config, "group.id": "dlq-check", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    letters: dict[str, list] = {s: [] for s in streams}
+    deadline = time.monotonic() + timeout
+    try:
+        while not all(letters.values()) and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and not msg.error():
+                letter = decode(msg.value())
+                letters.setdefault(letter["stream"], []).append((len(msg.value()), letter))
+    finally:
+        consumer.close()
+    return letters
+
+
+def test_records_the_worker_cannot_write_whole_are_dead_lettered_and_it_goes_on(
+        kafka_config, topic_prefix, start_worker):
+    # An operator's audit (session 49) found that the dead letter of a record within ~300
+    # bytes of the topics' limit was larger than the dead-letter topic takes: its transaction
+    # failed and was replayed for ever, and no partition made progress. An 'open' continuing
+    # from run 2^64 - 1 made the worker exit 70, again after every restart.
+    from streamfs.codec import encode
+    from streamfs.settings import Settings
+
+    X, y = _dataset()
+    topics = _topics(topic_prefix)
+    worker = start_worker()
+    limit = Settings().max_message_bytes
+    huge = b"\xc1" + bytes(limit - 300)
+    opening = next(feature_stream_messages("cf", X, y, "saola", {}))
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_raw(b"huge", huge)
+        pub.send_raw(b"cf", encode(dict(opening, continue_from={"run": 2**64 - 1, "version": 0})))
+        pub.send_all(feature_stream_messages("ok", X, y, "saola", {}))
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        try:
+            final = list(reader.updates("ok", until_final=True, timeout=180))[-1]
+        except TimeoutError:
+            pytest.fail(f"no final result; worker log:\n{worker.log_tail()}")
+    assert final["final"] and worker.proc.poll() is None
+    letters = _dead_letters(kafka_config, topics["dead_letter"].name, ["huge", "cf"])
+    [(size, letter)] = letters["huge"]
+    assert size <= limit and letter["original_truncated"] and letter["original"] == huge[:1024]
+    assert "must be an integer from 0 to 2^53 - 1" in letters["cf"][0][1]["reason"]
+
+
+def test_a_result_over_the_worker_s_limit_refuses_its_message_and_the_stream_goes_on(
+        kafka_config, topic_prefix, start_worker):
+    import numpy as np
+
+    from streamfs.producers import instance_stream_messages
+
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(40, 6000)), rng.integers(0, 2, 40)
+    topics = _topics(topic_prefix)
+    worker = start_worker(STREAMFS_MAX_MESSAGE_BYTES="200000")
+    wide = list(instance_stream_messages("wide", X, y, "ofs", {"n_features_to_select": 6000},
+                                         block_bytes=100_000))
+    narrow = list(instance_stream_messages("narrow", X, y, "ofs", {"n_features_to_select": 5},
+                                           block_bytes=100_000))
+    with StreamPublisher(kafka_config, topics["instances"].name) as pub:
+        pub.send_all(wide + narrow)
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        try:
+            narrow_final = list(reader.updates("narrow", until_final=True, timeout=180))[-1]
+            wide_results = list(reader.updates("wide", until_final=True, timeout=60))
+        except TimeoutError:
+            pytest.fail(f"no final result; worker log:\n{worker.log_tail()}")
+    assert len(narrow_final["selection"]) == 5
+    # every block of "wide" would have published 6,000 features (about 300 KB): refused,
+    # and the close of a stream that learnt nothing is its one result
+    assert [r["version"] for r in wide_results] == [1] and wide_results[0]["selection"] == []
+    assert wide_results[0]["counters"]["rejected_messages"] == len(wide) - 2
+    letters = _dead_letters(kafka_config, topics["dead_letter"].name, ["wide"])["wide"]
+    assert "the result of this message would be" in letters[0][1]["reason"]
+    assert worker.proc.poll() is None
