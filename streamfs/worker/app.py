@@ -442,6 +442,7 @@ class Worker:
         # offsets (a restart tells a re-created topic by it) and checked while the worker runs
         self.topic_ids: dict[str, str] = {}
         self.topic_ids_at = 0.0  # time.monotonic() of that last look
+        self.changelog_ids: dict[str, str] = {}  # the changelog topics' ids, at that look
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.fetched: deque = deque()  # fetched, not yet processed (in fetch order)
         self.fetched_bytes = 0
@@ -658,20 +659,23 @@ class Worker:
         self.admin.poll(0)  # serve its log lines (they wait on its queue)
         return self.admin.describe_topics(TopicCollection(list(names)), request_timeout=timeout)
 
-    def _input_topic_ids(self) -> dict[str, str]:
-        """The input topics' ids as the broker has them now. :class:`TopicMismatch` for one that
-        does not exist; asked again while the cluster is moving, and waited for while no
-        broker answers (:meth:`_ask`, as the committed offsets read with it are)."""
+    def _topic_ids(self) -> dict[str, str]:
+        """The ids of the input and changelog topics as the broker has them now.
+        :class:`TopicMismatch` for one that does not exist; asked again while the cluster is
+        moving, and waited for while no broker answers (:meth:`_ask`, as the committed offsets
+        read with it are)."""
         from confluent_kafka import KafkaError, KafkaException
 
         def describe(seconds: float) -> dict[str, str]:
             ids = {}
-            for name, future in self._describe(self.roles, seconds).items():
+            names = [*self.roles, *self.changelog.values()]
+            for name, future in self._describe(names, seconds).items():
                 try:
                     ids[name] = str(future.result(seconds + 5).topic_id)
                 except KafkaException as exc:
                     if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                        raise TopicMismatch(f"input topic {name!r} does not exist: run "
+                        what = "input topic" if name in self.roles else "changelog topic"
+                        raise TopicMismatch(f"{what} {name!r} does not exist: run "
                                             "`streamfs topics create` and start the worker "
                                             "again") from None
                     if self._refused(exc.args[0]):
@@ -679,8 +683,7 @@ class Worker:
                     raise  # a lapsed login: waited for by _ask
             return ids
 
-        return self._ask("the input topics' ids", describe,
-                         self.settings.transaction_timeout + 60)
+        return self._ask("the topics' ids", describe, self.settings.transaction_timeout + 60)
 
     # ------------------------------------------------------------------ rebalances
     def _on_assign(self, consumer: Any, partitions: list) -> None:
@@ -740,7 +743,10 @@ class Worker:
         waiting first, the fullest first."""
         committed = self._committed(partitions, self.settings.transaction_timeout + 60)
         # after the offsets: a topic re-created in between is told by its new id
-        self.topic_ids, self.topic_ids_at = self._input_topic_ids(), time.monotonic()
+        ids = self._topic_ids()
+        self.topic_ids = {name: ids[name] for name in self.roles}
+        self.topic_ids_at = time.monotonic()
+        self.changelog_ids = {name: ids[name] for name in self.changelog.values()}
         recreated = self._drop_offsets_of_recreated(committed)
         self._restore({(self.roles[tp.topic], tp.partition): changelog_target(tp.metadata)
                        for tp in committed})
@@ -1027,17 +1033,27 @@ class Worker:
         local = self.local[key]
         if local is None:
             return 0
+        topic = self.changelog[key[0]]
         try:
-            records, offset, saved_at = local.load()
+            records, offset, saved_at, saved_from = local.load()
         except sqlite3.Error as exc:
             self._drop_local(key, exc)
             return 0
+        local.topic_id = self.changelog_ids.get(topic)  # what its saves come from from now on
         if offset is None:
+            return 0
+        if saved_from is None or saved_from != local.topic_id:
+            # another cluster's topic of that name, or this one deleted and made again: other
+            # records at the same offsets (a copy of the first had stood for the second)
+            log.info("local state of %s:%d not usable (saved from topic id %s, the topic's id "
+                     "is %s): restoring from the changelog", topic, key[1], saved_from,
+                     local.topic_id)
+            self._reset_local(key)
             return 0
         max_age = CHANGELOG_DELETE_RETENTION_MS / 1000 - 3600
         if not low <= offset <= high or time.time() - saved_at > max_age:
             log.info("local state of %s:%d not usable (offset %d, changelog %d..%d, %.0f s old): "
-                     "restoring from the changelog", self.changelog[key[0]], key[1], offset, low,
+                     "restoring from the changelog", topic, key[1], offset, low,
                      high, time.time() - saved_at)
             self._reset_local(key)
             return 0

@@ -12,6 +12,9 @@ A file is used only while it can be trusted:
 * an exclusive ``flock`` while the partition is owned: a paused worker that still holds the
   file (a zombie) cannot interleave its writes with the new owner's, which then restores from
   the changelog alone;
+* it must have been saved from the changelog topic of the same id: another cluster's topic of
+  the same name (a data directory shared between a development broker and a staging
+  cluster), or the topic deleted and re-created, holds other records at the same offsets;
 * its offset must lie within the changelog partition's current offsets (a recreated topic
   starts again at 0);
 * it must be younger than the changelog's ``delete.retention.ms``: older, the tombstones it
@@ -41,6 +44,8 @@ class LocalStore:
     def __init__(self, path: Path, lock_fd: int) -> None:
         self.path = path
         self._lock_fd = lock_fd
+        #: the id of the changelog topic the records come from, written with every save
+        self.topic_id: str | None = None
         # explicit BEGIN/COMMIT; saved from the SaveQueue's thread, never two threads at once
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         # WAL: a crash keeps the last committed SQLite transaction; synchronous=NORMAL may lose
@@ -65,14 +70,15 @@ class LocalStore:
             return None
         return cls(path, fd)
 
-    def load(self) -> tuple[dict[str, bytes], int | None, float | None]:
-        """The records, the changelog offset to read on from (None: nothing saved) and the
-        wall-clock time of the last save."""
+    def load(self) -> tuple[dict[str, bytes], int | None, float | None, str | None]:
+        """The records, the changelog offset to read on from (None: nothing saved), the
+        wall-clock time of the last save and the id of the changelog topic saved from (None
+        in files of workers before session 49)."""
         meta = dict(self.db.execute("SELECT name, value FROM meta"))
         if "next_offset" not in meta:
-            return {}, None, None
+            return {}, None, None, None
         records = dict(self.db.execute("SELECT key, value FROM kv"))
-        return records, int(meta["next_offset"]), float(meta["saved_at"])
+        return records, int(meta["next_offset"]), float(meta["saved_at"]), meta.get("topic_id")
 
     def save(self, writes: dict[str, bytes | None], next_offset: int) -> None:
         """Apply ``writes`` (None deletes) and record that the file now holds the changelog up
@@ -85,7 +91,8 @@ class LocalStore:
             db.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)",
                            [(k, v) for k, v in writes.items() if v is not None])
             db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
-                           [("next_offset", next_offset), ("saved_at", time.time())])
+                           [("next_offset", next_offset), ("saved_at", time.time()),
+                            ("topic_id", self.topic_id)])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

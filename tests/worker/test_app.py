@@ -534,7 +534,8 @@ def test_a_partition_without_committed_offsets_resumes_from_where_it_is_read():
         committed=lambda tps, timeout: [TopicPartition("feat", 0, 17, metadata="{}"),
                                         TopicPartition("feat", 1, OFFSET_INVALID)],
         get_watermark_offsets=lambda tp, timeout: (5, 12))
-    worker._input_topic_ids = lambda: {"feat": "A"}
+    worker.changelog = {"features": "app-features-changelog"}
+    worker._topic_ids = lambda: {"feat": "A", "app-features-changelog": "C"}
     worker._restore = lambda targets: None
     worker._restore_committed([TopicPartition("feat", 0), TopicPartition("feat", 1)])
     assert worker.resume_at == {("feat", 0): 17, ("feat", 1): 5}
@@ -791,8 +792,8 @@ def test_a_broker_that_does_not_answer_is_waited_for_past_the_deadline(caplog):
         worker._committed(["p0"], 0.3)
 
 
-def test_input_topic_ids_are_asked_again_while_the_cluster_moves():
-    """The input topics' ids, read at every assignment, are asked again on the codes of a
+def test_topic_ids_are_asked_again_while_the_cluster_moves():
+    """The input and changelog topics' ids, read at every assignment, are asked again on the codes of a
     cluster on the move (a crashed node's handle dropped, a connection reset), as the
     committed offsets are; a missing topic is still one line naming it, at once."""
     from concurrent.futures import Future
@@ -816,12 +817,13 @@ def test_input_topic_ids_are_asked_again_while_the_cluster_moves():
 
     worker = object.__new__(app.Worker)
     worker.settings, worker.roles, worker.health = Settings(), {"feat": "features"}, app.Health()
+    worker.changelog = {"features": "app-features-changelog"}
     worker._describe = describe
     answers[:] = [KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, "ids"]
-    assert worker._input_topic_ids() == {"feat": "T1"}
+    assert worker._topic_ids() == {"feat": "T1", "app-features-changelog": "T1"}
     answers[:] = [KafkaError.UNKNOWN_TOPIC_OR_PART, "ids"]
     with pytest.raises(TopicMismatch, match="input topic 'feat' does not exist"):
-        worker._input_topic_ids()
+        worker._topic_ids()
     assert answers == ["ids"]  # asked once
 
 

@@ -56,6 +56,20 @@ def test_restart_reads_only_the_tail_and_a_bad_copy_falls_back(kafka_config, top
     assert restored["local"] > 0 and restored["changelog"] == 0, restored
     second.stop()
 
+    # a copy saved from another topic of the same name (another cluster's, with the same
+    # data directory, app id and prefix; or this one deleted and made again) is not used:
+    # before session 49 it was, and streams of the other cluster stood in this one's state
+    copies = list((tmp_path / "data").rglob("*.sqlite"))
+    for path in copies:
+        with sqlite3.connect(path) as db:
+            saved_from = dict(db.execute("SELECT name, value FROM meta")).get("topic_id")
+            assert saved_from is not None and len(saved_from) >= 22  # a Kafka topic id
+            db.execute("UPDATE meta SET value = 'AAAAAAAAAAAAAAAAAAAAAA' WHERE name = 'topic_id'")
+    other = start_worker()
+    restored = _ready_metrics(other)
+    assert restored["local"] == 0 and restored["changelog"] > 0, restored
+    other.stop()
+
     # a copy that claims more than the changelog holds (a recreated topic) is not used
     for path in (tmp_path / "data").rglob("*.sqlite"):
         with sqlite3.connect(path) as db:

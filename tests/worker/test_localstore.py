@@ -7,15 +7,17 @@ from streamfs.worker.localstore import LocalStore, SaveQueue
 
 def test_saved_records_and_offset_load_back(tmp_path):
     store = LocalStore.open(tmp_path, "app-features-streams-changelog", 3)
-    assert store.load() == ({}, None, None)  # nothing saved yet
+    assert store.load() == ({}, None, None, None)  # nothing saved yet
+    store.topic_id = "Zx9AbCdEfGhIjKlMnOpQrS"
     store.save({"a": b"1", "b": b"2"}, 10)
     store.save({"a": None, "c": b"3"}, 14)  # None deletes
     store.close()
     again = LocalStore.open(tmp_path, "app-features-streams-changelog", 3)
-    records, offset, saved_at = again.load()
+    records, offset, saved_at, topic_id = again.load()
     assert records == {"b": b"2", "c": b"3"} and offset == 14 and saved_at > 0
+    assert topic_id == "Zx9AbCdEfGhIjKlMnOpQrS"
     again.reset()
-    assert again.load() == ({}, None, None)
+    assert again.load() == ({}, None, None, None)
     again.close()
 
 
@@ -60,6 +62,6 @@ def test_save_queue_keeps_order_and_skips_saves_after_a_failure(tmp_path):
     assert list(failures) == ["bad"] and isinstance(failures["bad"], sqlite3.Error)
     assert bad.calls == [1]
     assert saves.wait() == {}  # reported once
-    records, offset, _ = good.load()
+    records, offset, _, _ = good.load()
     assert records == {"k": b"5"} and offset == 5  # the last of the saves, in order
     good.close()
