@@ -613,7 +613,9 @@ class _Finals:
         elif not isinstance(sid, str):
             return
         elif letter.get("run") is not None:
-            self.letters.setdefault(sid, {})[letter["run"]] = letter
+            # the run's first: the cause (a refused open); later ones follow from it ("data
+            # before 'open'" for each message after it)
+            self.letters.setdefault(sid, {}).setdefault(letter["run"], letter)
         else:
             where = _position(letter)
             key = (where[:2] if where else None, not _unreadable(letter))

@@ -143,6 +143,22 @@ def test_current_selections_of_a_run_are_that_run_s_latest(kafka_config, topic_p
     assert current_selection("s1", kafka_config, topic, run=3) is None
 
 
+def test_the_first_dead_letter_of_a_run_is_the_one_reported(kafka_config, topic_prefix):
+    """A refused open dead-letters every later message of the run as "data before 'open'":
+    the wait ends with the open's reason, the cause (it named the last letter read before)."""
+    from streamfs.client import SelectionReader, StreamRejected
+
+    topics = load_catalogue(topic_prefix)
+    letter = {"kind": "dead_letter", "stream": "two", "run": 1, "topic": "f", "partition": 0}
+    _put(kafka_config, topics["dead_letter"].name,
+         {**letter, "reason": "max_buffer_bytes too large", "offset": 0},
+         {**letter, "reason": "'close' for unknown stream 'two'", "offset": 2})
+    with SelectionReader(kafka_config, topics["selected"].name,
+                         dead_letters=topics["dead_letter"].name) as reader:
+        with pytest.raises(StreamRejected, match=r"\(f\[0\]@0\): max_buffer_bytes too large"):
+            list(reader.updates("two", until_final=True, timeout=60))
+
+
 def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_prefix):
     from streamfs.client import SelectionReader, StreamRejected
 

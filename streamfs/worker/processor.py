@@ -495,7 +495,8 @@ class StreamProcessor:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
             return self._open(stream, message, open_digest, timestamp, origin)
         if header is None:
-            raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open')")
+            raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open', "
+                               f"or after an 'open' that was refused)")
         if header["status"] == "closed":
             raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
         if header.get("lost"):  # stuck: a message is missing for good
