@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-CATALOGUE = Path(__file__).resolve().parent.parent / "topics" / "catalogue.toml"
+#: topics/catalogue.toml, through the package's link to it: a wheel holds a copy (an install
+#: that is not editable had no catalogue, and every Kafka command failed)
+CATALOGUE = (Path(__file__).parent / "catalogue.toml").resolve()
 
 log = logging.getLogger(__name__)
 

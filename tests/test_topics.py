@@ -215,3 +215,22 @@ def test_a_catalogue_the_worker_cannot_use_is_refused_with_its_reason(tmp_path, 
                                              "catalogue must have the same partition count, "
                                              "not 4 and 8"):
         check_catalogue("p.")
+
+
+def test_a_wheel_carries_the_catalogue(tmp_path):
+    """The package links to topics/catalogue.toml, and a wheel holds a copy: installed from a
+    wheel (not editable), every Kafka command had failed, the catalogue missing."""
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    from streamfs.topics import CATALOGUE
+
+    repo = Path(__file__).resolve().parent.parent
+    assert CATALOGUE == repo / "topics" / "catalogue.toml"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    str(repo), "-w", str(tmp_path)], check=True, cwd=tmp_path)
+    [wheel] = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read("streamfs/catalogue.toml") == CATALOGUE.read_bytes()
