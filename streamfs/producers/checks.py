@@ -264,14 +264,33 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
         known = {np.asarray(c).item() for c in classes}
         other = sorted(set(np.unique(y).tolist()) - known, key=str)
         if other:
-            raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: label(s) "
-                                  f"{', '.join(map(repr, other[:5]))} not among the classes "
-                                  f"{sorted(known, key=str)} the stream was given")
+            row = _first_row_of(y, set(other))
+            rest = [label for label in other if label != y[row].item()]
+            raise InputLabelError(f"data row {first_row + row} (counted from 0): label "
+                                  f"{y[row].item()!r} not among the classes "
+                                  f"{sorted(known, key=str)} the stream was given"
+                                  + (f"; rows {first_row}..{first_row + n_rows - 1} also have "
+                                     f"{', '.join(map(repr, rest[:5]))}" if rest else ""))
+    before = set(seen)
     seen.update(np.unique(y).tolist())
     problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
     if problem is not None:  # a class too many, counted over the blocks so far
-        raise InputLabelError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
+        if not (spec.binary_only and len(seen) > 2):
+            raise InputLabelError(f"data rows 0..{first_row + n_rows - 1}: {problem}")
+        # the row that brought the third class (a file's 30,000th line, not "rows 0..n")
+        row, classes_so_far = 0, set(before)
+        for row, label in enumerate(y.tolist()):
+            classes_so_far.add(label)
+            if len(classes_so_far) > 2:
+                break
+        raise InputLabelError(f"data row {first_row + row} (counted from 0, label "
+                              f"{y[row].item()!r}): {problem}")
     return y
+
+
+def _first_row_of(y: np.ndarray, labels: set) -> int:
+    """The first index of ``y`` whose label is one of ``labels``."""
+    return next(i for i, label in enumerate(y.tolist()) if label in labels)
 
 
 def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row: int,

@@ -66,7 +66,7 @@ def test_a_late_label_error_says_the_last_column_was_taken_without_label(kafka_c
     result = _run(kafka_config, topic_prefix, "instances", path, "--stream", "late", "-a", "ofs",
                   "-p", "classes=[0,1]")
     assert result.exit_code == 2, result.output
-    assert f"Error: {path}: data rows " in result.output
+    assert f"Error: {path}: data row 400000 (counted from 0): label 7 not among" in result.output
     assert ("; the last column, 2 ('y'), was taken as the label because no --label was given: "
             "name the label with --label (") in result.output
     assert "were already published; it stays open without 'close'" in result.output

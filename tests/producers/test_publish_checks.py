@@ -147,12 +147,14 @@ def test_labels_of_every_chunk_are_checked(kafka_config, topic_prefix):
     with pytest.raises(InputDataError, match=r"300 instances but labels of shape \(290,\)"):
         produce_instances(kafka_config, topic, "short", short, None, "ofs")
     third = np.r_[y[:200], np.full(100, 2)]  # a third class from the third chunk on
-    with pytest.raises(InputDataError, match="the labels have 3 classes"):
+    with pytest.raises(InputDataError, match=r"data row 200 \(counted from 0, label 2\): .*"
+                                             "the labels have 3 classes"):
         produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
                           "ofs")
     assert records_on(kafka_config, topic) == 0
-    with pytest.raises(StreamLeftOpen, match=re.escape("label(s) 2 not among the classes "
-                                                       "[0, 1] the stream was given")) as info:
+    with pytest.raises(StreamLeftOpen, match=re.escape("data row 200 (counted from 0): label 2 "
+                                                       "not among the classes [0, 1] the "
+                                                       "stream was given")) as info:
         produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
                           "ofs", {"classes": [0, 1]}, block_bytes=1000)
     assert records_on(kafka_config, topic) == info.value.messages_sent > 1
