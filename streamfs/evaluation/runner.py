@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from streamfs.algorithms.ofs import naming_columns
 from streamfs.algorithms.registry import LabelError
 
 from . import protocols as P
@@ -270,7 +271,8 @@ def evaluate_dataset(
                 report(None, 1)
 
             report(f"{label}: {what}", 0)
-            out = run(tick)
+            with naming_columns(feature_names):  # the learners' advice names the columns
+                out = run(tick)
             report(None, max(0, planned - done[0]))
             return out
 

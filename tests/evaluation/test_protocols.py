@@ -157,3 +157,15 @@ def test_group_saola_selects_with_its_groups():
         P.Algorithm("group-saola", {}, [[0, 1]]).select(X, y)  # the groups reach its fit
     features, _ = P.Algorithm("group-saola", {}, [[0, 1], [2, 3]]).select(X, y)
     assert set(features) <= {0, 1, 2, 3}
+
+
+def test_a_learner_s_scaling_advice_names_the_columns(recwarn):
+    # `select` and `produce` named them; `evaluate` said "columns 3, 13, 23" only
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    evaluate_dataset(data.data, data.target, [("ofs", {"n_features_to_select": 5})],
+                     n_repeats=1, stability=0, n_permutations=0, baselines=False,
+                     feature_names=list(data.feature_names))
+    advice = [str(w.message) for w in recwarn if "scales each instance" in str(w.message)]
+    assert advice and "3 ('mean area')" in advice[0], advice
