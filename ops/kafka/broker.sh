@@ -320,6 +320,7 @@ restart() {
   any_running || log "not running: starting it again on $(for i in $(seq 1 "$(nodes)"); do
     printf '127.0.0.1:%s ' "$(port_of "$(node_dir "$i")")"; done)"
   stop
+  fetch  # the jars may live in another STREAMFS_CACHE than at start (cached: no work if there)
   launch $(seq 1 "$(nodes)")
 }
 
@@ -355,6 +356,7 @@ signal_node() {  # $1: the node, $2: the signal (KILL: a crash; TERM: a controll
 start_node() {
   node_arg "${1:-}"
   if running_pid "$(node_dir "$1")" >/dev/null; then log "node $1 is running"; cat "$run/bootstrap"; return 0; fi
+  fetch
   launch "$1"
 }
 
