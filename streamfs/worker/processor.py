@@ -205,6 +205,11 @@ def _names(names: Any, n: int, what: str) -> list[str]:
         raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got "
                            f"{type(names[bad]).__name__} {_clipped(repr(names[bad]), 80)} at "
                            f"position {bad}")
+    if len(set(names)) != n:  # two features of a result under one name (producers refuse it)
+        seen: set[str] = set()
+        twice = next(name for name in names if name in seen or seen.add(name))
+        raise InvalidInput(f"{what} names {_clipped(repr(twice), 80)} more than once: every "
+                           f"feature needs a name of its own")
     return names
 
 

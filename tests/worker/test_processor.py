@@ -1042,3 +1042,13 @@ def test_a_result_over_the_limit_is_refused_and_the_stream_goes_on():
             dead.append(decode(plan.dead_letter)["reason"])
     assert dead and all("the result of this message would be" in r for r in dead)
     assert "2000 selected features" in dead[0]
+
+
+def test_a_name_twice_in_a_block_or_an_open_is_refused():
+    X, y = _data()
+    ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    reasons = _reasons([ok[0], dict(ok[1], X=X[:, :3], names=["a", "b", "a"])])
+    assert "'names' of a feature block names 'a' more than once" in reasons[0]
+    opening = next(instance_stream_messages("i", np.ones((4, 3)), np.arange(4) % 2, "ofs"))
+    reasons = _reasons([dict(opening, feature_names=["u", "v", "v"])], "instances")
+    assert "'feature_names' names 'v' more than once" in reasons[0]
