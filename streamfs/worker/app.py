@@ -286,12 +286,23 @@ class InFlight:
 class PartitionState:
     """The state of one input partition: its processor over an in-memory store."""
 
-    def __init__(self, role: str, settings: Settings) -> None:
+    def __init__(self, role: str, settings: Settings, output_bytes: int | None = None) -> None:
         self.store: dict[str, bytes] = {}
         self.processor = StreamProcessor(role, self.store,
                                          max_message_bytes=settings.max_message_bytes,
                                          max_buffer_bytes=settings.max_buffer_bytes,
-                                         output_format=settings.result_format)
+                                         output_format=settings.result_format,
+                                         output_bytes=output_bytes)
+
+
+def output_limit(specs: dict) -> int | None:
+    """The largest record both the results and the dead-letter topic take for sure: the
+    catalogue's ``max.message.bytes`` for them (an existing topic below it is refused at
+    start), None where it sets none. A ``STREAMFS_MAX_MESSAGE_BYTES`` above it had the worker
+    write results the topic refused, transaction after transaction, for ever."""
+    limits = [int(specs[role].config["max.message.bytes"]) for role in ("selected", "dead_letter")
+              if "max.message.bytes" in specs[role].config]
+    return min(limits) if limits else None
 
 
 def loop_stall_seconds(session_timeout: float) -> float:
@@ -430,6 +441,7 @@ class Worker:
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
         self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
+        self.output_bytes = output_limit(specs)
         changelogs = changelog_specs(settings.app_id, specs["features"].partitions, 1,
                                      settings.max_message_bytes)
         self.changelog = {key.removesuffix("-changelog"): spec.name
@@ -890,7 +902,8 @@ class Worker:
         starts: dict[tuple[str, int], int] = {}
         local_records = 0
         for key, target in targets.items():
-            state = self.partitions[key] = PartitionState(key[0], self.settings)
+            state = self.partitions[key] = PartitionState(key[0], self.settings,
+                                                          self.output_bytes)
             topic = self.changelog[key[0]]
             # read_committed: the stable end, which may still lie before a committed target
             low, high = self._watermarks(self.consumer, TopicPartition(topic, key[1]))

@@ -314,12 +314,16 @@ class StreamProcessor:
     def __init__(self, kind: str, store: MutableMapping[str, bytes], *,
                  max_message_bytes: int = 8 * 1024 * 1024,
                  max_buffer_bytes: int = 1 << 30,
-                 output_format: str = "msgpack", log_dead_letters: bool = True) -> None:
+                 output_format: str = "msgpack", log_dead_letters: bool = True,
+                 output_bytes: int | None = None) -> None:
         if kind not in ("features", "instances"):
             raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
         self.kind = kind
         self.store = store
         self.max_message_bytes = max_message_bytes
+        # the largest record the results and dead-letter topics take (their max.message.bytes),
+        # if below the worker's own limit
+        self.output_bytes = min(max_message_bytes, output_bytes or max_message_bytes)
         self.max_buffer_bytes = max_buffer_bytes  # the most an open's params may ask for
         if output_format not in FORMATS:
             raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
@@ -1015,6 +1019,7 @@ class StreamProcessor:
         return plan
 
     def value_budget(self, key: bytes) -> int:
-        """The largest record value the worker writes under ``key``: the topics'
-        ``max.message.bytes`` (the worker's limit) less the key and a record's overhead."""
-        return self.max_message_bytes - RECORD_OVERHEAD - len(key)
+        """The largest record value the worker writes under ``key``: the output topics'
+        ``max.message.bytes`` (at most the worker's limit) less the key and a record's
+        overhead."""
+        return self.output_bytes - RECORD_OVERHEAD - len(key)

@@ -1027,12 +1027,15 @@ def test_state_entries_larger_than_a_record_are_written_in_parts():
     assert list(small.store) == [header_key("s")]  # closed: every part deleted
 
 
-def test_a_result_over_the_limit_is_refused_and_the_stream_goes_on():
+@pytest.mark.parametrize("limits", [{"max_message_bytes": 60_000},
+                                    # the worker's limit raised above its topics'
+                                    {"max_message_bytes": 16 << 20, "output_bytes": 60_000}])
+def test_a_result_over_the_limit_is_refused_and_the_stream_goes_on(limits):
     rng = np.random.default_rng(4)
     X, y = rng.normal(size=(60, 3000)), rng.integers(0, 2, 60)
     messages = list(instance_stream_messages("s", X, y, "ofs", {"n_features_to_select": 2000},
                                              block_bytes=50_000))
-    processor = StreamProcessor("instances", {}, max_message_bytes=60_000)
+    processor = StreamProcessor("instances", {}, **limits)
     dead = []
     for message in messages:
         plan = processor.handle("s", encode(message))
@@ -1052,3 +1055,15 @@ def test_a_name_twice_in_a_block_or_an_open_is_refused():
     opening = next(instance_stream_messages("i", np.ones((4, 3)), np.arange(4) % 2, "ofs"))
     reasons = _reasons([dict(opening, feature_names=["u", "v", "v"])], "instances")
     assert "'feature_names' names 'v' more than once" in reasons[0]
+
+
+def test_the_worker_writes_no_record_larger_than_its_output_topics_take(monkeypatch):
+    from streamfs.settings import Settings
+    from streamfs.topics import load_catalogue
+    from streamfs.worker.app import PartitionState, output_limit
+
+    specs = load_catalogue("t.")
+    assert output_limit(specs) == int(specs["selected"].config["max.message.bytes"]) == 8388608
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 << 20))
+    state = PartitionState("features", Settings.from_env(), output_limit(specs))
+    assert state.processor.value_budget(b"s") < 8388608 < state.processor.max_message_bytes
