@@ -18,7 +18,7 @@ from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
                              ClientConfigRefused, lost_interrupt, remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
-                                  EnvOption, SettingsCommand, param_value)
+                                  EnvOption, SettingsCommand, param_value, stdout_console)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -896,11 +896,10 @@ def _print_results(results: list[dict], as_json: bool) -> None:
         for r in results:
             click.echo(_json_line(r))
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    console = stdout_console()
     for r in results:
         run = f" · run {r['run']}" if r.get("run", 1) != 1 else ""
         counters = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in

@@ -1,8 +1,11 @@
-"""Click options shared by the command modules (`streamfs.cli`, `streamfs.evaluation.command`)."""
+"""Click options, and the console of tables on stdout, shared by the command modules
+(`streamfs.cli`, `streamfs.evaluation.command`)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from typing import Any
 
 import click
@@ -157,3 +160,17 @@ HEADER_OPTION = click.option(
 GROUPS_OPTION = click.option(
     "--groups", "groups_file", type=click.Path(dir_okay=False),
     help="Features: JSON list of lists of column indices (group-saola groups).")
+
+
+def stdout_console(**kwargs: Any) -> Any:
+    """A rich ``Console`` on stdout whose closed pipe (``| head``) raises ``BrokenPipeError``
+    for the command to handle (`streamfs` exits 141, as with ``--json``): rich's own
+    ``on_broken_pipe`` exits 1, which reads as a Kafka error or "no selection"."""
+    from rich.console import Console
+
+    class _PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # the reader is gone: nothing more to write
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return _PipedConsole(**kwargs)

@@ -315,3 +315,20 @@ def test_python_spellings_of_true_false_none_are_parameter_values(tmp_path):
         assert out.exit_code == 0, out.output
         results[spelled[0]] = json.loads(out.output.splitlines()[0])
     assert results["normalize=False"] == results["normalize=false"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_output_into_a_pipe_closed_early_exits_141(tmp_path, as_json):
+    """`streamfs select ... | head -0`: a table written into the closed pipe exited 1 (rich's
+    ``Console.on_broken_pipe``), which reads as an error; --json exited 141 already."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    path = tmp_path / "three.npz"
+    np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "select", str(path), "-a",
+                             "saola", *(["--json"] if as_json else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader goes before the first line: that write meets EPIPE
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
