@@ -18,7 +18,8 @@ from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
                              ClientConfigRefused, lost_interrupt, remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
-                                  EnvOption, SettingsCommand, param_value, stdout_console)
+                                  EnvOption, SettingsCommand, param_value, stdout_console,
+                                  stdout_to_devnull, writing_output)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -146,7 +147,7 @@ class _Main(click.Group):
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
             # click would exit 1, which reads as a Kafka error or "no selection"
-            _stdout_to_devnull()
+            stdout_to_devnull()
             ctx.exit(EXIT_BROKEN_PIPE)
 
 
@@ -154,16 +155,6 @@ class _Main(click.Group):
 #: it takes a value)
 _GLOBAL_OPTIONS = {"-b": True, "--bootstrap-servers": True, "--topic-prefix": True,
                    "-v": False, "--verbose": False}
-
-
-def _stdout_to_devnull() -> None:
-    """Point stdout's file descriptor at /dev/null, so that flushing what is left in its
-    buffer (at exit) does not fail on the closed pipe again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
 
 
 def _topic_prefix(_ctx: click.Context, _param: click.Parameter, value: str | None
@@ -192,15 +183,15 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
 
     Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing (or was deleted
     while being read) or has another partition count or setting streamfs relies on, another
-    Kafka error, a worker fenced by another with its instance id, or watch --once found no
-    selection, 2 a mistake in the command or its input (nothing published, unless
-    the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
-    stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
-    replaced before its final result, 69 the broker is unreachable, 70 the worker met an
-    error it cannot recover from (a supervisor restarts it), 77 Kafka refused the credentials
-    or the TLS handshake, the listener speaks another security protocol, or Kafka's ACLs deny
-    what the command needs, 130 interrupted (Ctrl-C), 141
-    the output's reader went away (a pipe into `head`).
+    Kafka error, a worker fenced by another with its instance id, watch --once found no
+    selection, or the output could not be written (a full disk), 2 a mistake in the command or
+    its input (nothing published, unless the message says how much was), 3 watch --timeout
+    passed, 4 the worker rejected the stream's input (see `streamfs dead-letters`), 5 watch
+    --run N --until-final: run N was replaced before its final result, 69 the broker is
+    unreachable, 70 the worker met an error it cannot recover from (a supervisor restarts it),
+    77 Kafka refused the credentials or the TLS handshake, the listener speaks another security
+    protocol, or Kafka's ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141 the
+    output's reader went away (a pipe into `head`).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -892,6 +883,11 @@ def _relevance_rule(result: dict) -> str | None:
 
 
 def _print_results(results: list[dict], as_json: bool) -> None:
+    with writing_output():
+        _write_results(results, as_json)
+
+
+def _write_results(results: list[dict], as_json: bool) -> None:
     if as_json:
         for r in results:
             click.echo(_json_line(r))
@@ -1071,7 +1067,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name
     count = 0
-    with OutputReader(s.kafka_config(), topic) as reader:
+    with OutputReader(s.kafka_config(), topic) as reader, writing_output():
         for item in reader.messages(to_end=not follow):
             if item is None:
                 continue

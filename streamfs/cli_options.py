@@ -6,7 +6,9 @@ from __future__ import annotations
 import errno
 import json
 import os
-from typing import Any
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import click
 from click.core import ParameterSource
@@ -174,3 +176,26 @@ def stdout_console(**kwargs: Any) -> Any:
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
     return _PipedConsole(**kwargs)
+
+
+def stdout_to_devnull() -> None:
+    """Point stdout's file descriptor at /dev/null, so that flushing what is left in its
+    buffer (at exit) does not fail on the closed pipe (or the full disk) again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+@contextmanager
+def writing_output() -> Iterator[None]:
+    """A write to stdout that fails (a full disk, ``> /dev/full``, an I/O error) as one line and
+    exit 1, not a traceback; a closed pipe is left to `streamfs` itself (exit 141)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        stdout_to_devnull()
+        raise click.ClickException(f"cannot write the output: {exc}") from None
