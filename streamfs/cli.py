@@ -483,9 +483,25 @@ def _load_data(source: str, label: str | None, header: bool | None = None,
         return load_named(source, label=label, header=header, n_features=n_features,
                           zero_based=zero_based)
     except InputFileError as exc:
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
+
+
+#: how the command line spells the parameters of the Python API that refusals name
+#: (:class:`~streamfs.producers.errors.NamesParameter`)
+_OPTION_SPELLINGS = {"block_bytes": "--block-bytes",
+                     "zero_based": "--zero-based, or without --one-based"}
+
+
+def _said(exc: BaseException) -> str:
+    """``exc``'s message as the command line says it: naming its options where the Python
+    API's would name a parameter (``--block-bytes``, not ``block_bytes``)."""
+    from streamfs.producers.errors import NamesParameter
+
+    if isinstance(exc, NamesParameter):
+        return exc.said_as(_OPTION_SPELLINGS[exc.parameter])
+    return str(exc)
 
 
 def _labels_refused(exc: ValueError, source: str, label: str | None,
@@ -546,7 +562,7 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
         return check_instance_source(src, algorithm, params, record_limit, block_bytes,
                                      buffer_cap)
     except BlockBytesTooSmall as exc:
-        raise UsageProblem(exc.said_as("--block-bytes")) from None
+        raise UsageProblem(_said(exc)) from None
     except InputFileError:
         raise  # it names the file and the line already
     except LabelError as exc:  # of a chunk, or of the whole file
@@ -686,7 +702,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         check_groups_apply(algorithm, groups_file, "--groups FILE")
         check_block_bytes(block_bytes, record_limit)
     except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
     counts = {"items": 0, "messages": 0}
     _hold_advice()  # shown once every check has passed (the stream id's is the last)
@@ -703,7 +719,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 check_budget(block_bytes, largest_column_bytes(
                     X, feature_names=names, groups=groups, shuffle_seed=shuffle_seed), "column")
             except BlockBytesTooSmall as exc:
-                raise UsageProblem(exc.said_as("--block-bytes")) from None
+                raise UsageProblem(_said(exc)) from None
             budget_bytes = budget()  # before record_limit is read below
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget_bytes, shuffle_seed=shuffle_seed,
@@ -752,6 +768,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1
         if isinstance(cause, LabelError):  # a later chunk's: say whose, and which column
             cause = _labels_refused(cause, source, label, header).message
+        elif isinstance(cause, ValueError):
+            cause = _said(cause)
         note = left_open_message(cause, stream_id, exc.messages_sent, _LEFT_OPEN.format(
             "once the file is fixed, " if data_fault else ""), exc.delivered_after)
         if data_fault:
@@ -763,7 +781,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     except LabelError as exc:  # the first chunk's, with -p classes (no pass over the file)
         raise _labels_refused(exc, source, label, header) from None
     except ValueError as exc:  # data, labels or limits the worker would refuse: nothing sent
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
     except KeyboardInterrupt as exc:

@@ -123,7 +123,8 @@ def test_block_bytes_over_the_topics_limit_exits_2_before_the_open(kafka_config,
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "big.npy", "--stream", "big",
                   "-a", "saola", "--block-bytes", 10_000_000)
     assert result.exit_code == 2, result.output
-    assert "block_bytes must be between 1 and the record limit of 8388608 bytes" in result.output
+    assert "--block-bytes must be between 1 and the record limit of 8388608 bytes" \
+        in result.output
     assert "already published" not in result.output
 
 
@@ -148,7 +149,8 @@ def test_block_bytes_over_the_record_limit_exits_2(kafka_config, topic_prefix, t
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "any.npy", "--stream", "b",
                   "-a", "saola", "--block-bytes", 20_000_000)
     assert result.exit_code == 2, result.output
-    assert "block_bytes must be between 1 and the record limit of 8388608 bytes" in result.output
+    assert "--block-bytes must be between 1 and the record limit of 8388608 bytes" \
+        in result.output
 
 
 def test_block_bytes_below_one_column_exits_2_naming_the_smallest_that_works(
