@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import shlex
+import signal
 import sys
 import warnings
 from contextlib import contextmanager
@@ -16,7 +17,8 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
-                             ClientConfigRefused, lost_interrupt, remember_interrupts)
+                             ClientConfigRefused, interrupting_signal, lost_interrupt,
+                             remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
                                   EnvOption, SettingsCommand, param_value, stdout_console,
                                   stdout_to_devnull, writing_output)
@@ -32,7 +34,8 @@ EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: not
 EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 EXIT_RUN_REPLACED = 5  # watch --run N --until-final: run N was replaced before its final result
-EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
+# interrupted: 128 + the signal (interrupting_signal), the shell's code: 130 Ctrl-C (SIGINT),
+# 143 SIGTERM (produce, which says what it published first)
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as the shell says
 
 
@@ -138,12 +141,12 @@ class _Main(click.Group):
             ctx.exit(EXIT_USAGE)
         except KeyboardInterrupt:
             # how `watch` and `dead-letters --follow` are stopped: click's "Aborted!" and
-            # exit 1 would read as a Kafka error (README, Exit codes)
-            ctx.exit(EXIT_INTERRUPTED)
+            # exit 1 would read as a Kafka error (README, Exit codes); SIGTERM: 143 (produce)
+            ctx.exit(128 + interrupting_signal())
         except SystemError as exc:
             if not lost_interrupt(exc):
                 raise
-            ctx.exit(EXIT_INTERRUPTED)  # a Ctrl-C that confluent-kafka lost in a callback
+            ctx.exit(128 + interrupting_signal())  # one confluent-kafka lost in a callback
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
             # click would exit 1, which reads as a Kafka error or "no selection"
@@ -191,7 +194,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     unreachable, 70 the worker met an error it cannot recover from (a supervisor restarts it),
     77 Kafka refused the credentials or the TLS handshake, the listener speaks another security
     protocol, or Kafka's ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141 the
-    output's reader went away (a pipe into `head`).
+    output's reader went away (a pipe into `head`), 143 produce stopped by SIGTERM.
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -673,6 +676,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     from streamfs.algorithms.opening import check_buffer_cap, check_stream_id
 
+    # `timeout`, a CI's cancel and systemd send SIGTERM: say what was published, as for Ctrl-C
+    remember_interrupts(signal.SIGTERM)
     s = _settings(ctx)
     try:
         check_stream_id(stream_id)
@@ -795,7 +800,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                       "them)" if unsettled else "")
                    + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}"
                       if sent or unsettled else ""), err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(128 + interrupting_signal())
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
     except ClientConfigRefused:
