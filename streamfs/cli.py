@@ -639,12 +639,14 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               "version and carry the run number). Without it, an existing id is refused.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", default=None,
+              help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
             param: tuple[str, ...], label: str | None, header: bool | None,
             block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
             rate: float | None, n_features: int | None, zero_based: bool | None,
-            replace: bool, progress: bool | None) -> None:
+            replace: bool, progress: bool | None, app_id: str | None) -> None:
     """Publish SOURCE as a feature or instance stream.
 
     SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
@@ -815,6 +817,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         # a watch started before the new run's first result would take the old run's final
         click.echo(f"its final selection: streamfs watch {shlex.quote(stream_id)} --run "
                    f"{existing.get('run', 1) + 1} --until-final", err=True)
+    _warn_without_worker(s, app_id or s.app_id)  # published: no result comes without one
 
 
 def _progress_bar(show: bool, description: str, total: int | None, unit: str, items: str):

@@ -284,6 +284,16 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
     assert "no streamfs worker is consuming (consumer group 'no-such-group'" in out.stderr
 
 
+def test_produce_warns_when_no_worker_consumes(cli_env, tmp_path, breast_cancer):
+    """The README said `produce` warns as `watch` does; it published without a word."""
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    out = streamfs("produce", "instances", csv_path, "--stream", "lonely", "-a", "ofs",
+                   env={**cli_env, "STREAMFS_APP_ID": "no-such-group"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("published "), out.stdout
+    assert "no streamfs worker is consuming (consumer group 'no-such-group'" in out.stderr
+
 
 @pytest.mark.parametrize("args,env,needle", [
     (["--log-level", "verbose"], {}, "Invalid value for '--log-level'"),
