@@ -40,7 +40,8 @@ EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, a
 
 
 PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it parses (3, 0.5, "
-              "true, null; Python's True, False, None too), [a,b] as a list, else as text.")
+              "true, null; Python's True, False, None too), [a,b] as a list, else as text. "
+              "`streamfs algorithms NAME` lists NAME's parameters and defaults.")
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -1163,6 +1164,42 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)
 
+
+
+@main.command("algorithms")
+@click.argument("name", required=False)
+def algorithms(name: str | None) -> None:
+    """List the algorithms, or NAME's parameters (-p KEY=VALUE) with their defaults and what
+    they mean (from the estimators' docstrings)."""
+    from streamfs.algorithms import registry
+
+    formatter = click.HelpFormatter()
+    if name is None:
+        formatter.write_dl([(spec.name, f"({spec.kind[:-1]} streams) {spec.summary}")
+                            for spec in registry.ALGORITHMS.values()])
+        click.echo(formatter.getvalue(), nl=False)
+        return
+    try:
+        spec = registry.get(name)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    fixed = "".join(f"; {k}={_as_param(v)} (fixed by the name)" for k, v in spec.fixed.items())
+    formatter.write_text(f"{spec.name} ({spec.kind[:-1]} streams): {spec.summary}{fixed}")
+    with formatter.section("Parameters (-p KEY=VALUE; the default after =)"):
+        formatter.write_dl([(f"{key}={_as_param(default)}", meaning or "(not described)")
+                            for key, default, meaning in spec.parameters()])
+    click.echo(formatter.getvalue(), nl=False)
+
+
+def _as_param(value: Any) -> str:
+    """A default as ``-p KEY=VALUE`` takes it back (:func:`param_value`)."""
+    import inspect
+
+    if value is inspect.Parameter.empty:
+        return "(required)"
+    if isinstance(value, str):
+        return value if param_value(value) == value else json.dumps(value)
+    return repr(value)
 
 
 if __name__ == "__main__":
