@@ -59,26 +59,37 @@ class RepeatFilter(logging.Filter):
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
 KAFKA_LOGGER.addFilter(RepeatFilter())
 
-_SIGINT_SEEN = threading.Event()
+#: the signals that interrupted this process (:func:`remember_interrupts`), in order
+_INTERRUPTS: list[int] = []
 
 
-def remember_interrupts() -> None:
-    """From now on (main thread only) SIGINT raises ``KeyboardInterrupt`` as Python's own
-    handler does, and is remembered for :func:`lost_interrupt`."""
-    def on_sigint(signum: int, frame: Any) -> None:
-        _SIGINT_SEEN.set()
+def remember_interrupts(*signals: int) -> None:
+    """From now on (main thread only) SIGINT, and the other ``signals`` given (SIGTERM, for a
+    command that says what it did before it stops, as for Ctrl-C), raise
+    ``KeyboardInterrupt`` as Python's own handler does for SIGINT, and are remembered for
+    :func:`lost_interrupt` and :func:`interrupting_signal`."""
+    def on_interrupt(signum: int, frame: Any) -> None:
+        _INTERRUPTS.append(signum)
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():  # signal.signal's rule
-        signal.signal(signal.SIGINT, on_sigint)
+        for sig in (signal.SIGINT, *signals):
+            signal.signal(sig, on_interrupt)
+
+
+def interrupting_signal() -> int:
+    """The signal that interrupted last (SIGINT if none was remembered): its exit code is
+    128 + its number, as the shell reports a command it stopped."""
+    return _INTERRUPTS[-1] if _INTERRUPTS else signal.SIGINT
 
 
 def lost_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is a Ctrl-C that confluent-kafka lost: raised inside one of
-    librdkafka's callbacks (its log lines, which ``poll`` and ``flush`` serve, come often while
-    a broker is down), the ``KeyboardInterrupt`` vanishes and the call fails with
-    ``SystemError: ... returned NULL without setting an exception`` instead."""
-    return isinstance(exc, SystemError) and _SIGINT_SEEN.is_set()
+    """Whether ``exc`` is a Ctrl-C (or another remembered interrupt) that confluent-kafka
+    lost: raised inside one of librdkafka's callbacks (its log lines, which ``poll`` and
+    ``flush`` serve, come often while a broker is down), the ``KeyboardInterrupt`` vanishes
+    and the call fails with ``SystemError: ... returned NULL without setting an exception``
+    instead."""
+    return isinstance(exc, SystemError) and bool(_INTERRUPTS)
 
 
 #: how often :func:`say_unreachable` repeats itself while the broker stays away

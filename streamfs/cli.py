@@ -7,6 +7,7 @@ import logging
 import math
 import os
 import shlex
+import signal
 import sys
 import warnings
 from contextlib import contextmanager
@@ -16,9 +17,11 @@ import click
 
 from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
-                             ClientConfigRefused, lost_interrupt, remember_interrupts)
+                             ClientConfigRefused, interrupting_signal, lost_interrupt,
+                             remember_interrupts)
 from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
-                                  EnvOption, SettingsCommand, param_value)
+                                  EnvOption, SettingsCommand, param_value, stdout_console,
+                                  stdout_to_devnull, writing_output)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -31,12 +34,14 @@ EXIT_USAGE = 2  # bad input file, algorithm, parameter, labels or stream id: not
 EXIT_TIMEOUT = 3  # watch --timeout passed (before the final result, with --until-final)
 EXIT_REJECTED = 4  # watch: the worker dead-lettered the stream's input
 EXIT_RUN_REPLACED = 5  # watch --run N --until-final: run N was replaced before its final result
-EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), the shell's code for it
+# interrupted: 128 + the signal (interrupting_signal), the shell's code: 130 Ctrl-C (SIGINT),
+# 143 SIGTERM (produce, which says what it published first)
 EXIT_BROKEN_PIPE = 141  # stdout's reader went away (`| head`): 128 + SIGPIPE, as the shell says
 
 
 PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it parses (3, 0.5, "
-              "true, null; Python's True, False, None too), [a,b] as a list, else as text.")
+              "true, null; Python's True, False, None too), [a,b] as a list, else as text. "
+              "`streamfs algorithms NAME` lists NAME's parameters and defaults.")
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -137,16 +142,16 @@ class _Main(click.Group):
             ctx.exit(EXIT_USAGE)
         except KeyboardInterrupt:
             # how `watch` and `dead-letters --follow` are stopped: click's "Aborted!" and
-            # exit 1 would read as a Kafka error (README, Exit codes)
-            ctx.exit(EXIT_INTERRUPTED)
+            # exit 1 would read as a Kafka error (README, Exit codes); SIGTERM: 143 (produce)
+            ctx.exit(128 + interrupting_signal())
         except SystemError as exc:
             if not lost_interrupt(exc):
                 raise
-            ctx.exit(EXIT_INTERRUPTED)  # a Ctrl-C that confluent-kafka lost in a callback
+            ctx.exit(128 + interrupting_signal())  # one confluent-kafka lost in a callback
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
             # click would exit 1, which reads as a Kafka error or "no selection"
-            _stdout_to_devnull()
+            stdout_to_devnull()
             ctx.exit(EXIT_BROKEN_PIPE)
 
 
@@ -154,16 +159,6 @@ class _Main(click.Group):
 #: it takes a value)
 _GLOBAL_OPTIONS = {"-b": True, "--bootstrap-servers": True, "--topic-prefix": True,
                    "-v": False, "--verbose": False}
-
-
-def _stdout_to_devnull() -> None:
-    """Point stdout's file descriptor at /dev/null, so that flushing what is left in its
-    buffer (at exit) does not fail on the closed pipe again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        os.close(devnull)
 
 
 def _topic_prefix(_ctx: click.Context, _param: click.Parameter, value: str | None
@@ -192,15 +187,15 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
 
     Exit codes: 0 success, 1 Kafka did not take the data, a topic is missing (or was deleted
     while being read) or has another partition count or setting streamfs relies on, another
-    Kafka error, a worker fenced by another with its instance id, or watch --once found no
-    selection, 2 a mistake in the command or its input (nothing published, unless
-    the message says how much was), 3 watch --timeout passed, 4 the worker rejected the
-    stream's input (see `streamfs dead-letters`), 5 watch --run N --until-final: run N was
-    replaced before its final result, 69 the broker is unreachable, 70 the worker met an
-    error it cannot recover from (a supervisor restarts it), 77 Kafka refused the credentials
-    or the TLS handshake, the listener speaks another security protocol, or Kafka's ACLs deny
-    what the command needs, 130 interrupted (Ctrl-C), 141
-    the output's reader went away (a pipe into `head`).
+    Kafka error, a worker fenced by another with its instance id, watch --once found no
+    selection, or the output could not be written (a full disk), 2 a mistake in the command or
+    its input (nothing published, unless the message says how much was), 3 watch --timeout
+    passed, 4 the worker rejected the stream's input (see `streamfs dead-letters`), 5 watch
+    --run N --until-final: run N was replaced before its final result, 69 the broker is
+    unreachable, 70 the worker met an error it cannot recover from (a supervisor restarts it),
+    77 Kafka refused the credentials or the TLS handshake, the listener speaks another security
+    protocol, or Kafka's ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141 the
+    output's reader went away (a pipe into `head`), 143 produce stopped by SIGTERM.
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -492,9 +487,25 @@ def _load_data(source: str, label: str | None, header: bool | None = None,
         return load_named(source, label=label, header=header, n_features=n_features,
                           zero_based=zero_based)
     except InputFileError as exc:
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
+
+
+#: how the command line spells the parameters of the Python API that refusals name
+#: (:class:`~streamfs.producers.errors.NamesParameter`)
+_OPTION_SPELLINGS = {"block_bytes": "--block-bytes",
+                     "zero_based": "--zero-based, or without --one-based"}
+
+
+def _said(exc: BaseException) -> str:
+    """``exc``'s message as the command line says it: naming its options where the Python
+    API's would name a parameter (``--block-bytes``, not ``block_bytes``)."""
+    from streamfs.producers.errors import NamesParameter
+
+    if isinstance(exc, NamesParameter):
+        return exc.said_as(_OPTION_SPELLINGS[exc.parameter])
+    return str(exc)
 
 
 def _labels_refused(exc: ValueError, source: str, label: str | None,
@@ -555,7 +566,7 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
         return check_instance_source(src, algorithm, params, record_limit, block_bytes,
                                      buffer_cap)
     except BlockBytesTooSmall as exc:
-        raise UsageProblem(exc.said_as("--block-bytes")) from None
+        raise UsageProblem(_said(exc)) from None
     except InputFileError:
         raise  # it names the file and the line already
     except LabelError as exc:  # of a chunk, or of the whole file
@@ -629,12 +640,14 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               "version and carry the run number). Without it, an existing id is refused.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr (default: when stderr is a terminal).")
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", default=None,
+              help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
             param: tuple[str, ...], label: str | None, header: bool | None,
             block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
             rate: float | None, n_features: int | None, zero_based: bool | None,
-            replace: bool, progress: bool | None) -> None:
+            replace: bool, progress: bool | None, app_id: str | None) -> None:
     """Publish SOURCE as a feature or instance stream.
 
     SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
@@ -666,6 +679,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
 
     from streamfs.algorithms.opening import check_buffer_cap, check_stream_id
 
+    # `timeout`, a CI's cancel and systemd send SIGTERM: say what was published, as for Ctrl-C
+    remember_interrupts(signal.SIGTERM)
     s = _settings(ctx)
     try:
         check_stream_id(stream_id)
@@ -695,7 +710,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         check_groups_apply(algorithm, groups_file, "--groups FILE")
         check_block_bytes(block_bytes, record_limit)
     except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     show = sys.stderr.isatty() if progress is None else progress
     counts = {"items": 0, "messages": 0}
     _hold_advice()  # shown once every check has passed (the stream id's is the last)
@@ -712,7 +727,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                 check_budget(block_bytes, largest_column_bytes(
                     X, feature_names=names, groups=groups, shuffle_seed=shuffle_seed), "column")
             except BlockBytesTooSmall as exc:
-                raise UsageProblem(exc.said_as("--block-bytes")) from None
+                raise UsageProblem(_said(exc)) from None
             budget_bytes = budget()  # before record_limit is read below
             messages = feature_stream_messages(stream_id, X, y, algorithm, params, groups=groups,
                                                block_bytes=budget_bytes, shuffle_seed=shuffle_seed,
@@ -761,6 +776,8 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         data_fault = isinstance(cause, ValueError)  # else Kafka's: exit 1
         if isinstance(cause, LabelError):  # a later chunk's: say whose, and which column
             cause = _labels_refused(cause, source, label, header).message
+        elif isinstance(cause, ValueError):
+            cause = _said(cause)
         note = left_open_message(cause, stream_id, exc.messages_sent, _LEFT_OPEN.format(
             "once the file is fixed, " if data_fault else ""), exc.delivered_after)
         if data_fault:
@@ -772,7 +789,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     except LabelError as exc:  # the first chunk's, with -p classes (no pass over the file)
         raise _labels_refused(exc, source, label, header) from None
     except ValueError as exc:  # data, labels or limits the worker would refuse: nothing sent
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(_said(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         raise UsageProblem(f"{exc.filename}: {exc.strerror}") from None
     except KeyboardInterrupt as exc:
@@ -786,7 +803,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
                       "them)" if unsettled else "")
                    + (f"; it stays open without 'close': {_LEFT_OPEN.format('')}"
                       if sent or unsettled else ""), err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(128 + interrupting_signal())
     except DeliveryError as exc:
         raise click.ClickException(f"Kafka did not take the stream {stream_id!r}: {exc}") from None
     except ClientConfigRefused:
@@ -801,6 +818,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         # a watch started before the new run's first result would take the old run's final
         click.echo(f"its final selection: streamfs watch {shlex.quote(stream_id)} --run "
                    f"{existing.get('run', 1) + 1} --until-final", err=True)
+    _warn_without_worker(s, app_id or s.app_id)  # published: no result comes without one
 
 
 def _progress_bar(show: bool, description: str, total: int | None, unit: str, items: str):
@@ -892,15 +910,19 @@ def _relevance_rule(result: dict) -> str | None:
 
 
 def _print_results(results: list[dict], as_json: bool) -> None:
+    with writing_output():
+        _write_results(results, as_json)
+
+
+def _write_results(results: list[dict], as_json: bool) -> None:
     if as_json:
         for r in results:
             click.echo(_json_line(r))
         return
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    console = stdout_console()
     for r in results:
         run = f" · run {r['run']}" if r.get("run", 1) != 1 else ""
         counters = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in
@@ -1072,7 +1094,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name
     count = 0
-    with OutputReader(s.kafka_config(), topic) as reader:
+    with OutputReader(s.kafka_config(), topic) as reader, writing_output():
         for item in reader.messages(to_end=not follow):
             if item is None:
                 continue
@@ -1142,6 +1164,42 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)
 
+
+
+@main.command("algorithms")
+@click.argument("name", required=False)
+def algorithms(name: str | None) -> None:
+    """List the algorithms, or NAME's parameters (-p KEY=VALUE) with their defaults and what
+    they mean (from the estimators' docstrings)."""
+    from streamfs.algorithms import registry
+
+    formatter = click.HelpFormatter()
+    if name is None:
+        formatter.write_dl([(spec.name, f"({spec.kind[:-1]} streams) {spec.summary}")
+                            for spec in registry.ALGORITHMS.values()])
+        click.echo(formatter.getvalue(), nl=False)
+        return
+    try:
+        spec = registry.get(name)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    fixed = "".join(f"; {k}={_as_param(v)} (fixed by the name)" for k, v in spec.fixed.items())
+    formatter.write_text(f"{spec.name} ({spec.kind[:-1]} streams): {spec.summary}{fixed}")
+    with formatter.section("Parameters (-p KEY=VALUE; the default after =)"):
+        formatter.write_dl([(f"{key}={_as_param(default)}", meaning or "(not described)")
+                            for key, default, meaning in spec.parameters()])
+    click.echo(formatter.getvalue(), nl=False)
+
+
+def _as_param(value: Any) -> str:
+    """A default as ``-p KEY=VALUE`` takes it back (:func:`param_value`)."""
+    import inspect
+
+    if value is inspect.Parameter.empty:
+        return "(required)"
+    if isinstance(value, str):
+        return value if param_value(value) == value else json.dumps(value)
+    return repr(value)
 
 
 if __name__ == "__main__":

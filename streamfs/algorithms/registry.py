@@ -56,6 +56,19 @@ class AlgorithmSpec:
         sig = inspect.signature(self.load().__init__)
         return [p for p in sig.parameters if p != "self" and p not in self.fixed]
 
+    def parameters(self) -> list[tuple[str, Any, str]]:
+        """``(name, default, meaning)`` of each parameter an ``open`` may give: the default
+        from the estimator's signature (``inspect.Parameter.empty``: none), the meaning from
+        its docstring (:func:`~streamfs.algorithms.paramdoc.parameter_meanings`; "" if none
+        describes it)."""
+        from .paramdoc import parameter_meanings
+
+        cls = self.load()
+        sig = inspect.signature(cls.__init__).parameters
+        meanings = parameter_meanings(cls)
+        return [(name, sig[name].default, meanings.get(name, ""))
+                for name in self.allowed_params()]
+
     def build(self, params: dict[str, Any] | None = None) -> Any:
         params = dict(params or {})
         allowed = self.allowed_params()

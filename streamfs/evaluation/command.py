@@ -20,7 +20,8 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION
+from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
+                                  writing_output)
 
 from .report import (
     COLUMNS,
@@ -154,7 +155,9 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
         from rich.console import Group
         from rich.text import Text
 
-        print_rich(Group(rich_table(result), *(Text(line) for line in selected_lines(result))))
+        with writing_output():  # a full disk: one line, not a traceback
+            print_rich(Group(rich_table(result),
+                             *(Text(line) for line in selected_lines(result))))
     if md_out:
         Path(md_out).parent.mkdir(parents=True, exist_ok=True)
         with open(md_out, "w") as fh:

@@ -123,11 +123,13 @@ def print_rich(renderable: Any, file: Any = None) -> None:
     cells fold), elsewhere (a pipe, a file) on a console as wide as the renderable needs."""
     from rich.console import Console
 
-    console = Console(file=file)
+    from streamfs.cli_options import stdout_console  # a closed pipe: exit 141, not rich's 1
+
+    console = stdout_console(file=file)
     if not console.is_terminal:
         probe = Console(file=file, width=100_000)
         width = probe.measure(renderable).maximum
-        console = Console(file=file, width=max(80, width))
+        console = stdout_console(file=file, width=max(80, width))
     console.print(renderable)
 
 

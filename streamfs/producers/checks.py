@@ -17,7 +17,8 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.opening import check_open, check_values, open_advice
-from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputLabelError
+from streamfs.producers.errors import (BlockBytesOverLimit, BlockBytesTooSmall, InputDataError,
+                                      InputLabelError)
 
 #: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
 _NUMERIC_KINDS = "biuf"
@@ -193,8 +194,7 @@ def continuing(messages: Iterator[dict], existing: dict | None) -> Iterator[dict
 def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
     """A payload budget per message must be positive and within the record limit."""
     if block_bytes is not None and not 0 < block_bytes <= record_limit:
-        raise ValueError(f"block_bytes must be between 1 and the record limit of {record_limit} "
-                         f"bytes, got {block_bytes}")
+        raise BlockBytesOverLimit(block_bytes, record_limit)
 
 
 def check_budget(block_bytes: int | None, smallest: int, item: str) -> None:

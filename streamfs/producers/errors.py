@@ -17,11 +17,24 @@ class InputFileError(InputDataError):
     """A data file that cannot be read; the message names the file and where (line, column)."""
 
 
-class BlockBytesTooSmall(ValueError):
+class NamesParameter:
+    """A refusal whose message names a parameter of the Python API (``parameter``), which
+    another caller spells otherwise: :meth:`said_as` gives the message with its spelling
+    (the command line's option), ``str()`` the Python API's."""
+
+    parameter: str
+
+    def said_as(self, spelling: str) -> str:
+        raise NotImplementedError
+
+
+class BlockBytesTooSmall(NamesParameter, ValueError):
     """A payload budget per message (``block_bytes``) the caller chose that is smaller than one
     item of the stream (a column of a feature stream, an instance of an instance stream),
     which would then travel in a message of its own, over the budget. ``smallest`` is the
     smallest budget under which every item fits."""
+
+    parameter = "block_bytes"
 
     def __init__(self, given: int, smallest: int, item: str) -> None:
         self.given, self.smallest, self.item = given, smallest, item
@@ -31,6 +44,38 @@ class BlockBytesTooSmall(ValueError):
         """The message, naming the budget as the caller spells it (``--block-bytes``)."""
         return (f"{option} {self.given} is smaller than one {self.item} of this stream "
                 f"({self.smallest} bytes): the smallest {option} that works is {self.smallest}")
+
+
+class BlockBytesOverLimit(NamesParameter, ValueError):
+    """A payload budget per message (``block_bytes``) over the record limit that the topic and
+    the worker take."""
+
+    parameter = "block_bytes"
+
+    def __init__(self, given: int, record_limit: int) -> None:
+        self.given, self.record_limit = given, record_limit
+        super().__init__(self.said_as("block_bytes"))
+
+    def said_as(self, option: str) -> str:
+        """The message, naming the budget as the caller spells it (``--block-bytes``)."""
+        return (f"{option} must be between 1 and the record limit of {self.record_limit} "
+                f"bytes, got {self.given}")
+
+
+class LooksZeroBased(NamesParameter, InputFileError):
+    """An index 0 in a LIBSVM file read as 1-based (``zero_based=False``): the file is likely
+    0-based. ``where`` is the file, line and token; ``after`` a note to end the message with."""
+
+    parameter = "zero_based"
+
+    def __init__(self, where: str, after: str = "") -> None:
+        self.where, self.after = where, after
+        super().__init__(self.said_as("zero_based=True or 'auto'"))
+
+    def said_as(self, spelling: str) -> str:
+        """The message, saying how to read the file 0-based as the caller does
+        (``--zero-based``)."""
+        return (f"{self.where} (the file looks 0-based: read it with {spelling}){self.after}")
 
 
 class StreamLeftOpen(RuntimeError):

@@ -41,7 +41,7 @@ from typing import Any, Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from streamfs.producers.errors import InputFileError
+from streamfs.producers.errors import InputFileError, LooksZeroBased
 
 #: bytes read per block; bounds the reader's memory (the parsed arrays are ~3x this)
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
@@ -192,23 +192,31 @@ def _parse_slow(path: Path, block: bytes, first_line: int, base: int = 1
                 if j > MAX_INDEX:  # past int64, or the scan's reach (it reads 18 digits)
                     raise ValueError(f"feature index in {token!r} is too large (at most "
                                      f"{MAX_INDEX})")
+                if j == 0 and base == 1:  # a hint naming zero_based, or the CLI's option
+                    raise LooksZeroBased(f"{path}, line {lineno}: feature index 0 < 1 in "
+                                         f"{token!r}", _read_as(path, lineno))
                 if j < base:
-                    hint = (" (the file looks 0-based: read it with zero_based=True or "
-                            "'auto')" if j == 0 else "")
-                    raise ValueError(f"feature index {j} < {base} in {token!r}{hint}")
+                    raise ValueError(f"feature index {j} < {base} in {token!r}")
                 try:
                     data.append(float(val))
                 except ValueError:
                     raise ValueError(f"value in {token!r} is not a number") from None
                 indices.append(j - base)
+        except LooksZeroBased:
+            raise
         except ValueError as exc:
-            # a .txt file is read as LIBSVM by its suffix: say so where it may be a CSV
-            how = (" (read as LIBSVM, by its .txt suffix; a CSV file needs a .csv name)"
-                   if Path(path).suffix.lower() == ".txt" and lineno <= 2 else "")
-            raise InputFileError(f"{path}, line {lineno}: {exc}{how}") from None
+            raise InputFileError(f"{path}, line {lineno}: {exc}{_read_as(path, lineno)}") \
+                from None
         indptr.append(len(indices))
     return (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
             np.asarray(data, dtype=np.float64), np.asarray(y, dtype=np.float64))
+
+
+def _read_as(path: Path, lineno: int) -> str:
+    """A note for an error on line ``lineno``: a .txt file is read as LIBSVM by its suffix,
+    said where it may be a CSV."""
+    return (" (read as LIBSVM, by its .txt suffix; a CSV file needs a .csv name)"
+            if Path(path).suffix.lower() == ".txt" and lineno <= 2 else "")
 
 
 def _parse_fast(block: bytes, base: int = 1

@@ -284,6 +284,17 @@ def test_watch_warns_when_no_worker_consumes(cli_env):
     assert "no streamfs worker is consuming (consumer group 'no-such-group'" in out.stderr
 
 
+def test_produce_warns_when_no_worker_consumes(cli_env, tmp_path, breast_cancer):
+    """The README said `produce` warns as `watch` does; it published without a word."""
+    csv_path = tmp_path / "bc.csv"
+    breast_cancer.to_csv(csv_path, index=False)
+    out = streamfs("produce", "instances", csv_path, "--stream", "lonely", "-a", "ofs",
+                   env={**cli_env, "STREAMFS_APP_ID": "no-such-group"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("published "), out.stdout
+    assert "no streamfs worker is consuming (consumer group 'no-such-group'" in out.stderr
+
+
 @pytest.mark.parametrize("args,env,needle", [
     (["--log-level", "verbose"], {}, "Invalid value for '--log-level'"),
     ([], {"STREAMFS_SESSION_TIMEOUT": "abc"},
@@ -365,19 +376,22 @@ def _paced_produce(cli_env: dict, kafka_config: dict, topic: str, tmp_path, brea
     return proc
 
 
+@pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_interrupted_produce_says_what_was_published(cli_env, kafka_config, topic_prefix,
-                                                     tmp_path, breast_cancer):
+                                                     tmp_path, breast_cancer, signame, code):
+    """SIGTERM (`timeout`, a CI's cancel, systemd) ended it silently, exit 143: now it says
+    what Ctrl-C says."""
     import signal
 
     topic = load_catalogue(topic_prefix)["instances"].name
     # 2 instances/s: the 569 would take minutes; interrupted once some are on the topic
     proc = _paced_produce(cli_env, kafka_config, topic, tmp_path, breast_cancer, "slow", 2, 2)
     try:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == code, err
     sent = _topic_size(kafka_config, topic)
     assert err.strip().splitlines()[-1] == (
         f"interrupted: {sent} message(s) of stream 'slow' were published; it stays open "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -315,3 +316,38 @@ def test_python_spellings_of_true_false_none_are_parameter_values(tmp_path):
         assert out.exit_code == 0, out.output
         results[spelled[0]] = json.loads(out.output.splitlines()[0])
     assert results["normalize=False"] == results["normalize=false"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_output_into_a_pipe_closed_early_exits_141(tmp_path, as_json):
+    """`streamfs select ... | head -0`: a table written into the closed pipe exited 1 (rich's
+    ``Console.on_broken_pipe``), which reads as an error; --json exited 141 already."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    path = tmp_path / "three.npz"
+    np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "select", str(path), "-a",
+                             "saola", *(["--json"] if as_json else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader goes before the first line: that write meets EPIPE
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_output_to_a_full_disk_is_one_line(tmp_path, as_json):
+    """`streamfs select ... > /dev/full` printed a 30-line traceback ending in ENOSPC."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    path = tmp_path / "three.npz"
+    np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "streamfs.cli", "select", str(path), "-a",
+                              "saola", *(["--json"] if as_json else [])],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
+    assert out.stderr.splitlines()[-1] == \
+        "Error: cannot write the output: [Errno 28] No space left on device", out.stderr

@@ -1,0 +1,45 @@
+"""`streamfs algorithms`: the registry's algorithms, and each one's parameters with their
+defaults and meanings, read from the estimators' docstrings."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from click.testing import CliRunner
+
+from streamfs.algorithms import registry
+from streamfs.cli import _as_param, main
+from streamfs.cli_options import param_value
+
+
+def test_the_list_names_every_algorithm_with_its_kind():
+    out = CliRunner().invoke(main, ["algorithms"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())  # the summaries wrap
+    for spec in registry.ALGORITHMS.values():
+        assert f"{spec.name} ({spec.kind[:-1]} streams) {spec.summary}" in text
+
+
+@pytest.mark.parametrize("name", sorted(registry.ALGORITHMS))
+def test_every_parameter_an_algorithm_accepts_is_listed_with_its_default_and_meaning(name):
+    spec = registry.ALGORITHMS[name]
+    out = CliRunner().invoke(main, ["algorithms", name])
+    assert out.exit_code == 0, out.output
+    rows = {line.split()[0]: line.split(None, 1)[1:] for line in out.output.splitlines()
+            if line.startswith("  ") and not line[2].isspace()}  # not a wrapped meaning
+    signature = inspect.signature(spec.load().__init__).parameters
+    for key in spec.allowed_params():
+        default = signature[key].default
+        assert default is not inspect.Parameter.empty, key  # an `open` may leave it out
+        shown = f"{key}={_as_param(default)}"
+        assert shown in rows, (shown, out.output)
+        assert param_value(_as_param(default)) == default  # what -p would take back
+        assert rows[shown] and rows[shown][0] != "(not described)", (key, out.output)
+    assert len(rows) == len(spec.allowed_params())  # nothing the registry would refuse
+
+
+def test_an_unknown_name_is_refused_with_a_suggestion():
+    out = CliRunner().invoke(main, ["algorithms", "saol"])
+    assert out.exit_code == 2
+    assert "unknown algorithm 'saol' (did you mean 'saola'?)" in out.output
