@@ -14,6 +14,9 @@ stream's key, so the changelog keeps their order):
 * ``<stream>␟s␟<name>␟<digest>``  one top-level entry of the algorithm's ``to_state()``,
                             content-addressed: a changed entry is a new record (the class vector
                             is written once), so a header always finds the records it names;
+                            one larger than a record may be is written in parts, the part
+                            ``i >= 1`` under ``...␟<digest>␟<i>`` (the header's digest then
+                            ends ``+<parts>``);
 * ``<stream>␟c␟<feature>``  one kept feature column (``to_state()["columns"]``);
 * ``<stream>␟m␟<start>``, ``<stream>␟n␟<start>``  source column ids and names of a block.
 
@@ -999,7 +1002,7 @@ class StreamProcessor:
         plan = Plan(stream=stream)
         if self.log_dead_letters:
             log.warning("dead letter for stream %r: %s", stream, reason)
-        # The dead letter must fit the dead-letter topic: one that did not failed its
+        # The dead letter must fit the dead-letter topic: one that did not fit failed its
         # transaction again on every replay, and the worker made no more progress. It keeps
         # the original whole where that fits, else the original's first KiB. The worker keys
         # it by its stream, else by the record's own key.
