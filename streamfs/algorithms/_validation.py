@@ -305,6 +305,15 @@ def _bools_among_numbers(values: Any) -> bool:
     return len(flags) > 1
 
 
+def _bool_kinds(values: Any) -> set[bool]:
+    """``{is a boolean}`` over the numeric labels ``values`` (an array or a sequence)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind != "O":
+        return {values.dtype.kind == "b"} if values.size and values.dtype.kind in "biuf" else set()
+    items = values.ravel() if isinstance(values, np.ndarray) else values
+    return {isinstance(v, (bool, np.bool_)) for v in items
+            if isinstance(v, (int, float, np.number, np.bool_))}
+
+
 def label_kinds(values: Any) -> set[bool]:
     """``{is a string}`` over the labels ``values`` (an array or a sequence)."""
     if isinstance(values, np.ndarray) and values.dtype.kind != "O":
@@ -327,8 +336,13 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
     Traceback (most recent call last):
     ...
     ValueError: Mix of label input types (string and number)
+    >>> check_label_types(np.array([True, False]), known=[0, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: Mix of label input types (boolean and number): True and 1 would be one class
     """
-    if _bools_among_numbers(y):
+    if _bools_among_numbers(y) or (len(known) and len(_bool_kinds(y) | _bool_kinds(known)) > 1):
+        # with the known labels too: a block of True/False after one of 0/1 was taken as them
         raise ValueError("Mix of label input types (boolean and number): True and 1 would be "
                          "one class")
     if len(label_kinds(y) | label_kinds(known)) > 1:

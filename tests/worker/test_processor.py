@@ -1067,3 +1067,16 @@ def test_the_worker_writes_no_record_larger_than_its_output_topics_take(monkeypa
     monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", str(16 << 20))
     state = PartitionState("features", Settings.from_env(), output_limit(specs))
     assert state.processor.value_budget(b"s") < 8388608 < state.processor.max_message_bytes
+
+
+def test_boolean_labels_after_integer_ones_are_refused():
+    # one message mixing them was refused; across messages True and False were taken as 1, 0
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    messages = list(instance_stream_messages("s", X, y, "ofs", {"n_features_to_select": 2},
+                                             block_bytes=20 * 3 * 8))
+    blocks = [i for i, m in enumerate(messages) if m["kind"] == "instances"]
+    messages[blocks[-1]] = dict(messages[blocks[-1]],
+                                y=messages[blocks[-1]]["y"].astype(bool))
+    reasons = _reasons(messages, "instances")
+    assert len(reasons) == 1 and "Mix of label input types (boolean and number)" in reasons[0]
