@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms._validation import label_array
+from streamfs.algorithms._validation import label_array, label_problem
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import (
     check_open,
@@ -855,6 +855,9 @@ class StreamProcessor:
         if y.shape[0] != X.shape[0]:
             raise InvalidInput(f"{X.shape[0]} instances but {y.shape[0]} labels")
         _finite(X, "instance block 'X'")
+        problem = self._label_problem(header["algorithm"], algo, y)
+        if problem is not None:
+            raise InvalidInput(f"rejected by {header['algorithm']}: {problem}")
         self._mutating = True
         try:
             # the learner's advice at the stream's start names the columns the open named
@@ -869,6 +872,20 @@ class StreamProcessor:
         except ValueError as exc:
             raise InvalidInput(f"rejected by {header['algorithm']}: {exc}") from None
         return X.shape[0]
+
+    @staticmethod
+    def _label_problem(name: str, algo: Any, y: np.ndarray) -> str | None:
+        """Why an instance block's labels would be refused (continuous values, mixed types, a
+        class too many beside those the learner knows), as the producers check them: said
+        before the learner is entered, such a block is refused without the replay that a
+        refusal from inside the learner costs (its state may be half-changed then)."""
+        spec = registry.get(name)
+        problem = label_problem(y, name, min_classes=1, continuous=spec.continuous_labels)
+        known = getattr(algo, "classes_", None) if spec.binary_only else None
+        if problem is None and known is not None:
+            problem = label_problem([*np.asarray(known).tolist(), *np.unique(y).tolist()],
+                                    name, True, min_classes=1)
+        return problem
 
     def _naming(self, stream: str, header: dict) -> dict:
         """The stream's naming: ``{"rule": {...}, start: [names of that block], ...}``."""

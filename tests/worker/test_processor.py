@@ -1080,3 +1080,22 @@ def test_boolean_labels_after_integer_ones_are_refused():
                                 y=messages[blocks[-1]]["y"].astype(bool))
     reasons = _reasons(messages, "instances")
     assert len(reasons) == 1 and "Mix of label input types (boolean and number)" in reasons[0]
+
+
+@pytest.mark.parametrize("labels", ["third class", "continuous"])
+def test_instance_labels_the_learner_would_refuse_cost_no_replay(labels):
+    # refused from inside the learner, a block of a stream with a deferred checkpoint asked
+    # for a replay of the whole batch (StateLost); its labels are now checked before
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    messages = list(instance_stream_messages("s", X, y, "ofs", {"n_features_to_select": 2},
+                                             block_bytes=20 * 3 * 8))
+    processor = StreamProcessor("instances", {})
+    for m in messages[:2]:  # the open and a first block: the stream's state is in memory
+        _apply(processor, processor.handle("s", encode(m), defer=True))
+    n = len(messages[2]["y"])
+    bad = np.full(n, 2) if labels == "third class" else np.linspace(0.1, 0.9, n)
+    plan = processor.handle("s", encode(dict(messages[2], y=bad)), defer=True)
+    reason = decode(plan.dead_letter)["reason"]
+    assert reason.startswith("rejected by ofs: ofs ")
+    assert ("3 classes" if labels == "third class" else "not continuous values") in reason
