@@ -273,7 +273,7 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
         return "the labels are bytes: decode them to text first (e.g. y.astype(str))"
     if len(label_kinds(arr)) > 1:
         return "the labels mix strings and numbers: use one type for every label"
-    if _bools_among_numbers(arr):
+    if len(_bool_kinds(arr)) > 1:
         return "the labels mix booleans and numbers (True and 1 would be one class): use one type"
     try:
         classes = [c.item() if isinstance(c, np.generic) else c for c in np.unique(arr)]
@@ -296,21 +296,13 @@ def label_problem(y: Any, name: str, binary_only: bool = False, *, min_classes: 
     return None
 
 
-def _bools_among_numbers(values: Any) -> bool:
-    """Whether the labels ``values`` (objects) hold booleans beside other numbers."""
-    if isinstance(values, np.ndarray) and values.dtype.kind != "O":
-        return False  # one dtype: numpy made booleans among numbers numbers already
-    flags = {isinstance(v, (bool, np.bool_)) for v in np.asarray(values, dtype=object).ravel()
-             if isinstance(v, (int, float, np.number, np.bool_))}
-    return len(flags) > 1
-
-
 def _bool_kinds(values: Any) -> set[bool]:
-    """``{is a boolean}`` over the numeric labels ``values`` (an array or a sequence)."""
+    """``{is a boolean}`` over the numeric labels ``values`` (an array or a sequence): two
+    members, booleans beside other numbers (one numeric dtype cannot hold both: numpy made
+    such booleans numbers already)."""
     if isinstance(values, np.ndarray) and values.dtype.kind != "O":
         return {values.dtype.kind == "b"} if values.size and values.dtype.kind in "biuf" else set()
-    items = values.ravel() if isinstance(values, np.ndarray) else values
-    return {isinstance(v, (bool, np.bool_)) for v in items
+    return {isinstance(v, (bool, np.bool_)) for v in np.asarray(values, dtype=object).ravel()
             if isinstance(v, (int, float, np.number, np.bool_))}
 
 
@@ -341,7 +333,7 @@ def check_label_types(y: Any, known: Sequence[Any] = ()) -> None:
     ...
     ValueError: Mix of label input types (boolean and number): True and 1 would be one class
     """
-    if _bools_among_numbers(y) or (len(known) and len(_bool_kinds(y) | _bool_kinds(known)) > 1):
+    if len(_bool_kinds(y) | _bool_kinds(known)) > 1:
         # with the known labels too: a block of True/False after one of 0/1 was taken as them
         raise ValueError("Mix of label input types (boolean and number): True and 1 would be "
                          "one class")
