@@ -1159,14 +1159,16 @@ def lofs_pearson_r(x: Any, y: Any) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _nb_bin_value(v, n_bins, lo, width):
+def _nb_bin_value(v, n_bins, lo, width, scale):
+    # np.floor keeps a float: numba's math.floor gives an int64, which wrapped every |v| >= 2^63
+    # to one state. ``scale`` 0.5 (with ``lo`` and ``width`` halved) where hi - lo overflows
     if n_bins <= 0:
-        return math.floor(v)
+        return np.floor(v)
     if width <= 0.0:
         return 0.0
-    b = math.floor((v - lo) / width * n_bins)
+    b = np.floor((v * scale - lo) / width * n_bins)
     if b > n_bins - 1:
-        b = n_bins - 1
+        b = n_bins - 1.0
     return b
 
 
@@ -1204,12 +1206,17 @@ def _nb_codes(vals, n, n_bins):
                 if hi < 0.0:
                     hi = 0.0
     width = hi - lo
+    scale = 1.0
+    if not math.isfinite(width):  # a range wider than the largest float: bin halved values
+        scale = 0.5
+        lo = lo * 0.5
+        width = hi * 0.5 - lo
     fl = np.empty(nl + (1 if nun > 0 else 0))
     for k in range(nl):
-        fl[k] = _nb_bin_value(vals[k], n_bins, lo, width)
+        fl[k] = _nb_bin_value(vals[k], n_bins, lo, width, scale)
     z = 0.0
     if nun > 0:
-        z = _nb_bin_value(0.0, n_bins, lo, width)
+        z = _nb_bin_value(0.0, n_bins, lo, width, scale)
         fl[nl] = z
     m = len(fl)
     fmin = np.inf

@@ -51,6 +51,17 @@ def test_floor_binning_numbers_states_from_minimum():
     assert discretize([3.0, 3.0], n_bins=4).tolist() == [0, 0]
 
 
+def test_floor_binning_keeps_values_beyond_int64_apart():
+    # numba's math.floor gave an int64: every |x| >= 2^63 wrapped to one state, so a perfect
+    # copy of the class was found irrelevant (SAOLA test="mi" kept nothing)
+    assert discretize([-1e19, 1e19, -1e19]).tolist() == [0, 1, 0]
+    assert discretize([0.0, 1e20]).tolist() == [0, 1]
+    assert discretize([-1.7e308, 1.7e308, 0.0]).tolist() == [0, 2, 1]
+    assert mutual_information([-1e19, 1e19, -1e19, 1e19], [0, 1, 0, 1]) == 1.0
+    # equal-width bins over a range wider than the largest float (hi - lo overflows)
+    assert discretize([-1.7e308, 1.7e308, 0.0, 1e307], n_bins=4).tolist() == [0, 2, 1, 1]
+
+
 def test_joint_entropy_mi_su_hand_values():
     x, y = [0, 0, 1, 1], [0, 1, 1, 1]
     # joint cells (0,0), (0,1), (1,1) with probabilities 1/4, 1/4, 1/2 -> 1.5 bits
