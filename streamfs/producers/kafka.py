@@ -58,6 +58,10 @@ class StreamPublisher:
         kafka_config = with_kafka_logger(kafka_config)
         conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 5,
                 "message.max.bytes": PUBLISHER_MESSAGE_BYTES, "compression.type": "none",
+                # Kafka's own key hash (Java, kafkajs, franz-go): a stream's messages from
+                # another client land on the partition holding its state (librdkafka's default,
+                # CRC-32, put a replace sent by a Java producer on another partition: a new stream)
+                "partitioner": "murmur2_random",
                 # never let a broker with auto.create.topics.enable (Kafka's default) create
                 # a catalogue topic with its own defaults (one partition, 1 MB messages)
                 # because a stream was published before any worker ran

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 
 import h5py
 import numpy as np
@@ -280,3 +282,34 @@ def test_publisher_connect_then_send(kafka_config, topic_prefix):
         pub.send({"stream": "s", "kind": "close", "seq": 1})
     got = consume_stream(kafka_config, topics["features"].name, "s")
     assert [(m["kind"], m["seq"]) for m in got] == [("open", 0), ("close", 1)]
+
+
+def test_streams_land_where_kafkas_key_hash_puts_them(kafka_config, topic_prefix):
+    """The partition of a stream is that of Kafka's own key hash (murmur2: the Java client's,
+    kafkajs', franz-go's), so a producer written with another client sends a stream's later
+    messages (a replace, a close) to the partition holding its state. With librdkafka's
+    default (CRC-32) a stream published by streamfs and replaced from Java was two streams."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from ..worker.workload import kafka_partition
+
+    topic = load_catalogue(topic_prefix)["features"].name
+    streams = [f"p{i}" for i in range(40)]
+    with StreamPublisher(kafka_config, topic) as pub:
+        pub.connect()
+        for s in streams:
+            pub.send({"stream": s, "kind": "open", "seq": 0})
+    consumer = Consumer({**kafka_config, "group.id": f"test-{uuid.uuid4().hex}"})
+    try:
+        parts = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        landed: dict[str, int] = {}
+        deadline = time.monotonic() + 60
+        while len(landed) < len(streams) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                landed[msg.key().decode()] = msg.partition()
+    finally:
+        consumer.close()
+    assert landed == {s: kafka_partition(s.encode(), len(parts)) for s in streams}
+    assert len(set(landed.values())) > 1  # a hash, not one partition for every key

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
 
 import pytest
 
@@ -19,18 +18,18 @@ from streamfs.topics import TopicsNotCreated, create_topics, load_catalogue
 from streamfs.worker.app import changelog_target, committed_topic_id, offset_metadata
 
 from .test_worker_acceptance import _strip, reference_versions, wait_finals
-from .workload import StreamCase, feature_data
+from .workload import StreamCase, feature_data, kafka_partition
 
 pytestmark = pytest.mark.kafka
 
 
 def _streams_on(partition: int, partitions: int, n: int, prefix: str) -> list[str]:
-    """``n`` stream ids that the publisher's partitioner (librdkafka's consistent_random:
-    CRC-32 of the key) puts on ``partition``."""
+    """``n`` stream ids that the publisher's partitioner (Kafka's murmur2 of the key) puts on
+    ``partition``."""
     names, i = [], 0
     while len(names) < n:
         name = f"{prefix}{i}"
-        if zlib.crc32(name.encode()) % partitions == partition:
+        if kafka_partition(name.encode(), partitions) == partition:
             names.append(name)
         i += 1
     return names

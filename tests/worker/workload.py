@@ -96,3 +96,22 @@ def interleave(cases: list[StreamCase]) -> list[dict]:
         out.extend(c.messages[i] for c in cases if i < len(c.messages))
         i += 1
     return out
+
+
+def kafka_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default key hash gives ``key`` (murmur2 as in the Java client's
+    ``Utils.murmur2``, then ``& 0x7fffffff`` modulo the count): librdkafka's
+    ``murmur2_random``, which the publisher uses."""
+    m, h = 0x5BD1E995, (0x9747B28C ^ len(key)) & 0xFFFFFFFF
+    whole = len(key) & ~3
+    for i in range(0, whole, 4):
+        k = (int.from_bytes(key[i:i + 4], "little") * m) & 0xFFFFFFFF
+        k = ((k ^ (k >> 24)) * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = key[whole:]
+    if tail:
+        h ^= int.from_bytes(tail, "little")
+        h = (h * m) & 0xFFFFFFFF
+    h = ((h ^ (h >> 13)) * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
