@@ -478,8 +478,8 @@ class StreamProcessor:
     def _apply(self, stream: str, message: dict, timestamp: float | None, raw: bytes,
                origin: dict) -> Plan:
         kind = message["kind"]
-        # an open's bytes, to tell its redelivery from another open without a run token
-        open_digest = _digest(raw) if kind == "open" else None
+        # an open's or a close's bytes: to tell its redelivery from another message at its seq
+        digest = _digest(raw) if kind in ("open", "close") else None
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
@@ -496,16 +496,16 @@ class StreamProcessor:
         if run is not None and not isinstance(run, str):
             raise InvalidInput(f"'run' must be a string, got {run!r}")
         if header is not None:
-            verdict = self._match_run(stream, header, kind, seq, run, message, open_digest)
+            verdict = self._match_run(stream, header, kind, seq, run, message, digest)
             if verdict == "skip":
                 return Plan(skipped=True, stream=stream)  # redelivered: already applied
             if verdict == "replace":
-                return self._open(stream, message, open_digest, timestamp, origin,
+                return self._open(stream, message, digest, timestamp, origin,
                                   previous=header)
         if kind == "open":
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
-            return self._open(stream, message, open_digest, timestamp, origin)
+            return self._open(stream, message, digest, timestamp, origin)
         if header is None:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open', "
                                f"or after an 'open' that was refused)")
@@ -513,6 +513,13 @@ class StreamProcessor:
             raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
         if header.get("lost"):  # stuck: a message is missing for good
             raise InvalidInput(_lost_reason(stream, header["lost"]))
+        if seq <= header["last_seq"]:  # a misnumbered close (see _match_run): not consumed
+            refused = header.get("refused_close") or [None]
+            taken = ("the 'open'" if seq == 0 else "a refused 'close'" if seq == refused[0]
+                     else "a block")
+            raise InvalidInput(
+                f"'close' with seq {seq}, but seq {seq} was already taken ({taken}): a 'close' "
+                f"takes the next seq, {header['last_seq'] + 1}; the stream stays open")
         if seq != header["last_seq"] + 1:
             # Not applied: later messages of this stream will be refused the same way, so the
             # producer's gap is visible in the dead-letter topic rather than silently merged.
@@ -542,6 +549,8 @@ class StreamProcessor:
                 exc = InvalidInput(f"internal error: {type(exc).__name__}: {exc}")
             # Consume the sequence number so that the stream can go on.
             header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
+            if kind == "close":  # its redelivery is skipped, another close at its seq refused
+                header["refused_close"] = [seq, digest]
             if self._mutating:
                 # The algorithm may be half-mutated: rebuild it from the store next time,
                 # which is only right if the store holds every earlier step.
@@ -556,7 +565,7 @@ class StreamProcessor:
             raise _ConsumedInvalid(str(exc), header) from None
 
     def _match_run(self, stream: str, header: dict, kind: str, seq: int, run: str | None,
-                   message: dict, open_digest: str | None) -> str:
+                   message: dict, digest: str | None) -> str:
         """``"skip"`` (a redelivery), ``"replace"`` (an ``open`` with ``replace`` starting a new
         run) or ``"apply"``; raises :class:`InvalidInput` for a message of another run.
 
@@ -567,7 +576,7 @@ class StreamProcessor:
         """
         current = header.get("run_token")
         if run is None and current is None and kind == "open":
-            return self._tokenless_open(stream, header, message, open_digest)
+            return self._tokenless_open(stream, header, message, digest)
         if run != current:
             if run is not None and run in header.get("past_runs", []):
                 return "skip"  # a redelivery from a run that has since been replaced
@@ -593,6 +602,13 @@ class StreamProcessor:
                 f"{kind!r} (seq {seq}) belongs to run {run!r}, but stream {stream!r} is at run "
                 f"{current!r}{why}")
         if seq <= header["last_seq"]:
+            # No close was applied at or below the last seq of an open stream: a close there
+            # is misnumbered (refused in _apply), not redelivered, unless it is a refused
+            # close's redelivery or may be the close of an earlier run without a token.
+            if (kind == "close" and header["status"] == "open"
+                    and header.get("refused_close") != [seq, digest]
+                    and not (run is None and None in header.get("past_runs", []))):
+                return "apply"
             return "skip"
         if kind == "open":
             raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")

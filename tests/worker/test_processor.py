@@ -1099,3 +1099,20 @@ def test_instance_labels_the_learner_would_refuse_cost_no_replay(labels):
     reason = decode(plan.dead_letter)["reason"]
     assert reason.startswith("rejected by ofs: ofs ")
     assert ("3 classes" if labels == "third class" else "not continuous values") in reason
+
+
+@pytest.mark.parametrize("seq,taken", [(3, "a block"), (0, "the 'open'")])
+def test_a_close_at_an_applied_seq_is_refused_and_the_stream_stays_open(seq, taken):
+    # it was skipped as a redelivery: no final, no dead letter, the stream open for ever
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    assert [m["kind"] for m in msgs] == ["open"] + ["features"] * 4 + ["close"]
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:4])
+    results, dead = _run(processor, [dict(msgs[-1], seq=seq)])
+    assert not results and [d["reason"] for d in dead] == [
+        f"'close' with seq {seq}, but seq {seq} was already taken ({taken}): a 'close' takes "
+        f"the next seq, 4; the stream stays open"]
+    # a correct close follows; then redeliveries are skipped as before
+    results, dead = _run(processor, [dict(msgs[-1], seq=4), dict(msgs[-1], seq=4), msgs[2]])
+    assert len(results) == 1 and decode(results[0])["final"] and not dead
