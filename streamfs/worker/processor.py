@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms._validation import label_array, label_problem
+from streamfs.algorithms._validation import check_label_types, label_array, label_problem
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import (
     check_open,
@@ -897,10 +897,20 @@ class StreamProcessor:
         refusal from inside the learner costs (its state may be half-changed then)."""
         spec = registry.get(name)
         problem = label_problem(y, name, min_classes=1, continuous=spec.continuous_labels)
-        known = getattr(algo, "classes_", None) if spec.binary_only else None
-        if problem is None and known is not None:
-            problem = label_problem([*np.asarray(known).tolist(), *np.unique(y).tolist()],
-                                    name, True, min_classes=1)
+        # the classes of earlier blocks: GDM's window keeps them in classes_seen_
+        known = getattr(algo, "classes_seen_", None)
+        known = np.asarray(getattr(algo, "classes_", []) if known is None else known).tolist()
+        if problem is None and known:
+            try:
+                # with the types y had on the wire (_labels refused a list of mixed types):
+                # in one list with the known classes, numpy made True 1 and 1 "1"
+                check_label_types(y, known)
+            except ValueError as exc:
+                return (f"{exc}; the stream's labels so far are {', '.join(map(repr, known))}: "
+                        f"send labels of their type")
+            if spec.binary_only:
+                problem = label_problem([*known, *np.unique(y).tolist()], name, True,
+                                        min_classes=1)
         return problem
 
     def _naming(self, stream: str, header: dict) -> dict:

@@ -1116,3 +1116,28 @@ def test_a_close_at_an_applied_seq_is_refused_and_the_stream_stays_open(seq, tak
     # a correct close follows; then redeliveries are skipped as before
     results, dead = _run(processor, [dict(msgs[-1], seq=4), dict(msgs[-1], seq=4), msgs[2]])
     assert len(results) == 1 and decode(results[0])["final"] and not dead
+
+
+@pytest.mark.parametrize("algorithm,labels,problem", [
+    *((name, labels, f"Mix of label input types ({kind} and number)")
+      for name, spec in registry.ALGORITHMS.items() if spec.kind == "instances"
+      for labels, kind in (([True, False], "boolean"), (["0", "1"], "string"))),
+    ("gdm", [0, 2], "is a binary classifier: the labels have 3 classes (0, 1, 2)"),
+])
+def test_labels_that_do_not_go_with_earlier_blocks_cost_no_replay(algorithm, labels, problem):
+    # in one list with the classes of earlier blocks (0 and 1), numpy made True 1 and 1 "1",
+    # and GDM's classes went unseen: the learner refused the block, and a deferred stream
+    # asked for a replay of the whole batch (StateLost)
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    messages = list(instance_stream_messages("s", X, y, algorithm, {}, block_bytes=20 * 3 * 8))
+    processor = StreamProcessor("instances", {})
+    for m in messages[:2]:
+        _apply(processor, processor.handle("s", encode(m), defer=True))
+    n = len(messages[2]["y"])
+    plan = processor.handle("s", encode(dict(messages[2], y=labels * (n // 2) + labels[:n % 2])),
+                            defer=True)
+    reason = decode(plan.dead_letter)["reason"]
+    assert reason.startswith(f"rejected by {algorithm}: ") and problem in reason
+    if "Mix" in problem:
+        assert reason.endswith("; the stream's labels so far are 0, 1: send labels of their type")
