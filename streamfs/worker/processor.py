@@ -243,6 +243,28 @@ def _as_format(X: Any, fmt: str) -> Any:
     return sp.csc_matrix(X) if fmt == "csc" else sp.csr_matrix(X)
 
 
+#: known fields in a message of the wrong kind (stream topic, message kind), and where they
+#: belong: ignored, their data was lost without a word
+_MISPLACED = {
+    ("features", "close"): {"X": "a 'features' block", "y": "the 'open'",
+                            "names": "a 'features' block", "columns": "a 'features' block",
+                            "groups": "a 'features' block"},
+    ("instances", "close"): {"X": "an 'instances' block", "y": "an 'instances' block"},
+    ("features", "open"): {"feature_names": "an instance stream's 'open'; a feature stream's "
+                                            "blocks name their columns in 'names'"},
+}
+
+
+def _misplaced(topic: str, message: dict) -> str | None:
+    """What a message carries that belongs in another kind of message, or None."""
+    wrong = _MISPLACED.get((topic, message["kind"]), {})
+    found = [f"{name!r} (it belongs in {wrong[name]})" for name in wrong
+             if message.get(name) is not None]
+    if not found:
+        return None
+    return f"{message['kind']!r} carries {', '.join(found)}, which it does not read"
+
+
 def _continue_from(message: dict) -> tuple[int, int] | None:
     """The run and version of the stream id's latest result as the producer read them from the
     results topic (``continue_from`` of an ``open``), or None."""
@@ -534,6 +556,12 @@ class StreamProcessor:
         try:
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
+            misplaced = _misplaced(self.kind, message) if kind == "close" else None
+            if misplaced:  # consumed like other refused data: the stream goes on
+                raise InvalidInput(
+                    f"{misplaced}: refused, its seq {seq} consumed and the stream still open; "
+                    f"send the data in a block with seq {seq + 1} and a 'close' after it, or a "
+                    f"'close' with seq {seq + 1} and nothing else")
             plan = self._step(stream, header, algo, message, timestamp, close=kind == "close")
             plan.rebuild_seconds = rebuild_seconds
             return plan
@@ -636,6 +664,9 @@ class StreamProcessor:
         if previous is None and after is not None:  # else the header knows better
             self._run_of_message = after[0] + 1
         name = message.get("algorithm")
+        misplaced = _misplaced(self.kind, message)
+        if misplaced:
+            raise InvalidInput(f"{misplaced}: send the 'open' without it")
         y = None
         if self.kind == "features":
             if "y" not in message:

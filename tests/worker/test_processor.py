@@ -1141,3 +1141,41 @@ def test_labels_that_do_not_go_with_earlier_blocks_cost_no_replay(algorithm, lab
     assert reason.startswith(f"rejected by {algorithm}: ") and problem in reason
     if "Mix" in problem:
         assert reason.endswith("; the stream's labels so far are 0, 1: send labels of their type")
+
+
+@pytest.mark.parametrize("field,where", [("X", "a 'features' block"), ("y", "the 'open'"),
+                                         ("names", "a 'features' block"),
+                                         ("columns", "a 'features' block")])
+def test_a_close_carrying_data_is_refused_and_a_correct_close_can_follow(field, where):
+    # the close was applied and its data lost without a word
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    value = {"X": msgs[1]["X"], "y": y, "names": ["a", "b"], "columns": [0, 1]}[field]
+    bad = dict(msgs[-1], **{field: value})
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:-1])
+    results, dead = _run(processor, [bad, bad])  # the second a redelivery: skipped
+    assert not results and [d["reason"] for d in dead] == [
+        f"'close' carries {field!r} (it belongs in {where}), which it does not read: refused, "
+        f"its seq 5 consumed and the stream still open; send the data in a block with seq 6 "
+        f"and a 'close' after it, or a 'close' with seq 6 and nothing else"]
+    results, dead = _run(processor, [msgs[-1], dict(msgs[-1], seq=6)])
+    assert [d["reason"] for d in dead] == [
+        "'close' with seq 5, but seq 5 was already taken (a refused 'close'): a 'close' takes "
+        "the next seq, 6; the stream stays open"]
+    assert len(results) == 1 and decode(results[0])["final"]
+    assert decode(results[0])["counters"]["rejected_messages"] == 1
+
+
+def test_an_instance_close_with_labels_and_a_feature_open_with_feature_names_are_refused():
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    msgs = list(instance_stream_messages("s", X, y, "ofs", {}, block_bytes=20 * 3 * 8))
+    reasons = _reasons(msgs[:-1] + [dict(msgs[-1], y=y[:5])], "instances")
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "'close' carries 'y' (it belongs in an 'instances' block), which it does not read")
+    opening = next(feature_stream_messages("s", *_data(), "saola"))
+    assert _reasons([dict(opening, feature_names=["a"] * 40)]) == [
+        "'open' carries 'feature_names' (it belongs in an instance stream's 'open'; a feature "
+        "stream's blocks name their columns in 'names'), which it does not read: send the "
+        "'open' without it"]
