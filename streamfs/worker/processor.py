@@ -52,7 +52,8 @@ from streamfs.algorithms.opening import (
     open_advice,
 )
 from streamfs.algorithms.ofs import naming_columns
-from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
+from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, decode, encode_as,
+                            packb, unpackb)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,25 @@ _MISPLACED = {
 }
 
 
+#: the fields the worker reads in each kind of input message (beside the envelope's)
+_READ = {
+    "open": ("algorithm", "params", "y", "n_features", "feature_names", "replace",
+             "continue_from", "name_prefix", "name_base"),
+    "features": ("X", "groups", "columns", "names"),
+    "instances": ("X", "y"),
+}
+
+
+def _undecodable(message: dict) -> str | None:
+    """Why a field the worker reads could not be decoded, or None; one it does not read is
+    ignored (so is its value)."""
+    for name in _READ.get(message["kind"], ()):
+        value = message.get(name)
+        if isinstance(value, Undecodable):
+            return f"{name!r} could not be decoded ({value.reason})"
+    return None
+
+
 def _misplaced(topic: str, message: dict) -> str | None:
     """What a message carries that belongs in another kind of message, or None."""
     wrong = _MISPLACED.get((topic, message["kind"]), {})
@@ -398,7 +418,10 @@ class StreamProcessor:
             try:
                 # arrays as read-only views of ``raw`` where they lie aligned: a block's
                 # values are not copied (the selectors never write into their input)
-                message = decode(raw, writeable=False)
+                message = decode(raw, writeable=False, lenient=True)
+            except EnvelopeError as exc:
+                self._refuse_other_run(stream, exc)
+                raise _Unreadable(str(exc)) from None
             except CodecError as exc:
                 raise _Unreadable(str(exc)) from None
             key_stream = stream
@@ -439,15 +462,32 @@ class StreamProcessor:
             self._cache.pop(stream, None)  # state in the store is untouched
             return self._reject(stream, raw, f"internal error: {type(exc).__name__}: {exc}", origin)
 
+    def _stored_header(self, stream: str) -> dict | None:
+        """The stream's header: in memory until its checkpoint, else in the store."""
+        header = self._dirty.get(stream)
+        if header is None:
+            raw_header = self.store.get(header_key(stream))
+            header = unpackb(raw_header) if raw_header is not None else None
+        return header
+
+    def _refuse_other_run(self, stream: str | None, exc: EnvelopeError) -> None:
+        """Raises :class:`InvalidInput` if the unreadable envelope (another wire version, a
+        kind unknown here) names another run than the stream's: not this run's message, so
+        not its loss."""
+        run = exc.message.get("run")
+        header = self._stored_header(stream) if stream is not None else None
+        if header is None or not isinstance(run, str) or run == header.get("run_token"):
+            return
+        self._run_of_message, self._refused_run = None, True
+        raise InvalidInput(f"{exc}, and it belongs to run {run!r}, but stream {stream!r} is at "
+                           f"run {header.get('run_token')!r}: refused as another run's message")
+
     def _note_lost(self, stream: str | None, reason: str, origin: dict) -> dict | None:
         """Note in the header of the open stream keyed ``stream`` (if any) that it lost an
         unreadable message, so that its later messages say so rather than report a sequence
         gap. Returns the header to write, None if there is none or it waits in memory for the
         stream's checkpoint."""
-        header = self._dirty.get(stream) if stream is not None else None
-        if header is None and stream is not None:
-            raw_header = self.store.get(header_key(stream))
-            header = unpackb(raw_header) if raw_header is not None else None
+        header = self._stored_header(stream) if stream is not None else None
         if header is None or header["status"] != "open" or header.get("lost"):
             return None
         self._run_of_message = header.get("run", 1)
@@ -505,10 +545,7 @@ class StreamProcessor:
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
-        header = self._dirty.get(stream)  # newer than the store's until its checkpoint
-        if header is None:
-            raw_header = self.store.get(header_key(stream))
-            header = unpackb(raw_header) if raw_header is not None else None
+        header = self._stored_header(stream)
         # the run a dead letter belongs to (or would have started), for `streamfs watch`
         self._run_of_message = header.get("run", 1) if header is not None else 1
         running(message.get("algorithm") if kind == "open" or header is None
@@ -556,6 +593,10 @@ class StreamProcessor:
         try:
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
+            undecodable = _undecodable(message)
+            if undecodable:  # as any invalid block: consumed, the stream goes on
+                raise InvalidInput(f"{undecodable}: the block is refused, its seq {seq} "
+                                   f"consumed, and the stream goes on")
             misplaced = _misplaced(self.kind, message) if kind == "close" else None
             if misplaced:  # consumed like other refused data: the stream goes on
                 raise InvalidInput(
@@ -667,6 +708,10 @@ class StreamProcessor:
         misplaced = _misplaced(self.kind, message)
         if misplaced:
             raise InvalidInput(f"{misplaced}: send the 'open' without it")
+        undecodable = _undecodable(message)
+        if undecodable:
+            raise InvalidInput(f"{undecodable}: the 'open' is refused; send it again with the "
+                               f"field fixed")
         y = None
         if self.kind == "features":
             if "y" not in message:

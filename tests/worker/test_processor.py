@@ -914,8 +914,8 @@ def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypat
     for X, y in _blocks_in_place_data():
         read_only: list[bool] = []
 
-        def spy(raw, writeable=True):
-            message = decode(raw, writeable=writeable)
+        def spy(raw, **options):
+            message = decode(raw, **options)
             read_only.extend(not v.flags.writeable for v in message.values()
                              if isinstance(v, np.ndarray))
             return message
@@ -923,7 +923,7 @@ def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypat
         monkeypatch.setattr(processor_module, "decode", spy)
         in_place = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
         assert any(read_only) or not isinstance(X, np.ndarray)  # dense blocks came as views
-        monkeypatch.setattr(processor_module, "decode", lambda raw, writeable=True: decode(raw))
+        monkeypatch.setattr(processor_module, "decode", lambda raw, **options: decode(raw))
         copied = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
         assert in_place["selection"] == copied["selection"]
         assert in_place.get("scores") == copied.get("scores")
@@ -1179,3 +1179,78 @@ def test_an_instance_close_with_labels_and_a_feature_open_with_feature_names_are
         "'open' carries 'feature_names' (it belongs in an instance stream's 'open'; a feature "
         "stream's blocks name their columns in 'names'), which it does not read: send the "
         "'open' without it"]
+
+
+def _raw_block(block: dict, **fields) -> bytes:
+    """``block`` encoded with ``fields`` in raw msgpack (ext values as a producer wrote them)."""
+    import msgpack
+
+    return msgpack.packb({**msgpack.unpackb(encode(block), raw=False, ext_hook=msgpack.ExtType),
+                          **fields}, use_bin_type=True)
+
+
+def _ext1(dtype: str, arr: np.ndarray) -> object:
+    import msgpack
+
+    return msgpack.ExtType(1, msgpack.packb([dtype, list(arr.shape), arr.tobytes()],
+                                            use_bin_type=True))
+
+
+@pytest.mark.parametrize("large", [False, True])  # read in place, or by msgpack whole
+def test_an_unknown_ext_type_in_an_unknown_field_is_ignored(large):
+    # the message was undecodable ("unknown msgpack ext type 7") and the stream lost
+    import msgpack
+
+    X, y = _data(n=120 if not large else 400, p=60)
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=400 * 8 * 70))
+    raw = _raw_block(msgs[1], extra=msgpack.ExtType(7, b"xyz"))
+    assert (len(raw) > 65536) == large
+    expected, _ = _run(StreamProcessor("features", {}), msgs)
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw] + msgs[2:])
+    assert not dead and results == expected
+
+
+@pytest.mark.parametrize("dtype,accepted", [(">f8", False), ("float64", False), ("<i1", True),
+                                            ("<u1", True), ("<b1", True)])
+def test_an_array_of_a_wrong_dtype_string_refuses_its_block_only(dtype, accepted):
+    # the stream was lost; "<i1" (numpy's "|i1") and its kin are taken as the type they mean
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    values = {"f": X[:, :3], "i": np.ones((120, 3), np.int8), "u": np.ones((120, 3), np.uint8),
+              "b": (X[:, :3] > 0)}[dtype.lstrip("<>")[0]]
+    raw = _raw_block(msgs[1], X=_ext1(dtype, values.astype(np.dtype(dtype))))
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"]
+    if accepted:
+        assert not dead and decode(results[-1])["counters"]["n_features_seen"] == 3
+        return
+    assert [d["reason"] for d in dead] == [
+        f"'X' could not be decoded (unsupported array dtype {dtype!r}: one of |b1, |i1, <i2, "
+        f"<i4, <i8, |u1, <u2, <u4, <u8, <f4, <f8, <b1, <i1, <u1 (numpy's little-endian type "
+        f"strings)): the block is refused, its seq 1 consumed, and the stream goes on"]
+
+
+def test_a_malformed_array_payload_refuses_its_block_only():
+    import msgpack
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    raw = _raw_block(msgs[1], X=msgpack.ExtType(1, b"\xc1"))
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"] and len(dead) == 1
+    assert dead[0]["reason"].startswith("'X' could not be decoded (malformed array payload: ")
+
+
+def test_a_later_wire_version_of_another_run_does_not_lose_the_stream():
+    # the stream was lost to it: "run 1, run_refused false" on a message not of its run
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    other = next(feature_stream_messages("s", X, y, "saola"))["run"]
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:2])
+    results, dead = _run(processor, [dict(msgs[2], v=2, run=other)] + msgs[2:])
+    assert [(d["run"], d["run_refused"]) for d in dead] == [(None, True)]
+    assert dead[0]["reason"] == (
+        f"unsupported wire version 2 (this worker reads 1), and it belongs to run {other!r}, "
+        f"but stream 's' is at run {msgs[0]['run']!r}: refused as another run's message")
+    assert decode(results[-1])["final"]
