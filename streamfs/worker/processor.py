@@ -285,6 +285,15 @@ def _misplaced(topic: str, message: dict) -> str | None:
     return f"{message['kind']!r} carries {', '.join(found)}, which it does not read"
 
 
+def _check_replace(message: dict) -> None:
+    """Refuses an ``open`` whose ``replace`` is not a boolean: ``1`` was taken as no replace,
+    and the reason said to send replace=true."""
+    replace = message.get("replace")
+    if replace is not None and not isinstance(replace, bool):
+        raise InvalidInput(f"'replace' must be a boolean (true to start a new run of the "
+                           f"stream id), got {type(replace).__name__} {_clipped(repr(replace), 80)}")
+
+
 def _continue_from(message: dict) -> tuple[int, int] | None:
     """The run and version of the stream id's latest result as the producer read them from the
     results topic (``continue_from`` of an ``open``), or None."""
@@ -656,6 +665,7 @@ class StreamProcessor:
             # (neither the current one nor a later run that a --replace may start).
             self._run_of_message, self._refused_run = None, True
             if kind == "open":
+                _check_replace(message)
                 raise InvalidInput(
                     f"stream {stream!r} already exists ({_standing(header)}): use a new stream "
                     f"id, or send 'open' with replace=true (streamfs produce --replace) to start "
@@ -693,6 +703,7 @@ class StreamProcessor:
             self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
             return "replace"
         self._run_of_message, self._refused_run = None, True
+        _check_replace(message)
         raise InvalidInput(
             f"stream {stream!r} already exists ({_standing(header)}) and this 'open' differs "
             f"from its own: a re-used stream id. Without a 'run' token an 'open' is taken as a "

@@ -1254,3 +1254,16 @@ def test_a_later_wire_version_of_another_run_does_not_lose_the_stream():
         f"unsupported wire version 2 (this worker reads 1), and it belongs to run {other!r}, "
         f"but stream 's' is at run {msgs[0]['run']!r}: refused as another run's message")
     assert decode(results[-1])["final"]
+
+
+@pytest.mark.parametrize("tokens", [True, False])
+def test_a_replace_that_is_not_a_boolean_is_named(tokens):
+    # refused as a re-used id, saying to send replace=true: which it seemed to have done
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    again = next(feature_stream_messages("s", X, y, "saola"))
+    if not tokens:
+        msgs, again = _tokenless(msgs), _tokenless([again])[0]
+    reasons = _reasons(msgs + [dict(again, replace=1, algorithm="kofsd")])
+    assert reasons == ["'replace' must be a boolean (true to start a new run of the stream id), "
+                       "got int 1"]
