@@ -291,7 +291,8 @@ def _check_replace(message: dict) -> None:
     replace = message.get("replace")
     if replace is not None and not isinstance(replace, bool):
         raise InvalidInput(f"'replace' must be a boolean (true to start a new run of the "
-                           f"stream id), got {type(replace).__name__} {_clipped(repr(replace), 80)}")
+                           f"stream id), got {type(replace).__name__} "
+                           f"{_clipped(repr(replace), 80)}")
 
 
 def _continue_from(message: dict) -> tuple[int, int] | None:
