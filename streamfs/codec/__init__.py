@@ -24,6 +24,8 @@ from streamfs.codec.wire import (
     KINDS,
     WIRE_VERSION,
     CodecError,
+    EnvelopeError,
+    Undecodable,
     decode,
     encode,
     packb,
@@ -32,5 +34,5 @@ from streamfs.codec.wire import (
 
 from streamfs.codec.text import FORMATS, decode_any, encode_as, encode_json
 
-__all__ = ["FORMATS", "KINDS", "WIRE_VERSION", "CodecError", "decode", "decode_any", "encode",
-           "encode_as", "encode_json", "packb", "unpackb"]
+__all__ = ["FORMATS", "KINDS", "WIRE_VERSION", "CodecError", "EnvelopeError", "Undecodable",
+           "decode", "decode_any", "encode", "encode_as", "encode_json", "packb", "unpackb"]

@@ -25,10 +25,36 @@ _DTYPES = {
         np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64,
     )
 }
+# single-byte types have no byte order ("|"), but producers that write "<" + kind + size
+# mean the same type: accepted on input, never written
+_DTYPES.update({"<" + key[1:]: _DTYPES[key] for key in ("|b1", "|i1", "|u1")})
 
 
 class CodecError(ValueError):
     """Raised for anything that cannot be encoded or decoded; the message says why."""
+
+
+class EnvelopeError(CodecError):
+    """A map that is no envelope this reader takes (no or another wire version, unknown
+    kind); ``message`` is the map, whose other fields (``stream``, ``run``) may still say whose
+    it is."""
+
+    def __init__(self, reason: str, message: dict) -> None:
+        super().__init__(reason)
+        self.message = message
+
+
+class Undecodable:
+    """In place of an ext value that could not be decoded (``reason`` says why), so that the
+    rest of its message is still read: see :func:`decode`."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<undecodable: {self.reason}>"
 
 
 def _wire_dtype(dtype: np.dtype) -> str:
@@ -214,6 +240,14 @@ def _ext_hook(code: int, data: bytes) -> Any:
     raise CodecError(f"unknown msgpack ext type {code}")
 
 
+def _lenient_ext_hook(code: int, data: bytes) -> Any:
+    try:
+        return _ext_hook(code, data)
+    except Exception as exc:  # noqa: BLE001 - any bad payload is the same: not decodable
+        return Undecodable(str(exc) if isinstance(exc, CodecError)
+                           else f"malformed ext type {code} payload: {type(exc).__name__}: {exc}")
+
+
 def packb(obj: Any) -> bytes:
     """Encode plain data with numpy / scipy.sparse arrays to bytes."""
     try:
@@ -224,22 +258,22 @@ def packb(obj: Any) -> bytes:
         raise CodecError(f"cannot encode: {exc}") from None
 
 
-def unpackb(data: bytes, *, writeable: bool = True) -> Any:
+def unpackb(data: bytes, *, writeable: bool = True, lenient: bool = False) -> Any:
     """Decode bytes produced by :func:`packb`; raises :class:`CodecError` on bad input.
 
     With ``writeable=False`` a dense array in a top-level map value whose values lie aligned
     in ``data`` (as :func:`encode` lays out large ones) is returned as a read-only view of
-    ``data``, not copied.
+    ``data``, not copied. With ``lenient=True`` an ext value that cannot be decoded (an
+    unknown type, a bad array) becomes an :class:`Undecodable` instead of raising.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise CodecError(f"expected bytes, got {type(data).__name__}")
-    in_place = _unpack_map_in_place(data, writeable)
+    in_place = _unpack_map_in_place(data, writeable, lenient)
     if in_place is not None:
         return in_place
     try:
-        return msgpack.unpackb(
-            data, raw=False, ext_hook=_ext_hook, strict_map_key=False, use_list=True
-        )
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True,
+                               ext_hook=_lenient_ext_hook if lenient else _ext_hook)
     except CodecError:
         raise
     except Exception as exc:  # noqa: BLE001 - msgpack raises many types for garbage
@@ -260,7 +294,7 @@ def _unpack_problem(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:
+def _unpack_map_in_place(data: bytes, writeable: bool, lenient: bool) -> dict | None:
     """A large top-level map whose array values are read through views of ``data``: msgpack
     would copy each ext payload into a ``bytes`` object first (33 ms of the dense bench
     stream's 320 MB). The other keys and values are unpacked by msgpack, a chunk of ``data``
@@ -277,13 +311,18 @@ def _unpack_map_in_place(data: bytes, writeable: bool) -> dict | None:
         reader = None
         for _ in range(count):
             if reader is None:
-                reader = _ItemReader(view, at)
+                reader = _ItemReader(view, at, _lenient_ext_hook if lenient else _ext_hook)
             key, at = reader.read()
             span = ext_span(data, at)
             if span is not None and span[0] in (_EXT_NDARRAY, _EXT_SPARSE):
                 payload = view[span[1]:span[2]]
-                out[key] = (_unpack_ndarray(payload, writeable) if span[0] == _EXT_NDARRAY
-                            else _unpack_sparse(payload))
+                try:
+                    out[key] = (_unpack_ndarray(payload, writeable) if span[0] == _EXT_NDARRAY
+                                else _unpack_sparse(payload))
+                except CodecError as exc:
+                    if not lenient:
+                        raise
+                    out[key] = Undecodable(str(exc))  # the other fields still in place
                 at, reader = span[2], None  # the reader may hold the ext's first bytes
             else:
                 out[key], at = reader.read()
@@ -296,9 +335,9 @@ class _ItemReader:
     """msgpack items read one after the other from ``view[at:]`` by msgpack's own unpacker,
     fed a chunk at a time: it copies what it is fed, not the rest of the buffer."""
 
-    def __init__(self, view: memoryview, at: int) -> None:
+    def __init__(self, view: memoryview, at: int, ext_hook: Any) -> None:
         self.view, self.start, self.fed = view, at, at
-        self.unpacker = msgpack.Unpacker(raw=False, ext_hook=_ext_hook, strict_map_key=False,
+        self.unpacker = msgpack.Unpacker(raw=False, ext_hook=ext_hook, strict_map_key=False,
                                          use_list=True, max_buffer_size=len(view))
 
     def read(self) -> tuple[Any, int]:
@@ -364,19 +403,22 @@ def encode(message: dict, packed: Mapping[str, bytes] | None = None) -> bytes:
     return b"".join(parts)
 
 
-def decode(data: bytes, *, writeable: bool = True) -> dict:
-    """Decode one envelope; checks the version and the kind. ``writeable=False``: see
-    :func:`unpackb`."""
-    message = unpackb(data, writeable=writeable)
+def decode(data: bytes, *, writeable: bool = True, lenient: bool = False) -> dict:
+    """Decode one envelope; checks the version and the kind (:class:`EnvelopeError`).
+    ``writeable`` and ``lenient``: see :func:`unpackb`; with ``lenient=True`` a field that
+    could not be decoded holds an :class:`Undecodable`, for the reader to ignore where it
+    does not know the field."""
+    message = unpackb(data, writeable=writeable, lenient=lenient)
     if not isinstance(message, dict):
         raise CodecError(f"message is a {type(message).__name__}, expected a map")
     if "v" not in message:
-        raise CodecError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not a "
-                         "streamfs message?")
+        raise EnvelopeError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not "
+                            f"a streamfs message?", message)
     version = message["v"]
     if version != WIRE_VERSION or type(version) is not int:  # true and 1.0 equal 1 in Python
-        raise CodecError(f"unsupported wire version {version!r} (this worker reads {WIRE_VERSION})")
+        raise EnvelopeError(f"unsupported wire version {version!r} (this worker reads "
+                            f"{WIRE_VERSION})", message)
     if message.get("kind") not in KINDS:
-        raise CodecError(f"unknown message kind {message.get('kind')!r}")
+        raise EnvelopeError(f"unknown message kind {message.get('kind')!r}", message)
     message.pop(_PAD_KEY, None)
     return message

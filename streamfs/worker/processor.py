@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms._validation import label_array, label_problem
+from streamfs.algorithms._validation import check_label_types, label_array, label_problem
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import (
     check_open,
@@ -52,7 +52,8 @@ from streamfs.algorithms.opening import (
     open_advice,
 )
 from streamfs.algorithms.ofs import naming_columns
-from streamfs.codec import FORMATS, CodecError, decode, encode_as, packb, unpackb
+from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, decode, encode_as,
+                            packb, unpackb)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,57 @@ def _as_format(X: Any, fmt: str) -> Any:
     return sp.csc_matrix(X) if fmt == "csc" else sp.csr_matrix(X)
 
 
+#: known fields in a message of the wrong kind (stream topic, message kind), and where they
+#: belong: ignored, their data was lost without a word
+_MISPLACED = {
+    ("features", "close"): {"X": "a 'features' block", "y": "the 'open'",
+                            "names": "a 'features' block", "columns": "a 'features' block",
+                            "groups": "a 'features' block"},
+    ("instances", "close"): {"X": "an 'instances' block", "y": "an 'instances' block"},
+    ("features", "open"): {"feature_names": "an instance stream's 'open'; a feature stream's "
+                                            "blocks name their columns in 'names'"},
+}
+
+
+#: the fields the worker reads in each kind of input message (beside the envelope's)
+_READ = {
+    "open": ("algorithm", "params", "y", "n_features", "feature_names", "replace",
+             "continue_from", "name_prefix", "name_base"),
+    "features": ("X", "groups", "columns", "names"),
+    "instances": ("X", "y"),
+}
+
+
+def _undecodable(message: dict) -> str | None:
+    """Why a field the worker reads could not be decoded, or None; one it does not read is
+    ignored (so is its value)."""
+    for name in _READ.get(message["kind"], ()):
+        value = message.get(name)
+        if isinstance(value, Undecodable):
+            return f"{name!r} could not be decoded ({value.reason})"
+    return None
+
+
+def _misplaced(topic: str, message: dict) -> str | None:
+    """What a message carries that belongs in another kind of message, or None."""
+    wrong = _MISPLACED.get((topic, message["kind"]), {})
+    found = [f"{name!r} (it belongs in {wrong[name]})" for name in wrong
+             if message.get(name) is not None]
+    if not found:
+        return None
+    return f"{message['kind']!r} carries {', '.join(found)}, which it does not read"
+
+
+def _check_replace(message: dict) -> None:
+    """Refuses an ``open`` whose ``replace`` is not a boolean: ``1`` was taken as no replace,
+    and the reason said to send replace=true."""
+    replace = message.get("replace")
+    if replace is not None and not isinstance(replace, bool):
+        raise InvalidInput(f"'replace' must be a boolean (true to start a new run of the "
+                           f"stream id), got {type(replace).__name__} "
+                           f"{_clipped(repr(replace), 80)}")
+
+
 def _continue_from(message: dict) -> tuple[int, int] | None:
     """The run and version of the stream id's latest result as the producer read them from the
     results topic (``continue_from`` of an ``open``), or None."""
@@ -376,7 +428,10 @@ class StreamProcessor:
             try:
                 # arrays as read-only views of ``raw`` where they lie aligned: a block's
                 # values are not copied (the selectors never write into their input)
-                message = decode(raw, writeable=False)
+                message = decode(raw, writeable=False, lenient=True)
+            except EnvelopeError as exc:
+                self._refuse_other_run(stream, exc)
+                raise _Unreadable(str(exc)) from None
             except CodecError as exc:
                 raise _Unreadable(str(exc)) from None
             key_stream = stream
@@ -417,15 +472,32 @@ class StreamProcessor:
             self._cache.pop(stream, None)  # state in the store is untouched
             return self._reject(stream, raw, f"internal error: {type(exc).__name__}: {exc}", origin)
 
+    def _stored_header(self, stream: str) -> dict | None:
+        """The stream's header: in memory until its checkpoint, else in the store."""
+        header = self._dirty.get(stream)
+        if header is None:
+            raw_header = self.store.get(header_key(stream))
+            header = unpackb(raw_header) if raw_header is not None else None
+        return header
+
+    def _refuse_other_run(self, stream: str | None, exc: EnvelopeError) -> None:
+        """Raises :class:`InvalidInput` if the unreadable envelope (another wire version, a
+        kind unknown here) names another run than the stream's: not this run's message, so
+        not its loss."""
+        run = exc.message.get("run")
+        header = self._stored_header(stream) if stream is not None else None
+        if header is None or not isinstance(run, str) or run == header.get("run_token"):
+            return
+        self._run_of_message, self._refused_run = None, True
+        raise InvalidInput(f"{exc}, and it belongs to run {run!r}, but stream {stream!r} is at "
+                           f"run {header.get('run_token')!r}: refused as another run's message")
+
     def _note_lost(self, stream: str | None, reason: str, origin: dict) -> dict | None:
         """Note in the header of the open stream keyed ``stream`` (if any) that it lost an
         unreadable message, so that its later messages say so rather than report a sequence
         gap. Returns the header to write, None if there is none or it waits in memory for the
         stream's checkpoint."""
-        header = self._dirty.get(stream) if stream is not None else None
-        if header is None and stream is not None:
-            raw_header = self.store.get(header_key(stream))
-            header = unpackb(raw_header) if raw_header is not None else None
+        header = self._stored_header(stream) if stream is not None else None
         if header is None or header["status"] != "open" or header.get("lost"):
             return None
         self._run_of_message = header.get("run", 1)
@@ -478,15 +550,12 @@ class StreamProcessor:
     def _apply(self, stream: str, message: dict, timestamp: float | None, raw: bytes,
                origin: dict) -> Plan:
         kind = message["kind"]
-        # an open's bytes, to tell its redelivery from another open without a run token
-        open_digest = _digest(raw) if kind == "open" else None
+        # an open's or a close's bytes: to tell its redelivery from another message at its seq
+        digest = _digest(raw) if kind in ("open", "close") else None
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
-        header = self._dirty.get(stream)  # newer than the store's until its checkpoint
-        if header is None:
-            raw_header = self.store.get(header_key(stream))
-            header = unpackb(raw_header) if raw_header is not None else None
+        header = self._stored_header(stream)
         # the run a dead letter belongs to (or would have started), for `streamfs watch`
         self._run_of_message = header.get("run", 1) if header is not None else 1
         running(message.get("algorithm") if kind == "open" or header is None
@@ -496,16 +565,16 @@ class StreamProcessor:
         if run is not None and not isinstance(run, str):
             raise InvalidInput(f"'run' must be a string, got {run!r}")
         if header is not None:
-            verdict = self._match_run(stream, header, kind, seq, run, message, open_digest)
+            verdict = self._match_run(stream, header, kind, seq, run, message, digest)
             if verdict == "skip":
                 return Plan(skipped=True, stream=stream)  # redelivered: already applied
             if verdict == "replace":
-                return self._open(stream, message, open_digest, timestamp, origin,
+                return self._open(stream, message, digest, timestamp, origin,
                                   previous=header)
         if kind == "open":
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
-            return self._open(stream, message, open_digest, timestamp, origin)
+            return self._open(stream, message, digest, timestamp, origin)
         if header is None:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open', "
                                f"or after an 'open' that was refused)")
@@ -513,6 +582,13 @@ class StreamProcessor:
             raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
         if header.get("lost"):  # stuck: a message is missing for good
             raise InvalidInput(_lost_reason(stream, header["lost"]))
+        if seq <= header["last_seq"]:  # a misnumbered close (see _match_run): not consumed
+            refused = header.get("refused_close") or [None]
+            taken = ("the 'open'" if seq == 0 else "a refused 'close'" if seq == refused[0]
+                     else "a block")
+            raise InvalidInput(
+                f"'close' with seq {seq}, but seq {seq} was already taken ({taken}): a 'close' "
+                f"takes the next seq, {header['last_seq'] + 1}; the stream stays open")
         if seq != header["last_seq"] + 1:
             # Not applied: later messages of this stream will be refused the same way, so the
             # producer's gap is visible in the dead-letter topic rather than silently merged.
@@ -527,6 +603,16 @@ class StreamProcessor:
         try:
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
+            undecodable = _undecodable(message)
+            if undecodable:  # as any invalid block: consumed, the stream goes on
+                raise InvalidInput(f"{undecodable}: the block is refused, its seq {seq} "
+                                   f"consumed, and the stream goes on")
+            misplaced = _misplaced(self.kind, message) if kind == "close" else None
+            if misplaced:  # consumed like other refused data: the stream goes on
+                raise InvalidInput(
+                    f"{misplaced}: refused, its seq {seq} consumed and the stream still open; "
+                    f"send the data in a block with seq {seq + 1} and a 'close' after it, or a "
+                    f"'close' with seq {seq + 1} and nothing else")
             plan = self._step(stream, header, algo, message, timestamp, close=kind == "close")
             plan.rebuild_seconds = rebuild_seconds
             return plan
@@ -542,6 +628,8 @@ class StreamProcessor:
                 exc = InvalidInput(f"internal error: {type(exc).__name__}: {exc}")
             # Consume the sequence number so that the stream can go on.
             header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
+            if kind == "close":  # its redelivery is skipped, another close at its seq refused
+                header["refused_close"] = [seq, digest]
             if self._mutating:
                 # The algorithm may be half-mutated: rebuild it from the store next time,
                 # which is only right if the store holds every earlier step.
@@ -556,7 +644,7 @@ class StreamProcessor:
             raise _ConsumedInvalid(str(exc), header) from None
 
     def _match_run(self, stream: str, header: dict, kind: str, seq: int, run: str | None,
-                   message: dict, open_digest: str | None) -> str:
+                   message: dict, digest: str | None) -> str:
         """``"skip"`` (a redelivery), ``"replace"`` (an ``open`` with ``replace`` starting a new
         run) or ``"apply"``; raises :class:`InvalidInput` for a message of another run.
 
@@ -567,7 +655,7 @@ class StreamProcessor:
         """
         current = header.get("run_token")
         if run is None and current is None and kind == "open":
-            return self._tokenless_open(stream, header, message, open_digest)
+            return self._tokenless_open(stream, header, message, digest)
         if run != current:
             if run is not None and run in header.get("past_runs", []):
                 return "skip"  # a redelivery from a run that has since been replaced
@@ -578,6 +666,7 @@ class StreamProcessor:
             # (neither the current one nor a later run that a --replace may start).
             self._run_of_message, self._refused_run = None, True
             if kind == "open":
+                _check_replace(message)
                 raise InvalidInput(
                     f"stream {stream!r} already exists ({_standing(header)}): use a new stream "
                     f"id, or send 'open' with replace=true (streamfs produce --replace) to start "
@@ -593,6 +682,13 @@ class StreamProcessor:
                 f"{kind!r} (seq {seq}) belongs to run {run!r}, but stream {stream!r} is at run "
                 f"{current!r}{why}")
         if seq <= header["last_seq"]:
+            # No close was applied at or below the last seq of an open stream: a close there
+            # is misnumbered (refused in _apply), not redelivered, unless it is a refused
+            # close's redelivery or may be the close of an earlier run without a token.
+            if (kind == "close" and header["status"] == "open"
+                    and header.get("refused_close") != [seq, digest]
+                    and not (run is None and None in header.get("past_runs", []))):
+                return "apply"
             return "skip"
         if kind == "open":
             raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
@@ -608,6 +704,7 @@ class StreamProcessor:
             self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
             return "replace"
         self._run_of_message, self._refused_run = None, True
+        _check_replace(message)
         raise InvalidInput(
             f"stream {stream!r} already exists ({_standing(header)}) and this 'open' differs "
             f"from its own: a re-used stream id. Without a 'run' token an 'open' is taken as a "
@@ -620,6 +717,13 @@ class StreamProcessor:
         if previous is None and after is not None:  # else the header knows better
             self._run_of_message = after[0] + 1
         name = message.get("algorithm")
+        misplaced = _misplaced(self.kind, message)
+        if misplaced:
+            raise InvalidInput(f"{misplaced}: send the 'open' without it")
+        undecodable = _undecodable(message)
+        if undecodable:
+            raise InvalidInput(f"{undecodable}: the 'open' is refused; send it again with the "
+                               f"field fixed")
         y = None
         if self.kind == "features":
             if "y" not in message:
@@ -881,10 +985,20 @@ class StreamProcessor:
         refusal from inside the learner costs (its state may be half-changed then)."""
         spec = registry.get(name)
         problem = label_problem(y, name, min_classes=1, continuous=spec.continuous_labels)
-        known = getattr(algo, "classes_", None) if spec.binary_only else None
-        if problem is None and known is not None:
-            problem = label_problem([*np.asarray(known).tolist(), *np.unique(y).tolist()],
-                                    name, True, min_classes=1)
+        # the classes of earlier blocks: GDM's window keeps them in classes_seen_
+        known = getattr(algo, "classes_seen_", None)
+        known = np.asarray(getattr(algo, "classes_", []) if known is None else known).tolist()
+        if problem is None and known:
+            try:
+                # with the types y had on the wire (_labels refused a list of mixed types):
+                # in one list with the known classes, numpy made True 1 and 1 "1"
+                check_label_types(y, known)
+            except ValueError as exc:
+                return (f"{exc}; the stream's labels so far are {', '.join(map(repr, known))}: "
+                        f"send labels of their type")
+            if spec.binary_only:
+                problem = label_problem([*known, *np.unique(y).tolist()], name, True,
+                                        min_classes=1)
         return problem
 
     def _naming(self, stream: str, header: dict) -> dict:

@@ -363,3 +363,20 @@ def test_a_map_without_wire_version_names_the_missing_key():
         decode(packb({"kind": "open", "stream": "s"}))
     with pytest.raises(CodecError, match="unsupported wire version 99"):
         decode(packb({"v": 99, "kind": "open"}))
+
+
+def test_a_lenient_decode_keeps_undecodable_ext_values_in_their_fields():
+    # one field's unknown ext type or bad array made the whole message undecodable; the
+    # worker now reads the rest (and large arrays still in place) and judges the field
+    from streamfs.codec import Undecodable
+
+    X = np.asfortranarray(np.random.default_rng(1).standard_normal((300, 40)))
+    bad = msgpack.ExtType(1, msgpack.packb([">f8", [2], bytes(16)], use_bin_type=True))
+    data = encode({**_features(X), "extra": msgpack.ExtType(7, b"xyz"), "y": bad})
+    with pytest.raises(CodecError, match="unknown msgpack ext type 7"):
+        decode(data)
+    out = decode(data, writeable=False, lenient=True)
+    assert isinstance(out["extra"], Undecodable) and isinstance(out["y"], Undecodable)
+    assert out["extra"].reason == "unknown msgpack ext type 7"
+    assert out["y"].reason.startswith("unsupported array dtype '>f8': one of |b1, |i1,")
+    assert np.shares_memory(out["X"], np.frombuffer(data, np.uint8)) and _same_bits(out["X"], X)

@@ -914,8 +914,8 @@ def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypat
     for X, y in _blocks_in_place_data():
         read_only: list[bool] = []
 
-        def spy(raw, writeable=True):
-            message = decode(raw, writeable=writeable)
+        def spy(raw, **options):
+            message = decode(raw, **options)
             read_only.extend(not v.flags.writeable for v in message.values()
                              if isinstance(v, np.ndarray))
             return message
@@ -923,7 +923,7 @@ def test_blocks_read_in_place_give_the_selections_of_copies(algorithm, monkeypat
         monkeypatch.setattr(processor_module, "decode", spy)
         in_place = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
         assert any(read_only) or not isinstance(X, np.ndarray)  # dense blocks came as views
-        monkeypatch.setattr(processor_module, "decode", lambda raw, writeable=True: decode(raw))
+        monkeypatch.setattr(processor_module, "decode", lambda raw, **options: decode(raw))
         copied = run_offline(algorithm, X, y, block_bytes=1 << 18, groups=groups)
         assert in_place["selection"] == copied["selection"]
         assert in_place.get("scores") == copied.get("scores")
@@ -1099,3 +1099,171 @@ def test_instance_labels_the_learner_would_refuse_cost_no_replay(labels):
     reason = decode(plan.dead_letter)["reason"]
     assert reason.startswith("rejected by ofs: ofs ")
     assert ("3 classes" if labels == "third class" else "not continuous values") in reason
+
+
+@pytest.mark.parametrize("seq,taken", [(3, "a block"), (0, "the 'open'")])
+def test_a_close_at_an_applied_seq_is_refused_and_the_stream_stays_open(seq, taken):
+    # it was skipped as a redelivery: no final, no dead letter, the stream open for ever
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    assert [m["kind"] for m in msgs] == ["open"] + ["features"] * 4 + ["close"]
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:4])
+    results, dead = _run(processor, [dict(msgs[-1], seq=seq)])
+    assert not results and [d["reason"] for d in dead] == [
+        f"'close' with seq {seq}, but seq {seq} was already taken ({taken}): a 'close' takes "
+        f"the next seq, 4; the stream stays open"]
+    # a correct close follows; then redeliveries are skipped as before
+    results, dead = _run(processor, [dict(msgs[-1], seq=4), dict(msgs[-1], seq=4), msgs[2]])
+    assert len(results) == 1 and decode(results[0])["final"] and not dead
+
+
+@pytest.mark.parametrize("algorithm,labels,problem", [
+    *((name, labels, f"Mix of label input types ({kind} and number)")
+      for name, spec in registry.ALGORITHMS.items() if spec.kind == "instances"
+      for labels, kind in (([True, False], "boolean"), (["0", "1"], "string"))),
+    ("gdm", [0, 2], "is a binary classifier: the labels have 3 classes (0, 1, 2)"),
+])
+def test_labels_that_do_not_go_with_earlier_blocks_cost_no_replay(algorithm, labels, problem):
+    # in one list with the classes of earlier blocks (0 and 1), numpy made True 1 and 1 "1",
+    # and GDM's classes went unseen: the learner refused the block, and a deferred stream
+    # asked for a replay of the whole batch (StateLost)
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    messages = list(instance_stream_messages("s", X, y, algorithm, {}, block_bytes=20 * 3 * 8))
+    processor = StreamProcessor("instances", {})
+    for m in messages[:2]:
+        _apply(processor, processor.handle("s", encode(m), defer=True))
+    n = len(messages[2]["y"])
+    plan = processor.handle("s", encode(dict(messages[2], y=labels * (n // 2) + labels[:n % 2])),
+                            defer=True)
+    reason = decode(plan.dead_letter)["reason"]
+    assert reason.startswith(f"rejected by {algorithm}: ") and problem in reason
+    if "Mix" in problem:
+        assert reason.endswith("; the stream's labels so far are 0, 1: send labels of their type")
+
+
+@pytest.mark.parametrize("field,where", [("X", "a 'features' block"), ("y", "the 'open'"),
+                                         ("names", "a 'features' block"),
+                                         ("columns", "a 'features' block")])
+def test_a_close_carrying_data_is_refused_and_a_correct_close_can_follow(field, where):
+    # the close was applied and its data lost without a word
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    value = {"X": msgs[1]["X"], "y": y, "names": ["a", "b"], "columns": [0, 1]}[field]
+    bad = dict(msgs[-1], **{field: value})
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:-1])
+    results, dead = _run(processor, [bad, bad])  # the second a redelivery: skipped
+    assert not results and [d["reason"] for d in dead] == [
+        f"'close' carries {field!r} (it belongs in {where}), which it does not read: refused, "
+        f"its seq 5 consumed and the stream still open; send the data in a block with seq 6 "
+        f"and a 'close' after it, or a 'close' with seq 6 and nothing else"]
+    results, dead = _run(processor, [msgs[-1], dict(msgs[-1], seq=6)])
+    assert [d["reason"] for d in dead] == [
+        "'close' with seq 5, but seq 5 was already taken (a refused 'close'): a 'close' takes "
+        "the next seq, 6; the stream stays open"]
+    assert len(results) == 1 and decode(results[0])["final"]
+    assert decode(results[0])["counters"]["rejected_messages"] == 1
+
+
+def test_an_instance_close_with_labels_and_a_feature_open_with_feature_names_are_refused():
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 2
+    msgs = list(instance_stream_messages("s", X, y, "ofs", {}, block_bytes=20 * 3 * 8))
+    reasons = _reasons(msgs[:-1] + [dict(msgs[-1], y=y[:5])], "instances")
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "'close' carries 'y' (it belongs in an 'instances' block), which it does not read")
+    opening = next(feature_stream_messages("s", *_data(), "saola"))
+    assert _reasons([dict(opening, feature_names=["a"] * 40)]) == [
+        "'open' carries 'feature_names' (it belongs in an instance stream's 'open'; a feature "
+        "stream's blocks name their columns in 'names'), which it does not read: send the "
+        "'open' without it"]
+
+
+def _raw_block(block: dict, **fields) -> bytes:
+    """``block`` encoded with ``fields`` in raw msgpack (ext values as a producer wrote them)."""
+    import msgpack
+
+    return msgpack.packb({**msgpack.unpackb(encode(block), raw=False, ext_hook=msgpack.ExtType),
+                          **fields}, use_bin_type=True)
+
+
+def _ext1(dtype: str, arr: np.ndarray) -> object:
+    import msgpack
+
+    return msgpack.ExtType(1, msgpack.packb([dtype, list(arr.shape), arr.tobytes()],
+                                            use_bin_type=True))
+
+
+@pytest.mark.parametrize("large", [False, True])  # read in place, or by msgpack whole
+def test_an_unknown_ext_type_in_an_unknown_field_is_ignored(large):
+    # the message was undecodable ("unknown msgpack ext type 7") and the stream lost
+    import msgpack
+
+    X, y = _data(n=120 if not large else 400, p=60)
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=400 * 8 * 70))
+    raw = _raw_block(msgs[1], extra=msgpack.ExtType(7, b"xyz"))
+    assert (len(raw) > 65536) == large
+    expected, _ = _run(StreamProcessor("features", {}), msgs)
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw] + msgs[2:])
+    assert not dead and results == expected
+
+
+@pytest.mark.parametrize("dtype,accepted", [(">f8", False), ("float64", False), ("<i1", True),
+                                            ("<u1", True), ("<b1", True)])
+def test_an_array_of_a_wrong_dtype_string_refuses_its_block_only(dtype, accepted):
+    # the stream was lost; "<i1" (numpy's "|i1") and its kin are taken as the type they mean
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    values = {"f": X[:, :3], "i": np.ones((120, 3), np.int8), "u": np.ones((120, 3), np.uint8),
+              "b": (X[:, :3] > 0)}[dtype.lstrip("<>")[0]]
+    raw = _raw_block(msgs[1], X=_ext1(dtype, values.astype(np.dtype(dtype))))
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"]
+    if accepted:
+        assert not dead and decode(results[-1])["counters"]["n_features_seen"] == 3
+        return
+    assert [d["reason"] for d in dead] == [
+        f"'X' could not be decoded (unsupported array dtype {dtype!r}: one of |b1, |i1, <i2, "
+        f"<i4, <i8, |u1, <u2, <u4, <u8, <f4, <f8, <b1, <i1, <u1 (numpy's little-endian type "
+        f"strings)): the block is refused, its seq 1 consumed, and the stream goes on"]
+
+
+def test_a_malformed_array_payload_refuses_its_block_only():
+    import msgpack
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    raw = _raw_block(msgs[1], X=msgpack.ExtType(1, b"\xc1"))
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], raw, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"] and len(dead) == 1
+    assert dead[0]["reason"].startswith("'X' could not be decoded (malformed array payload: ")
+
+
+def test_a_later_wire_version_of_another_run_does_not_lose_the_stream():
+    # the stream was lost to it: "run 1, run_refused false" on a message not of its run
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    other = next(feature_stream_messages("s", X, y, "saola"))["run"]
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:2])
+    results, dead = _run(processor, [dict(msgs[2], v=2, run=other)] + msgs[2:])
+    assert [(d["run"], d["run_refused"]) for d in dead] == [(None, True)]
+    assert dead[0]["reason"] == (
+        f"unsupported wire version 2 (this worker reads 1), and it belongs to run {other!r}, "
+        f"but stream 's' is at run {msgs[0]['run']!r}: refused as another run's message")
+    assert decode(results[-1])["final"]
+
+
+@pytest.mark.parametrize("tokens", [True, False])
+def test_a_replace_that_is_not_a_boolean_is_named(tokens):
+    # refused as a re-used id, saying to send replace=true: which it seemed to have done
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    again = next(feature_stream_messages("s", X, y, "saola"))
+    if not tokens:
+        msgs, again = _tokenless(msgs), _tokenless([again])[0]
+    reasons = _reasons(msgs + [dict(again, replace=1, algorithm="kofsd")])
+    assert reasons == ["'replace' must be a boolean (true to start a new run of the stream id), "
+                       "got int 1"]
