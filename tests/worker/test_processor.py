@@ -840,6 +840,35 @@ def test_an_open_above_the_worker_s_buffer_cap_is_dead_lettered():
     assert not dead
 
 
+def test_a_block_declaring_more_columns_than_the_buffer_cap_allows_is_refused():
+    """A sparse block of a few bytes can declare millions of empty columns: 200 million took a
+    worker's step 12 GB and 30 s (killed for memory on every replay with less); the block is
+    refused, its seq consumed, and the stream goes on."""
+    import scipy.sparse as sp
+
+    from streamfs.worker.processor import COLUMN_STEP_BYTES
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    cap = 1 << 20
+    most = cap // COLUMN_STEP_BYTES
+    wide = sp.csr_matrix((np.zeros(0), np.zeros(0, np.int32), np.zeros(121, np.int32)),
+                         shape=(120, most + 1))
+    renumbered = [dict(m, seq=m["seq"] + 1) for m in msgs[1:]]
+    results, dead = _run(StreamProcessor("features", {}, max_buffer_bytes=cap),
+                         [msgs[0], dict(msgs[1], X=wide), *renumbered])
+    assert [d["reason"] for d in dead] == [
+        f"feature block has {most + 1} columns: processing takes about {COLUMN_STEP_BYTES} bytes "
+        f"a column, so a block may have at most {most} (max_buffer_bytes = {cap}, "
+        f"STREAMFS_MAX_BUFFER_BYTES); send the columns in several blocks"]
+    final = decode(results[-1])
+    assert final["final"] and final["counters"]["n_features_seen"] == X.shape[1]
+    # as many empty columns as the cap allows are taken
+    _, dead = _run(StreamProcessor("features", {}, max_buffer_bytes=cap),
+                   [msgs[0], dict(msgs[1], X=wide[:, :most])])
+    assert not dead
+
+
 def test_a_cap_below_the_default_bounds_a_stream_that_sets_none():
     # K-OFSD's 1 GiB default went past a worker's lower cap: the cap did not bound memory
     X, y = _data()  # N = 120: distances and sort keys need 16 * 120 * 120 = 230,400 bytes
