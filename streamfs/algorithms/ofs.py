@@ -1323,12 +1323,12 @@ class _PartialMixin:
             raise ValueError("values must have one entry per observed attribute")
         if not np.isfinite(vals).all():
             raise ValueError("values contain NaN or infinite values")
+        # partial_fit's checks of the values, as one row of the observed attributes; a
+        # refused instance or label keeps the choice pending, so the caller can retry
+        M = (np.array([0, idx.size], dtype=np.int64), idx, vals)
+        self._check_norms(M)
+        segments = self._encode(np.asarray([_one_label(y)]))
         self._pending = None
-        try:
-            segments = self._encode(np.asarray([_one_label(y)]))
-        except ValueError:
-            self._pending = idx
-            raise
         for start, ysign in segments:
             if start < 0:
                 self._fst[0] = -self._fst[0]
@@ -1338,6 +1338,7 @@ class _PartialMixin:
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cnt, self._mean,
                 self._m2, self._unit, self._fp, self._ip, self._fst, self._ist,
             )
+        self._check_overflow(M)
         return self
 
 

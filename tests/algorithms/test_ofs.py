@@ -434,6 +434,28 @@ def test_partial_learner_refuses_nan_it_reads_and_goes_on_as_without_that_row(ma
         ref.predict_one(dict(enumerate(bad)))
 
 
+@pytest.mark.parametrize("values", [1e300, 1e-300], ids=["beyond-raw-limit", "underflowing"])
+@pytest.mark.parametrize("make", PARTIAL)
+def test_learn_observed_refuses_values_partial_fit_refuses_and_keeps_the_choice(make, values):
+    """learn_observed skipped partial_fit's checks of the values: |x| = 1e300 made coef_ NaN.
+    Refused with partial_fit's message before anything is learned; the choice stays pending,
+    so the caller can retry with good values."""
+    X, y = _scaled_breast_cancer()
+    m = make().partial_fit(X[:50], y[:50])
+    ref = make().partial_fit(X[:50], y[:50])
+    with pytest.raises(ValueError) as expected:
+        ref.partial_fit(np.full((1, X.shape[1]), values), [1])
+    idx = m.attributes_to_observe()
+    coef = m.coef_
+    with pytest.raises(ValueError, match=f"^{re.escape(str(expected.value))}$"):
+        m.learn_observed(idx, np.full(idx.size, values), 1)
+    np.testing.assert_array_equal(m.coef_, coef)
+    assert m.n_seen_ == 50
+    np.testing.assert_array_equal(m.attributes_to_observe(), idx)
+    m.learn_observed(idx, X[50, idx], y[50])
+    assert m.n_seen_ == 51 and np.isfinite(m.coef_).all()
+
+
 @pytest.mark.parametrize("make", PARTIAL)
 def test_refused_row_before_the_second_class_leaves_labels_and_sign_as_learned(make):
     """A row refused before the second class of its block used to leave the labels final
