@@ -92,11 +92,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -1036,7 +1037,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if self._pending is not None:
             self.learn_observed(self._pending, _values_at(M, self._pending), y)
         else:
-            self._learn_block(M, np.asarray([_one_label(y)]))
+            self._learn_block(M, _one_label(y, self._labels))
         if new:
             self._name_features(new, slots)
         return self
@@ -1252,13 +1253,27 @@ def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:
     return np.where(hit, data[pos] if data.size else 0.0, 0.0)
 
 
-def _one_label(y: Any) -> Any:
-    """One instance's label; ``ValueError`` for a missing or non-finite one."""
+def _one_label(y: Any, known: Sequence[Any]) -> np.ndarray:
+    """One instance's label as a one-label block, refused as partial_fit refuses a block's
+    labels (:func:`_block_labels`, with ``known``, the labels of earlier blocks): missing or
+    infinite, continuous, booleans after numbers, strings after numbers, ...; ``TypeError``
+    for what is not one label (a list, a tuple, a dict, an array)."""
+    # a known class (known labels are Python scalars; y of zip(X, y) numpy's) was checked
+    # when it first came: learn_one is a per-instance path
+    v = y.item() if isinstance(y, np.generic) else y
+    for k in known:
+        if type(v) is type(k) and v == k:
+            return np.asarray([v])
     if is_missing(y) and not isinstance(y, (float, np.floating)):  # pandas' NA: not a class
         raise ValueError(f"the label y is missing ({y})")
     if isinstance(y, (float, np.floating)) and not np.isfinite(y):
         raise ValueError(f"the label y must be finite, got {y}")
-    return y
+    if isinstance(y, np.ndarray) and y.ndim == 0:
+        y = y.item()
+    if not isinstance(y, (str, bytes, numbers.Number, np.generic)):
+        raise TypeError(f"y must be one label (a string, a number or a boolean), got a "
+                        f"{type(y).__name__}: {shown(y)}")
+    return _block_labels([y], known)
 
 
 def _is_series(x: Any) -> bool:
@@ -1327,7 +1342,7 @@ class _PartialMixin:
         # refused instance or label keeps the choice pending, so the caller can retry
         M = (np.array([0, idx.size], dtype=np.int64), idx, vals)
         self._check_norms(M)
-        segments = self._encode(np.asarray([_one_label(y)]))
+        segments = self._encode(_one_label(y, self._labels))
         self._pending = None
         for start, ysign in segments:
             if start < 0:
@@ -1960,8 +1975,7 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
     def learn_one(self, x: Any, y: Any) -> "OneVsRest":
         """Learn ``(x, y)`` in every binary learner."""
         self._check_stream_params()
-        label = _py(_one_label(y))
-        check_label_types(np.asarray([label], dtype=object), getattr(self, "_labels", ()))
+        label = _py(_one_label(y, getattr(self, "_labels", ()))[0])
         self._open([label])
         for c, m in zip(self._labels, self.learners_):
             m.learn_one(x, c == label)
