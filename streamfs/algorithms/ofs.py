@@ -634,10 +634,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             return self._dict_to_csr(x, learn=True)
         return self._as_csr(x, single=True), [], _EMPTY_INDEX
 
-    def _as_csr(self, X: Any, single: bool) -> _CSR:
+    def _as_csr(self, X: Any, single: bool, method: str = "learn_one") -> _CSR:
         """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
         dense, sparse and dict inputs run through identical arithmetic. A dict's names not
-        seen yet are left out (they weigh 0)."""
+        seen yet are left out (they weigh 0). ``single``: one instance, for ``method``."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
             return self._dict_to_csr(X)[0]
         if single and _is_series(X):
@@ -649,13 +649,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             # flag the decoder set); copied below only where it must change
             M = X if is_float_matrix(X, "csr") else sp.csr_matrix(X, dtype=np.float64)
             if single and M.shape[0] != 1:
-                raise ValueError("learn_one expects a single row")
+                raise _not_one_instance(method, f"a sparse matrix of {M.shape[0]} rows")
             self._ensure_init(M.shape[1])
         else:
             A = np.asarray(X, dtype=np.float64)
             if single:
                 if A.ndim != 1:
-                    raise ValueError("learn_one expects a 1-D array")
+                    raise _not_one_instance(method, f"an array of {A.ndim} dimension(s)")
                 self._ensure_init(A.shape[0])
                 nz = np.flatnonzero(A)
                 if not self._partial and not np.isfinite(A[nz]).all():
@@ -1058,7 +1058,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """
         if not self._knows_a_label():
             return None
-        M = self._as_csr(x, single=True)
+        M = self._as_csr(x, single=True, method="predict_one")
         return self._decode(self._run(M, np.zeros(1), False))[0].item()
 
     def transform_one(self, x: Any) -> dict:
@@ -1274,6 +1274,11 @@ def _one_label(y: Any, known: Sequence[Any]) -> np.ndarray:
         raise TypeError(f"y must be one label (a string, a number or a boolean), got a "
                         f"{type(y).__name__}: {shown(y)}")
     return _block_labels([y], known)
+
+
+def _not_one_instance(method: str, got: str) -> ValueError:
+    return ValueError(f"{method} expects one instance (a dict, a pandas Series, a 1-D array or "
+                      f"a sparse row), got {got}")
 
 
 def _is_series(x: Any) -> bool:
@@ -1987,8 +1992,14 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
             return None
         if _is_series(x):
             x = x.to_dict()  # read by its labels, as the learners' predict_one reads it
-        row = np.asarray(x)[None, :] if not sp.issparse(x) and not isinstance(x, dict) else x
-        scores = [m.decision_function(row)[0] for m in self.learners_]
+        if sp.issparse(x) and x.shape[0] != 1:  # (the learners would score every row)
+            raise _not_one_instance("predict_one", f"a sparse matrix of {x.shape[0]} rows")
+        if not sp.issparse(x) and not isinstance(x, dict):
+            x = np.asarray(x)
+            if x.ndim != 1:
+                raise _not_one_instance("predict_one", f"an array of {x.ndim} dimension(s)")
+            x = x[None, :]
+        scores = [m.decision_function(x)[0] for m in self.learners_]
         return self._labels[int(np.argmax(scores))]
 
     def transform_one(self, x: Any) -> dict:

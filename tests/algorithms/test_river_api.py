@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from sklearn.exceptions import NotFittedError
 
@@ -410,3 +411,21 @@ def test_learn_one_refuses_what_is_not_one_label(make, label):
     np.testing.assert_array_equal(learner.coef_, coef)
     with pytest.raises(TypeError, match=rf"got a {kind}: "):
         make().learn_one(X[0], label)
+
+
+@pytest.mark.parametrize("make", MAKERS[:1] + [lambda: OneVsRest(OFS(3))])
+def test_one_instance_methods_name_themselves_for_what_is_not_one_instance(make):
+    """OneVsRest.predict_one(3.0) failed with numpy's IndexError, OFS.predict_one of a 2-D
+    array said "learn_one expects a 1-D array"."""
+    X, y = _stream()
+    m = make().partial_fit(X[:20], y[:20])
+    expected = r"^{} expects one instance \(a dict, a pandas Series, a 1-D array or a sparse " \
+               r"row\), got {}$"
+    for x, got in [(3.0, r"an array of 0 dimension\(s\)"),
+                   (X[:2], r"an array of 2 dimension\(s\)"),
+                   (sp.csr_matrix(X[:2]), "a sparse matrix of 2 rows")]:
+        with pytest.raises(ValueError, match=expected.format("predict_one", got)):
+            m.predict_one(x)
+        if not isinstance(m, OneVsRest):  # (its learners' learn_one name themselves)
+            with pytest.raises(ValueError, match=expected.format("learn_one", got)):
+                m.learn_one(x, "pos")
