@@ -259,7 +259,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """Check the parameters shared by every learner; subclasses add their own."""
         check_budget("n_features_to_select", self.n_features_to_select)
         check_int("n_features", self.n_features, 1, allow_none=True)
-        norm = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
+        norm = self._norm_key()
         if not any(type(norm) is type(k) and norm == k for k in _NORM_MODES):
             raise ValueError(
                 "normalize must be one of True, 'l2', 'standardize', False, got "
@@ -299,9 +299,16 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
     def _budget(self, d: int) -> int:
         return budget_for(self.n_features_to_select, d)
 
+    def _norm_key(self) -> Any:
+        """``normalize`` as a key of the scaling modes: text in lower case, a numpy boolean as
+        Python's (a grid of ``np.array([True, False])`` gives numpy's)."""
+        norm = self.normalize
+        if isinstance(norm, str):
+            return norm.lower()
+        return bool(norm) if isinstance(norm, np.bool_) else norm
+
     def _norm_mode(self) -> int:
-        key = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
-        mode = _NORM_MODES[key]
+        mode = _NORM_MODES[self._norm_key()]
         if self._partial and mode == 2:
             mode = 3
         return mode
@@ -804,7 +811,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         # no figure of this block in the text: one stream's (or one evaluation's) blocks
         # give the same message, which Python and the worker's log then show once
         return (
-            f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} over "
+            f"{type(self).__name__}(normalize={shown(self.normalize)}) {does}, and {which} over "
             f"{DOMINANT_RATIO:,.0f} times the median column's |x| at the stream's start: such "
             f"columns make up almost all of {share}, so the other features barely move the "
             f"weights. Pass normalize='standardize' (running z-scores, then unit norm) or "
@@ -870,7 +877,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 rows = np.unique(np.searchsorted(indptr, np.flatnonzero(over), side="right") - 1)
                 raise ValueError(
                     f"{type(self).__name__}: |x| up to {largest:.3g}; without unit-norm scaling "
-                    f"(normalize={self.normalize!r}) values must stay within "
+                    f"(normalize={shown(self.normalize)}) values must stay within "
                     f"{RAW_ABS_LIMIT:.0e}, or its weights' arithmetic overflows float64: "
                     f"rescale the features ({where(rows)})")
             return

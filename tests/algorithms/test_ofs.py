@@ -396,6 +396,23 @@ def test_partial_learner_reads_only_observed_attributes():
         OFSPartial(2, normalize=True).partial_fit(np.ones((1, 3)), [1])
 
 
+def test_numpy_booleans_are_taken_for_normalize():
+    """A GridSearchCV grid of np.array([True, False]) gives numpy booleans: they were refused
+    ("must be one of True, ..., got True")."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _stream(seed=3)
+    for value in (np.True_, np.False_):
+        np.testing.assert_array_equal(OFS(5, normalize=value).fit(X, y).coef_,
+                                      OFS(5, normalize=bool(value)).fit(X, y).coef_)
+    with pytest.raises(ValueError, match=r"must be False or 'standardize' for OFSPartial, got "
+                                         r"True:"):
+        OFSPartial(2, normalize=np.True_).fit(X, y)
+    search = GridSearchCV(OFS(5), {"normalize": np.array([True, False])}, cv=2,
+                          error_score="raise").fit(X, y)
+    assert search.best_params_["normalize"] in (True, False)
+
+
 PARTIAL = [lambda: OFSPartial(5, random_state=3),
            lambda: OFSPartial(5, random_state=3, normalize="standardize"),
            lambda: OFSRandomPartial(5, random_state=3),
