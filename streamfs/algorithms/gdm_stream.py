@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -356,17 +357,21 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def finish(self) -> "GDMStream":
         """Fit GDM on the window (the stream is closing), unless the last fit was on it; warn
-        when no window of the stream could be fitted (it selects nothing)."""
-        if hasattr(self, "n_seen_"):
-            self._check_stream_params()
-            if self.last_fit_at_ != self.n_seen_:
-                self._refit()
-            if self.n_refits_ == 0 and self.n_seen_ > 0:
-                warnings.warn(
-                    f"{type(self).__name__} selected nothing: no window of the stream held two "
-                    f"classes (max_instances={int(self.max_instances)}, {self.n_seen_} "
-                    f"instances seen, classes {_listed(self.classes_seen_)}), and GDM needs "
-                    "both to fit", UserWarning, stacklevel=2)
+        when no window of the stream could be fitted (it selects nothing). scikit-learn's
+        ``NotFittedError`` before any ``partial_fit``, as the feature-stream selectors': there
+        is no stream to end."""
+        if not hasattr(self, "n_seen_"):
+            raise NotFittedError(f"{type(self).__name__}: finish() called before any "
+                                 "partial_fit (no stream to end)")
+        self._check_stream_params()
+        if self.last_fit_at_ != self.n_seen_:
+            self._refit()
+        if self.n_refits_ == 0 and self.n_seen_ > 0:
+            warnings.warn(
+                f"{type(self).__name__} selected nothing: no window of the stream held two "
+                f"classes (max_instances={int(self.max_instances)}, {self.n_seen_} "
+                f"instances seen, classes {_listed(self.classes_seen_)}), and GDM needs "
+                "both to fit", UserWarning, stacklevel=2)
         return self
 
     def fit(self, X: Any, y: Any) -> "GDMStream":
