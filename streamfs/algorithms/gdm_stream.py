@@ -20,7 +20,8 @@ blocks are densified a few rows at a time as they are copied in), plus one label
 instance. ``_validate_params`` refuses parameters whose window cannot fit in
 ``max_buffer_bytes`` (default 1 GiB), so an instance stream that asks for too much is refused
 at ``open``. The buffer is allocated once at the first block; pages are committed by the
-operating system as rows are written. GDM's own working memory during a fit comes on top
+operating system as rows are written. ``fit`` (one block, known in full) holds only its rows,
+if fewer: the window grows to ``max_instances`` if a ``partial_fit`` continues the stream. GDM's own working memory during a fit comes on top
 (a few vectors of the window's length and a few columns of it, not a copy of the window).
 
 Parameters are fixed once the stream has started: ``partial_fit`` and ``finish`` refuse
@@ -69,6 +70,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -163,8 +165,9 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
     def _gdm(self) -> GDM:
         return GDM(**{p: getattr(self, p) for p in _GDM_PARAMS})
 
-    def _validate_params(self, d: int | None = None) -> None:
-        """Types and ranges, then the memory rule; ``ValueError`` with one line."""
+    def _validate_params(self, d: int | None = None, rows: int | None = None) -> None:
+        """Types and ranges, then the memory rule for a window of ``rows`` instances
+        (``max_instances`` if ``None``); ``ValueError`` with one line."""
         check_int("n_features", self.n_features, 1, allow_none=True)
         self._gdm()._validate_params()
         check_int("refit_every", self.refit_every, 1)
@@ -173,19 +176,26 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         d = self.n_features if d is None else d
         if d is None:
             return
-        need = int(self.max_instances) * int(d) * 8
+        window = (f"max_instances={int(self.max_instances)}" if rows is None
+                  else f"{int(rows)} instances (the rows of X)")
+        rows = int(self.max_instances) if rows is None else int(rows)
+        need = rows * int(d) * 8
         if need > self.max_buffer_bytes:
             most = int(self.max_buffer_bytes) // (8 * int(d))
             fix = (f"use max_instances <= {most}" if most >= 1
                    else f"one instance needs {8 * int(d)} bytes")
             raise ValueError(
-                f"gdm window of max_instances={int(self.max_instances)} x n_features={int(d)} "
+                f"gdm window of {window} x n_features={int(d)} "
                 f"x 8 bytes = {need} bytes exceeds max_buffer_bytes="
                 f"{int(self.max_buffer_bytes)}; {fix} or a larger max_buffer_bytes")
 
     # ------------------------------------------------------------------ buffer
-    def _init(self, d: int) -> None:
-        self._validate_params(d)
+    def _init(self, d: int, rows: int | None = None) -> None:
+        """Open the stream with a window of ``rows`` instances (fewer than ``max_instances``:
+        a batch fit's data, or such a fit's state; it grows to ``max_instances`` when a later
+        block needs it) or of ``max_instances``."""
+        rows = None if rows is None or rows >= self.max_instances else max(int(rows), 1)
+        self._validate_params(d, rows)
         self._begin_stream_params()
         self.n_features_in_ = int(d)
         self.n_seen_ = 0
@@ -193,8 +203,9 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self.n_iter_ = 0
         self.last_fit_at_ = 0
         self.classes_seen_: list = []
-        self._X = np.empty((int(self.max_instances), int(d)), dtype=np.float64)
-        self._codes = np.empty(int(self.max_instances), dtype=np.float64)
+        cap = int(self.max_instances) if rows is None else rows
+        self._X = np.empty((cap, int(d)), dtype=np.float64)
+        self._codes = np.empty(cap, dtype=np.float64)
         self._start = 0  # ring position of the oldest instance
         self.n_buffered_ = 0
         self._set_fit(np.zeros(0, np.int64), np.zeros(0), {}, {})
@@ -224,8 +235,21 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
             codes[y == c] = i
         return codes
 
+    def _grow(self) -> None:
+        """The window of a batch fit (its rows) at ``max_instances``, for a block beyond it:
+        the memory rule of a stream's window applies from here."""
+        self._validate_params(self.n_features_in_)
+        self._ordered()
+        n = self.n_buffered_
+        X = np.empty((int(self.max_instances), self.n_features_in_), dtype=np.float64)
+        codes = np.empty(int(self.max_instances), dtype=np.float64)
+        X[:n], codes[:n] = self._X[:n], self._codes[:n]
+        self._X, self._codes = X, codes
+
     def _append(self, X: Any, codes: np.ndarray, a: int, b: int) -> None:
         """Copy rows ``a:b`` of ``X`` (dense or CSR) into the window."""
+        if self._X.shape[0] < self.max_instances and self.n_buffered_ + b - a > self._X.shape[0]:
+            self._grow()
         cap = self._X.shape[0]
         self.n_seen_ += b - a
         if b - a >= cap:  # only the last cap rows stay
@@ -293,6 +317,11 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         """Append the instances of ``X`` (dense or sparse, n × d; a data frame's columns name
         the features) with their labels; fit GDM when the count of instances seen reaches a
         multiple of ``refit_every``."""
+        return self._partial_fit(X, y)
+
+    def _partial_fit(self, X: Any, y: Any, window: int | None = None) -> "GDMStream":
+        """:meth:`partial_fit`; ``window``: the rows of a stream's window, when it opens
+        here, if fewer than ``max_instances`` (see :meth:`_init`)."""
         self._validate_params()
         self._check_stream_params()
         first = not hasattr(self, "n_seen_")
@@ -309,7 +338,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")
         if first:
-            self._init(X.shape[1])
+            self._init(X.shape[1], window)
         n = X.shape[0]
         if n == 0:
             return self
@@ -328,17 +357,21 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def finish(self) -> "GDMStream":
         """Fit GDM on the window (the stream is closing), unless the last fit was on it; warn
-        when no window of the stream could be fitted (it selects nothing)."""
-        if hasattr(self, "n_seen_"):
-            self._check_stream_params()
-            if self.last_fit_at_ != self.n_seen_:
-                self._refit()
-            if self.n_refits_ == 0 and self.n_seen_ > 0:
-                warnings.warn(
-                    f"{type(self).__name__} selected nothing: no window of the stream held two "
-                    f"classes (max_instances={int(self.max_instances)}, {self.n_seen_} "
-                    f"instances seen, classes {_listed(self.classes_seen_)}), and GDM needs "
-                    "both to fit", UserWarning, stacklevel=2)
+        when no window of the stream could be fitted (it selects nothing). scikit-learn's
+        ``NotFittedError`` before any ``partial_fit``, as the feature-stream selectors': there
+        is no stream to end."""
+        if not hasattr(self, "n_seen_"):
+            raise NotFittedError(f"{type(self).__name__}: finish() called before any "
+                                 "partial_fit (no stream to end)")
+        self._check_stream_params()
+        if self.last_fit_at_ != self.n_seen_:
+            self._refit()
+        if self.n_refits_ == 0 and self.n_seen_ > 0:
+            warnings.warn(
+                f"{type(self).__name__} selected nothing: no window of the stream held two "
+                f"classes (max_instances={int(self.max_instances)}, {self.n_seen_} "
+                f"instances seen, classes {_listed(self.classes_seen_)}), and GDM needs "
+                "both to fit", UserWarning, stacklevel=2)
         return self
 
     def fit(self, X: Any, y: Any) -> "GDMStream":
@@ -351,13 +384,14 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         for name in [a for a in vars(self) if a.endswith("_") or a in ("_X", "_codes", "_start")]:
             delattr(self, name)
         check_frame(X)
-        validate_data(self, X, accept_sparse="csr", dtype="numeric")  # a row at least
+        n = validate_data(self, X, accept_sparse="csr", dtype="numeric").shape[0]  # 1 at least
         y = column_or_1d(label_array(y), warn=True)
         y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
             raise ValueError(f"{type(self).__name__} needs two classes, y has one class "
                              f"({_listed(np.unique(y))})")
-        return self.partial_fit(X, y).finish()
+        # a window of the rows it is given, not of max_instances: one block, known in full
+        return self._partial_fit(X, y, window=n).finish()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -438,6 +472,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         w = self.n_features_in_ + 1
         a, b = (self.n_seen_ - self.n_buffered_) * w, self.n_seen_ * w
         tail_start = (b // CHUNK_VALUES) * CHUNK_VALUES
+        if self._X.shape[0] < self.max_instances:  # a batch fit's window (streams': absent)
+            state["window_rows"] = int(self._X.shape[0])
         state["counters"] = {
             "d": int(self.n_features_in_), "n_seen": int(self.n_seen_),
             "n_buffered": int(self.n_buffered_), "n_refits": int(self.n_refits_),
@@ -472,7 +508,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         c = state.get("counters")
         if c is None:
             return model
-        model._init(int(c["d"]))
+        model._init(int(c["d"]), state.get("window_rows"))
         model.n_seen_ = int(c["n_seen"])
         model.n_buffered_ = int(c["n_buffered"])
         model.n_refits_ = int(c["n_refits"])

@@ -92,11 +92,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -258,7 +259,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """Check the parameters shared by every learner; subclasses add their own."""
         check_budget("n_features_to_select", self.n_features_to_select)
         check_int("n_features", self.n_features, 1, allow_none=True)
-        norm = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
+        norm = self._norm_key()
         if not any(type(norm) is type(k) and norm == k for k in _NORM_MODES):
             raise ValueError(
                 "normalize must be one of True, 'l2', 'standardize', False, got "
@@ -298,9 +299,16 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
     def _budget(self, d: int) -> int:
         return budget_for(self.n_features_to_select, d)
 
+    def _norm_key(self) -> Any:
+        """``normalize`` as a key of the scaling modes: text in lower case, a numpy boolean as
+        Python's (a grid of ``np.array([True, False])`` gives numpy's)."""
+        norm = self.normalize
+        if isinstance(norm, str):
+            return norm.lower()
+        return bool(norm) if isinstance(norm, np.bool_) else norm
+
     def _norm_mode(self) -> int:
-        key = self.normalize.lower() if isinstance(self.normalize, str) else self.normalize
-        mode = _NORM_MODES[key]
+        mode = _NORM_MODES[self._norm_key()]
         if self._partial and mode == 2:
             mode = 3
         return mode
@@ -633,10 +641,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             return self._dict_to_csr(x, learn=True)
         return self._as_csr(x, single=True), [], _EMPTY_INDEX
 
-    def _as_csr(self, X: Any, single: bool) -> _CSR:
+    def _as_csr(self, X: Any, single: bool, method: str = "learn_one") -> _CSR:
         """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
         dense, sparse and dict inputs run through identical arithmetic. A dict's names not
-        seen yet are left out (they weigh 0)."""
+        seen yet are left out (they weigh 0). ``single``: one instance, for ``method``."""
         if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
             return self._dict_to_csr(X)[0]
         if single and _is_series(X):
@@ -648,13 +656,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             # flag the decoder set); copied below only where it must change
             M = X if is_float_matrix(X, "csr") else sp.csr_matrix(X, dtype=np.float64)
             if single and M.shape[0] != 1:
-                raise ValueError("learn_one expects a single row")
+                raise _not_one_instance(method, f"a sparse matrix of {M.shape[0]} rows")
             self._ensure_init(M.shape[1])
         else:
             A = np.asarray(X, dtype=np.float64)
             if single:
                 if A.ndim != 1:
-                    raise ValueError("learn_one expects a 1-D array")
+                    raise _not_one_instance(method, f"an array of {A.ndim} dimension(s)")
                 self._ensure_init(A.shape[0])
                 nz = np.flatnonzero(A)
                 if not self._partial and not np.isfinite(A[nz]).all():
@@ -803,7 +811,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         # no figure of this block in the text: one stream's (or one evaluation's) blocks
         # give the same message, which Python and the worker's log then show once
         return (
-            f"{type(self).__name__}(normalize={self.normalize!r}) {does}, and {which} over "
+            f"{type(self).__name__}(normalize={shown(self.normalize)}) {does}, and {which} over "
             f"{DOMINANT_RATIO:,.0f} times the median column's |x| at the stream's start: such "
             f"columns make up almost all of {share}, so the other features barely move the "
             f"weights. Pass normalize='standardize' (running z-scores, then unit norm) or "
@@ -869,7 +877,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 rows = np.unique(np.searchsorted(indptr, np.flatnonzero(over), side="right") - 1)
                 raise ValueError(
                     f"{type(self).__name__}: |x| up to {largest:.3g}; without unit-norm scaling "
-                    f"(normalize={self.normalize!r}) values must stay within "
+                    f"(normalize={shown(self.normalize)}) values must stay within "
                     f"{RAW_ABS_LIMIT:.0e}, or its weights' arithmetic overflows float64: "
                     f"rescale the features ({where(rows)})")
             return
@@ -1036,7 +1044,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         if self._pending is not None:
             self.learn_observed(self._pending, _values_at(M, self._pending), y)
         else:
-            self._learn_block(M, np.asarray([_one_label(y)]))
+            self._learn_block(M, _one_label(y, self._labels))
         if new:
             self._name_features(new, slots)
         return self
@@ -1057,7 +1065,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """
         if not self._knows_a_label():
             return None
-        M = self._as_csr(x, single=True)
+        M = self._as_csr(x, single=True, method="predict_one")
         return self._decode(self._run(M, np.zeros(1), False))[0].item()
 
     def transform_one(self, x: Any) -> dict:
@@ -1252,13 +1260,32 @@ def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:
     return np.where(hit, data[pos] if data.size else 0.0, 0.0)
 
 
-def _one_label(y: Any) -> Any:
-    """One instance's label; ``ValueError`` for a missing or non-finite one."""
+def _one_label(y: Any, known: Sequence[Any]) -> np.ndarray:
+    """One instance's label as a one-label block, refused as partial_fit refuses a block's
+    labels (:func:`_block_labels`, with ``known``, the labels of earlier blocks): missing or
+    infinite, continuous, booleans after numbers, strings after numbers, ...; ``TypeError``
+    for what is not one label (a list, a tuple, a dict, an array)."""
+    # a known class (known labels are Python scalars; y of zip(X, y) numpy's) was checked
+    # when it first came: learn_one is a per-instance path
+    v = y.item() if isinstance(y, np.generic) else y
+    for k in known:
+        if type(v) is type(k) and v == k:
+            return np.asarray([v])
     if is_missing(y) and not isinstance(y, (float, np.floating)):  # pandas' NA: not a class
         raise ValueError(f"the label y is missing ({y})")
     if isinstance(y, (float, np.floating)) and not np.isfinite(y):
         raise ValueError(f"the label y must be finite, got {y}")
-    return y
+    if isinstance(y, np.ndarray) and y.ndim == 0:
+        y = y.item()
+    if not isinstance(y, (str, bytes, numbers.Number, np.generic)):
+        raise TypeError(f"y must be one label (a string, a number or a boolean), got a "
+                        f"{type(y).__name__}: {shown(y)}")
+    return _block_labels([y], known)
+
+
+def _not_one_instance(method: str, got: str) -> ValueError:
+    return ValueError(f"{method} expects one instance (a dict, a pandas Series, a 1-D array or "
+                      f"a sparse row), got {got}")
 
 
 def _is_series(x: Any) -> bool:
@@ -1323,12 +1350,12 @@ class _PartialMixin:
             raise ValueError("values must have one entry per observed attribute")
         if not np.isfinite(vals).all():
             raise ValueError("values contain NaN or infinite values")
+        # partial_fit's checks of the values, as one row of the observed attributes; a
+        # refused instance or label keeps the choice pending, so the caller can retry
+        M = (np.array([0, idx.size], dtype=np.int64), idx, vals)
+        self._check_norms(M)
+        segments = self._encode(_one_label(y, self._labels))
         self._pending = None
-        try:
-            segments = self._encode(np.asarray([_one_label(y)]))
-        except ValueError:
-            self._pending = idx
-            raise
         for start, ysign in segments:
             if start < 0:
                 self._fst[0] = -self._fst[0]
@@ -1338,6 +1365,7 @@ class _PartialMixin:
                 self._hkey, self._nbuf, self._nval, self._widx, self._wval, self._cnt, self._mean,
                 self._m2, self._unit, self._fp, self._ip, self._fst, self._ist,
             )
+        self._check_overflow(M)
         return self
 
 
@@ -1959,8 +1987,7 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
     def learn_one(self, x: Any, y: Any) -> "OneVsRest":
         """Learn ``(x, y)`` in every binary learner."""
         self._check_stream_params()
-        label = _py(_one_label(y))
-        check_label_types(np.asarray([label], dtype=object), getattr(self, "_labels", ()))
+        label = _py(_one_label(y, getattr(self, "_labels", ()))[0])
         self._open([label])
         for c, m in zip(self._labels, self.learners_):
             m.learn_one(x, c == label)
@@ -1972,8 +1999,14 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
             return None
         if _is_series(x):
             x = x.to_dict()  # read by its labels, as the learners' predict_one reads it
-        row = np.asarray(x)[None, :] if not sp.issparse(x) and not isinstance(x, dict) else x
-        scores = [m.decision_function(row)[0] for m in self.learners_]
+        if sp.issparse(x) and x.shape[0] != 1:  # (the learners would score every row)
+            raise _not_one_instance("predict_one", f"a sparse matrix of {x.shape[0]} rows")
+        if not sp.issparse(x) and not isinstance(x, dict):
+            x = np.asarray(x)
+            if x.ndim != 1:
+                raise _not_one_instance("predict_one", f"an array of {x.ndim} dimension(s)")
+            x = x[None, :]
+        scores = [m.decision_function(x)[0] for m in self.learners_]
         return self._labels[int(np.argmax(scores))]
 
     def transform_one(self, x: Any) -> dict:

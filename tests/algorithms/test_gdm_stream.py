@@ -356,3 +356,34 @@ def test_a_stream_no_window_of_which_held_two_classes_warns_at_finish():
         model = GDMStream(max_instances=10, refit_every=5)
         model.partial_fit(X[:25], y[:25]).partial_fit(X[25:], y[25:]).finish()
     assert model.n_refits_ == 1 and model.selected_.size > 0
+
+
+def test_fit_sizes_its_window_to_the_rows_it_is_given():
+    """fit of 100 x 2000 was refused: a window of max_instances=100000 rows would exceed
+    max_buffer_bytes, though fit holds only its rows. The parameters stay as given."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2000))
+    y = np.where(X[:, 3] > 0, 1, 0)
+    model = GDMStream(**PARAMS).fit(X, y)
+    assert model.get_params()["max_instances"] == 100_000
+    assert model.selection() == _batch(X, y)
+    X, y = _data()
+    small = dict(PARAMS, refit_every=1000, max_buffer_bytes=400 * 20 * 8)  # 400 rows of d=20
+    model = GDMStream(**small).fit(X, y)
+    assert model.selection() == _batch(X, y) and model.n_buffered_ == 400
+    restored = GDMStream.from_state(unpackb(packb(model.to_state())))
+    assert restored.finish().selection() == model.selection()
+    with pytest.raises(ValueError, match=r"^gdm window of 401 instances \(the rows of X\) x "
+                                         r"n_features=20 x 8 bytes = 64160 bytes exceeds"):
+        GDMStream(**small).fit(np.vstack([X, X[:1]]), np.r_[y, y[0]])
+    # continuing the stream needs the window of max_instances, under the memory rule then
+    with pytest.raises(ValueError, match=r"^gdm window of max_instances=100000 x n_features=20"):
+        restored.partial_fit(X[:5], y[:5])
+    assert restored.n_seen_ == 400
+    grown = GDMStream(**PARAMS, refit_every=1000, max_instances=600).fit(X[:300], y[:300])
+    grown.partial_fit(X[300:], y[300:])
+    stream = GDMStream(**PARAMS, refit_every=1000, max_instances=600).partial_fit(X[:300], y[:300])
+    stream.partial_fit(X[300:], y[300:])
+    assert grown.n_buffered_ == stream.n_buffered_ == 400
+    assert grown.finish().selection() == stream.finish().selection() == _batch(X, y)
+

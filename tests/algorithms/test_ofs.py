@@ -396,6 +396,23 @@ def test_partial_learner_reads_only_observed_attributes():
         OFSPartial(2, normalize=True).partial_fit(np.ones((1, 3)), [1])
 
 
+def test_numpy_booleans_are_taken_for_normalize():
+    """A GridSearchCV grid of np.array([True, False]) gives numpy booleans: they were refused
+    ("must be one of True, ..., got True")."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _stream(seed=3)
+    for value in (np.True_, np.False_):
+        np.testing.assert_array_equal(OFS(5, normalize=value).fit(X, y).coef_,
+                                      OFS(5, normalize=bool(value)).fit(X, y).coef_)
+    with pytest.raises(ValueError, match=r"must be False or 'standardize' for OFSPartial, got "
+                                         r"True:"):
+        OFSPartial(2, normalize=np.True_).fit(X, y)
+    search = GridSearchCV(OFS(5), {"normalize": np.array([True, False])}, cv=2,
+                          error_score="raise").fit(X, y)
+    assert search.best_params_["normalize"] in (True, False)
+
+
 PARTIAL = [lambda: OFSPartial(5, random_state=3),
            lambda: OFSPartial(5, random_state=3, normalize="standardize"),
            lambda: OFSRandomPartial(5, random_state=3),
@@ -432,6 +449,28 @@ def test_partial_learner_refuses_nan_it_reads_and_goes_on_as_without_that_row(ma
         assert (m.n_seen_, m.mistakes_) == (ref.n_seen_, ref.mistakes_)
     with pytest.raises(ValueError, match="no prediction without them"):
         ref.predict_one(dict(enumerate(bad)))
+
+
+@pytest.mark.parametrize("values", [1e300, 1e-300], ids=["beyond-raw-limit", "underflowing"])
+@pytest.mark.parametrize("make", PARTIAL)
+def test_learn_observed_refuses_values_partial_fit_refuses_and_keeps_the_choice(make, values):
+    """learn_observed skipped partial_fit's checks of the values: |x| = 1e300 made coef_ NaN.
+    Refused with partial_fit's message before anything is learned; the choice stays pending,
+    so the caller can retry with good values."""
+    X, y = _scaled_breast_cancer()
+    m = make().partial_fit(X[:50], y[:50])
+    ref = make().partial_fit(X[:50], y[:50])
+    with pytest.raises(ValueError) as expected:
+        ref.partial_fit(np.full((1, X.shape[1]), values), [1])
+    idx = m.attributes_to_observe()
+    coef = m.coef_
+    with pytest.raises(ValueError, match=f"^{re.escape(str(expected.value))}$"):
+        m.learn_observed(idx, np.full(idx.size, values), 1)
+    np.testing.assert_array_equal(m.coef_, coef)
+    assert m.n_seen_ == 50
+    np.testing.assert_array_equal(m.attributes_to_observe(), idx)
+    m.learn_observed(idx, X[50, idx], y[50])
+    assert m.n_seen_ == 51 and np.isfinite(m.coef_).all()
 
 
 @pytest.mark.parametrize("make", PARTIAL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from sklearn.exceptions import NotFittedError
 
@@ -345,3 +346,86 @@ def test_features_not_named_yet_get_scikit_learns_default_names_out():
         with pytest.warns(UserWarning, match="X does not have valid feature names"):
             out = m.set_output(transform="pandas").transform(np.ones((1, 3)))
         assert out.columns.tolist() == ["a", "x1", "x2"]
+
+
+def _refusal(call):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("first, label", [
+    ([0, 1], True),  # True and 1 would be one class
+    ([False, True], 1),
+    ([0, 1], np.True_),
+    (["a", "b"], 1),
+    ([], 0.5),  # continuous
+    ([1.0], 1.5),
+])
+@pytest.mark.parametrize("make", MAKERS[:1] + MAKERS[-1:])
+def test_learn_one_and_learn_observed_refuse_the_labels_partial_fit_refuses(make, first, label):
+    """learn_one took True after 0 and 1 (one class), continuous labels as classes; refused
+    with partial_fit's message for a block of that one label, and nothing learned."""
+    X, _ = _stream()
+    m, ref = make(), make()
+    if first:
+        for learner in (m, ref):
+            learner.partial_fit(X[:len(first)], first)
+    coef, classes = (m.coef_, m.classes_.tolist()) if first else (None, [])
+    expected = _refusal(lambda: ref.partial_fit(X[10:11], [label]))
+    assert _refusal(lambda: m.learn_one(X[10], label)) == expected
+    if hasattr(m, "learn_observed"):
+        idx = m.attributes_to_observe()
+        assert _refusal(lambda: m.learn_observed(idx, X[10, idx], label)) == expected
+        np.testing.assert_array_equal(m.attributes_to_observe(), idx)  # still pending
+    assert m.n_seen_ == len(first) and m.classes_.tolist() == classes
+    if first:
+        np.testing.assert_array_equal(m.coef_, coef)
+
+
+def test_a_label_given_by_classes_is_not_taken_for_a_boolean():
+    m = OFS(3, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"Mix of label input types \(boolean and number\)"):
+        m.learn_one(np.ones(len(NAMES)), True)
+    assert m.n_seen_ == 0
+    m.learn_one(np.ones(len(NAMES)), np.int64(1))
+    assert m.n_seen_ == 1 and m.classes_.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("label", [[1], (1, 0), {"a": 1}, np.array([1])],
+                         ids=["list", "tuple", "dict", "array"])
+@pytest.mark.parametrize("make", MAKERS[:1] + MAKERS[-1:] + [lambda: OneVsRest(OFS(3))])
+def test_learn_one_refuses_what_is_not_one_label(make, label):
+    """A list [1] was learned as class 1, a dict became a class, a tuple failed in numba with
+    the labels changed and the instance counted."""
+    X, y = _stream()
+    m = make().partial_fit(X[:20], y[:20])
+    coef = m.coef_ if not isinstance(m, OneVsRest) else m.learners_[0].coef_
+    kind = type(label).__name__
+    with pytest.raises(TypeError, match=rf"^y must be one label \(a string, a number or a "
+                                        rf"boolean\), got a {kind}: "):
+        m.learn_one(X[20], label)
+    assert m.classes_.tolist() == ["neg", "pos"]
+    learner = m.learners_[0] if isinstance(m, OneVsRest) else m
+    assert learner.n_seen_ == 20
+    np.testing.assert_array_equal(learner.coef_, coef)
+    with pytest.raises(TypeError, match=rf"got a {kind}: "):
+        make().learn_one(X[0], label)
+
+
+@pytest.mark.parametrize("make", MAKERS[:1] + [lambda: OneVsRest(OFS(3))])
+def test_one_instance_methods_name_themselves_for_what_is_not_one_instance(make):
+    """OneVsRest.predict_one(3.0) failed with numpy's IndexError, OFS.predict_one of a 2-D
+    array said "learn_one expects a 1-D array"."""
+    X, y = _stream()
+    m = make().partial_fit(X[:20], y[:20])
+    expected = r"^{} expects one instance \(a dict, a pandas Series, a 1-D array or a sparse " \
+               r"row\), got {}$"
+    for x, got in [(3.0, r"an array of 0 dimension\(s\)"),
+                   (X[:2], r"an array of 2 dimension\(s\)"),
+                   (sp.csr_matrix(X[:2]), "a sparse matrix of 2 rows")]:
+        with pytest.raises(ValueError, match=expected.format("predict_one", got)):
+            m.predict_one(x)
+        if not isinstance(m, OneVsRest):  # (its learners' learn_one name themselves)
+            with pytest.raises(ValueError, match=expected.format("learn_one", got)):
+                m.learn_one(x, "pos")

@@ -194,11 +194,11 @@ def test_unfitted_raises_not_fitted(estimator):
     assert not hasattr(clone(estimator), "n_features_in_")
 
 
-@pytest.mark.parametrize("selector", [SAOLA(), GroupSAOLA(), KOFSD(), KOFSD(compat="zhou")],
-                         ids=repr)
+@pytest.mark.parametrize("selector", [SAOLA(), GroupSAOLA(), KOFSD(), KOFSD(compat="zhou"),
+                                      GDMStream()], ids=repr)
 def test_finish_before_any_block_raises_not_fitted(selector):
-    # there is no stream to end: one answer for every feature-stream selector (SAOLA returned
-    # itself unfitted, K-OFSD raised a plain ValueError)
+    # there is no stream to end: one answer for every selector with finish() (SAOLA and
+    # GDMStream returned themselves unfitted, K-OFSD raised a plain ValueError)
     with pytest.raises(NotFittedError, match="finish\\(\\) called before any partial_fit"):
         clone(selector).finish()
 
