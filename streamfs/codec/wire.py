@@ -412,6 +412,10 @@ def decode(data: bytes, *, writeable: bool = True, lenient: bool = False) -> dic
     if not isinstance(message, dict):
         raise CodecError(f"message is a {type(message).__name__}, expected a map")
     if "v" not in message:
+        if b"v" in message:  # the producer's msgpack wrote its keys as bin, not str
+            raise EnvelopeError("map keys must be msgpack strings (str), not bin: 'v' came as "
+                                "bytes (encode text keys as str, e.g. use_bin_type=True with "
+                                "str keys in Python)", message)
         raise EnvelopeError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not "
                             f"a streamfs message?", message)
     version = message["v"]

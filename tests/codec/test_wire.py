@@ -363,6 +363,9 @@ def test_a_map_without_wire_version_names_the_missing_key():
         decode(packb({"kind": "open", "stream": "s"}))
     with pytest.raises(CodecError, match="unsupported wire version 99"):
         decode(packb({"v": 99, "kind": "open"}))
+    # keys written as bin (another language's msgpack, or bytes keys): said so, not 'missing'
+    with pytest.raises(CodecError, match="map keys must be msgpack strings"):
+        decode(packb({b"v": 1, b"kind": "open", b"stream": "s", b"seq": 0}))
 
 
 def test_a_lenient_decode_keeps_undecodable_ext_values_in_their_fields():
