@@ -72,7 +72,10 @@ Conventions shared by all learners (documented choices where the paper is silent
   over the rows in order from a fresh state; ``transform`` keeps the selected features in
   ascending index order). River-style: ``learn_one``, ``predict_one`` and ``transform_one``
   take dicts keyed by int feature index or, for a learner fitted on a data frame with string
-  column names, by the names in ``feature_names_in_``; other string keys raise
+  column names, by the names in ``feature_names_in_``, or, for a learner started on dicts
+  keyed by name, by the names taken from their keys (``feature_names_in_`` once every
+  feature has one, as scikit-learn defines it; until then the learner keeps the names it has
+  privately and is, to scikit-learn, fitted without names); other string keys raise
   ``ValueError``.
 
 Example (the paper's parameters on a toy stream):
@@ -432,7 +435,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
     # learned state in private attributes (besides the public ones ending in "_")
     _STATE = ("_fp", "_ip", "_fst", "_ist", "_v", "_hpos", "_member", "_heap", "_hkey", "_nbuf",
               "_nval", "_widx", "_wval", "_xbuf", "_cnt", "_mean", "_m2", "_unit", "_allowed",
-              "_rng", "_mark", "_cidx", "_pending", "_labels", "_name_pos")
+              "_rng", "_mark", "_cidx", "_pending", "_labels", "_name_pos", "_partial_names")
 
     def _reset(self) -> None:
         """Forget everything learned; the parameters and scikit-learn's own attributes
@@ -528,10 +531,18 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         return bool(getattr(self, "_labels", None)) or self.classes is not None
 
     # ------------------------------------------------------------------ input conversion
+    def _known_names(self) -> np.ndarray | None:
+        """``feature_names_in_``, or, for a learner started on dicts keyed by name with some
+        features not named yet, ``_partial_names`` (``None`` where not named yet: scikit-learn
+        defines ``feature_names_in_`` only when every feature has a name); ``None`` without
+        names."""
+        names = self.__dict__.get("feature_names_in_")
+        return self.__dict__.get("_partial_names") if names is None else names
+
     def _feature_index(self) -> dict[str, int] | None:
-        """``{name: index}`` of ``feature_names_in_`` (built once), or ``None``. Slots not
-        named yet (``None``: names taken from dict keys, see :meth:`_key_index`) are left out."""
-        names = getattr(self, "feature_names_in_", None)
+        """``{name: index}`` of :meth:`_known_names` (built once), or ``None``. Slots not
+        named yet (names taken from dict keys, see :meth:`_key_index`) are left out."""
+        names = self._known_names()
         if names is None:
             return None
         cache = self.__dict__.get("_name_pos")
@@ -570,7 +581,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
     def _unnamed_slots(self, k: int) -> np.ndarray:
         """The first ``k`` features without a name (names from keys fill them in order);
         ``ValueError`` when fewer are left."""
-        names = getattr(self, "feature_names_in_", None)
+        names = self._known_names()
         free = (np.arange(self.d_) if names is None
                 else np.flatnonzero(np.fromiter((n is None for n in names), bool, self.d_)))
         if free.size < k:
@@ -581,13 +592,19 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         return free[:k]
 
     def _name_features(self, keys: list[str], slots: np.ndarray) -> None:
-        names = getattr(self, "feature_names_in_", None)
+        """Name the features ``slots`` ``keys``: in ``_partial_names`` until every feature
+        has a name, which then become ``feature_names_in_`` (all strings, as scikit-learn
+        has them)."""
+        names = self.__dict__.get("_partial_names")
         if names is None:
-            names = self.feature_names_in_ = np.full(self.d_, None, dtype=object)
+            names = self._partial_names = np.full(self.d_, None, dtype=object)
         index = self._feature_index()
         for key, slot in zip(keys, slots.tolist()):
             names[slot] = key  # in place: the cached index is updated alongside
             index[key] = slot
+        if len(index) == self.d_:  # all named (the same array: the cached index holds)
+            self.feature_names_in_ = names
+            del self._partial_names
 
     def _dict_to_csr(self, x: dict, learn: bool = False) -> tuple[_CSR, list[str], np.ndarray]:
         """The row, and the names it brings with the features they are to name. ``learn``:
@@ -801,7 +818,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             names = getattr(self, "feature_names_in_", None)
         if names is None:
             names = _column_names.get()
-        shown_cols = ", ".join(f"{j} ({str(names[j])!r})" if names is not None else str(j)
+        if names is None:
+            names = self._known_names()  # partly named: the names known so far
+        shown_cols = ", ".join(f"{j} ({str(names[j])!r})"
+                               if names is not None and names[j] is not None else str(j)
                                for j in dominant[:5].tolist())
         more = f" and {dominant.size - 5} more" if dominant.size > 5 else ""
         which = (f"column {shown_cols} reaches" if dominant.size == 1
@@ -955,7 +975,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         self._validate_params()
         self._check_stream_params()
         first = not hasattr(self, "d_")
-        if not first and self.n_seen_ == 0 and not hasattr(self, "feature_names_in_"):
+        if not first and self.n_seen_ == 0 and self._known_names() is None:
             # opened early (n_features=, attributes_to_observe) but not fed yet: take names
             names = column_names(X)
             if names is not None and len(names) == self.d_:
@@ -1021,8 +1041,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the selected features, ascending by index: ``feature_names_in_``'s, or
-        ``x<i>`` (also for a feature a learner started on named dicts has not named yet)."""
-        return _names_out(self, super().get_feature_names_out(input_features))
+        ``x<i>``; a learner started on named dicts with some features not named yet gives
+        the names it has and ``x<i>`` for the others."""
+        return super().get_feature_names_out(
+            _names_in(self.__dict__.get("_partial_names"), input_features))
 
     # ------------------------------------------------------------------ River-style API
     def learn_one(self, x: Any, y: Any) -> "InstanceStreamSelector":
@@ -1178,9 +1200,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 "pending": None if self._pending is None else self._pending.copy(),
             }
         )
-        if hasattr(self, "feature_names_in_"):  # None: not named yet (dict input)
-            state["feature_names"] = [None if n is None else str(n)
-                                      for n in self.feature_names_in_]
+        names = self._known_names()
+        if names is not None:  # None: not named yet (dict input)
+            state["feature_names"] = [None if n is None else str(n) for n in names]
         return self._put_stream_params(state)
 
     @classmethod
@@ -1222,8 +1244,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         obj._pending = None if pend is None else np.asarray(pend, dtype=np.int64)
         names = state.get("feature_names")
         if names is not None:
-            obj.feature_names_in_ = np.asarray([None if v is None else str(v) for v in names],
-                                               dtype=object)
+            names = np.asarray([None if v is None else str(v) for v in names], dtype=object)
+            if any(v is None for v in names.tolist()):  # partly named (dict input)
+                obj._partial_names = names
+            else:
+                obj.feature_names_in_ = names
         obj._set_later_params(later)
         return obj
 
@@ -1735,14 +1760,13 @@ _SHARED_PARAMETERS = """\
 """
 
 
-def _names_out(est: Any, out: np.ndarray) -> np.ndarray:
-    """``out`` (scikit-learn's names of the selected features) with ``x<i>`` for a feature
-    not named yet: ``feature_names_in_`` of a learner started on dicts keyed by name holds
-    ``None`` for the features no key has named so far."""
-    if not any(n is None for n in out.tolist()):
-        return out
-    idx = est.get_support(indices=True).tolist()
-    return np.asarray([f"x{i}" if n is None else n for i, n in zip(idx, out.tolist())],
+def _names_in(partial: np.ndarray | None, input_features: Any) -> Any:
+    """The ``input_features`` scikit-learn's ``get_feature_names_out`` takes: a partly named
+    learner's names (``partial``, ``None`` for a feature no key has named so far) with
+    ``x<i>`` for the unnamed, unless ``input_features`` are given."""
+    if input_features is not None or partial is None:
+        return input_features
+    return np.asarray([f"x{i}" if n is None else n for i, n in enumerate(partial.tolist())],
                       dtype=object)
 
 
@@ -1849,6 +1873,8 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
             learner.set_params(n_features=peer.d_)
             if hasattr(peer, "feature_names_in_"):
                 learner.feature_names_in_ = peer.feature_names_in_.copy()
+            elif "_partial_names" in vars(peer):
+                learner._partial_names = peer._partial_names.copy()
         return learner
 
     # ------------------------------------------------------------------ fixed parameters
@@ -1973,7 +1999,9 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of the selected features, as the learners' ``get_feature_names_out``."""
-        return _names_out(self, super().get_feature_names_out(input_features))
+        partial = next((vars(m)["_partial_names"] for m in getattr(self, "learners_", ())
+                        if "_partial_names" in vars(m)), None)
+        return super().get_feature_names_out(_names_in(partial, input_features))
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "learners_")

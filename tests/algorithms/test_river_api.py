@@ -7,6 +7,8 @@ state); string keys of a learner without names raise ``ValueError``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -113,7 +115,9 @@ def test_a_learner_started_on_named_dicts_names_its_features_from_the_keys():
     m = OFS(2, n_features=5, normalize=False)
     for x, y in rows:
         m.learn_one(x, y)
-    assert m.feature_names_in_.tolist() == ["a", "b", "c", "d", None]
+    # scikit-learn's feature_names_in_ is all strings: it comes once every feature is named
+    assert not hasattr(m, "feature_names_in_")
+    assert m._partial_names.tolist() == ["a", "b", "c", "d", None]
     # the same stream with positions in that order learns the same weights
     ref = OFS(2, n_features=5, normalize=False)
     for x, y in rows:
@@ -125,10 +129,15 @@ def test_a_learner_started_on_named_dicts_names_its_features_from_the_keys():
     assert m.predict_one({"a": 1.0, "new": 9.0}) == m.predict_one({"a": 1.0})
     assert "new" not in m.transform_one({"new": 1.0, **{k: 1.0 for k in "abcd"}})
     back = OFS.from_state(unpackb(packb(m.to_state())))  # the names and the free slot
-    assert back.feature_names_in_.tolist() == ["a", "b", "c", "d", None]
+    assert not hasattr(back, "feature_names_in_")
+    assert back._partial_names.tolist() == ["a", "b", "c", "d", None]
     m.learn_one({"e": 1.0}, 1)
     back.learn_one({"e": 1.0}, 1)
-    assert m.feature_names_in_.tolist() == back.feature_names_in_.tolist()
+    for learner in (m, back):  # all named: scikit-learn's feature_names_in_, names and all
+        assert isinstance(learner.feature_names_in_, np.ndarray)
+        assert learner.feature_names_in_.dtype == object
+        assert learner.feature_names_in_.tolist() == ["a", "b", "c", "d", "e"]
+        assert "_partial_names" not in vars(learner)
     with pytest.raises(ValueError, match="unknown feature name 'f'.*5 features, all named"):
         m.learn_one({"f": 1.0}, 1)
     with pytest.raises(ValueError, match="the value of feature 'a' is not a number: None"):
@@ -304,7 +313,8 @@ def test_a_refused_dict_names_no_feature(bad, message):
         learner.learn_one({"malic_acid": 1.0}, 1)
     with pytest.raises(ValueError, match=message):
         m.learn_one(bad, 0)
-    assert m.feature_names_in_.tolist() == ["malic_acid", None, None]
+    assert not hasattr(m, "feature_names_in_")
+    assert m._partial_names.tolist() == ["malic_acid", None, None]
     for learner in (m, clean):
         learner.learn_one({"proline": 2.0, "malic_acid": -1.0}, 0)
         learner.learn_one({"color": 1.0}, 1)
@@ -326,26 +336,54 @@ def test_a_dict_a_partial_learner_refuses_for_nan_names_no_feature(split):
         m.attributes_to_observe()
     with pytest.raises(ValueError, match="NaN or infinite"):
         m.learn_one({"malic_acid": float("nan"), "ash": 1.0}, 0)
-    assert m.feature_names_in_.tolist() == ["malic_acid", None, None]
+    assert not hasattr(m, "feature_names_in_")
+    assert m._partial_names.tolist() == ["malic_acid", None, None]
     for learner in (m, clean):
         learner.learn_one({"proline": 2.0, "malic_acid": -1.0}, 0)
-    assert m.feature_names_in_.tolist() == ["malic_acid", "proline", None]
+    assert not hasattr(m, "feature_names_in_")
+    assert m._partial_names.tolist() == ["malic_acid", "proline", None]
     np.testing.assert_array_equal(m.coef_, clean.coef_)
     assert m.n_seen_ == clean.n_seen_ == 5
 
 
-def test_features_not_named_yet_get_scikit_learns_default_names_out():
+def test_a_partly_named_learner_is_fitted_without_names_to_scikit_learn():
     """A learner started on a named dict and then taught features by position has names for
-    some features only: the others are ``x<i>`` in ``get_feature_names_out`` and in a pandas
-    transform's columns (they were ``None``, a column named NaN)."""
+    some features only. scikit-learn's ``feature_names_in_`` is all strings or absent: it
+    held ``None`` for the others, so a DataFrame failed with "Feature names seen at fit time,
+    yet now missing: - None" and an array warned of missing names. The learner now has no
+    ``feature_names_in_`` until every feature is named, keeps the names privately (dict keys,
+    state), and gives them, with ``x<i>`` for the others, in ``get_feature_names_out``."""
     for m in (OFS(3, n_features=3, normalize=False), OneVsRest(OFS(3, n_features=3))):
         m.learn_one({"a": 1.0}, 1).learn_one({2: 5.0}, 0).learn_one({1: 5.0}, 2 if isinstance(
             m, OneVsRest) else 1)
-        assert m.feature_names_in_.tolist() == ["a", None, None]  # still free to be named
+        assert not hasattr(m, "feature_names_in_")
         assert m.get_feature_names_out().tolist() == ["a", "x1", "x2"]
-        with pytest.warns(UserWarning, match="X does not have valid feature names"):
-            out = m.set_output(transform="pandas").transform(np.ones((1, 3)))
+        m.set_output(transform="pandas")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # fitted without names, given none: no warning
+            out = m.transform(np.array([[1.0, 2.0, 3.0]]))
         assert out.columns.tolist() == ["a", "x1", "x2"]
+        # as scikit-learn takes a DataFrame for an estimator fitted without names: by
+        # position, with its warning
+        frame = pd.DataFrame({"p": [1.0], "q": [2.0], "r": [3.0]})
+        with pytest.warns(UserWarning, match="X has feature names, but .* was fitted without "
+                                             "feature names"):
+            by_position = m.transform(frame)
+        assert by_position.to_numpy().tolist() == [[1.0, 2.0, 3.0]]
+        assert m.transform_one({"a": 4.0, 1: 5.0, "new": 6.0}) == {"a": 4.0, 1: 5.0}
+    learner = m.learners_[0]
+    assert learner._partial_names.tolist() == ["a", None, None]
+    # the state keeps the names as it always has (None for the unnamed), so states written
+    # before load alike
+    state = unpackb(packb(m.to_state()))
+    assert state["learners"][0]["feature_names"] == ["a", None, None]
+    back = OneVsRest.from_state(state)
+    assert not hasattr(back, "feature_names_in_")
+    assert back.get_feature_names_out().tolist() == ["a", "x1", "x2"]
+    back.learn_one({"b": 1.0, "c": 2.0, "a": 0.5}, 0)  # names the last two
+    assert back.feature_names_in_.tolist() == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="unknown feature name 'd'"):
+        back.learners_[0].learn_one({"d": 1.0}, True)
 
 
 def _refusal(call):
