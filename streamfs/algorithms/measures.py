@@ -310,6 +310,9 @@ def as_column_block(X: Any, n_rows: int | None = None, max_abs: float = DBL_MAX,
 # --------------------------------------------------------------------------------------------
 
 _EMPTY_I = np.empty(0, dtype=np.int64)
+_EMPTY_F = np.empty(0)
+_EMPTY_B = np.empty(0, dtype=np.bool_)
+_EMPTY_CODE = np.empty(0, dtype=np.int8)
 
 
 @njit(cache=True, nogil=True)
@@ -750,6 +753,84 @@ def _nb_pair_signs(data, indices, lo, hi, dense, n, d, dep_f, dep_y, fok, fe, fs
             _nb_cmp_squares(a, vc, ta, fv))
 
 
+#: refine a column's mean where its rounding error may move the centred sum of squares by
+#: more than this fraction (see :func:`_nb_refine_offset_means`)
+REFINE_SS = 2.0 ** -40
+_EPS = float(np.finfo(np.float64).eps)
+
+
+@njit(cache=True, nogil=True)
+def _nb_refine_offset_means(indptr, indices, data, n, dense, target, tsum, mean, ss, cross,
+                            const, dep, code, tss, r_false, r_true):
+    """Refine the mean of every column far from zero for its spread, in place, with its
+    centred sum of squares, its constant flag and its centred cross-product with ``target``
+    (when ``cross`` is given) or its |r| and verdict code (when ``dep`` is given, as
+    :func:`_nb_r_code`). Returns how many columns it refined.
+
+    The mean of the first pass comes from a sequential sum (the order the exact modes rely
+    on), whose rounding error is up to about ``(n - 1) eps |m|``; it adds ``n err**2`` to the
+    centred sum of squares. Epoch seconds (1.7e9) varying by milliseconds, N = 100,000: |r|
+    0.419 against 0.447. Where that bound reaches :data:`REFINE_SS` of the sum of squares,
+    the mean becomes ``m + sum(x - m) / n`` (one pass over the column's values, another for
+    the statistics). Ordinary columns are never refined (at N = 100,000 it takes a mean over
+    about 90,000 times the spread), so their bits are those of the first pass; dense and
+    sparse columns are refined with the same arithmetic (zeros skipped, counted)."""
+    with_cross = len(cross) > 0
+    with_dep = len(dep) > 0
+    with_target = len(target) > 0
+    refined = 0
+    for j in range(len(mean)):
+        m = mean[j]
+        bound = (n - 1) * _EPS * abs(m)
+        if not n * bound * bound > REFINE_SS * ss[j]:
+            continue
+        lo = indptr[j]
+        hi = indptr[j + 1]
+        e = 0.0
+        nz = 0
+        for k in range(lo, hi):
+            v = data[k]
+            if v != 0.0:
+                e += v - m
+                nz += 1
+        e += (n - nz) * (0.0 - m)
+        m = m + e / n
+        # the refined mean is still rounded to the values' grid: its residual e2 corrects the
+        # sums (the corrected two-pass formula), which matters where the spread is a few
+        # units of the values' last place
+        acc = 0.0
+        e2 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        mn = np.inf
+        mx = -np.inf
+        for k in range(lo, hi):
+            v = data[k]
+            if v != 0.0:
+                dv = v - m
+                acc += dv * dv
+                e2 += dv
+                mn = min(mn, v)
+                mx = max(mx, v)
+                if with_target:
+                    c = target[k - lo if dense else indices[k]]
+                    a1 += dv * c
+                    a2 += c
+        e2 += (n - nz) * (0.0 - m)
+        ssj, cj = _nb_with_zeros(n, nz, m, acc, mn, mx)
+        ssj = max(ssj - e2 * (e2 / n), 0.0)
+        mean[j] = m
+        ss[j] = ssj
+        cr = a1 - m * (tsum - a2) - (e2 / n) * tsum
+        if with_cross:
+            cross[j] = cr
+            const[j] = cj
+        if with_dep:
+            dep[j], code[j] = _nb_r_code(cr, ssj, cj, tss, r_false, r_true)
+        refined += 1
+    return refined
+
+
 @njit(cache=True, nogil=True)
 def _nb_fisher_verdict(cross, ss, const, tss, r_false, r_true):
     """|r| and verdict codes (:func:`_nb_r_code`) from :func:`_nb_block_fisher`'s outputs."""
@@ -914,11 +995,18 @@ def centred(x: np.ndarray) -> tuple[np.ndarray, float, float]:
     return c, csum, ss
 
 
-def centred_on_mean(x: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-    """:func:`centred`, and the mean it subtracted."""
+def centred_on_mean(x: np.ndarray, refine: bool = False
+                    ) -> tuple[np.ndarray, float, float, float]:
+    """:func:`centred`, and the mean it subtracted; with ``refine``, the mean refined where
+    the column lies far from zero for its spread (:func:`_nb_refine_offset_means`), as
+    SAOLA's relevance step refines it (not in the authors' arithmetic)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     n = len(x)
-    _, mean, ss, _ = _nb_col_stats(np.array([0, n], dtype=np.int64), _EMPTY_I, x, n, True)
+    indptr = np.array([0, n], dtype=np.int64)
+    _, mean, ss, _ = _nb_col_stats(indptr, _EMPTY_I, x, n, True)
+    if refine:
+        _nb_refine_offset_means(indptr, _EMPTY_I, x, n, True, _EMPTY_F, 0.0, mean, ss, _EMPTY_F,
+                                _EMPTY_B, _EMPTY_F, _EMPTY_CODE, 0.0, 0.0, 0.0)
     c = x - mean[0]
     return c, float(_nb_seqsum(c)), float(ss[0]), float(mean[0])
 

@@ -71,6 +71,10 @@ from .measures import (
     _nb_centred_cross,
     _nb_block_fisher,
     _nb_fisher_verdict,
+    _nb_refine_offset_means,
+    _EMPTY_B,
+    _EMPTY_CODE,
+    _EMPTY_F,
     _nb_sparse_fisher_relevance,
     _nb_pair_signs,
     exact_sums,
@@ -114,7 +118,9 @@ _COMPATS = (None, "lofs")
 class _Pool:
     """Slots holding the kept features in the form the strength kernels need.
 
-    Fisher's z: the centred column ``T[slot]`` (``x - sum(x)/N``), its sequential sum
+    Fisher's z: the centred column ``T[slot]`` (``x - sum(x)/N``, the mean refined where it
+    lies far from zero for the column's spread, except for ``compat="lofs"``:
+    :func:`~streamfs.algorithms.measures._nb_refine_offset_means`), its sequential sum
     ``tsum``, its centred sum of squares ``ss`` and, for ``compat="lofs"``, the authors'
     variance ``lvar`` (``xc'xc / (N-1)`` in the BLAS order), and with an exact ``target``
     (:func:`~streamfs.algorithms.measures.exact_target`) the exact sums of the columns that
@@ -181,7 +187,7 @@ class _Pool:
         self.nfree -= 1
         slot = int(self.free[self.nfree])
         if self.test == "fisher_z":
-            c, csum, ss, mean = centred_on_mean(x)
+            c, csum, ss, mean = centred_on_mean(x, refine=not self.lofs)  # as _fisher_stats
             self.T[slot], self.tsum[slot], self.ss[slot] = c, csum, ss
             self.lvar[slot] = float(_nb_lofs_dot(c, c) / (self.n - 1))
             self.xok[slot] = False
@@ -701,6 +707,9 @@ class _SAOLABase(FeatureStreamSelector):
             )
             if not within:
                 return {"bad_values": np.ones(1, dtype=np.bool_)}  # _relevance names them
+            _nb_refine_offset_means(block.indptr, block.indices, block.data, n, False,
+                                    self._st_tc, self._st_tsum, mean, ss, _EMPTY_F, _EMPTY_B,
+                                    dep, code, self._st_tss, *bracket)
             return self._verdicts(block, first, dep, code, mean=mean, ss=ss)
         seqsum, mean, ss, const, cross, amax = _nb_block_fisher(
             block.indptr, block.indices, block.data, n, block.dense, self._st_tc, self._st_tsum,
@@ -716,6 +725,10 @@ class _SAOLABase(FeatureStreamSelector):
             )
             return dict(dep=np.abs(r), relevant=_nb_lofs_dependent_many(
                 r, self._st_sqrt_n3, self._st_zcrit), mean=mean, ss=ss, cxx=cxx, seqsum=seqsum)
+        # means far from zero for their spread refined (not in the authors' arithmetic, above)
+        _nb_refine_offset_means(block.indptr, block.indices, block.data, n, block.dense,
+                                self._st_tc, self._st_tsum, mean, ss, cross, const, _EMPTY_F,
+                                _EMPTY_CODE, 0.0, 0.0, 0.0)
         # the verdict on the same thread (numpy's ufuncs release the GIL too)
         return self._verdicts(block, first, *_nb_fisher_verdict(
             cross, ss, const, self._st_tss, *bracket), mean=mean, ss=ss)
