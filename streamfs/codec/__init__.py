@@ -22,6 +22,7 @@
 
 from streamfs.codec.wire import (
     KINDS,
+    RUN_TOKEN_CHARS,
     WIRE_VERSION,
     CodecError,
     EnvelopeError,
@@ -29,10 +30,11 @@ from streamfs.codec.wire import (
     decode,
     encode,
     packb,
+    run_token_problem,
     unpackb,
 )
 
 from streamfs.codec.text import FORMATS, decode_any, encode_as, encode_json
 
-__all__ = ["FORMATS", "KINDS", "WIRE_VERSION", "CodecError", "EnvelopeError", "Undecodable",
-           "decode", "decode_any", "encode", "encode_as", "encode_json", "packb", "unpackb"]
+__all__ = ["FORMATS", "KINDS", "RUN_TOKEN_CHARS", "WIRE_VERSION", "CodecError", "EnvelopeError", "Undecodable",
+           "decode", "decode_any", "encode", "encode_as", "encode_json", "packb", "run_token_problem", "unpackb"]

@@ -14,6 +14,25 @@ from streamfs.codec.spans import bin_span, container_header, ext_span
 WIRE_VERSION = 1
 #: message kinds the envelope accepts
 KINDS = frozenset({"open", "features", "instances", "close", "result", "dead_letter"})
+#: the longest ``run`` token: the worker keeps a stream's tokens in its state (three of 3 MB
+#: each made a state record over the changelog's limit, and every partition stalled)
+RUN_TOKEN_CHARS = 128
+
+
+def run_token_problem(run: object) -> str | None:
+    """What is wrong with a message's ``run`` token (``None``: no token, or a good one).
+
+    >>> run_token_problem("3f2a9c")
+    >>> run_token_problem("")
+    "'run' must be a non-empty string of at most 128 characters (a token the producer draws for each run, e.g. a UUID), got ''"
+    """
+    if run is None or (isinstance(run, str) and 0 < len(run) <= RUN_TOKEN_CHARS):
+        return None
+    shown = (f"a string of {len(run)} characters" if isinstance(run, str) and run
+             else repr(run) if isinstance(run, str)
+             else f"{type(run).__name__} {repr(run)[:80]}")
+    return (f"'run' must be a non-empty string of at most {RUN_TOKEN_CHARS} characters (a token "
+            f"the producer draws for each run, e.g. a UUID), got {shown}")
 
 _EXT_NDARRAY = 1
 _EXT_SPARSE = 2

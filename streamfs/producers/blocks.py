@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from streamfs.algorithms import registry
 from streamfs.algorithms._validation import lazy_problem
+from streamfs.codec import run_token_problem
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
 from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
@@ -224,6 +225,8 @@ def open_fields(*, run: str | None = None, replace: bool = False,
     >>> sorted(open_fields(run="r1", replace=True, naming={"name_prefix": ""}).items())
     [('name_prefix', ''), ('replace', True), ('run', 'r1')]
     """
+    if run is not None and (problem := run_token_problem(run)):
+        raise ValueError(problem)  # the worker would refuse the stream's every message
     fields: dict = {"run": run or uuid.uuid4().hex[:16]}
     if replace:
         fields["replace"] = True

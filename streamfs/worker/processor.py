@@ -53,7 +53,7 @@ from streamfs.algorithms.opening import (
 )
 from streamfs.algorithms.ofs import naming_columns
 from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, decode, encode_as,
-                            packb, unpackb)
+                            packb, run_token_problem, unpackb)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
@@ -234,6 +234,9 @@ def _unnamed_rule(message: dict) -> dict:
         raise InvalidInput(f"'name_base' must be an integer >= 0, got {base!r}")
     return {"names": None, "prefix": prefix, "base": base}
 
+
+#: the replaced runs whose tokens a stream's header keeps (see :meth:`StreamProcessor._open`)
+PAST_RUNS_KEPT = 16
 
 #: the memory a feature block's step takes per column, measured (SAOLA, a CSR block of empty
 #: columns: 2 million took 128 MB, 200 million 11.9 GB)
@@ -567,8 +570,9 @@ class StreamProcessor:
                 else header["algorithm"])
 
         run = message.get("run")
-        if run is not None and not isinstance(run, str):
-            raise InvalidInput(f"'run' must be a string, got {run!r}")
+        problem = run_token_problem(run)
+        if problem:
+            raise InvalidInput(problem)
         if header is not None:
             verdict = self._match_run(stream, header, kind, seq, run, message, digest)
             if verdict == "skip":
@@ -772,8 +776,11 @@ class StreamProcessor:
             # no header (dropped after its retention): go on after the producer's last result
             header.update(run=after[0] + 1, version=after[1])
         if previous is not None:  # replace: a new run under the same id, versions go on
+            # the latest replaced runs' tokens, to skip their redeliveries; bounded, as the
+            # header is one record (an older run's message is refused as another run's)
+            past = previous.get("past_runs", []) + [previous.get("run_token")]
             header.update(run=previous.get("run", 1) + 1, version=previous["version"],
-                          past_runs=previous.get("past_runs", []) + [previous.get("run_token")])
+                          past_runs=past[-PAST_RUNS_KEPT:])
         self._persist(stream, header, algo_state={}, extra=entries, writes=plan.writes)
         if previous is not None:
             written = {k for k, _ in plan.writes}

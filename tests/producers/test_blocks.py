@@ -309,3 +309,11 @@ def test_an_x_that_is_not_a_matrix_is_refused_naming_its_shape(build, algorithm)
     pl = pytest.importorskip("polars")
     with pytest.raises(InputDataError, match=re.escape("pass X.collect()")):
         next(build("s", pl.LazyFrame({"a": [1.0, 2.0]}), [0, 1], algorithm))
+
+
+@pytest.mark.parametrize("run", ["", "r" * 129, 7])
+def test_a_run_token_the_worker_would_refuse_is_refused_before_publishing(run):
+    X = np.zeros((4, 2))
+    y = np.array([0, 1, 0, 1])
+    with pytest.raises(ValueError, match="'run' must be a non-empty string of at most 128"):
+        next(feature_stream_messages("s", X, y, "saola", run=run))

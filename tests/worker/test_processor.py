@@ -1296,3 +1296,34 @@ def test_a_replace_that_is_not_a_boolean_is_named(tokens):
     reasons = _reasons(msgs + [dict(again, replace=1, algorithm="kofsd")])
     assert reasons == ["'replace' must be a boolean (true to start a new run of the stream id), "
                        "got int 1"]
+
+
+def test_run_tokens_are_bounded_and_so_are_the_replaced_runs_a_header_keeps():
+    """Three runs with 3 MB tokens made a stream's header larger than a changelog record: every
+    transaction failed (MSG_SIZE_TOO_LARGE) and every partition stalled. Tokens are at most
+    RUN_TOKEN_CHARS long, and a header keeps the tokens of the last PAST_RUNS_KEPT runs."""
+    from streamfs.codec import RUN_TOKEN_CHARS
+    from streamfs.worker.processor import PAST_RUNS_KEPT
+
+    X, y = _data()
+    opening = next(feature_stream_messages("s", X, y, "saola"))
+    reasons = _reasons([dict(opening, run="r" * (RUN_TOKEN_CHARS + 1)), dict(opening, run="")])
+    assert reasons == [
+        f"'run' must be a non-empty string of at most {RUN_TOKEN_CHARS} characters (a token the "
+        f"producer draws for each run, e.g. a UUID), got a string of {RUN_TOKEN_CHARS + 1} "
+        f"characters",
+        f"'run' must be a non-empty string of at most {RUN_TOKEN_CHARS} characters (a token the "
+        f"producer draws for each run, e.g. a UUID), got ''"]
+    processor = StreamProcessor("features", {})
+    tokens = [f"{i:0{RUN_TOKEN_CHARS}d}" for i in range(PAST_RUNS_KEPT + 5)]
+    _, dead = _run(processor, [dict(opening, run=t, replace=True) for t in tokens])
+    assert not dead
+    header = unpackb(processor.store[header_key("s")])
+    assert header["run"] == len(tokens) and header["past_runs"] == tokens[-PAST_RUNS_KEPT - 1:-1]
+    # a redelivery of a kept replaced run is skipped; an older run's message is refused
+    block = next(m for m in feature_stream_messages("s", X, y, "saola") if m["seq"] == 1)
+    results, dead = _run(processor, [dict(opening, run=tokens[-2], replace=True),
+                                     dict(block, run=tokens[-2]), dict(block, run=tokens[0])])
+    assert not results and [d["reason"] for d in dead] == [
+        f"'features' (seq 1) belongs to run {tokens[0]!r}, but stream 's' is at run "
+        f"{tokens[-1]!r} (was its 'open' rejected?)"]
