@@ -238,6 +238,10 @@ def _unnamed_rule(message: dict) -> dict:
 #: the replaced runs whose tokens a stream's header keeps (see :meth:`StreamProcessor._open`)
 PAST_RUNS_KEPT = 16
 
+#: the header bytes allowed per block that carries columns or names (two lists of starts,
+#: msgpack integers up to 9 bytes): 262,000 such blocks with the default 8 MiB records
+BLOCK_LIST_BYTES = 32
+
 #: the memory a feature block's step takes per column, measured (SAOLA, a CSR block of empty
 #: columns: 2 million took 128 MB, 200 million 11.9 GB)
 COLUMN_STEP_BYTES = 64
@@ -949,6 +953,15 @@ class StreamProcessor:
         names = message.get("names")
         if names is not None:
             names = _names(names, X.shape[1], "'names' of a feature block")
+        # the header lists the blocks that carried columns or names, and is one record: a
+        # stream of a column a block would have outgrown it, failing every transaction
+        most = self.value_budget(stream.encode()) // BLOCK_LIST_BYTES
+        for carried, listed in (("columns", "maps"), ("names", "name_blocks")):
+            if message.get(carried) is not None and len(header.get(listed, [])) >= most:
+                raise InvalidInput(
+                    f"stream {stream!r} has had {most} blocks with {carried!r}, as many as its "
+                    f"state lists in one record: send more columns per block (a feature stream "
+                    f"sends them in blocks of up to the message limit, not one by one)")
         # the stream's class vector goes with its first block only: the algorithm keeps it,
         # and comparing it again on every block cost 6 % of a dense SAOLA run
         first = not getattr(algo, "n_features_seen_", 0)

@@ -1327,3 +1327,27 @@ def test_run_tokens_are_bounded_and_so_are_the_replaced_runs_a_header_keeps():
     assert not results and [d["reason"] for d in dead] == [
         f"'features' (seq 1) belongs to run {tokens[0]!r}, but stream 's' is at run "
         f"{tokens[-1]!r} (was its 'open' rejected?)"]
+
+
+@pytest.mark.parametrize("field", ["columns", "names"])
+def test_blocks_with_columns_or_names_are_bounded_by_what_the_header_lists(field):
+    """The header lists every block that carried columns or names, and is one record: a
+    stream sent a column a block outgrew it and every transaction failed. Past the bound a
+    block is refused, before the algorithm, and the stream goes on."""
+    from streamfs.worker.processor import BLOCK_LIST_BYTES, RECORD_OVERHEAD
+
+    X, y = _data(p=60)
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8))
+    assert len(msgs) == 62  # one column a block
+    most = 50
+    # results and dead letters of 1,600 bytes: 50 such blocks a stream
+    limit = most * BLOCK_LIST_BYTES + RECORD_OVERHEAD + len(b"s")
+    tagged = [dict(m, **{field: [m["seq"] - 1] if field == "columns" else [f"c{m['seq']}"]})
+              if m["kind"] == "features" else m for m in msgs]
+    results, dead = _run(StreamProcessor("features", {}, output_bytes=limit), tagged)
+    assert len(dead) == 60 - most and dead[0]["reason"] == (
+        f"stream 's' has had {most} blocks with {field!r}, as many as its state lists in one "
+        f"record: send more columns per block (a feature stream sends them in blocks of up to "
+        f"the message limit, not one by one)")
+    final = decode(results[-1])
+    assert final["final"] and final["counters"]["n_features_seen"] == most
