@@ -498,7 +498,7 @@ class StreamProcessor:
         not its loss."""
         run = exc.message.get("run")
         header = self._stored_header(stream) if stream is not None else None
-        if header is None or not isinstance(run, str) or run == header.get("run_token"):
+        if header is None or run is None or run == header.get("run_token"):
             return
         self._run_of_message, self._refused_run = None, True
         raise InvalidInput(f"{exc}, and it belongs to run {run!r}, but stream {stream!r} is at "

@@ -1270,6 +1270,19 @@ def test_a_malformed_array_payload_refuses_its_block_only():
     assert dead[0]["reason"].startswith("'X' could not be decoded (malformed array payload: ")
 
 
+@pytest.mark.parametrize("other_run", [7, b"t2"])
+def test_a_later_wire_version_naming_a_run_of_another_type_does_not_lose_the_stream(other_run):
+    # a run that is no string is no run of this stream either (the re-audit lost a stream so)
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    processor = StreamProcessor("features", {})
+    _run(processor, msgs[:2])
+    results, dead = _run(processor, [dict(msgs[2], v=2, run=other_run)] + msgs[2:])
+    assert [(d["run"], d["run_refused"]) for d in dead] == [(None, True)]
+    assert "refused as another run's message" in dead[0]["reason"]
+    assert decode(results[-1])["final"]
+
+
 def test_a_later_wire_version_of_another_run_does_not_lose_the_stream():
     # the stream was lost to it: "run 1, run_refused false" on a message not of its run
     X, y = _data()
