@@ -27,6 +27,7 @@ from streamfs.codec.wire import (
     CodecError,
     EnvelopeError,
     Undecodable,
+    bin_keys_problem,
     decode,
     encode,
     packb,
@@ -37,4 +38,4 @@ from streamfs.codec.wire import (
 from streamfs.codec.text import FORMATS, decode_any, encode_as, encode_json
 
 __all__ = ["FORMATS", "KINDS", "RUN_TOKEN_CHARS", "WIRE_VERSION", "CodecError", "EnvelopeError", "Undecodable",
-           "decode", "decode_any", "encode", "encode_as", "encode_json", "packb", "run_token_problem", "unpackb"]
+           "bin_keys_problem", "decode", "decode_any", "encode", "encode_as", "encode_json", "packb", "run_token_problem", "unpackb"]

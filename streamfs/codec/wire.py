@@ -34,6 +34,22 @@ def run_token_problem(run: object) -> str | None:
     return (f"'run' must be a non-empty string of at most {RUN_TOKEN_CHARS} characters (a token "
             f"the producer draws for each run, e.g. a UUID), got {shown}")
 
+
+def bin_keys_problem(message: dict) -> str | None:
+    """What a map says of keys written as msgpack bin (another language's msgpack, or bytes
+    keys), or None: the fields under them are missing to a reader.
+
+    >>> bin_keys_problem({"v": 1, b"seq": 3})
+    "map keys must be msgpack strings (str), not bin: 'seq' came as bytes (encode text keys as str, e.g. use_bin_type=True with str keys in Python)"
+    """
+    binary = [key for key in message if isinstance(key, bytes)]
+    if not binary:
+        return None
+    named = ", ".join(repr(key.decode("utf-8", "replace")[:40]) for key in binary[:5])
+    return (f"map keys must be msgpack strings (str), not bin: {named} came as bytes (encode "
+            f"text keys as str, e.g. use_bin_type=True with str keys in Python)")
+
+
 _EXT_NDARRAY = 1
 _EXT_SPARSE = 2
 # Only fixed-size numeric types travel: they are the ones with a portable byte layout.
@@ -430,11 +446,10 @@ def decode(data: bytes, *, writeable: bool = True, lenient: bool = False) -> dic
     message = unpackb(data, writeable=writeable, lenient=lenient)
     if not isinstance(message, dict):
         raise CodecError(f"message is a {type(message).__name__}, expected a map")
+    if ("v" not in message and b"v" in message) or ("kind" not in message
+                                                    and b"kind" in message):
+        raise EnvelopeError(bin_keys_problem(message), message)
     if "v" not in message:
-        if b"v" in message:  # the producer's msgpack wrote its keys as bin, not str
-            raise EnvelopeError("map keys must be msgpack strings (str), not bin: 'v' came as "
-                                "bytes (encode text keys as str, e.g. use_bin_type=True with "
-                                "str keys in Python)", message)
         raise EnvelopeError(f"missing wire version 'v' (this worker reads {WIRE_VERSION}): not "
                             f"a streamfs message?", message)
     version = message["v"]

@@ -52,8 +52,8 @@ from streamfs.algorithms.opening import (
     open_advice,
 )
 from streamfs.algorithms.ofs import naming_columns
-from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, decode, encode_as,
-                            packb, run_token_problem, unpackb)
+from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, bin_keys_problem,
+                            decode, encode_as, packb, run_token_problem, unpackb)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
@@ -279,7 +279,11 @@ _READ = {
 
 def _undecodable(message: dict) -> str | None:
     """Why a field the worker reads could not be decoded, or None; one it does not read is
-    ignored (so is its value)."""
+    ignored (so is its value). A key written as msgpack bin is named: its field was missing
+    in the reason the worker gave ('must carry the class vector 'y'')."""
+    binary = bin_keys_problem(message)
+    if binary:
+        return binary
     for name in _READ.get(message["kind"], ()):
         value = message.get(name)
         if isinstance(value, Undecodable):
@@ -565,6 +569,8 @@ class StreamProcessor:
         # an open's or a close's bytes: to tell its redelivery from another message at its seq
         digest = _digest(raw) if kind in ("open", "close") else None
         seq = message.get("seq")
+        if seq is None and b"seq" in message:  # its seq unknown: refused, not consumed
+            raise InvalidInput(bin_keys_problem(message))
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             raise InvalidInput(f"'seq' must be a non-negative integer, got {seq!r}")
         header = self._stored_header(stream)

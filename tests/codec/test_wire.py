@@ -366,6 +366,9 @@ def test_a_map_without_wire_version_names_the_missing_key():
     # keys written as bin (another language's msgpack, or bytes keys): said so, not 'missing'
     with pytest.raises(CodecError, match="map keys must be msgpack strings"):
         decode(packb({b"v": 1, b"kind": "open", b"stream": "s", b"seq": 0}))
+    # only some of them: named, not "unknown message kind None"
+    with pytest.raises(CodecError, match="not bin: 'kind', 'seq' came as bytes"):
+        decode(packb({"v": 1, b"kind": "open", "stream": "s", b"seq": 0}))
 
 
 def test_a_lenient_decode_keeps_undecodable_ext_values_in_their_fields():

@@ -1270,6 +1270,36 @@ def test_a_malformed_array_payload_refuses_its_block_only():
     assert dead[0]["reason"].startswith("'X' could not be decoded (malformed array payload: ")
 
 
+def test_fields_under_bin_keys_are_named_and_refuse_their_message_only():
+    # the reasons said the field was missing ("must carry the class vector 'y'"); a block's
+    # X under a bin key was refused as a block without data, not why
+    import msgpack
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    fields = msgpack.unpackb(encode(msgs[1]), raw=False, ext_hook=msgpack.ExtType)
+    block = msgpack.packb({key.encode() if key in ("X", "names") else key: value
+                           for key, value in fields.items()}, use_bin_type=True)
+    opening = msgpack.unpackb(encode(msgs[0]), raw=False, ext_hook=msgpack.ExtType)
+    bad_open = msgpack.packb({key.encode() if key == "y" else key: value
+                              for key, value in opening.items()}, use_bin_type=True)
+    results, dead = _run(StreamProcessor("features", {}),
+                         [bad_open, msgs[0], block, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"]
+    assert [d["reason"].split(" came as bytes")[0] for d in dead] == [
+        "map keys must be msgpack strings (str), not bin: 'y'",
+        "map keys must be msgpack strings (str), not bin: 'X'" + (", 'names'" if "names" in fields
+                                                                  else "")]
+    assert dead[1]["reason"].endswith("its seq 1 consumed, and the stream goes on")
+    # a seq under a bin key is unknown: the block is refused, not consumed (it said "got None")
+    no_seq = msgpack.packb({key.encode() if key == "seq" else key: value
+                            for key, value in fields.items()}, use_bin_type=True)
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], no_seq] + msgs[1:])
+    assert decode(results[-1])["final"]
+    assert [d["reason"].split(" came as bytes")[0] for d in dead] == [
+        "map keys must be msgpack strings (str), not bin: 'seq'"]
+
+
 @pytest.mark.parametrize("other_run", [7, b"t2"])
 def test_a_later_wire_version_naming_a_run_of_another_type_does_not_lose_the_stream(other_run):
     # a run that is no string is no run of this stream either (the re-audit lost a stream so)
