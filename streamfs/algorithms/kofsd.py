@@ -132,14 +132,21 @@ class KOFSD(FeatureStreamSelector):
     classes_: the labels in sorted order; ``large_class_`` the large class: the most frequent
         label (ties: the first in sorted order), or 0 with ``compat="zhou"`` (``None`` there if
         ``y`` has no label 0).
-    n_features_seen_, n_irrelevant_ (``Dep_K({f}) <= alpha``, constant columns included),
+    n_features_seen_, n_irrelevant_ (``Dep_K({f}) <= alpha``, constant columns included
+        but in ``zhou`` mode),
     n_redundant_ (discarded at the last step, or removed from ``S`` by a replacement).
 
     Notes
     -----
     Constant columns have no variance to standardise by; they carry no information and are
-    counted as irrelevant (``Dep_K({f}) = 0``) in both modes, and so are columns whose sample
-    variance underflows to 0 all the same. The authors' code would divide by zero there. A
+    counted as irrelevant (``Dep_K({f}) = 0``). ``zhou`` mode takes them as the authors' code
+    does (but with ``card="distance"``, which that code does not have): dividing by a standard
+    deviation of 0 makes every distance NaN, MATLAB's sort puts them last in index order, and
+    the neighbours of an instance are the first ``k`` other instances; where MATLAB's mean of
+    the column (a sum in instance order over ``N``) rounds away from its value, the deviation
+    is tiny instead, every distance 0, and the neighbours the second to ``k + 1``-th
+    instances. Such a column passes ``alpha`` where the large class comes first, can replace
+    the selection and then stands alone in it (no column joins it). A
     column whose every ``|x|`` lies under ``2**-500`` (values like ``1e-200``: its sums of
     squares underflow) is refused with a ``ValueError`` naming it, as one beyond
     :func:`~streamfs.algorithms.measures.max_abs_for_sums` is. Features displaced by a
@@ -314,7 +321,8 @@ class KOFSD(FeatureStreamSelector):
         # the distances are re-summed in selection order, as they were built: bit-identical
         self._D = None
         for col, var in zip(self._cols, self._vars):
-            self._D = add_feature(self._D, col, var)
+            if var > 0.0:  # a constant column (zhou mode) is alone in S: no distances
+                self._D = add_feature(self._D, col, var)
         self._order = None
         self._order_ok = False
         self._rows = None  # the visiting order of the joint kernel: speed only, not state
@@ -467,12 +475,17 @@ class KOFSD(FeatureStreamSelector):
                          card_code, *gammas, zhou, dep1[cols])  # fmt: skip
 
         map_column_ranges(relevance, b)
-        dep1[var == 0.0] = 0.0  # constant columns: irrelevant
+        constant = var == 0.0
+        if zhou and self.card != "distance" and constant.any():
+            self._constant_columns(X, np.flatnonzero(constant), same, dep1, is_large, card_code,
+                                   gammas)  # fmt: skip
+        else:
+            dep1[constant] = 0.0  # constant columns: irrelevant
         alpha = float(self.alpha)
         decision = np.zeros(b, dtype=np.int8)  # 0 irrelevant, 1 replaces S, 2 joins, 3 redundant
         dep_out = np.zeros(b)
         dep = self._dep
-        if np.any((var > 0.0) & (dep1 > alpha)):
+        if np.any(dep1 > alpha):
             if self._D is None:
                 self._D = np.zeros((n, n))  # S is empty: its (zero) distances
             if self._order is None:
@@ -516,6 +529,33 @@ class KOFSD(FeatureStreamSelector):
                 self._vars.append(v)
                 self._cols.append(col)
         self._dep = float(dep)
+
+    def _constant_columns(self, X: np.ndarray, columns: np.ndarray, same: np.ndarray,
+                          dep1: np.ndarray, is_large: np.ndarray, card_code: int,
+                          gammas: tuple[float, float, float]) -> None:
+        """``zhou`` mode: the authors' statistics of constant ``columns`` of ``X``, into
+        ``same`` and ``dep1``. Their ``pdist(..., 'seuclidean')`` divides by the column's
+        standard deviation: where MATLAB's is 0 (its mean, the sum over N, is the value), every
+        distance is NaN, the sort puts the instance itself first (0 on the diagonal) and the
+        NaNs after it in index order, so the neighbours of x are the first K other instances;
+        where the mean rounds away from the value, the deviation is tiny, every distance 0, and
+        the neighbours are the instances 2..K+1 (1-based) whichever x is."""
+        n, k = X.shape[0], int(self.k)
+        y = self._y
+        for c in columns.tolist():
+            nan_distances = np.cumsum(X[:, c])[-1] / n == X[0, c]  # MATLAB's sum: in order
+            if nan_distances:
+                counts = (y[:k][None, :] == y[:, None]).sum(axis=1)
+                head = min(k + 1, n)  # x among the first K + 1: the other K of them
+                counts[:head] = (y[:head][None, :] == y[:head, None]).sum(axis=1) - 1
+            else:
+                counts = (y[1 : k + 1][None, :] == y[:, None]).sum(axis=1)
+            same[:, c] = counts
+        stats = np.zeros((n, columns.size), order="F")
+        out = np.empty(columns.size)
+        dependencies(np.asfortranarray(same[:, columns]), stats, stats, is_large, k, card_code,
+                     *gammas, True, out)  # fmt: skip
+        dep1[columns] = out
 
     def _publish(self) -> None:
         """Refresh the public attributes from the internal selection."""

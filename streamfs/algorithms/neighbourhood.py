@@ -870,7 +870,7 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
     distances on the current selection ``S`` (zeros if ``S`` is empty), updated in place;
     ``near``: the candidate lists of :func:`nearest_lists` for ``D`` (out of date when
     ``near_ok`` is False); ``dep``: ``Dep_K(S)``. Writes ``decision[c]``: 0 irrelevant
-    (constant or ``Dep({f}) <= alpha``), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and
+    (``Dep({f}) <= alpha``; constant columns have 0 there but in ``zhou`` mode), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and
     ``dep_out[c]`` the new ``Dep_K(S)`` for 1 and 2, for the columns from ``start`` on.
     Returns ``(Dep_K(S), near_ok, stop)``: ``stop`` is ``B`` at the end of the block, or the
     column that needs the lists while they are out of date; the caller then makes them with
@@ -885,19 +885,25 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
     for c in range(start, b):
         d1 = dep1[c]
         dep_out[c] = 0.0
-        if var[c] == 0.0 or d1 <= alpha:
+        if d1 <= alpha:  # a constant column's is 0, but in zhou mode (see KOFSD)
             decision[c] = 0
             continue
         if d1 > dep:
             # a single feature beats the whole selection: replace it
             D[:, :] = 0.0
-            _add_inplace(D, X[:, c], var[c])
+            if var[c] > 0.0:  # a constant column alone: its neighbours are by index
+                _add_inplace(D, X[:, c], var[c])
             near_ok = False
             _lossy_first(same1[:, c], ssum1[:, c], dsum1[:, c], is_large, k, card_code, gamma,
                          gamma1, gamma2, rows)  # fmt: skip
             dep = d1
             decision[c] = 1
             dep_out[c] = d1
+            continue
+        if var[c] == 0.0:
+            # zhou mode: with a constant column, Dep(S + f) is its Dep({f}) <= Dep(S) (NaN
+            # distances) or Dep(S) itself (zero ones): it never joins
+            decision[c] = 3
             continue
         budget = kn - int(math.floor(dep * kn + 0.5))  # the loss of S, an integer
         if budget == 0:

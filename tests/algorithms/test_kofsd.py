@@ -40,20 +40,40 @@ from streamfs.algorithms.neighbourhood import (
 # ------------------------------------------------------------------------------ helpers
 
 
+def zhou_constant_dependency(x, y, k, card, **gammas):
+    """The authors' ``Dep_K`` of a constant column ``x``: its distances are NaN (MATLAB's std
+    is 0), the neighbours of an instance the first ``k`` others by index, or all 0 (its mean
+    rounds away from the value: a tiny std), the neighbours the instances 1..k (0-based)."""
+    classes, y_enc = np.unique(np.asarray(y), return_inverse=True)
+    n = y_enc.size
+    nan = np.cumsum(x)[-1] / n == x[0]
+    nb = np.array([[j for j in range(n) if j != i][:k] if nan else list(range(1, k + 1))
+                   for i in range(n)])
+    cards = card_values(y_enc, nb, np.zeros(nb.shape), large_class_code(classes, y_enc, "zhou"),
+                        card, **gammas)
+    return float(_mean_card(cards[:, None], k, "zhou")[0])
+
+
 def reference_kofsd(X, y, k=7, alpha=0.5, card="imbalanced", compat=None, **gammas):
     """Algorithm 5 written directly on the brute-force ``knn_dependency``."""
     S: list[int] = []
     dep = 0.0
     singles = []
     var = sample_variances(X)
+    by_index = compat == "zhou" and card != "distance"  # constant columns (see KOFSD)
     for f in range(X.shape[1]):
-        d1 = 0.0 if var[f] == 0 else knn_dependency(X[:, [f]], y, k, card, compat, **gammas)
+        if var[f] == 0:
+            d1 = zhou_constant_dependency(X[:, f], y, k, card, **gammas) if by_index else 0.0
+        else:
+            d1 = knn_dependency(X[:, [f]], y, k, card, compat, **gammas)
         singles.append(d1)
         if d1 <= alpha:
             continue
         if d1 > dep:
             S, dep = [f], d1
             continue
+        if var[f] == 0 or var[S[0]] == 0:  # NaN distances: Dep(S + f) = the constant's
+            continue  # Dep, or zero ones: the other's, and neither exceeds Dep(S)
         dj = knn_dependency(X[:, S + [f]], y, k, card, compat, **gammas)
         if dj > dep:
             S, dep = S + [f], dj
@@ -600,8 +620,9 @@ def test_constant_columns_are_irrelevant():
     # taken as constant, and a whole data set scaled so far down selected nothing; refused
     tiny = np.array([0.0, 1e-200, 0.0, 2e-200, 0.0, 0.0])
     for compat in (None, "zhou"):
-        sel = KOFSD(k=2, alpha=0.0, compat=compat).fit(X, y)
-        assert sel.selected_.tolist() == [2] and sel.n_irrelevant_ == 2
+        if compat is None:  # zhou: the authors' NaN distances (test_kofsd_zhou)
+            sel = KOFSD(k=2, alpha=0.0, compat=compat).fit(X, y)
+            assert sel.selected_.tolist() == [2] and sel.n_irrelevant_ == 2
         with pytest.raises(ValueError, match=r"too small for K-OFSD.*block columns \[1\]"):
             KOFSD(k=2, alpha=0.0, compat=compat).fit(np.column_stack([X[:, 0], tiny]), y)
 

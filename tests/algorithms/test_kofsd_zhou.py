@@ -27,7 +27,9 @@ DLBCL_AUTHORS = [51, 65, 225, 244, 292, 349, 452, 477, 498, 583, 688, 772, 855, 
 
 
 def brute_dependency(D: np.ndarray, y: np.ndarray, k: int) -> float:
-    order = np.argsort(np.sqrt(D), axis=1, kind="stable")  # one stable sort per row
+    D = D.copy()
+    np.fill_diagonal(D, 0.0)  # squareform's diagonal, also where the distances are NaN
+    order = np.argsort(np.sqrt(D), axis=1, kind="stable")  # one stable sort per row, NaN last
     nb = order[:, 1 : k + 1]  # positions 2..K+1
     p = (y[nb] == y[:, None]).sum(axis=1)
     cards = [(1.0 if p[i] == k else 0.0) if y[i] == 0 else p[i] / k for i in range(y.size)]
@@ -46,11 +48,12 @@ def brute_zhou(X: np.ndarray, y: np.ndarray, k: int = 7, alpha: float = 0.5) -> 
     dep = 0.0
     singles = []
     for f in range(X.shape[1]):
-        if var[f] == 0.0:
-            singles.append(0.0)
-            continue
+        if var[f] == 0.0:  # constant: MATLAB's std, 0 or (its mean rounded away) tiny
+            mean = np.cumsum(X[:, f])[-1] / X.shape[0]
+            var[f] = np.sum((X[:, f] - mean) ** 2) / (X.shape[0] - 1)
         diff = X[:, f][:, None] - X[:, f][None, :]
-        Df = diff * diff / var[f]
+        with np.errstate(invalid="ignore"):
+            Df = diff * diff / var[f]  # 0 / 0: NaN
         d1 = brute_dependency(Df, y, k)
         singles.append(d1)
         if d1 <= alpha:
@@ -152,3 +155,45 @@ def test_spect_without_label_zero():
         sel = KOFSD(k=7, alpha=0.5, compat="zhou").fit(X, y)
     assert sel.selected_.tolist() == brute_zhou(X, np.asarray(y), 7, 0.5)
     assert sel.selected_.tolist() == SPECT_SELECTION and sel.dependency_ == 0.0
+
+
+@pytest.mark.parametrize("value", [0.0, 3.0, 0.7])  # 0.7: its mean over N rounds away
+def test_constant_columns_run_like_the_authors_code(value):
+    # the authors' seuclidean distances on a constant column are NaN (0 / 0), or all 0 where
+    # MATLAB's mean rounds away from the value: the neighbours are then taken by index, and
+    # with the large class first the column passes alpha; it was irrelevant here
+    rng = np.random.default_rng(5)
+    n = 45
+    y = np.r_[np.zeros(36, np.int64), np.ones(9, np.int64)]
+    X = rng.normal(size=(n, 9))
+    X[:, [4, 7]] += 1.2 * y[:, None]
+    X[:, [1, 5]] = value
+    assert (np.cumsum(X[:, 1])[-1] / n == value) == (value != 0.7)
+    expected = brute_zhou(X, y, 3, 0.5)
+    assert 1 in expected  # the constant column replaces S: the case this test is about
+    for cut in (None, 2, 6):
+        sel = KOFSD(k=3, alpha=0.5, compat="zhou")
+        if cut is None:
+            sel.fit(X, y)
+        else:  # through a state taken while the constant column is in S, or after
+            sel.partial_fit(X[:, :cut], y)
+            sel = KOFSD.from_state(sel.to_state()).partial_fit(X[:, cut:]).finish()
+        assert sel.selected_.tolist() == expected, cut
+    # the default mode: constant columns carry no information
+    assert not {1, 5} & set(KOFSD(k=3, alpha=0.5).fit(X, y).selected_.tolist())
+
+
+def test_constant_columns_in_random_streams_match_brute_force():
+    rng = np.random.default_rng(21)
+    for trial in range(30):
+        n, p = int(rng.integers(10, 30)), int(rng.integers(3, 10))
+        y = (rng.random(n) < 0.3).astype(np.int64)
+        y[:2] = [0, 1]
+        if trial % 3 == 0:
+            y = np.sort(y)  # the large class first: constant columns pass alpha
+        X = rng.normal(size=(n, p))
+        X[:, ::3] += 1.5 * y[:, None]
+        X[:, rng.random(p) < 0.3] = rng.choice([0.0, 1.0, 0.1, 0.7])
+        k = int(rng.integers(1, 5))
+        fast = KOFSD(k=k, alpha=0.3, compat="zhou").fit(X, y).selected_.tolist()
+        assert fast == brute_zhou(X, y, k, 0.3), trial
