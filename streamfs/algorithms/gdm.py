@@ -317,7 +317,13 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     Attributes
     ----------
-    support_ : (k,) int array — support features with non-zero weight, by decreasing ``|w|``.
+    support_ : (k,) int array — support features with non-zero weight, by decreasing ``|w|``:
+        the features of every round's subset (``subsets_``) whose combined weight is not 0.
+        The correlation constraints of ``Δ`` hold within each subset, not across rounds (the
+        relaxation's ``w`` mixes the subsets, as in the paper): two support features chosen
+        in different rounds may have ``|ρ| ≥ 1 − τ`` (a feature and its near-copy, both
+        predictive, B = 3 of 30 features, N = 200: 12 seeds of 100), each then without the
+        other as an affiliate; :func:`redundancy_rate` of ``support_`` counts them.
     selected_ : the same array as ``support_`` (every streamfs selector has ``selected_``).
     weights_ : (k,) weights ``w`` of ``support_`` on the *standardised* features.
     affiliated_ : dict ``support feature → (g,) int array`` of its affiliated features: those
