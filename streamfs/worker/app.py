@@ -896,17 +896,41 @@ class Worker:
         """Fresh state for the (role, partition) keys of ``targets``: the local copy where it
         can be trusted, then the committed changelog from where that copy ends, to its stable
         end and at least to the key's target (the end committed with its offsets, if known)."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import Consumer, TopicPartition
 
         self._settle_saves()  # the files are read (and may be reset) below
         starts: dict[tuple[str, int], int] = {}
         local_records = 0
+        targets = dict(targets)
+        marks: dict[tuple[str, int], tuple[int, int]] = {}
+        probe = None  # a read_uncommitted client: where each changelog's log ends
+        try:
+            for key, target in targets.items():
+                topic = self.changelog[key[0]]
+                # read_committed: the stable end, which may still lie before a committed target
+                marks[key] = self._watermarks(self.consumer, TopicPartition(topic, key[1]))
+                if target is None or target <= marks[key][1]:
+                    continue
+                if probe is None:
+                    probe = make_client(Consumer, {**self.settings.kafka_config(),
+                                                   "group.id": f"{self.settings.app_id}-restore",
+                                                   "isolation.level": "read_uncommitted"})
+                if self._watermarks(probe, TopicPartition(topic, key[1]))[1] < target:
+                    # the log itself ends before it: the records are gone (the topic made
+                    # again), and no wait brings them back. Waited for the transaction
+                    # timeout, on every restart, and the target went on into the next commits
+                    log.error("changelog %s:%d ends before offset %d, where it ended when the "
+                              "input offsets were committed (deleted and made again?): "
+                              "restored what is there", topic, key[1], target)
+                    targets[key] = None  # a local copy is judged by the log there is
+        finally:
+            if probe is not None:
+                probe.close()
         for key, target in targets.items():
             state = self.partitions[key] = PartitionState(key[0], self.settings,
                                                           self.output_bytes)
             topic = self.changelog[key[0]]
-            # read_committed: the stable end, which may still lie before a committed target
-            low, high = self._watermarks(self.consumer, TopicPartition(topic, key[1]))
+            low, high = marks[key]
             end = max(high, target or 0)
             if end > high:
                 log.info("changelog %s:%d: stable end %d, committed with the offsets up to %d: "
@@ -1619,8 +1643,8 @@ class Worker:
 
     def _judge_topics(self, described: dict[str, Any], wait: float = 0.0) -> None:
         """Raise :class:`TopicMismatch` if the topic descriptions ``described`` (futures from
-        :meth:`_describe`) show a topic deleted, with another partition count, or an input
-        topic with another id than it was assigned with. For a deleted topic nothing can be
+        :meth:`_describe`) show a topic deleted, with another partition count, or with another
+        id than it had when the partitions were assigned. For a deleted topic nothing can be
         committed until an operator makes it again; the aborted batch's input is still
         uncommitted. A re-created input topic must not be read from the old topic's offsets:
         the worker stops, and the next assignment reads it from its beginning. Without an
@@ -1644,20 +1668,33 @@ class Worker:
             found[name] = (len(desc.partitions), str(desc.topic_id))
         if found:  # a broker answered the check
             self._broker_answered()
-        problems = topic_changes(self.topic_partitions, self.topic_ids, found)
+        # the changelogs too: one made again under the worker (`streamfs topics create`, or
+        # another worker's start) took the state written so far, and the worker wrote on into
+        # it without a word (the audit's restart then lost streams)
+        problems = topic_changes(self.topic_partitions, {**self.topic_ids, **self.changelog_ids},
+                                 found)
         if not problems:
             return
         try:  # the batch in flight ends (committed or aborted) before the worker leaves
             self._settle()
         except Rewind:
             pass
-        if all("re-created" in line for line in problems):
+        inputs = [f"{name!r} " for name in self.topic_ids]
+        if all("re-created" in line and line.startswith(tuple(inputs)) for line in problems):
             raise TopicMismatch(
                 f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
                 "worker stops rather than read the new topic from the old topic's offsets (its "
                 "first messages would be skipped). Start the worker again: it reads the new "
                 "topic from its beginning, with the streams' state kept (messages already "
                 "applied are skipped, closed streams refuse theirs)")
+        if any("re-created" in line for line in problems):  # a changelog, at least
+            raise TopicMismatch(
+                f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
+                "state of the streams on a changelog made again is gone (the new topic holds "
+                "only what was written since); the worker stops rather than write on. Start it "
+                "again: it goes on with what the changelogs hold, and those streams must be "
+                "published again (streamfs produce --replace): their later messages are "
+                "refused")
         raise TopicMismatch(
             f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
             "that needs it was committed since. Run `streamfs topics create` and start the "

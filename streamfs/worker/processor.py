@@ -92,6 +92,11 @@ class _Unreadable(InvalidInput):
     that stream lost it."""
 
 
+class _StateIncomplete(_Unreadable):
+    """An open stream whose header names state records the store lacks: the stream is lost as
+    if a message were (every later message is refused with this reason)."""
+
+
 class StateLost(Exception):
     """A step failed part-way through the algorithm of a stream whose state is newer in memory
     than in the store (checkpoint deferred): its state cannot be trusted and the unpersisted
@@ -185,7 +190,10 @@ def _standing(header: dict) -> str:
 
 
 def _lost_reason(stream: str, lost: dict) -> str:
-    """Why a stream that lost an unreadable message refuses the messages after it."""
+    """Why a stream that lost an unreadable message (or records of its state) refuses the
+    messages after it."""
+    if lost.get("state"):
+        return lost["reason"]
     where = (f"{lost['topic']}[{lost['partition']}]@{lost['offset']}: "
              if lost.get("topic") is not None else "")
     return (f"stream {stream!r} lost a message the worker could not read ({where}"
@@ -470,7 +478,8 @@ class StreamProcessor:
                 plan.writes.extend(self._checkpoint(stream))
             return plan
         except _Unreadable as exc:
-            header = self._note_lost(stream, str(exc), origin)
+            header = self._note_lost(stream, str(exc), origin,
+                                     state=isinstance(exc, _StateIncomplete))
             plan = self._reject(stream, raw, str(exc), origin)
             if header is not None:
                 plan.writes.append((header_key(stream), packb(header)))
@@ -508,16 +517,18 @@ class StreamProcessor:
         raise InvalidInput(f"{exc}, and it belongs to run {run!r}, but stream {stream!r} is at "
                            f"run {header.get('run_token')!r}: refused as another run's message")
 
-    def _note_lost(self, stream: str | None, reason: str, origin: dict) -> dict | None:
+    def _note_lost(self, stream: str | None, reason: str, origin: dict,
+                   state: bool = False) -> dict | None:
         """Note in the header of the open stream keyed ``stream`` (if any) that it lost an
-        unreadable message, so that its later messages say so rather than report a sequence
+        unreadable message (``state``: records of its state), so that its later messages say so rather than report a sequence
         gap. Returns the header to write, None if there is none or it waits in memory for the
         stream's checkpoint."""
         header = self._stored_header(stream) if stream is not None else None
         if header is None or header["status"] != "open" or header.get("lost"):
             return None
         self._run_of_message = header.get("run", 1)
-        header = dict(header, lost={**origin, "reason": reason})
+        header = dict(header, lost={**origin, "reason": reason, **({"state": True} if state
+                                                                    else {})})
         if stream in self._cache:
             self._cache[stream] = (header, self._cache[stream][1])
         if stream in self._dirty:
@@ -822,13 +833,25 @@ class StreamProcessor:
         if not header["states"].keys() - {"__y__", "__n_features__", "__names__"}:
             algo = spec.build(header["params"])  # nothing learned yet
         else:
-            state = {
-                name: self._state_entry(stream, name, digest)
-                for name, digest in header["states"].items() if not name.startswith("__")
-            }
-            state["columns"] = {
-                f: unpack_column(self.store[_column_key(stream, f)]) for f in header["columns"]
-            }
+            try:
+                state = {
+                    name: self._state_entry(stream, name, digest)
+                    for name, digest in header["states"].items() if not name.startswith("__")
+                }
+                state["columns"] = {
+                    f: unpack_column(self.store[_column_key(stream, f)])
+                    for f in header["columns"]
+                }
+            except KeyError as exc:
+                # the header outlived the records it names: the changelog lost them (deleted
+                # and made again under the worker). Was an "internal error: KeyError" and a
+                # sequence gap for every later message
+                raise _StateIncomplete(
+                    f"stream {stream!r} cannot go on: its state in the changelog is incomplete "
+                    f"(the record {_clipped(str(exc.args[0]), 120)!r} is missing: the "
+                    f"changelog topic lost records, deleted and made again, say); publish the "
+                    f"stream again (streamfs produce --replace, or an 'open' with "
+                    f"replace=true)") from None
             algo = spec.load().from_state(state)
         self._cache[stream] = (header, algo)
         return algo

@@ -330,6 +330,7 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     worker.settings, worker.health = Settings(), app.Health()
     worker.running, worker.rewind_due, worker.in_flight = True, False, None
     worker.topic_partitions, worker.topic_ids = {"in": 8, "out": 8}, {"in": "A"}
+    worker.changelog_ids = {}
     answers = {"in": Future(), "out": Future()}
     asked, batches = [], []
 
@@ -352,6 +353,38 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     assert len(batches) == 50  # stepping went on while the answer was pending
 
 
+@pytest.mark.parametrize("recreated", ["in", "in-changelog"])
+def test_a_changelog_made_again_under_the_worker_stops_it(recreated):
+    # only the input topics' ids were checked: a changelog deleted and made again (by
+    # `streamfs topics create`, say) took the state, and the worker wrote on into the new one
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from streamfs.settings import Settings
+    from streamfs.topics import TopicMismatch
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.settings, worker.health = Settings(), app.Health()
+    worker.in_flight = None
+    worker._settle = lambda: None
+    worker._broker_answered = lambda: None
+    worker.topic_partitions = {"in": 8, "in-changelog": 8}
+    worker.topic_ids, worker.changelog_ids = {"in": "A"}, {"in-changelog": "C"}
+    answers = {name: Future() for name in worker.topic_partitions}
+    for name, topic_id in (("in", "A"), ("in-changelog", "C")):
+        answers[name].set_result(SimpleNamespace(
+            partitions=[None] * 8, topic_id=topic_id + ("2" if name == recreated else "")))
+    with pytest.raises(TopicMismatch) as caught:
+        worker._judge_topics(answers)
+    message = str(caught.value)
+    assert f"{recreated!r} was deleted and re-created" in message
+    # an input topic is read again from its beginning, state kept; a changelog's streams lost
+    # their state
+    assert ("with the streams' state kept" in message) == (recreated == "in")
+    assert ("must be published again" in message) == (recreated == "in-changelog")
+
+
 def _loop_only_worker(monkeypatch):
     """A Worker with only what ``_loop`` reads (no clients): the tests give it its calls."""
     from streamfs.settings import Settings
@@ -362,6 +395,7 @@ def _loop_only_worker(monkeypatch):
     worker.settings, worker.health = Settings(), app.Health()
     worker.running, worker.rewind_due, worker.in_flight = True, False, None
     worker.topic_partitions, worker.topic_ids, worker.topic_ids_at = {}, {}, 0.0
+    worker.changelog_ids = {}
     return worker
 
 

@@ -1394,3 +1394,26 @@ def test_blocks_with_columns_or_names_are_bounded_by_what_the_header_lists(field
         f"the message limit, not one by one)")
     final = decode(results[-1])
     assert final["final"] and final["counters"]["n_features_seen"] == most
+
+
+def test_a_stream_whose_state_records_are_missing_is_lost_with_the_reason():
+    # a changelog made again under the worker kept the header but not the state it names:
+    # the next block was an "internal error: KeyError", the rest "sequence gap" dead letters
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 6))
+    store: dict = {}
+    _run(StreamProcessor("features", store), msgs[:3])
+    for key in [k for k in store if k != header_key("s")]:
+        del store[key]
+    results, dead = _run(StreamProcessor("features", store), msgs[3:])
+    assert not results and len(dead) == len(msgs) - 3
+    reasons = {d["reason"] for d in dead}
+    assert len(reasons) == 1, reasons
+    (reason,) = reasons
+    assert reason.startswith("stream 's' cannot go on: its state in the changelog is "
+                             "incomplete (the record ") and reason.endswith("replace=true)")
+    # a new run of the stream id starts afresh
+    again = list(feature_stream_messages("s", X, y, "saola", {}, run="r2", replace=True,
+                                         block_bytes=120 * 8 * 6))
+    results, dead = _run(StreamProcessor("features", store), again)
+    assert not dead and decode(results[-1])["final"]
