@@ -398,6 +398,11 @@ class Settings:
             if not allowed.holds(getattr(self, name)):
                 raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
+        if not self.bootstrap_servers.replace(",", " ").strip():
+            # an empty variable (a template left unfilled) said "cannot reach Kafka at  (…)",
+            # exit 69 after the connection timeout: a supervisor restarted it in a loop
+            raise ValueError(f"STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must name at "
+                             f"least one broker as host:port, got {self.bootstrap_servers!r}")
         if self.instance_id is not None and (problem := instance_id_problem(self.instance_id)):
             raise ValueError(f"STREAMFS_INSTANCE_ID {problem}")
         if problem := topic_prefix_problem(self.topic_prefix):

@@ -53,7 +53,8 @@ def drop_stream(stream: str) -> None:
     except KeyError:
         pass
 
-READY = Gauge("streamfs_ready", "1 once the worker has its partitions and their state, else 0")
+READY = Gauge("streamfs_ready", "1 while /health answers 200 (status ok: partitions and "
+              "their state, no input waiting idle, a broker answering), else 0")
 ASSIGNED_PARTITIONS = Gauge("streamfs_assigned_partitions", "Input partitions this worker owns")
 INPUT_LAG = Gauge("streamfs_input_lag_records",
                   "Input records past the committed offsets of this worker's partitions "
@@ -70,6 +71,8 @@ def report_health(health) -> None:
                 return float(get())
         return read
 
-    READY.set_function(reading(lambda: health.ready))
+    # what /health answers, not the assignment alone: it said 1 while /health said
+    # broker-unreachable or lagging-idle, and no alert could fire on those
+    READY.set_function(lambda: float(health.snapshot()[0] == 200))
     ASSIGNED_PARTITIONS.set_function(reading(lambda: len(health.assigned)))
     INPUT_LAG.set_function(reading(lambda: health.lag))

@@ -153,6 +153,7 @@ def test_a_revoked_partition_s_streams_lose_their_series():
 
 
 def test_web_server_answers_its_two_paths_exactly_and_head_probes():
+    import time
     import urllib.error
     import urllib.request
 
@@ -188,6 +189,11 @@ def test_web_server_answers_its_two_paths_exactly_and_head_probes():
         text = status("/metrics")[1]
         assert b"streamfs_ready 1.0" in text and b"streamfs_assigned_partitions 2.0" in text
         assert b"streamfs_input_lag_records 7.0" in text and status("/health")[0] == 200
+        with health.lock:  # /health 503: so is the gauge (it said 1, from the assignment)
+            health.unreachable_since = time.monotonic()
+        assert status("/health")[0] == 503 and b"streamfs_ready 0.0" in status("/metrics")[1]
+        with health.lock:
+            health.unreachable_since = None
         # liveness: the loop turning, whatever the assignment
         code, body = status("/live")
         assert code == 200 and json.loads(body)["status"] == "alive"
