@@ -234,6 +234,12 @@ class StoppedWhileUnreachable(Exception):
     partition's next owner (nothing of it is visible: its transaction never committed)."""
 
 
+class StoppedWhileRestoring(StoppedWhileUnreachable):
+    """A stop was asked while the worker restored its state (reading a long changelog, or
+    waiting for records an open transaction hides): nothing was processed since the
+    assignment, and the partitions' next owner restores them."""
+
+
 class InstanceFenced(Exception):
     """Another worker joined the group with this worker's ``STREAMFS_INSTANCE_ID``, and the
     broker fenced this one: it can commit nothing more (its transaction in progress is
@@ -976,6 +982,15 @@ class Worker:
             deadline = time.monotonic() + wait
             lapsed = False  # said that an OAUTHBEARER login lapsed (see _refused)
             while pending:
+                # the wait is on purpose (up to the transaction timeout + 10 s): /live must
+                # not have a supervisor restart the worker into it again, and a stop must not
+                # wait for its end (SIGTERM went unanswered for minutes)
+                self.health.beat()
+                if not self.running:
+                    raise StoppedWhileRestoring(
+                        "stopped while restoring state from the changelog: nothing was "
+                        "processed since the assignment, and the partitions' next owner "
+                        "restores them")
                 if time.monotonic() > deadline:
                     self._held_records(pending, targets)  # RestoreHeld if they are there
                     for key in pending:

@@ -622,6 +622,7 @@ def test_a_restore_that_keeps_reading_is_not_cut_short_by_the_marker_deadline(mo
     worker.changelog = {"features": "cl"}
     worker.partitions = {("features", 0): SimpleNamespace(store={})}
     worker.local, worker.changelog_high = {}, {("features", 0): 0}
+    worker.health, worker.running = app.Health(), True
     assert worker._read_tails({("features", 0): 0}, {("features", 0): 5}) == 5
     assert sorted(worker.partitions[("features", 0)].store) == [f"k{o}" for o in range(5)]
     assert worker.changelog_high[("features", 0)] == 5
@@ -669,6 +670,7 @@ def test_the_restore_passes_over_its_unused_group_and_stops_on_a_denied_changelo
         worker.changelog = {"features": "cl"}
         worker.partitions = {("features", 0): SimpleNamespace(store={})}
         worker.local, worker.changelog_high = {}, {("features", 0): 0}
+        worker.health, worker.running = app.Health(), True
         return worker, worker._read_tails({("features", 0): 0}, {("features", 0): 1})
 
     worker, records = restore([[event(KafkaError.GROUP_AUTHORIZATION_FAILED), record],

@@ -94,3 +94,25 @@ def test_records_that_are_not_there_are_restored_without(kafka_config, topic_pre
     finally:
         group.close()
     assert now.offset > tp.offset and changelog_target(now.metadata) <= end < 10_000
+
+
+def test_a_stop_during_the_wait_for_hidden_records_is_answered_at_once(
+        kafka_config, topic_prefix, make_worker, half_stream):
+    """The wait for records a transaction still hides lasts up to the transaction timeout
+    + 10 s: SIGTERM went unanswered until its end (115 s of a 130 s wait, in the audit)."""
+    import signal
+
+    from streamfs.worker.processor import header_key
+
+    app_id, features, _ = half_stream
+    held, _, _, _ = hold_changelog_record(kafka_config, app_id, features,
+                                          header_key("late"), None,
+                                          **{"transaction.timeout.ms": 300_000})
+    try:
+        second = make_worker(topic_prefix, app_id, STREAMFS_TRANSACTION_TIMEOUT="120")
+        _wait_for_line(second, "reading on as the commit markers arrive")  # a 130 s wait
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(15) == 0, second.log_tail(20)
+        assert "stopped while restoring state from the changelog" in second.log_tail(5)
+    finally:
+        held.abort_transaction(30)
