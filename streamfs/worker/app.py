@@ -418,8 +418,13 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
         def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
             pass
 
+    class Server(ThreadingHTTPServer):
+        # an IPv6 address ('::1', '::' for every interface) needs its own family: it was
+        # refused as "Address family for hostname not supported"; names stay IPv4, as before
+        address_family = socket.AF_INET6 if ":" in settings.web_host else socket.AF_INET
+
     try:
-        server = ThreadingHTTPServer((settings.web_host, settings.web_port), Handler)
+        server = Server((settings.web_host, settings.web_port), Handler)
     except OSError as exc:
         raise CannotServe(f"cannot serve /health and /metrics on {settings.web_host}:"
                           f"{settings.web_port}: {exc.strerror}{_web_hint(exc)}") from None

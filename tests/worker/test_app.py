@@ -1022,3 +1022,21 @@ def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
                            KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
     assert worker.health.snapshot()[1]["reason"].startswith(
         "no OAUTHBEARER token from the token endpoint")
+
+
+@pytest.mark.parametrize("host", ["::1", "::"])
+def test_the_web_server_takes_an_ipv6_address(host):
+    # refused with "Address family for hostname not supported" (exit 2)
+    import urllib.request
+
+    from streamfs.settings import Settings
+    from streamfs.worker.app import Health, serve_http
+
+    server = serve_http(Settings(web_host=host, web_port=0), Health())
+    try:
+        port = server.server_address[1]
+        with urllib.request.urlopen(f"http://[::1]:{port}/live", timeout=10) as resp:
+            assert resp.status == 200 and json.load(resp)["status"] == "alive"
+    finally:
+        server.shutdown()
+        server.server_close()
