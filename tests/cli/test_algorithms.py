@@ -43,3 +43,16 @@ def test_an_unknown_name_is_refused_with_a_suggestion():
     out = CliRunner().invoke(main, ["algorithms", "saol"])
     assert out.exit_code == 2
     assert "unknown algorithm 'saol' (did you mean 'saola'?)" in out.output
+
+
+def test_python_dash_m_streamfs_is_the_command():
+    # `python -m streamfs` said "No module named streamfs.__main__"
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "streamfs", "algorithms"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("saola "), out.stderr
+    out = subprocess.run([sys.executable, "-m", "streamfs", "nosuch"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and "Usage: streamfs " in out.stderr, out.stderr
