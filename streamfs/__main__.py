@@ -3,4 +3,5 @@ the PATH)."""
 
 from streamfs.cli import main
 
-main(prog_name="streamfs")
+if __name__ == "__main__":  # importing the module (a walk over the package) runs nothing
+    main(prog_name="streamfs")

@@ -259,6 +259,8 @@ def _release_advice() -> None:
 def _reachable(settings: Settings) -> None:
     from streamfs.broker import check_reachable
 
+    if problem := settings.bootstrap_problem():
+        raise UsageProblem(problem)
     check_reachable(settings.kafka_config())
 
 

@@ -391,6 +391,16 @@ class Settings:
         settings.check()
         return settings
 
+    def bootstrap_problem(self) -> str | None:
+        """What is wrong with ``bootstrap_servers`` before any connection (None: nothing
+        known). An empty variable (a template left unfilled) said "cannot reach Kafka at
+        (…)", exit 69 after the connection timeout: a supervisor restarted it in a loop.
+        Checked by the commands that use Kafka, not by offline ones."""
+        if not self.bootstrap_servers.replace(",", " ").strip():
+            return (f"STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must name at least one "
+                    f"broker as host:port, got {self.bootstrap_servers!r}")
+        return None
+
     def check(self) -> None:
         """``ValueError`` naming a setting the worker could not run with (before it starts:
         a supervisor would otherwise restart it in a loop)."""
@@ -398,11 +408,6 @@ class Settings:
             if not allowed.holds(getattr(self, name)):
                 raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
-        if not self.bootstrap_servers.replace(",", " ").strip():
-            # an empty variable (a template left unfilled) said "cannot reach Kafka at  (…)",
-            # exit 69 after the connection timeout: a supervisor restarted it in a loop
-            raise ValueError(f"STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must name at "
-                             f"least one broker as host:port, got {self.bootstrap_servers!r}")
         if self.instance_id is not None and (problem := instance_id_problem(self.instance_id)):
             raise ValueError(f"STREAMFS_INSTANCE_ID {problem}")
         if problem := topic_prefix_problem(self.topic_prefix):

@@ -1159,6 +1159,15 @@ class Worker:
         self._subscribe()
         try:
             self._loop()
+        except StoppedWhileRestoring:
+            # the broker answers: leave the group now, or the partitions wait for the session
+            # timeout before their next owner restores them
+            self._close_local()
+            try:
+                self._bounded(self.consumer.close)
+            except Exception as exc:  # noqa: BLE001 - stopping either way
+                log.warning("the consumer's close failed (%s)", exc)
+            raise
         except StoppedWhileUnreachable:
             # nothing can be committed or handed over without the broker; the local copies
             # hold only committed state
@@ -1707,7 +1716,8 @@ class Worker:
                 "first messages would be skipped). Start the worker again: it reads the new "
                 "topic from its beginning, with the streams' state kept (messages already "
                 "applied are skipped, closed streams refuse theirs)")
-        if any("re-created" in line for line in problems):  # a changelog, at least
+        if any("re-created" in line and not line.startswith(tuple(inputs))
+               for line in problems):  # a changelog made again
             raise TopicMismatch(
                 f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
                 "state of the streams on a changelog made again is gone (the new topic holds "
@@ -1864,9 +1874,10 @@ def check_group_is_ours(settings: Settings) -> None:
         described = admin.describe_consumer_groups([group], request_timeout=30)[group]
         for member in described.result(40).members:
             topics.update(tp.topic for tp in member.assignment.topic_partitions)
-    except KafkaException as exc:  # denied, say: the worker's own calls say so next
+    except (KafkaException, TimeoutError) as exc:  # denied, say: its own calls say so next
+        reason = exc.args[0].str() if isinstance(exc, KafkaException) else "no answer in 40 s"
         log.warning("could not check that group %r reads this deployment's topics only (%s): "
-                    "going on", group, exc.args[0].str())
+                    "going on", group, reason)
         return
     foreign = sorted(topics - ours)
     if foreign:

@@ -1298,6 +1298,13 @@ def test_fields_under_bin_keys_are_named_and_refuse_their_message_only():
     assert decode(results[-1])["final"]
     assert [d["reason"].split(" came as bytes")[0] for d in dead] == [
         "map keys must be msgpack strings (str), not bin: 'seq'"]
+    # and a stream id under a bin key: said so, not "no 'stream' id"
+    no_id = msgpack.packb({key.encode() if key == "stream" else key: value
+                           for key, value in fields.items()}, use_bin_type=True)
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], no_id] + msgs[1:])
+    assert decode(results[-1])["final"]
+    assert [d["reason"].split(" came as bytes")[0] for d in dead] == [
+        "map keys must be msgpack strings (str), not bin: 'stream'"]
 
 
 @pytest.mark.parametrize("other_run", [7, b"t2"])
@@ -1396,14 +1403,19 @@ def test_blocks_with_columns_or_names_are_bounded_by_what_the_header_lists(field
     assert final["final"] and final["counters"]["n_features_seen"] == most
 
 
-def test_a_stream_whose_state_records_are_missing_is_lost_with_the_reason():
+@pytest.mark.parametrize("kept", ["header", "all but the class vector"])
+def test_a_stream_whose_state_records_are_missing_is_lost_with_the_reason(kept):
     # a changelog made again under the worker kept the header but not the state it names:
     # the next block was an "internal error: KeyError", the rest "sequence gap" dead letters
     X, y = _data()
     msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 6))
     store: dict = {}
     _run(StreamProcessor("features", store), msgs[:3])
-    for key in [k for k in store if k != header_key("s")]:
+    lost = [k for k in store if k != header_key("s")]
+    if kept != "header":
+        lost = [k for k in lost if "__y__" in k]  # written once, at the open
+        assert len(lost) == 1
+    for key in lost:
         del store[key]
     results, dead = _run(StreamProcessor("features", store), msgs[3:])
     assert not results and len(dead) == len(msgs) - 3
