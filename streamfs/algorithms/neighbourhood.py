@@ -870,8 +870,8 @@ def stream_step(X, var, dep1, same1, ssum1, dsum1, alpha, y, is_large, k, includ
     distances on the current selection ``S`` (zeros if ``S`` is empty), updated in place;
     ``near``: the candidate lists of :func:`nearest_lists` for ``D`` (out of date when
     ``near_ok`` is False); ``dep``: ``Dep_K(S)``. Writes ``decision[c]``: 0 irrelevant
-    (``Dep({f}) <= alpha``; constant columns have 0 there but in ``zhou`` mode), 1 replaces ``S``, 2 joins ``S``, 3 redundant, and
-    ``dep_out[c]`` the new ``Dep_K(S)`` for 1 and 2, for the columns from ``start`` on.
+    (``Dep({f}) <= alpha``; constant columns have 0 there but in ``zhou`` mode), 1 replaces
+    ``S``, 2 joins ``S``, 3 redundant, and ``dep_out[c]`` the new ``Dep_K(S)`` for 1 and 2, for the columns from ``start`` on.
     Returns ``(Dep_K(S), near_ok, stop)``: ``stop`` is ``B`` at the end of the block, or the
     column that needs the lists while they are out of date; the caller then makes them with
     :func:`nearest_lists` (numpy's vectorised sort, which compiled code cannot call) and calls

@@ -1873,7 +1873,8 @@ def check_group_is_ours(settings: Settings) -> None:
         topics = {tp.topic for tp in offsets.topic_partitions or [] if tp.offset >= 0}
         described = admin.describe_consumer_groups([group], request_timeout=30)[group]
         for member in described.result(40).members:
-            topics.update(tp.topic for tp in member.assignment.topic_partitions)
+            assignment = member.assignment.topic_partitions if member.assignment else []
+            topics.update(tp.topic for tp in assignment or [])
     except (KafkaException, TimeoutError) as exc:  # denied, say: its own calls say so next
         reason = exc.args[0].str() if isinstance(exc, KafkaException) else "no answer in 40 s"
         log.warning("could not check that group %r reads this deployment's topics only (%s): "
