@@ -1853,44 +1853,6 @@ def prepare_topics(settings: Settings) -> None:
     wait_for_topics(settings.kafka_config(), specs)
 
 
-def check_group_is_ours(settings: Settings) -> None:
-    """:class:`CatalogueError` (a setup mistake: one line, exit 2) if the worker's group, its
-    app id, has committed offsets of or members reading topics other than this deployment's
-    input topics: another deployment's, whose prefix gives the same default app id
-    (``streamfs.`` and ``streamfs``, or an empty prefix). The two then share the group and the
-    changelogs: each start rebalanced the other, and one's streams were refused as already
-    existing by the other's state. An answer the broker does not give is a warning only."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    catalogue = load_catalogue(settings.topic_prefix)
-    ours = {catalogue["features"].name, catalogue["instances"].name}
-    group = settings.app_id
-    admin = make_client(AdminClient, settings.kafka_config())
-    try:
-        offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                    request_timeout=30)[group].result(40)
-        topics = {tp.topic for tp in offsets.topic_partitions or [] if tp.offset >= 0}
-        described = admin.describe_consumer_groups([group], request_timeout=30)[group]
-        for member in described.result(40).members:
-            assignment = member.assignment.topic_partitions if member.assignment else []
-            topics.update(tp.topic for tp in assignment or [])
-    except (KafkaException, TimeoutError) as exc:  # denied, say: its own calls say so next
-        reason = exc.args[0].str() if isinstance(exc, KafkaException) else "no answer in 40 s"
-        log.warning("could not check that group %r reads this deployment's topics only (%s): "
-                    "going on", group, reason)
-        return
-    foreign = sorted(topics - ours)
-    if foreign:
-        raise CatalogueError(
-            f"group {group!r} (the app id) reads {', '.join(map(repr, foreign[:4]))}, not "
-            f"this deployment's topics (prefix {settings.topic_prefix!r}): another deployment "
-            f"uses it, and the two would share its changelogs and rebalance each other. Set "
-            f"STREAMFS_APP_ID (--app-id) to a group of this deployment's own; if that other "
-            f"deployment is gone, delete the group's offsets of its topics "
-            f"(kafka-consumer-groups.sh --delete-offsets)")
-
-
 def warm_up(progress: Callable[[], None] = lambda: None) -> None:
     """Import every algorithm and run it once on a tiny stream, so that module imports and
     numba's compiled kernels are loaded before the worker takes partitions, not on the first
@@ -2021,7 +1983,6 @@ def run_worker(settings: Settings) -> None:
         _start_up_step(health)
         freeze_startup_objects()
         prepare_topics(settings)
-        check_group_is_ours(settings)
         _start_up_step(health)
         worker = Worker(settings, health)
 
