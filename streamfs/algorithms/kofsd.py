@@ -542,20 +542,20 @@ class KOFSD(FeatureStreamSelector):
         the neighbours are the instances 2..K+1 (1-based) whichever x is."""
         n, k = X.shape[0], int(self.k)
         y = self._y
-        for c in columns.tolist():
-            nan_distances = np.cumsum(X[:, c])[-1] / n == X[0, c]  # MATLAB's sum: in order
-            if nan_distances:
-                counts = (y[:k][None, :] == y[:, None]).sum(axis=1)
-                head = min(k + 1, n)  # x among the first K + 1: the other K of them
-                counts[:head] = (y[:head][None, :] == y[:head, None]).sum(axis=1) - 1
-            else:
-                counts = (y[1 : k + 1][None, :] == y[:, None]).sum(axis=1)
-            same[:, c] = counts
-        stats = np.zeros((n, columns.size), order="F")
-        out = np.empty(columns.size)
-        dependencies(np.asfortranarray(same[:, columns]), stats, stats, is_large, k, card_code,
-                     *gammas, True, out)  # fmt: skip
-        dep1[columns] = out
+        # the neighbours depend on the variant only, not on the column: two count vectors
+        by_index = (y[:k][None, :] == y[:, None]).sum(axis=1)
+        head = min(k + 1, n)  # x among the first K + 1: the other K of them
+        by_index[:head] = (y[:head][None, :] == y[:head, None]).sum(axis=1) - 1
+        counts = np.column_stack([by_index, (y[1 : k + 1][None, :] == y[:, None]).sum(axis=1)])
+        deps = np.empty(2)
+        stats = np.zeros((n, 2), order="F")
+        dependencies(np.asfortranarray(counts), stats, stats, is_large, k, card_code, *gammas,
+                     True, deps)  # fmt: skip
+        # NaN distances where MATLAB's mean (its sum, in order, over N) is the value itself
+        nan = np.cumsum(X[:, columns], axis=0)[-1] / n == X[0, columns]
+        variant = np.where(nan, 0, 1)
+        same[:, columns] = counts[:, variant]
+        dep1[columns] = deps[variant]
 
     def _publish(self) -> None:
         """Refresh the public attributes from the internal selection."""

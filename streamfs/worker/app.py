@@ -1708,16 +1708,18 @@ class Worker:
             self._settle()
         except Rewind:
             pass
-        inputs = [f"{name!r} " for name in self.topic_ids]
-        if all("re-created" in line and line.startswith(tuple(inputs)) for line in problems):
+        # changelogs made again (same partition count, another id: topic_changes' rule)
+        remade = [name for name, was in self.changelog_ids.items()
+                  if found.get(name) is not None
+                  and found[name][0] == self.topic_partitions[name] and found[name][1] != was]
+        if not remade and all("re-created" in line for line in problems):  # inputs only
             raise TopicMismatch(
                 f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
                 "worker stops rather than read the new topic from the old topic's offsets (its "
                 "first messages would be skipped). Start the worker again: it reads the new "
                 "topic from its beginning, with the streams' state kept (messages already "
                 "applied are skipped, closed streams refuse theirs)")
-        if any("re-created" in line and not line.startswith(tuple(inputs))
-               for line in problems):  # a changelog made again
+        if remade:
             raise TopicMismatch(
                 f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
                 "state of the streams on a changelog made again is gone (the new topic holds "
