@@ -99,6 +99,8 @@ INIT_TRANSACTIONS_SECONDS = 10.0
 TOPIC_CHECK_SECONDS = 10
 #: deadline of the broker's answer to that check (asked without waiting: see Worker._loop)
 TOPIC_DESCRIBE_SECONDS = 10
+#: deadline of the start-up's look at the group's offsets of other deployments' topics
+GROUP_CHECK_SECONDS = 15
 #: a loop turn this much later than the last one (the process stood still: SIGSTOP, a stalled
 #: VM, or a long step) checks the topics before it processes what it fetched
 STILL_SECONDS = 2
@@ -451,6 +453,8 @@ class Worker:
         self.settings = settings
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
+        # the input topics' names without the prefix: another deployment's end the same way
+        self.input_suffixes = tuple(name[len(settings.topic_prefix):] for name in self.roles)
         self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
         self.output_bytes = output_limit(specs)
         changelogs = changelog_specs(settings.app_id, specs["features"].partitions, 1,
@@ -1155,7 +1159,49 @@ class Worker:
             log.warning("the old consumer's close failed (%s)", exc)
         self._subscribe()
 
+    def _check_group_is_ours(self) -> None:
+        """:class:`CatalogueError` (a setup mistake: one line, exit 2) if the worker's group
+        has committed offsets of another deployment's input topics (a topic that ends as
+        one of this deployment's input topics do, under another prefix): a deployment whose
+        prefix gives the same default app id (``streamfs.`` and ``streamfs``, or an empty
+        prefix). The two would share the group and the changelogs: each start rebalanced the
+        other, and one's streams were refused as already existing by the other's state.
+
+        Asked with the consumer's ``committed`` before it joins: the admin client's
+        ``list_consumer_group_offsets`` crashed the worker (SIGSEGV) on clusters with ACLs.
+        Topics the worker may not describe are not in its metadata and not asked about; a
+        partition the broker answers with an error for counts as none committed. No answer
+        within :data:`GROUP_CHECK_SECONDS` is a warning only: without READ on its group the
+        consumer's ``committed`` times out rather than say so (the group's denial is said
+        when the worker joins it, exit 77)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        metadata = self._ask("the cluster's topics",
+                             lambda t: self.consumer.list_topics(timeout=t), 60)
+        others = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
+                  if name not in self.roles and name.endswith(self.input_suffixes)
+                  and topic.error is None for p in sorted(topic.partitions)]
+        if not others:
+            return
+        try:
+            committed = self.consumer.committed(others, timeout=GROUP_CHECK_SECONDS)
+        except KafkaException as exc:
+            log.warning("could not check that group %r has read no other deployment's input "
+                        "topics (%s): going on", self.settings.app_id, exc.args[0].str())
+            return
+        foreign = sorted({tp.topic for tp in committed if tp.error is None and tp.offset >= 0})
+        if foreign:
+            group = self.settings.app_id
+            raise CatalogueError(
+                f"group {group!r} (the app id) has read {', '.join(map(repr, foreign[:4]))}, "
+                f"not this deployment's topics (prefix {self.settings.topic_prefix!r}): "
+                f"another deployment uses it, and the two would share its changelogs and "
+                f"rebalance each other. Set STREAMFS_APP_ID (--app-id) to a group of this "
+                f"deployment's own; if that other deployment is gone, delete the group's "
+                f"offsets of its topics (kafka-consumer-groups.sh --delete-offsets)")
+
     def run(self) -> None:
+        self._check_group_is_ours()
         self._subscribe()
         try:
             self._loop()

@@ -1,0 +1,40 @@
+"""Two deployments (topic prefixes) in one group, against a real broker: the default app id of
+``streamfs.`` and of ``streamfs`` is the same, and the second worker to start took part in the
+first's group, restored its changelogs and refused its own new streams as already existing. A
+worker now refuses to start in a group that has read another deployment's input topics."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from streamfs.topics import create_topics, load_catalogue
+
+from .test_worker_acceptance import publish, wait_finals
+from .workload import make_case
+
+pytestmark = pytest.mark.kafka
+
+
+def test_a_group_that_read_another_deployments_topics_is_refused(kafka_config, topic_prefix,
+                                                                 make_worker):
+    app_id = f"app-{uuid.uuid4().hex[:8]}"
+    first = make_worker(topic_prefix, app_id)
+    cases = [make_case(0, "saola", {}, prefix="g"),
+             make_case(1, "ofs", {"n_features_to_select": 5}, prefix="g")]
+    publish(kafka_config, topic_prefix, cases)
+    wait_finals(kafka_config, topic_prefix, [c.stream for c in cases])  # offsets committed
+    other = topic_prefix.rstrip(".")  # no dot: its topics are <prefix>features, ...
+    create_topics(kafka_config, load_catalogue(other))
+    second = make_worker(other, app_id)
+    assert second.proc.wait(120) == 2, second.log_tail(20)
+    line = second.log_tail(5)
+    assert (f"group {app_id!r} (the app id) has read '{topic_prefix}features', "
+            f"'{topic_prefix}instances', not this deployment's topics") in line, line
+    assert "Set STREAMFS_APP_ID" in line and "Traceback" not in second.log_path.read_text()
+    # the first went on undisturbed: the second never joined its group
+    assert "revoked" not in first.log_path.read_text(), first.log_tail(20)
+    assert first.proc.poll() is None
+    # a group of its own: it starts
+    make_worker(other, f"{app_id}-2").wait_ready()
