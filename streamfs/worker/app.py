@@ -1172,8 +1172,8 @@ class Worker:
         Topics the worker may not describe are not in its metadata and not asked about; a
         partition the broker answers with an error for counts as none committed. No answer
         within :data:`GROUP_CHECK_SECONDS` is a warning only: without READ on its group the
-        consumer's ``committed`` times out rather than say so (the group's denial is said
-        when the worker joins it, exit 77)."""
+        consumer's ``committed`` timed out rather than say so (the group's denial is said
+        when the worker joins it, exit 77); a denial it does say stops the worker here."""
         from confluent_kafka import KafkaException, TopicPartition
 
         metadata = self._ask("the cluster's topics",
@@ -1186,6 +1186,9 @@ class Worker:
         try:
             committed = self.consumer.committed(others, timeout=GROUP_CHECK_SECONDS)
         except KafkaException as exc:
+            if self._refused(exc.args[0]):
+                raise self._denied(exc.args[0],
+                                   "reading its group's committed offsets") from None
             log.warning("could not check that group %r has read no other deployment's input "
                         "topics (%s): going on", self.settings.app_id, exc.args[0].str())
             return
