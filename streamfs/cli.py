@@ -531,6 +531,7 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (``produce``)."""
     from streamfs.algorithms.opening import check_open, check_open_data, check_values, open_advice
     from streamfs.algorithms.registry import LabelError
+    from streamfs.producers.files import guessed_label_warning
 
     try:
         spec, algo, params = check_open(kind, algorithm, params, n_features=n_features,
@@ -546,6 +547,8 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
             raise UsageProblem(f"{source}: {exc}" if source else str(exc)) from None
         for advice in open_advice(algo, y) if advise else []:
             warnings.warn(advice, UserWarning, stacklevel=2)  # one log line (_log_warning)
+        if source and (guessed := guessed_label_warning(source, label, header, y, names)):
+            warnings.warn(guessed, UserWarning, stacklevel=2)
     if X is not None:
         try:
             check_values(kind, algo, X, names=names)

@@ -3,7 +3,7 @@
 Selects *support* features for a sparse linear classifier and, for each of them, the
 *affiliated* features that are too correlated (``|ρ| ≥ 1 − τ``) to be selected alongside it.
 
-Algorithm (batch; see ``/work/shared/notes/gdm.md`` for the formulas):
+Algorithm (batch; the paper's equations and algorithms by their numbers):
 
 * relaxation (4): ``min_{α∈A} max_{δ∈Δ} g_δ(α)``,
   ``g_δ(α) = ½‖Σ_i α_i y_i (x_i ⊙ δ)‖² + αᵀα/(2C)``, ``A`` the simplex, ``Δ`` the subsets of at

@@ -65,10 +65,11 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     return idx % width
 
 
-def default_label_note(label: str | int | None, names: list[str] | None, width: int) -> str:
+def default_label_note(label: str | int | None, names: list[str] | None, width: int,
+                       why: str = "") -> str:
     """What to add to an error about the labels, or a feature column, when ``label`` was not
     given: the last column was taken as the label, which the error would not say (a label
-    column elsewhere is then read as a feature).
+    column elsewhere is then read as a feature); ``why`` it looks wrong, if said.
 
     >>> default_label_note(None, ["a", "class", "b"], 3)
     "; the last column, 2 ('b'), was taken as the label because no --label was given: name the label with --label"
@@ -78,8 +79,9 @@ def default_label_note(label: str | int | None, names: list[str] | None, width: 
     if label is not None:
         return ""
     name = f" ({names[-1]!r})" if names else ""
+    why = f" ({why})" if why else ""
     return (f"; the last column, {width - 1}{name}, was taken as the label because no --label "
-            "was given: name the label with --label")
+            f"was given{why}: name the label with --label")
 
 
 def labels_from_text(values: list[str], where: str = "the labels") -> np.ndarray:

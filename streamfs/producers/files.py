@@ -81,24 +81,49 @@ def check_source(path: Path, label: str | int | None) -> None:
                              f"files; {suffix} files carry their labels")
 
 
-def label_column_note(source: str, label: str | int | None, header: bool | None = None) -> str:
+def label_column_note(source: str, label: str | int | None, header: bool | None = None,
+                      why: str = "") -> str:
     """What a label error about ``source`` adds (see
     :func:`~streamfs.producers.delimited.default_label_note`) when no ``label`` was given and
     its format takes the label from a column (CSV/TSV, Parquet, ``.npy``): the last column was
-    taken; ``""`` otherwise (labels kept apart, a label given)."""
+    taken (``why`` it looks wrong, if said); ``""`` otherwise (labels kept apart, a label
+    given)."""
     path = Path(source)
     if label is not None or not path.is_file():  # sklearn: and dataset names carry labels
         return ""
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
         reader = DelimitedReader(path, header=header, delimiter="\t" if suffix == ".tsv" else ",")
-        return default_label_note(None, reader.names, reader.width)
+        return default_label_note(None, reader.names, reader.width, why)
     if suffix == ".parquet":
         names = parquet_columns(open_parquet(path))
-        return default_label_note(None, names, len(names))
+        return default_label_note(None, names, len(names), why)
     if suffix == ".npy":
-        return default_label_note(None, None, np.load(path, mmap_mode="r").shape[1])
+        return default_label_note(None, None, np.load(path, mmap_mode="r").shape[1], why)
     return ""
+
+
+#: header names that say "this column is the label" (compared in lower case)
+LABEL_WORDS = frozenset({"class", "label", "labels", "target", "y", "outcome", "diagnosis"})
+
+
+def guessed_label_warning(source: str, label: str | int | None, header: bool | None,
+                          y: Any, names: list[str] | None) -> str | None:
+    """A warning when no ``label`` was given, the last column of ``source`` was taken as the
+    label (:func:`label_column_note`), and that looks wrong: its values are not whole numbers
+    (a measurement, not classes; SAOLA's Fisher z takes it without a word), or another column
+    (among the features' ``names``) is named as labels are. None otherwise."""
+    if label is not None:
+        return None
+    values = np.asarray(y)
+    reasons = []
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values == np.round(values))):
+        reasons.append(f"its values are not whole numbers: {len(np.unique(values))} distinct")
+    named = [n for n in names or [] if str(n).strip().lower() in LABEL_WORDS]
+    if named:
+        reasons.append(f"column {named[0]!r} is read as a feature")
+    note = label_column_note(source, label, header, "; ".join(reasons)) if reasons else ""
+    return f"{source}: {note[2:]}" if note else None
 
 
 def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:

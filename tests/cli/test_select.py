@@ -351,3 +351,38 @@ def test_output_to_a_full_disk_is_one_line(tmp_path, as_json):
     assert "Traceback" not in out.stderr and "Exception ignored" not in out.stderr, out.stderr
     assert out.stderr.splitlines()[-1] == \
         "Error: cannot write the output: [Errno 28] No space left on device", out.stderr
+
+
+def test_a_guessed_label_that_looks_wrong_is_warned_of(tmp_path):
+    """Without --label the last column is the label. SAOLA's Fisher z takes a measurement as
+    its label without a word: a file whose label column came first, or had none, gave a
+    selection against its last feature, exit 0, nothing said."""
+    import pandas as pd
+
+    def select(*args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "streamfs", "select", *args, "-a", "saola"],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stderr
+
+    frame = pd.read_csv(_bc_csv(tmp_path))
+    frame["class"] = (frame.pop("class") == "malignant").astype(int)
+    note = ("the last column, {}, was taken as the label because no --label was given ({}): "
+            "name the label with --label")
+    cases = {"first.csv": (frame[["class", *frame.columns[:-1]]],
+                           "its values are not whole numbers: {} distinct; column 'class' is "
+                           "read as a feature"),
+             "none.csv": (frame.drop(columns="class"), "its values are not whole numbers: {} "
+                                                        "distinct")}
+    for name, (data, why) in cases.items():
+        data.to_csv(tmp_path / name, index=False)
+        last = data.columns[-1]
+        said = note.format(f"{data.shape[1] - 1} ({last!r})",
+                           why.format(data[last].nunique()))
+        stderr = select(str(tmp_path / name))
+        assert f"{tmp_path / name}: {said}" in stderr, stderr
+    # the label named, or the last column a label: nothing said
+    frame.to_csv(tmp_path / "last.csv", index=False)
+    for args in ([str(tmp_path / "first.csv"), "--label", "class"], [str(tmp_path / "last.csv")]):
+        stderr = select(*args)
+        assert "was taken as the label" not in stderr, stderr
