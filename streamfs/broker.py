@@ -55,8 +55,26 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class RetriedByItself(logging.Filter):
+    """librdkafka's WARNING lines for a coordinator that the broker is still electing or
+    loading, which librdkafka retries by itself, pass as INFO: every worker's first start on a
+    fresh broker logged "Failed to acquire transactional PID from broker TxnCoordinator/1:
+    Broker: Not coordinator: retrying", which users read as a fault. A coordinator that never
+    answers is said by the worker itself ("the transaction coordinator does not answer")."""
+
+    CAUSES = ("Not coordinator", "Coordinator load in progress", "Coordinator not available")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING:
+            text = record.getMessage()
+            if text.rstrip().endswith("retrying") and any(c in text for c in self.CAUSES):
+                record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 #: librdkafka's log lines go here instead of stderr, each kind at most once a minute
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
+KAFKA_LOGGER.addFilter(RetriedByItself())
 KAFKA_LOGGER.addFilter(RepeatFilter())
 
 #: the signals that interrupted this process (:func:`remember_interrupts`), in order

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from streamfs.broker import KAFKA_LOGGER, ClientConfigRefused, RepeatFilter, make_client
+from streamfs.broker import (KAFKA_LOGGER, ClientConfigRefused, RepeatFilter, RetriedByItself,
+                             make_client)
 
 
 def test_repeated_client_lines_are_shown_once_a_window_with_a_count():
@@ -32,6 +33,24 @@ def test_repeated_client_lines_are_shown_once_a_window_with_a_count():
         "(4 more like it in the last 60 s not shown)",
     ]
     assert any(isinstance(f, RepeatFilter) for f in KAFKA_LOGGER.filters)
+
+
+def test_coordinator_retries_librdkafka_makes_by_itself_are_info_not_warnings():
+    logger = logging.getLogger("test.retried")
+    logger.propagate = False
+    seen: list[tuple[str, str]] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append((record.levelname, record.getMessage()))
+    logger.addHandler(handler)
+    logger.addFilter(RetriedByItself())
+    getpid = ("GETPID [rdkafka#producer-6] [thrd:main]: Failed to acquire transactional PID "
+              "from broker TxnCoordinator/1: Broker: {}: retrying")
+    logger.warning(getpid.format("Not coordinator"))
+    logger.warning(getpid.format("Coordinator load in progress"))
+    logger.warning(getpid.format("Transactional Id authorization failed"))  # not transient
+    logger.warning("FAIL [rdkafka#consumer-1] Connect to 127.0.0.1:9092 failed")
+    assert [level for level, _ in seen] == ["INFO", "INFO", "WARNING", "WARNING"]
+    assert any(isinstance(f, RetriedByItself) for f in KAFKA_LOGGER.filters)
 
 
 @pytest.mark.parametrize("client", ["admin", "producer", "consumer"])
