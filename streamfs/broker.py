@@ -76,6 +76,10 @@ class RetriedByItself(logging.Filter):
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
 KAFKA_LOGGER.addFilter(RetriedByItself())
 KAFKA_LOGGER.addFilter(RepeatFilter())
+# shown where the application configures logging (the worker, `--verbose`), not by Python's
+# last-resort handler: a Python API call against a broker that is down printed librdkafka's
+# "FAIL [rdkafka#producer-1] ... Connection refused" lines on stderr before it raised
+KAFKA_LOGGER.addHandler(logging.NullHandler())
 
 #: the signals that interrupted this process (:func:`remember_interrupts`), in order
 _INTERRUPTS: list[int] = []

@@ -208,3 +208,21 @@ def test_an_expired_broker_certificate_is_named_as_such(tmp_path):
     listener.close()
     assert said is not None and said.startswith("the broker's certificate is valid from ")
     assert "UTC, not now (certificate has expired): the broker needs a new one" in said
+
+
+def test_a_python_api_call_does_not_print_librdkafkas_lines():
+    """librdkafka's lines are for the worker's log and `--verbose`: a Python API call against
+    a broker that is down printed "FAIL [rdkafka#producer-1] ... Connection refused" lines
+    through Python's last-resort handler before it raised."""
+    import subprocess
+    import sys
+
+    code = ("from streamfs.client import current_selection\n"
+            "try:\n"
+            "    current_selection('s', {'bootstrap.servers': '127.0.0.1:1'}, 'x.selected')\n"
+            "except Exception as exc:\n"
+            "    print(type(exc).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "BrokerUnreachable", out.stdout + out.stderr
+    assert "rdkafka" not in out.stderr, out.stderr
