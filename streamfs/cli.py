@@ -11,7 +11,7 @@ import signal
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
@@ -1002,7 +1002,8 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
                          start="end" if from_now else "beginning") as reader:
         reader.assign()  # a missing topic: one line (exit 1), before the worker warning
         _warn_without_worker(s, group)
-        sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout))
+        sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout,
+                                lambda: _without_worker(s, group)))
 
 
 def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | None,
@@ -1033,12 +1034,14 @@ def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | N
 
 
 def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
-                   as_json: bool, timeout: float | None) -> int:
+                   as_json: bool, timeout: float | None,
+                   without_worker: Callable[[], str | None] = lambda: None) -> int:
     """Print ``reader``'s updates; the exit code: 0 (the final results, see
     :meth:`SelectionReader.updates`), 3 (time is up), 4 (input dead-lettered: seen before
     the final, or counted in a final result with ``until_final``) or 5 (``until_final`` of
-    run ``run``, replaced before its final result)."""
-    from streamfs.client import RunReplaced, StreamRejected
+    run ``run``, replaced before its final result). ``without_worker``: what to say at a
+    timeout if no worker consumes (the cause, rather than a mistyped stream id)."""
+    from streamfs.client import ID_HINT, RunReplaced, StreamRejected
 
     partial: dict[str, int] = {}  # final results computed without some input of their run
     try:
@@ -1049,7 +1052,10 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
                 if n := result.get("counters", {}).get("rejected_messages", 0):
                     partial[result["stream"]] = n
     except TimeoutError as exc:
-        click.echo(str(exc), err=True)
+        said = str(exc)
+        if cause := without_worker():
+            said = f"{said.replace(ID_HINT.format(stream=stream), '')}: {cause}"
+        click.echo(said, err=True)
         return EXIT_TIMEOUT
     except StreamRejected as exc:
         click.echo(f"Error: {exc}", err=True)
@@ -1070,6 +1076,17 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
                        err=True)
         return EXIT_REJECTED
     return 0
+
+
+def _without_worker(settings: Settings, group: str) -> str | None:
+    """What to say when no worker consumes (its consumer group ``group`` has no members),
+    else None."""
+    from streamfs.broker import group_members
+
+    if group_members(settings.kafka_config(), group) == 0:
+        return (f"no streamfs worker is consuming (consumer group {group!r} has no members): "
+                f"start `streamfs worker`")
+    return None
 
 
 def _warn_without_worker(settings: Settings, group: str) -> None:

@@ -23,6 +23,8 @@ from streamfs.broker import denied, is_denied, lapsed_login, say_still_trying
 from streamfs.codec import CodecError, decode, decode_any
 
 log = logging.getLogger("streamfs.client")
+#: what a timeout of a stream with no result at all adds (the likely cause: a mistyped id)
+ID_HINT = " (none of its results at all: is {stream!r} the stream's id?)"
 
 #: consumer settings the readers depend on: EOF events end ``to_end`` reads and tell when the
 #: topics have been read to their end; ``read_committed`` shows each version exactly once
@@ -765,7 +767,7 @@ class SelectionReader(OutputReader):
         except TimeoutError:
             said = self._timed_out(stream, until_final, timeout)
             if stream is not None and run is None and stream not in finals.newest:
-                said += f" (none of its results at all: is {stream!r} the stream's id?)"
+                said += ID_HINT.format(stream=stream)
             raise TimeoutError(said) from None
 
     def _taken(self, topic: str, message: dict, finals: _Finals, run: int | None) -> dict | None:

@@ -364,3 +364,15 @@ def test_until_final_of_a_run_replaced_before_its_final_exits_5(cli_env, kafka_c
     out = streamfs("watch", "f", "--until-final", "--run", "1", "--json", "--timeout", "30",
                    env=cli_env)
     assert out.returncode == 0 and _versions(out.stdout) == [("f", 1), ("f", 2)], out.stderr
+
+
+def test_a_timeout_without_a_worker_says_so_not_that_the_id_may_be_wrong(cli_env, selected):
+    """With no worker running, a stream with no result at all timed out asking whether its id
+    was mistyped: the cause was the missing worker (found by the first-hour audit)."""
+    out = streamfs("watch", "nowork", "--until-final", "--timeout", "3", env=cli_env)
+    assert out.returncode == 3, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"no final result for 'nowork' on {selected} after 3.0 s: no "
+                           "streamfs worker is consuming (consumer group "), last
+    assert last.endswith("has no members): start `streamfs worker`"), last
+    assert "the stream's id?" not in out.stderr
