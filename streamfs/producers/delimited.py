@@ -426,6 +426,14 @@ class DelimitedReader:
         except ValueError:
             self._locate_bad_value(values, lines)
             raise
+        if not np.isfinite(X).all():  # 'nan', 'inf', '1e400': numbers to numpy, refused later
+            i, j = np.argwhere(~np.isfinite(X))[0]  # without the line they were on
+            col = j if j < li else j + 1
+            name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
+            what = ("is NaN (a missing value): fill or drop it" if np.isnan(X[i, j]) else
+                    "is infinite or beyond the largest float (1.8e308)")
+            raise InputFileError(f"{self.path}, line {lines[i]}, column {col}{name}: "
+                                 f"{values[i][j].strip()!r} {what}")
         return X, labels, lines
 
     def _locate_bad_value(self, values: list[list[str]], lines: list[int]) -> None:

@@ -79,10 +79,11 @@ MISTAKES = [
     (["instances", "{csv}", "-a", "ofs", "-p", "n_features_to_select=-3"], "n_features_to_select"),
     (["instances", "{multi}", "-a", "ofs"], "3 classes"),
     (["features", "{single}", "-a", "saola"], "class"),
-    # values the worker would refuse, named by column (features) or data row (instances)
+    # values the worker would refuse, named by the file's line and column
     (["features", "{nan}", "-a", "saola"],
-     "NaN or infinite values in columns [2] ('mean perimeter')"),
-    (["instances", "{nan}", "-a", "ofs"], "NaN or infinite values in data rows [7]"),
+     "line 9, column 2 ('mean perimeter'): 'nan' is NaN (a missing value)"),
+    (["instances", "{nan}", "-a", "ofs"],
+     "line 9, column 2 ('mean perimeter'): 'nan' is NaN (a missing value)"),
     (["features", "{huge}", "-a", "kofsd"], "too large for K-OFSD's standardised distances"),
     (["instances", "{huge}", "-a", "gdm"], "too large for GDM's standardised features in "
                                            "columns [4] ('mean smoothness')"),

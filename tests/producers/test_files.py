@@ -315,6 +315,13 @@ def test_csv_columns_without_names_get_the_rule_s_names(tmp_path, caplog):
     ("a,b,c\n1,2,x\n3,4\n", "line 3: 2 fields, expected 3"),
     ("a,b,c\n1,2,x\n  \n3,4,y\n", "line 3: a line of spaces only (delete it)"),
     ("a,b,c\n1,2,x\n\n3,oops,y\n", "line 4, column 1 ('b'): not a number: 'oops'"),
+    # numbers to numpy, refused later without their line (found by the first-hour audit)
+    ("a,b,c\n1,2,x\n3, NaN ,y\n", "line 3, column 1 ('b'): 'NaN' is NaN (a missing value): "
+                                 "fill or drop it"),
+    ("a,b,c\n1,2,x\n3,4,y\n-inf,5,x\n", "line 4, column 0 ('a'): '-inf' is infinite or "
+                                        "beyond the largest float (1.8e308)"),
+    ("a,b,c\n1,2,x\n3,1e400,y\n", "line 3, column 1 ('b'): '1e400' is infinite or beyond the "
+                                 "largest float (1.8e308)"),
 ])
 def test_csv_malformed_line_is_named(tmp_path, body, needle):
     path = tmp_path / "bad.csv"
