@@ -13,6 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms._suggest import did_you_mean
 from streamfs.producers.delimited import (DelimitedReader, default_label_note, label_index,
                                           labels_from_text, refuse_duplicate_names)
 from streamfs.producers.errors import InputFileError
@@ -48,9 +49,10 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
     if not path.exists():
         from streamfs import datasets
 
-        if source in datasets.available():
+        names = datasets.available()
+        if source in names:
             return datasets.load(source)
-        raise InputFileError(f"{source}: no such file or dataset")
+        raise InputFileError(f"{source}: no such file or dataset{did_you_mean(source, names)}")
     suffix = path.suffix.lower()
     check_source(path, label)
     if suffix == ".npz":

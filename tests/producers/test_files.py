@@ -524,8 +524,17 @@ def test_unknown_suffix_and_missing_file(tmp_path):
     (tmp_path / "d.xyz").write_text("1")
     with pytest.raises(InputFileError, match="unknown format '.xyz'"):
         load_file(str(tmp_path / "d.xyz"))
-    with pytest.raises(InputFileError, match="no such file or dataset"):
+    with pytest.raises(InputFileError, match="no such file or dataset$"):
         load_file(str(tmp_path / "missing.csv"))
+
+
+def test_a_mistyped_dataset_name_gets_a_suggestion(tmp_path, monkeypatch):
+    (tmp_path / "colon").mkdir()
+    np.savez(tmp_path / "colon" / "colon.npz", X=np.eye(3), y=np.arange(3) % 2)
+    monkeypatch.setenv("STREAMFS_DATASETS", str(tmp_path))
+    with pytest.raises(InputFileError) as info:
+        load_file("colonn")
+    assert str(info.value) == "colonn: no such file or dataset (did you mean 'colon'?)"
 
 
 # --- groups -----------------------------------------------------------------------------------
