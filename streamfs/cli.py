@@ -1090,9 +1090,7 @@ def _without_worker(settings: Settings, group: str) -> str | None:
 
 
 def _warn_without_worker(settings: Settings, group: str) -> None:
-    from streamfs.broker import group_members
-
-    if group_members(settings.kafka_config(), group) == 0:
+    if _without_worker(settings, group):
         click.echo(f"warning: no streamfs worker is consuming (consumer group {group!r} has no "
                    f"members): results arrive once `streamfs worker` runs and has joined it (a "
                    f"worker joins after loading its kernels; its first start after an install "

@@ -552,7 +552,10 @@ class KOFSD(FeatureStreamSelector):
         dependencies(np.asfortranarray(counts), stats, stats, is_large, k, card_code, *gammas,
                      True, deps)  # fmt: skip
         # NaN distances where MATLAB's mean (its sum, in order, over N) is the value itself
-        nan = np.cumsum(X[:, columns], axis=0)[-1] / n == X[0, columns]
+        total = np.zeros(columns.size)
+        for i in range(n):  # in row order, as cumsum would, without its n x m copy
+            total += X[i, columns]
+        nan = total / n == X[0, columns]
         variant = np.where(nan, 0, 1)
         same[:, columns] = counts[:, variant]
         dep1[columns] = deps[variant]

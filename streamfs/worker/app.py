@@ -453,8 +453,6 @@ class Worker:
         self.settings = settings
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
-        # the input topics' names without the prefix: another deployment's end the same way
-        self.input_suffixes = tuple(name[len(settings.topic_prefix):] for name in self.roles)
         self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
         self.output_bytes = output_limit(specs)
         changelogs = changelog_specs(settings.app_id, specs["features"].partitions, 1,
@@ -1178,8 +1176,10 @@ class Worker:
 
         metadata = self._ask("the cluster's topics",
                              lambda t: self.consumer.list_topics(timeout=t), 60)
+        # the input topics' names without the prefix: another deployment's end the same way
+        suffixes = tuple(name[len(self.settings.topic_prefix):] for name in self.roles)
         others = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
-                  if name not in self.roles and name.endswith(self.input_suffixes)
+                  if name not in self.roles and name.endswith(suffixes)
                   and topic.error is None for p in sorted(topic.partitions)]
         if not others:
             return
