@@ -19,9 +19,9 @@ from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
                              ClientConfigRefused, interrupting_signal, lost_interrupt,
                              remember_interrupts)
-from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
-                                  EnvOption, SettingsCommand, param_value, stdout_console,
-                                  stdout_to_devnull, writing_output)
+from streamfs.cli_options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+                                  LABEL_OPTION, EnvOption, SettingsCommand, param_value,
+                                  stdout_console, stdout_to_devnull, writing_output)
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -479,15 +479,15 @@ ZERO_BASED_OPTION = click.option(
 
 
 def _load_data(source: str, label: str | None, header: bool | None = None,
-               n_features: int | None = None, zero_based: bool | str = "auto"
-               ) -> tuple[Any, Any, list[str] | None, dict]:
+               n_features: int | None = None, zero_based: bool | str = "auto",
+               drop: tuple[str, ...] = ()) -> tuple[Any, Any, list[str] | None, dict]:
     """``(X, y, feature names or None, naming rule)`` of a whole file, or exit 2."""
     from streamfs.producers.errors import InputFileError
     from streamfs.producers.names import load_named
 
     try:
         return load_named(source, label=label, header=header, n_features=n_features,
-                          zero_based=zero_based)
+                          zero_based=zero_based, drop=drop)
     except InputFileError as exc:
         raise UsageProblem(_said(exc)) from None
     except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -531,7 +531,7 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (``produce``)."""
     from streamfs.algorithms.opening import check_open, check_open_data, check_values, open_advice
     from streamfs.algorithms.registry import LabelError
-    from streamfs.producers.files import guessed_label_warning
+    from streamfs.producers.files import guessed_label_warning, row_id_warnings
 
     try:
         spec, algo, params = check_open(kind, algorithm, params, n_features=n_features,
@@ -550,6 +550,8 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
         if source and (guessed := guessed_label_warning(source, label, header, y, names)):
             warnings.warn(guessed, UserWarning, stacklevel=2)
     if X is not None:
+        for said in row_id_warnings(source, X, names) if source else []:
+            warnings.warn(said, UserWarning, stacklevel=2)
         try:
             check_values(kind, algo, X, names=names)
         except ValueError as exc:  # the data's fault: say whose
@@ -580,6 +582,17 @@ def _instance_params(src: Any, source: str, algorithm: str, params: dict,
         raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+
+
+def _warn_row_ids(source: str, src: Any) -> None:
+    """Warn of feature columns of an instance stream's ``src`` that look like row ids (see
+    :func:`~streamfs.producers.files.row_id_warnings`), judged on its first chunk of rows."""
+    from streamfs.producers.files import row_id_warnings
+
+    if src.feature_names:
+        X, _ = next(iter(src.chunks()))
+        for said in row_id_warnings(source, X, src.feature_names):
+            warnings.warn(said, UserWarning, stacklevel=2)
 
 
 def _existing_stream(settings: Settings, stream_id: str) -> dict | None:
@@ -626,6 +639,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, metavar="KEY=VALUE", help=PARAM_HELP)
 @LABEL_OPTION
+@DROP_OPTION
 @HEADER_OPTION
 @click.option("--block-bytes", type=click.IntRange(min=1), default=None,
               help="Payload budget per message, at least one column (feature streams) or "
@@ -649,8 +663,8 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
-            param: tuple[str, ...], label: str | None, header: bool | None,
-            block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
+            param: tuple[str, ...], label: str | None, drop: tuple[str, ...],
+            header: bool | None, block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
             rate: float | None, n_features: int | None, zero_based: bool | None,
             replace: bool, progress: bool | None, app_id: str | None) -> None:
     """Publish SOURCE as a feature or instance stream.
@@ -723,7 +737,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     open_kw = {"replace": replace, "buffer_cap": s.max_buffer_bytes}
     try:
         if kind == "features":
-            X, y, names, naming = _load_data(source, label, header, n_features, zb)
+            X, y, names, naming = _load_data(source, label, header, n_features, zb, drop)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source,
                                  label=label, header=header, advise=True,
                                  buffer_cap=s.max_buffer_bytes)
@@ -744,9 +758,10 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             position = None
         else:
             src = open_instances(source, label=label, header=header, n_features=n_features,
-                                 zero_based=zb)
+                                 zero_based=zb, drop=drop)
             params = _instance_params(src, source, algorithm, params, record_limit,
                                       block_bytes, label, header, s.max_buffer_bytes)
+            _warn_row_ids(source, src)
             budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
                 stream_id, src.chunks(), src.n_features, algorithm, params,
@@ -1140,6 +1155,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, metavar="KEY=VALUE", help=PARAM_HELP)
 @LABEL_OPTION
+@DROP_OPTION
 @HEADER_OPTION
 @N_FEATURES_OPTION
 @ZERO_BASED_OPTION
@@ -1150,7 +1166,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
               "result is the worker's final one for stream ID on the same data and parameters.")
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           header: bool | None, n_features: int | None, zero_based: bool | None,
+           drop: tuple[str, ...], header: bool | None, n_features: int | None, zero_based: bool | None,
            groups_file: str | None, as_stream: str, as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
@@ -1169,7 +1185,7 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     X, y, names, naming = _load_data(source, label, header, n_features,
-                                     "auto" if zero_based is None else zero_based)
+                                     "auto" if zero_based is None else zero_based, drop)
     groups = _groups(groups_file, X.shape[1])
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
                          n_features=X.shape[1], y=y, X=X, names=names, source=source,

@@ -151,6 +151,12 @@ LABEL_OPTION = click.option(
     help="Label column (name or index) for CSV/TSV/Parquet/.npy files (default the last), or a "
     ".npy file of labels.")
 
+#: columns that are neither features nor the label (a row id), as LABEL_OPTION names them
+DROP_OPTION = click.option(
+    "--drop", multiple=True, metavar="COLUMN",
+    help="A column of a CSV/TSV/Parquet/.npy file that is neither a feature nor the label, "
+    "such as a row id (name or index; repeat for several). Features are numbered without it.")
+
 HEADER_OPTION = click.option(
     "--header/--no-header", default=None,
     help="Whether a CSV/TSV file has a header row (default: detect: a non-numeric field, or "

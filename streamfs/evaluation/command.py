@@ -20,8 +20,8 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import (ALGORITHMS_HELP, GROUPS_OPTION, HEADER_OPTION, LABEL_OPTION,
-                                  writing_output)
+from streamfs.cli_options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+                                  LABEL_OPTION, writing_output)
 
 from .report import (
     COLUMNS,
@@ -77,6 +77,7 @@ __all__ = ["evaluate"]
               help="Evaluate on a stratified random subsample of this many instances.")
 @click.option("--seed", default=0, show_default=True)
 @LABEL_OPTION
+@DROP_OPTION
 @HEADER_OPTION
 @GROUPS_OPTION
 @click.option("--json", "json_out", default=None, metavar="FILE",
@@ -90,7 +91,7 @@ __all__ = ["evaluate"]
               help="Progress bar on stderr  [default: when stderr is a terminal]")
 def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stability_runs,
              stability_weight, permutations, one_vs_rest, baselines, mi_bins, time_budget,
-             max_instances, seed, label, header, groups_file, json_out, md_out, plots_dir,
+             max_instances, seed, label, drop, header, groups_file, json_out, md_out, plots_dir,
              show_progress):
     """Evaluate selectors on DATA (a file, a dataset name or sklearn:NAME).
 
@@ -113,7 +114,7 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
     try:
         with _progress(show_progress) as progress, contextlib.ExitStack() as stack:
             progress(f"loading {data}", 0)
-            X, y, names, naming = load_named(data, label=label, header=header)
+            X, y, names, naming = load_named(data, label=label, header=header, drop=drop)
             names = names or rule_names(naming, X.shape[1])  # as `select` and the worker name them
             per_algo = parse_params(list(algorithms), list(params))
             groups = None

@@ -47,9 +47,10 @@ def is_number(v: str) -> bool:
 
 
 def label_index(header: list[str] | None, label: str | int | None, width: int, path: Path,
-                where: str = "in the header") -> int:
+                where: str = "in the header", what: str = "label column") -> int:
     """Position of the label column: by header name, else by (possibly negative) index;
-    ``where`` the names are, for the error (a Parquet file's are its columns)."""
+    ``where`` the names are, for the error (a Parquet file's are its columns); ``what`` the
+    column is, for the error."""
     if label is None:
         return width - 1
     if header is not None and str(label) in header:
@@ -59,10 +60,46 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     except ValueError:
         where = (where + did_you_mean(label, header) if header is not None
                  else "(the file has no header)")
-        raise InputFileError(f"{path}: no label column named {label!r} {where}") from None
+        raise InputFileError(f"{path}: no {what} named {label!r} {where}") from None
     if not -width <= idx < width:
-        raise InputFileError(f"{path}: label column index {idx} outside 0..{width - 1}")
+        raise InputFileError(f"{path}: {what} index {idx} outside 0..{width - 1}")
     return idx % width
+
+
+def is_index(column: str | int) -> bool:
+    """Whether a column given on the command line is an index rather than a name.
+
+    >>> is_index("-1"), is_index(3), is_index("id")
+    (True, True, False)
+    """
+    return str(column).lstrip("-").isdigit()
+
+
+def feature_columns(names: list[str] | None, label_col: int | None, drop: Sequence[str | int],
+                    width: int, path: Path, where: str = "in the header") -> list[int]:
+    """The columns read as features: all but the label's (``label_col``, None when the
+    labels are kept apart) and those ``drop`` names (by name or index, as ``--label`` does),
+    such as a row id that would otherwise be read as a measurement. :class:`InputFileError`
+    for a ``drop`` that names no column, names the label, or leaves no feature.
+
+    >>> feature_columns(["id", "a", "b", "class"], 3, ["id"], 4, Path("d.csv"))
+    [1, 2]
+    >>> feature_columns(["id", "a", "class"], 2, ["class"], 3, Path("d.csv"))
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputFileError: d.csv: --drop class: that column is the label; --drop leaves out feature columns (the label is chosen with --label)
+    """
+    dropped: set[int] = set()
+    for column in drop:
+        c = label_index(names, column, width, path, where, "column to drop")
+        if c == label_col:
+            raise InputFileError(f"{path}: --drop {column}: that column is the label; --drop "
+                                 "leaves out feature columns (the label is chosen with --label)")
+        dropped.add(c)
+    kept = [c for c in range(width) if c != label_col and c not in dropped]
+    if not kept:
+        raise InputFileError(f"{path}: --drop leaves no feature column")
+    return kept
 
 
 def default_label_note(label: str | int | None, names: list[str] | None, width: int,
@@ -212,19 +249,19 @@ def refuse_duplicate_names(names: Sequence[str], where: str, *, skip_empty: bool
                          f"{listed}{more}: name each {kind} once")
 
 
-def _feature_names(names: list[str], label_col: int, path: Path) -> list[str]:
-    """A header's feature names (``label_col`` left out), unnamed columns named by the rule
-    for features without names, ``x<feature index>``; :class:`InputFileError` if such a name
-    is already a named column's (results would carry two features of one name).
+def _feature_names(names: list[str], columns: list[int], path: Path) -> list[str]:
+    """A header's names of the feature ``columns``, unnamed columns named by the rule for
+    features without names, ``x<feature index>``; :class:`InputFileError` if such a name is
+    already a named column's (results would carry two features of one name).
 
-    >>> _feature_names(["", "b", "", "class"], 3, Path("d.csv"))
+    >>> _feature_names(["", "b", "", "class"], [0, 1, 2], Path("d.csv"))
     ['x0', 'b', 'x2']
-    >>> _feature_names(["class", "", "x0"], 0, Path("d.csv"))
+    >>> _feature_names(["class", "", "x0"], [1, 2], Path("d.csv"))
     Traceback (most recent call last):
     ...
     streamfs.producers.errors.InputFileError: d.csv, line 1: column 1 has no name and would be named 'x0' (unnamed columns are named x<feature index>), the name of column 2: name every column
     """
-    features = [(c, n) for c, n in enumerate(names) if c != label_col]
+    features = [(c, names[c]) for c in columns]
     named = {n: c for c, n in features if n}
     out: list[str] = []
     clashes: list[str] = []
@@ -249,13 +286,16 @@ class DelimitedReader:
 
     ``header``: ``True``/``False``, or ``None`` to detect it (a first row with a non-numeric
     feature field, or the column numbers 0, 1, 2, … or 1, 2, 3, … that pandas writes for a
-    frame made from an array; or a label given by name). ``label``: column name or index (default the
-    last). Labels are numbers if those of the first chunk all are (a later non-number is then
-    an error naming its line), text otherwise.
+    frame made from an array; or a label given by name). ``label``: column name or index
+    (default the last). ``drop``: columns (names or indices) that are neither
+    features nor the label, such as a row id (see :func:`feature_columns`). Labels are numbers
+    if those of the first chunk all are (a later non-number is then an error naming its line),
+    text otherwise.
     """
 
     def __init__(self, path: Path | str, *, label: str | int | None = None, delimiter: str = ",",
-                 header: bool | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                 header: bool | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 drop: Sequence[str | int] = ()) -> None:
         self.path = Path(path)
         self.delimiter = delimiter
         self.size = self.path.stat().st_size
@@ -272,10 +312,10 @@ class DelimitedReader:
         self._first = first
         named_for_label = False  # the first row is the header because --label names a column
         if header is None:
-            by_name = named_for_label = (label is not None
-                                         and not str(label).lstrip("-").isdigit())
-            li = label_index(None, label if not by_name else None, self.width, self.path)
-            header = by_name or any(not is_number(v) for j, v in enumerate(first) if j != li)
+            by_name = named_for_label = label is not None and not is_index(label)
+            skips = set() if by_name else self._guess_skips(label, drop)
+            header = by_name or any(not is_number(v) for j, v in enumerate(first)
+                                    if j not in skips)
             self._guessed = None if by_name else "header" if header else "data"
             if not header and _numbers_columns(first):
                 header = True  # a guess, said out loud: --no-header reads the row as data
@@ -295,15 +335,27 @@ class DelimitedReader:
                 "file seems to have no header: give the label column's index instead (e.g. "
                 f"--label {self.width - 1}, or -1 for the last column)")
         self.label_col = label_index(names, label, self.width, self.path)
-        self.feature_names = None
         if names:
             refuse_duplicate_names(names, f"{self.path}, line 1", skip_empty=True)
-            self.feature_names = _feature_names(names, self.label_col, self.path)
-            if names[0] == "" and self.label_col != 0:
+        #: the file's columns read as features, in order
+        self.feature_cols = feature_columns(names, self.label_col, drop, self.width, self.path)
+        self.feature_names = None
+        if names:
+            self.feature_names = _feature_names(names, self.feature_cols, self.path)
+            if names[0] == "" and self.feature_cols[0] == 0:
                 _note(f"{self.path}: column 0 has no name, named x0 (the index pandas writes "
-                      "unless to_csv(index=False)? It would be a feature like any other)")
-        self.n_features = self.width - 1
+                      "unless to_csv(index=False)? It would be a feature like any other: "
+                      "--drop 0 leaves it out)")
+        self.n_features = len(self.feature_cols)
         self.chunk_rows = max(1, chunk_bytes // (8 * self.width))
+
+    def _guess_skips(self, label: str | int | None, drop: Sequence[str | int]) -> set[int]:
+        """The columns whose first-row field the header guess does not look at: the label's
+        and those dropped by index (a text id in a file without a header is no header; a
+        column dropped by name is the header's, whose text makes the first row the header)."""
+        li = label_index(None, label, self.width, self.path)
+        return {li, *(int(c) % self.width for c in drop
+                      if is_index(c) and -self.width <= int(c) < self.width)}
 
     def _first_row(self) -> list[str]:
         try:
@@ -397,7 +449,7 @@ class DelimitedReader:
         labels = chunk[1]
         first = self._first[self.label_col].strip()
         shown = ",".join(self._first[:4] + ["…"] if len(self._first) > 4 else self._first)
-        features = [v for j, v in enumerate(self._first) if j != self.label_col]
+        features = [self._first[c] for c in self.feature_cols]
         if guessed == "data" and len(labels) > 2 and len(set(labels[1:])) < len(labels) - 1 \
                 and first not in labels[1:]:  # the other labels are classes, it is not one
             _note(f"{self.path}: first row {shown} read as data (its features are numbers), "
@@ -420,7 +472,9 @@ class DelimitedReader:
             raise InputFileError(f"{self.path}, line {lines[bad]}, column {li}{name}: the label "
                                  "is missing; every instance needs a class"
                                  + default_label_note(self.label, self.names, self.width))
-        values = [r[:li] + r[li + 1:] for r in rows]
+        cols = self.feature_cols
+        values = ([r[:li] + r[li + 1:] for r in rows] if len(cols) == self.width - 1
+                  else [[r[c] for c in cols] for r in rows])
         try:
             X = np.array(values, dtype=np.float64)  # numpy parses the strings in C
         except ValueError:
@@ -428,7 +482,7 @@ class DelimitedReader:
             raise
         if not np.isfinite(X).all():  # 'nan', 'inf', '1e400': numbers to numpy, refused later
             i, j = np.argwhere(~np.isfinite(X))[0]  # without the line they were on
-            col = j if j < li else j + 1
+            col = cols[j]
             name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
             what = ("is NaN (a missing value): fill or drop it" if np.isnan(X[i, j]) else
                     "is infinite or beyond the largest float (1.8e308)")
@@ -440,7 +494,7 @@ class DelimitedReader:
         for row, line in zip(values, lines):
             for j, v in enumerate(row):
                 if not is_number(v):
-                    col = j if j < self.label_col else j + 1
+                    col = self.feature_cols[j]
                     name = f" ({self.feature_names[j]!r})" if self.feature_names else ""
                     # a column of text throughout may be the label; a stray value is a typo
                     text = not any(is_number(r[j]) for r in values)

@@ -7,6 +7,8 @@ streams read incrementally where the format allows (see :mod:`streamfs.producers
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms._suggest import did_you_mean
-from streamfs.producers.delimited import (DelimitedReader, default_label_note, label_index,
-                                          labels_from_text, refuse_duplicate_names)
+from streamfs.producers.delimited import (DelimitedReader, default_label_note, feature_columns,
+                                          label_index, labels_from_text, refuse_duplicate_names)
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.libsvm import LibsvmReader
 
@@ -30,8 +32,8 @@ KNOWN_SUFFIXES = (".npy", ".csv", ".tsv", ".parquet", *OWN_LABELS)
 
 
 def load_file(source: str, *, label: str | int | None = None, header: bool | None = None,
-              n_features: int | None = None,
-              zero_based: bool | str = "auto") -> tuple[Any, np.ndarray]:
+              n_features: int | None = None, zero_based: bool | str = "auto",
+              drop: Sequence[str | int] = ()) -> tuple[Any, np.ndarray]:
     """Load ``(X, y)`` from a path, a dataset name of ``$STREAMFS_DATASETS`` or ``sklearn:NAME``.
 
     Formats by suffix: ``.npz`` (arrays ``X`` and ``y``), ``.npy`` (one 2-D array; label
@@ -41,7 +43,9 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
     sparse; d from ``n_features`` or the largest index; ``zero_based`` True, False or
     "auto": 0-based if an index 0 occurs, as in scikit-learn's ``load_svmlight_file``),
     MATLAB ``.mat`` (v5 and v7.3; variables ``X``/``y`` or the first 2-D and 1-D arrays),
-    ``.parquet`` (label as for CSV).
+    ``.parquet`` (label as for CSV). ``drop``: columns of CSV/TSV, Parquet and ``.npy``
+    files that are neither features nor the label (names or indices, as ``label``), such as a
+    row id.
     """
     if source.startswith("sklearn:"):
         return _sklearn(source.split(":", 1)[1])
@@ -54,33 +58,36 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
             return datasets.load(source)
         raise InputFileError(f"{source}: no such file or dataset{did_you_mean(source, names)}")
     suffix = path.suffix.lower()
-    check_source(path, label)
+    check_source(path, label, drop)
     if suffix == ".npz":
         return read_npz(path)
     if suffix == ".npy":
-        return read_npy(path, label=label)
+        return read_npy(path, label=label, drop=drop)
     if suffix in (".csv", ".tsv"):
         return read_csv(path, label=label, delimiter="\t" if suffix == ".tsv" else ",",
-                        header=header)
+                        header=header, drop=drop)
     if suffix in LIBSVM_SUFFIXES:
         return read_libsvm(path, n_features=n_features, zero_based=zero_based)
     if suffix == ".mat":
         return read_mat(path)
     if suffix == ".parquet":
-        return read_parquet(path, label=label)
+        return read_parquet(path, label=label, drop=drop)
     raise InputFileError(f"{path}: unknown format {suffix!r} (known: "
                          f"{', '.join(sorted(KNOWN_SUFFIXES))})")
 
 
-def check_source(path: Path, label: str | int | None) -> None:
-    """:class:`InputFileError` for a directory, and for a ``label`` column given for a format
-    that carries its labels apart (it would be ignored)."""
+def check_source(path: Path, label: str | int | None, drop: Sequence[str | int] = ()) -> None:
+    """:class:`InputFileError` for a directory, and for a ``label`` column, or columns to
+    ``drop``, given for a format that carries its labels apart (it would be ignored)."""
     if path.is_dir():
         raise InputFileError(f"{path}: is a directory, not a data file")
     suffix = path.suffix.lower()
     if label is not None and suffix in OWN_LABELS:
         raise InputFileError(f"{path}: a label column applies to CSV/TSV, Parquet and .npy "
                              f"files; {suffix} files carry their labels")
+    if drop and suffix in OWN_LABELS:
+        raise InputFileError(f"{path}: --drop applies to CSV/TSV, Parquet and .npy files, "
+                             f"whose columns are features and label; not to {suffix} files")
 
 
 def label_column_note(source: str, label: str | int | None, header: bool | None = None,
@@ -128,6 +135,43 @@ def guessed_label_warning(source: str, label: str | int | None, header: bool | N
     return f"{source}: {note[2:]}" if note else None
 
 
+#: header names of a row id (compared in lower case; also any name ending in "_id", " id",
+#: "-id" or, as in "PatientID", a capital "ID"/"Id" after a lower-case letter)
+ROW_ID_WORDS = frozenset({"id", "index", "idx", "row", "rowid", "unnamed: 0", "sample"})
+
+
+def _row_id_name(name: str) -> bool:
+    """Whether ``name`` reads as a row id's.
+
+    >>> [_row_id_name(n) for n in ("id", "patient_id", "PatientID", "CustomerId", "fluid", "acid")]
+    [True, True, True, True, False, False]
+    """
+    low = name.strip().lower()
+    return (low in ROW_ID_WORDS or low.endswith(("_id", " id", "-id"))
+            or re.search(r"[a-z](ID|Id)$", name.strip()) is not None)
+
+
+def row_id_warnings(source: str, X: Any, names: list[str] | None) -> list[str]:
+    """Warnings for feature columns of ``X`` (rows of ``source``: all, or the first ones)
+    that look like row ids rather than measurements: named as ids are (``id``,
+    ``patient_id``, ``PatientID``, pandas' ``Unnamed: 0``, ...) and holding distinct whole
+    numbers, one per row. Read as features they may be selected (an id numbered in the
+    order the classes were collected predicts the class); ``--drop`` leaves them out."""
+    if not names or X.shape[0] < 2:
+        return []
+    said = []
+    for j, name in enumerate(names):
+        if not _row_id_name(str(name)):
+            continue
+        column = X[:, [j]].toarray().ravel() if sp.issparse(X) else np.asarray(X[:, j])
+        if np.all(column == np.round(column)) and len(np.unique(column)) == len(column):
+            said.append(f"{source}: column {name!r} (feature {j}) looks like a row id, not a "
+                        f"measurement: {len(column)} distinct whole numbers, one per row; it is "
+                        f"read as a feature and may be selected: leave it out with --drop "
+                        f"{shlex.quote(str(name))}")
+    return said
+
+
 def _sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     import sklearn.datasets as skd
 
@@ -167,8 +211,10 @@ def read_npz(path: Path) -> tuple[Any, np.ndarray]:
         raise InputFileError(f"{path}: not a readable .npz archive ({exc})") from None
 
 
-def read_npy(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A 2-D ``.npy`` array with the label in one column, or features plus a labels file."""
+def read_npy(path: Path, *, label: str | int | None = None,
+             drop: Sequence[str | int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """A 2-D ``.npy`` array with the label in one column, or features plus a labels file;
+    ``drop``: indices of columns that are neither."""
     try:
         A = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
@@ -179,15 +225,18 @@ def read_npy(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray,
         y = np.load(label, allow_pickle=False)
         if y.shape != (A.shape[0],):
             raise InputFileError(f"{label}: expected {A.shape[0]} labels, got shape {y.shape}")
-        return np.asarray(A), y
+        return np.asarray(A[:, feature_columns(None, None, drop, A.shape[1], path)]), y
     li = label_index(None, label, A.shape[1], path)
-    return np.delete(np.asarray(A), li, axis=1), np.asarray(A[:, li])
+    return (np.asarray(A[:, feature_columns(None, li, drop, A.shape[1], path)]),
+            np.asarray(A[:, li]))
 
 
 def read_csv(path: Path, *, label: str | int | None = None, delimiter: str = ",",
-             header: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Numeric feature columns plus one label column (numbers if all are numbers, else text)."""
-    reader = DelimitedReader(path, label=label, delimiter=delimiter, header=header)
+             header: bool | None = None, drop: Sequence[str | int] = ()
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric feature columns plus one label column (numbers if all are numbers, else text);
+    ``drop``: columns that are neither."""
+    reader = DelimitedReader(path, label=label, delimiter=delimiter, header=header, drop=drop)
     blocks, labels = [], []
     for X, text, _ in reader.text_chunks():
         blocks.append(X)
@@ -329,8 +378,10 @@ def parquet_columns(pf: Any) -> list[str]:
     return [n for n in names if n not in index]
 
 
-def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A Parquet table: numeric feature columns plus one label column."""
+def read_parquet(path: Path, *, label: str | int | None = None,
+                 drop: Sequence[str | int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """A Parquet table: numeric feature columns plus one label column; ``drop``: columns
+    that are neither."""
     pf = open_parquet(path)
     try:
         frame = pf.read().to_pandas()
@@ -338,13 +389,13 @@ def read_parquet(path: Path, *, label: str | int | None = None) -> tuple[np.ndar
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     if not len(frame):  # said so, rather than "the labels are empty"
         raise InputFileError(f"{path}: no data rows")
-    li = label_index(list(map(str, frame.columns)), label, frame.shape[1], path,
-                     "among the columns")
+    columns = list(map(str, frame.columns))
+    li = label_index(columns, label, frame.shape[1], path, "among the columns")
     y = frame.iloc[:, li].to_numpy()
-    X = frame.drop(columns=frame.columns[li])
-    for j, name in enumerate(X.columns):
+    kept = feature_columns(columns, li, drop, frame.shape[1], path, "among the columns")
+    X = frame.iloc[:, kept]
+    for col, name in zip(kept, X.columns):
         if X[name].dtype.kind not in "biuf":
-            col = j if j < li else j + 1
             raise InputFileError(f"{path}, column {col} ({str(name)!r}): not numeric "
                                  f"(dtype {X[name].dtype})"
                                  + default_label_note(label, list(map(str, frame.columns)),

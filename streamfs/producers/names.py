@@ -13,27 +13,28 @@ file (``1, 2, ...`` one-based, ``0, 1, ...`` zero-based), see :func:`naming_rule
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from streamfs.producers.delimited import DelimitedReader, label_index, refuse_duplicate_names
+from streamfs.producers.delimited import (DelimitedReader, feature_columns, label_index,
+                                          refuse_duplicate_names)
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.files import (LIBSVM_SUFFIXES, npz_member, open_parquet,
                                       parquet_columns)
 
 
 def load_named(source: str, *, label: str | int | None = None, header: bool | None = None,
-               n_features: int | None = None, zero_based: bool | str = "auto"
-               ) -> tuple[Any, np.ndarray, list[str] | None, dict]:
+               n_features: int | None = None, zero_based: bool | str = "auto",
+               drop: Sequence[str | int] = ()) -> tuple[Any, np.ndarray, list[str] | None, dict]:
     """``(X, y, feature names or None, naming rule)`` of a whole source (see
     :func:`streamfs.producers.files.load_file`); :class:`InputFileError` for a bad file."""
     from streamfs.producers.files import load_file
 
     X, y = load_file(source, label=label, header=header, n_features=n_features,
-                     zero_based=zero_based)
-    names = check_names(source_feature_names(source, label=label, header=header), X.shape[1],
-                        source)
+                     zero_based=zero_based, drop=drop)
+    names = check_names(source_feature_names(source, label=label, header=header, drop=drop),
+                        X.shape[1], source)
     return X, y, names, naming_rule(source, libsvm_index_base(source, zero_based))
 
 
@@ -65,8 +66,10 @@ def naming_rule(source: str, index_base: int | None = None) -> dict:
 
 
 def source_feature_names(source: str, *, label: str | int | None = None,
-                         header: bool | None = None) -> list[str] | None:
-    """The feature names ``source`` carries (label column excluded), or ``None``."""
+                         header: bool | None = None,
+                         drop: Sequence[str | int] = ()) -> list[str] | None:
+    """The feature names ``source`` carries (label column and ``drop``'s excluded), or
+    ``None``."""
     if source.startswith("sklearn:"):
         import sklearn.datasets as skd
 
@@ -82,12 +85,13 @@ def source_feature_names(source: str, *, label: str | int | None = None,
             return None
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        return DelimitedReader(path, label=label, header=header,
+        return DelimitedReader(path, label=label, header=header, drop=drop,
                                delimiter="\t" if suffix == ".tsv" else ",").feature_names
     if suffix == ".parquet":
         names = parquet_columns(open_parquet(path))
         li = label_index(names, label, len(names), path, "among the columns")
-        return [n for j, n in enumerate(names) if j != li]
+        return [names[j] for j in feature_columns(names, li, drop, len(names), path,
+                                                  "among the columns")]
     if suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as data:

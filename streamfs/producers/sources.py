@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from streamfs.producers.checks import sendable_labels
-from streamfs.producers.delimited import DelimitedReader, label_index
+from streamfs.producers.delimited import DelimitedReader, feature_columns, label_index
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.files import (LIBSVM_SUFFIXES, check_source, load_file, open_parquet,
                                       parquet_columns)
@@ -64,38 +64,41 @@ class InstanceSource:
 def open_instances(source: str, *, label: str | int | None = None, header: bool | None = None,
                    n_features: int | None = None,
                    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                   zero_based: bool | str = "auto") -> InstanceSource:
-    """An :class:`InstanceSource` for a file path or dataset name (see :func:`load_file`).
+                   zero_based: bool | str = "auto",
+                   drop: Sequence[str | int] = ()) -> InstanceSource:
+    """An :class:`InstanceSource` for a file path or dataset name (see :func:`load_file`,
+    also for ``drop``).
 
     LIBSVM sources also get ``index_base`` (0 or 1, see ``zero_based`` of
     :class:`~streamfs.producers.libsvm.LibsvmReader`)."""
     path = Path(source)
     suffix = path.suffix.lower()
     if path.exists():
-        check_source(path, label)
+        check_source(path, label, drop)
     if path.is_file():
         if suffix in (".csv", ".tsv"):
             return InstanceSource.from_reader(DelimitedReader(
                 path, label=label, header=header, delimiter="\t" if suffix == ".tsv" else ",",
-                chunk_bytes=chunk_bytes))
+                chunk_bytes=chunk_bytes, drop=drop))
         if suffix in LIBSVM_SUFFIXES:
             reader = LibsvmReader(path, n_features, chunk_bytes=chunk_bytes, zero_based=zero_based)
             libsvm = InstanceSource.from_reader(reader)
             libsvm.index_base = reader.index_base
             return libsvm
         if suffix == ".npy" and not (label is not None and str(label).endswith(".npy")):
-            return _npy_source(path, label, chunk_bytes)
+            return _npy_source(path, label, chunk_bytes, drop)
         if suffix == ".parquet":
-            return _parquet_source(path, label, chunk_bytes)
+            return _parquet_source(path, label, chunk_bytes, drop)
     from streamfs.producers.names import source_feature_names
 
-    X, y = load_file(source, label=label, header=header, n_features=n_features)
+    X, y = load_file(source, label=label, header=header, n_features=n_features, drop=drop)
     # the names a feature stream of the same source carries (sklearn: bundles, .npz, .mat)
     return InstanceSource.from_arrays(X, y, source_feature_names(source, label=label,
-                                                                 header=header))
+                                                                 header=header, drop=drop))
 
 
-def _npy_source(path: Path, label: str | int | None, chunk_bytes: int) -> InstanceSource:
+def _npy_source(path: Path, label: str | int | None, chunk_bytes: int,
+                drop: Sequence[str | int]) -> InstanceSource:
     try:
         A = np.load(path, mmap_mode="r", allow_pickle=False)  # pages in on demand only
     except ValueError as exc:
@@ -103,28 +106,32 @@ def _npy_source(path: Path, label: str | int | None, chunk_bytes: int) -> Instan
     if A.ndim != 2 or A.shape[1] < 2:
         raise InputFileError(f"{path}: expected a 2-D array with a label column, got shape {A.shape}")
     li = label_index(None, label, A.shape[1], path)
+    features = feature_columns(None, li, drop, A.shape[1], path)
     step = max(1, chunk_bytes // (A.shape[1] * A.itemsize))
     done = [0]
 
     def chunks() -> Iterator[Chunk]:
         for a in range(0, A.shape[0], step):
             block = np.asarray(A[a:a + step])
-            yield np.delete(block, li, axis=1), block[:, li].copy()
+            yield block[:, features], block[:, li].copy()
             done[0] = min(a + step, A.shape[0])
 
-    return InstanceSource(A.shape[1] - 1, chunks, None, "rows", lambda: (done[0], A.shape[0]))
+    return InstanceSource(len(features), chunks, None, "rows", lambda: (done[0], A.shape[0]))
 
 
-def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int) -> InstanceSource:
+def _parquet_source(path: Path, label: str | int | None, chunk_bytes: int,
+                    drop: Sequence[str | int]) -> InstanceSource:
     pf = open_parquet(path)
     if not pf.metadata.num_rows:  # said so, rather than "the labels are empty"
         raise InputFileError(f"{path}: no data rows")
     names = parquet_columns(pf)  # not the columns of a pandas index
     li = label_index(names, label, len(names), path, "among the columns")
-    for j, f in enumerate(pf.schema_arrow.field(n) for n in names):
-        if j != li and not (f.type.num_fields == 0 and _numeric(f.type)):
+    kept = feature_columns(names, li, drop, len(names), path, "among the columns")
+    for j in kept:
+        f = pf.schema_arrow.field(names[j])
+        if not (f.type.num_fields == 0 and _numeric(f.type)):
             raise InputFileError(f"{path}, column {j} ({f.name!r}): not numeric (type {f.type})")
-    features = [n for j, n in enumerate(names) if j != li]
+    features = [names[j] for j in kept]
     rows = max(1, chunk_bytes // (8 * len(names)))
     done = [0]
     total = pf.metadata.num_rows

@@ -386,3 +386,35 @@ def test_a_guessed_label_that_looks_wrong_is_warned_of(tmp_path):
     for args in ([str(tmp_path / "first.csv"), "--label", "class"], [str(tmp_path / "last.csv")]):
         stderr = select(*args)
         assert "was taken as the label" not in stderr, stderr
+
+
+def test_a_row_id_read_as_a_feature_is_warned_of_and_drop_leaves_it_out(tmp_path):
+    """A CSV laid out as Kaggle's breast cancer one (`id`, `diagnosis`, then measurements):
+    with --label diagnosis, the id was read as a feature without a word, and selected. It is
+    warned of now, and --drop id gives the selection of the file without it."""
+    import pandas as pd
+
+    frame = pd.read_csv(_bc_csv(tmp_path))
+    plain = tmp_path / "plain.csv"
+    frame.to_csv(plain, index=False)
+    frame.insert(0, "diagnosis", frame.pop("class"))
+    frame.insert(0, "id", np.arange(len(frame)) * 7 + 842302)  # in the order collected
+    path = tmp_path / "kaggle.csv"
+    frame.to_csv(path, index=False)
+
+    def select(source, *args: str) -> tuple[dict, str]:
+        out = subprocess.run([sys.executable, "-m", "streamfs", "select", str(source), "-a",
+                              "saola", "--json", *args],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout), out.stderr
+
+    with_id, stderr = select(path, "--label", "diagnosis")
+    assert (f"{path}: column 'id' (feature 0) looks like a row id, not a measurement: 569 "
+            "distinct whole numbers, one per row; it is read as a feature and may be selected: "
+            "leave it out with --drop id") in stderr, stderr
+    assert "id" in [i["name"] for i in with_id["selection"]]  # why it matters
+    dropped, stderr = select(path, "--label", "diagnosis", "--drop", "id")
+    assert "row id" not in stderr, stderr
+    reference, _ = select(plain)
+    assert dropped["selection"] == reference["selection"] and dropped["selection"]

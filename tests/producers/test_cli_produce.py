@@ -367,3 +367,36 @@ def test_a_refused_stream_id_is_said_alone_without_the_data_advice(kafka_config,
     assert published.returncode == 0, published.stderr
     assert published.stderr.startswith("WARNING streamfs: OFS(normalize=True) scales each "
                                        "instance to unit L2 norm"), published.stderr
+
+
+def test_a_row_id_is_warned_of_in_both_kinds_of_stream_and_drop_leaves_it_out(
+        kafka_config, topic_prefix, tmp_path):
+    """An instance stream is read in chunks: its row ids are judged on the first one."""
+    import os
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 4))
+    lines = ["PatientID,a,b,c,d,y"] + [f"{1000 + i},{','.join(map(str, row))},{i % 2}"
+                                       for i, row in enumerate(X)]
+    path = tmp_path / "ids.csv"
+    path.write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_config["bootstrap.servers"],
+           "STREAMFS_TOPIC_PREFIX": topic_prefix}
+
+    def produce(kind: str, algorithm: str, stream: str, *args: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "streamfs", "produce", kind, str(path),
+                              "--stream", stream, "-a", algorithm, "--no-progress", *args],
+                             capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr
+        return out.stderr
+
+    warning = (f"{path}: column 'PatientID' (feature 0) looks like a row id, not a "
+               "measurement: {} distinct whole numbers, one per row")
+    assert warning.format(300) in produce("features", "saola", "f")
+    said = produce("instances", "ofs", "i")
+    assert warning.format(300) in said  # the first chunk holds them all here
+    for kind, algorithm in (("features", "saola"), ("instances", "ofs")):
+        said = produce(kind, algorithm, f"{kind}-dropped", "--drop", "PatientID")
+        assert "row id" not in said, said

@@ -700,3 +700,77 @@ def test_a_decimal_comma_is_said_not_a_comma_separated_file(tmp_path):
     assert str(info.value) == (f"{path}, line 2, column 0 ('a'): not a number: '1,5'; a "
                                "decimal comma? Numbers are read with a decimal point ('1.5', "
                                "not '1,5'): convert the file")
+
+
+def test_dropped_columns_are_neither_features_nor_labels_in_every_format(tmp_path):
+    """--drop leaves out a column that is not a measurement (a row id, a text note): read
+    whole and streamed, from CSV, TSV, Parquet and .npy, by name or index; the features are
+    numbered without it and keep their names."""
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((60, 3))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame.insert(0, "id", np.arange(100, 160))
+    frame.insert(2, "note", "seen")  # text: would be refused as a feature
+    frame["class"] = np.array(["no", "yes"])[rng.integers(0, 2, 60)]
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    frame.to_csv(tmp_path / "d.tsv", index=False, sep="\t")
+    frame.to_parquet(tmp_path / "d.parquet", row_group_size=16)
+    for name in ("d.csv", "d.tsv", "d.parquet"):
+        source = str(tmp_path / name)
+        for drop in (["id", "note"], ["0", "2"], ["note", "-6"]):
+            Xw, yw = load_file(source, label="class", drop=drop)
+            assert np.array_equal(Xw, X) and yw.tolist() == frame["class"].tolist(), name
+            src = open_instances(source, label="class", drop=drop, chunk_bytes=300)
+            chunks = list(src.chunks())
+            assert len(chunks) > 2 and src.n_features == 3, name
+            assert src.feature_names == ["a", "b", "c"], name
+            Xr, yr = _stack(chunks)
+            assert np.array_equal(Xr, X) and yr.tolist() == frame["class"].tolist(), name
+        with pytest.raises(InputFileError, match=r"column 2 \('note'\)"):
+            load_file(source, label="class", drop=["id"])  # the text column alone is refused
+    A = np.column_stack([np.arange(60), X, rng.integers(0, 2, 60)])
+    np.save(tmp_path / "d.npy", A)
+    for read in (lambda **kw: load_file(str(tmp_path / "d.npy"), **kw),
+                 lambda **kw: _stack(open_instances(str(tmp_path / "d.npy"), **kw).chunks())):
+        Xn, yn = read(drop=["0"])
+        assert np.array_equal(Xn, X) and np.array_equal(yn, A[:, -1])
+    np.save(tmp_path / "y.npy", A[:, -1])
+    Xl, _ = load_file(str(tmp_path / "d.npy"), label=str(tmp_path / "y.npy"), drop=["0", "4"])
+    assert np.array_equal(Xl, X)
+
+
+@pytest.mark.parametrize("drop, needle", [
+    (["idd"], r"no column to drop named 'idd' in the header \(did you mean 'id'\?\)"),
+    (["7"], r"column to drop index 7 outside 0\.\.3"),
+    (["class"], r"--drop class: that column is the label"),
+    (["id", "a", "b"], r"--drop leaves no feature column"),
+])
+def test_a_wrong_drop_is_named(tmp_path, drop, needle):
+    path = tmp_path / "d.csv"
+    path.write_text("id,a,b,class\n1,0.5,2,x\n2,1.5,3,y\n")
+    with pytest.raises(InputFileError, match=needle):
+        load_file(str(path), drop=drop)
+    with pytest.raises(InputFileError, match=needle):
+        open_instances(str(path), drop=drop)
+
+
+def test_drop_is_refused_for_formats_that_keep_labels_apart(tmp_path):
+    np.savez(tmp_path / "d.npz", X=np.eye(3), y=np.arange(3))
+    for reader in (load_file, open_instances):
+        with pytest.raises(InputFileError, match=r"--drop applies to CSV/TSV, Parquet and "
+                                                 r"\.npy files.*not to \.npz files"):
+            reader(str(tmp_path / "d.npz"), drop=["0"])
+
+
+def test_the_header_guess_ignores_a_column_dropped_by_index(tmp_path):
+    """A text id in the first row of a file without a header made that row a header (the
+    guess looks for text among the features); dropped by index, it is not looked at."""
+    path = tmp_path / "d.csv"
+    path.write_text("P1,0.5,2,0\nP2,1.5,3,1\nP3,2.5,1,0\n")
+    assert DelimitedReader(path).header is True
+    reader = DelimitedReader(path, drop=["0"])
+    assert reader.header is False and reader.n_features == 2
+    X, y = load_file(str(path), drop=["0"])
+    assert X.tolist() == [[0.5, 2], [1.5, 3], [2.5, 1]] and y.tolist() == [0, 1, 0]

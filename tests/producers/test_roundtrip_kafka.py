@@ -100,6 +100,28 @@ def test_csv_with_header_and_string_label(kafka_config, topic_prefix, read_strea
             assert got["open"]["feature_names"] == names and got["n_messages"] > 10
 
 
+def test_csv_with_a_dropped_row_id(kafka_config, topic_prefix, read_stream, tmp_path):
+    """--drop id: the row id is neither sent nor named, in either kind of stream."""
+    X, y = _wdbc()
+    names = [f"f{j}" for j in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    frame.insert(0, "diagnosis", y)
+    frame.insert(0, "id", np.arange(len(y)) * 7 + 842302)
+    path = tmp_path / "kaggle.csv"
+    frame.to_csv(path, index=False, float_format="%.17g")
+    for kind, algo in (("instances", "ofs"), ("features", "saola")):
+        _produce(kafka_config, topic_prefix, kind, path, "--stream", f"drop-{kind}", "-a", algo,
+                 "--label", "diagnosis", "--drop", "id", "--block-bytes", 8000)
+        messages = consume_stream(kafka_config, load_catalogue(topic_prefix)[kind].name,
+                                  f"drop-{kind}")
+        got = reassemble(messages)
+        _exact(got["X"], X)
+        assert got["y"].tolist() == y.tolist()
+        sent = (got["open"]["feature_names"] if kind == "instances"
+                else [n for m in messages if m["kind"] == "features" for n in m["names"]])
+        assert sent == names
+
+
 def test_tsv_without_header(kafka_config, topic_prefix, read_stream, tmp_path):
     X, y = _wdbc()
     path = tmp_path / "wdbc.tsv"
