@@ -338,6 +338,9 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
     alpha_ : (n,) dual variables; ``mu_`` : multipliers of the active subsets ``subsets_``.
     objective_history_ : objective of (5) after each round (non-decreasing: constraints are
         only added); ``gamma_`` : the margin ``γ = 2 Σ_t μ_t g_t(α)``; ``n_iter_``.
+    stop_reason_ : why the rounds stopped: ``"max_iter"``, ``"tol"``, ``"no violated
+        constraint"``, ``"no new subset"``, or ``"no feature varies"`` (every feature constant:
+        nothing to select, and a warning says so).
 
     >>> rng = np.random.default_rng(0)
     >>> X = rng.standard_normal((200, 30)); X[:, 1] = X[:, 0] + 0.05 * rng.standard_normal(200)
@@ -456,7 +459,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
             self.n_corr_ += n_corr
             key = tuple(sorted(support))
             if not support or key in subset_keys:
-                self.stop_reason_ = "no new subset"
+                self.stop_reason_ = "no new subset" if S.valid.any() else "no feature varies"
                 it -= 1
                 break
             if history:
@@ -492,6 +495,10 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.n_iter_ = it
         if unsolved:
             self._warn_unsolved(unsolved)
+        if not S.valid.any():  # a sound empty model, said: its predict is one class
+            warnings.warn("GDM selected nothing: every feature is constant on the instances it "
+                          "was fitted on, so none separates the classes", UserWarning,
+                          stacklevel=2)
         self.alpha_ = alpha
         self.mu_ = mu
         self.subsets_ = [np.asarray(cols, dtype=np.int64)[s] for s in subsets]

@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -651,3 +652,18 @@ def test_text_is_refused_as_by_the_other_selectors():
                                              "bytes/strings"):
             est.fit(X.astype(str), y)
     assert GDM().fit(X.astype(object), y).support_.tolist() == GDM().fit(X, y).support_.tolist()
+
+
+def test_data_with_no_varying_feature_selects_nothing_and_says_so():
+    """Every feature constant: the empty model is right, but it stopped as "no new subset"
+    without a word, and predicted one class for every row."""
+    X = np.tile([[1.0, -2.0, 5.0]], (40, 1))
+    y = np.repeat([0, 1], 20)
+    with pytest.warns(UserWarning, match="GDM selected nothing: every feature is constant"):
+        model = GDM().fit(X, y)
+    assert model.support_.size == 0 and model.stop_reason_ == "no feature varies"
+    X[0, 1] = -1.0  # one varying feature: no warning, the usual stop
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = GDM().fit(X, y)
+    assert model.stop_reason_ != "no feature varies" and model.support_.tolist() == [1]
