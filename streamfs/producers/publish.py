@@ -174,11 +174,10 @@ def _limits(kafka_config: dict[str, Any], topic: str,
 
 
 def _publish(kafka_config: dict[str, Any], topic: str, kind: str, messages: Iterator[dict],
-             replace: bool, rate: float | None, record_limit: int) -> int:
-    """Send a stream whose ``open`` passed its checks, unless its id exists already (see
-    :func:`~streamfs.producers.checks.results_topic`)."""
+             replace: bool, rate: float | None, record_limit: int, results: str | None) -> int:
+    """Send a stream whose ``open`` passed its checks, unless its id exists already on the
+    ``results`` topic (see :func:`~streamfs.producers.checks.results_topic`)."""
     head = next(messages)  # the data's checks run before the 'open' is yielded
-    results = results_topic(topic, kind)
     existing = None
     if results is not None:
         existing = existing_stream(kafka_config, results, head["stream"])
@@ -213,6 +212,7 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     (:class:`StreamExists`, unless ``replace``; even with it if they are an instance
     stream's). Raises :class:`StreamLeftOpen` if the
     publish stopped after some messages went out."""
+    results = results_topic(topic, "features")  # the wrong topic is refused before all else
     X, y, names = from_objects(X, y, label=label)
     block_bytes, limit = _limits(kafka_config, topic, block_bytes)
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
@@ -220,7 +220,7 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
                                        feature_names=names, replace=replace, record_limit=limit,
                                        max_columns=items_per_message(rate),
                                        buffer_cap=worker_buffer_cap())
-    return _publish(kafka_config, topic, "features", messages, replace, rate, limit)
+    return _publish(kafka_config, topic, "features", messages, replace, rate, limit, results)
 
 
 def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: Any,
@@ -231,6 +231,7 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     ``block_bytes`` and the checks as for :func:`produce_features`. The labels are checked
     whole before the ``open`` (an :class:`InstanceSource` is read once for this, unless
     ``params`` gives the ``classes``)."""
+    results = results_topic(topic, "instances")  # before the data's checks and advice
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
     block_bytes, limit = _limits(kafka_config, topic, block_bytes)
@@ -240,7 +241,7 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
         stream, source.chunks(), source.n_features, algorithm, params,
         feature_names=source.feature_names, block_bytes=block_bytes,
         max_rows=items_per_message(rate), replace=replace, record_limit=limit, buffer_cap=cap)
-    return _publish(kafka_config, topic, "instances", messages, replace, rate, limit)
+    return _publish(kafka_config, topic, "instances", messages, replace, rate, limit, results)
 
 
 def items_per_message(rate: float | None) -> int | None:

@@ -306,3 +306,28 @@ def test_a_message_that_fits_only_without_kafka_s_framing_is_refused_before_the_
     with pytest.raises(InputDataError, match=r"the 'open' message \(seq 0\) of stream 'edge'"):
         produce_instances(kafka_config, small.name, "edge", source(pad), None, "ofs", params)
     assert records_on(kafka_config, small.name) == 0
+
+
+@pytest.mark.parametrize("produce, wrong, algorithm, n_classes", [
+    ("produce_instances", "features", "ofs", 2), ("produce_features", "instances", "saola", 3)])
+def test_a_catalogue_topic_of_the_other_kind_is_refused_before_the_data_s_advice(
+        produce, wrong, algorithm, n_classes):
+    """produce_instances to `<prefix>features` showed OFS's scaling advice on the data, and
+    then refused the topic; it is refused first, before the broker is even asked."""
+    import warnings
+
+    from streamfs.algorithms.opening import open_advice
+    from streamfs.algorithms.registry import get
+    from streamfs.producers import publish
+
+    X = np.random.default_rng(0).normal(size=(200, 6))
+    X[:, 0] *= 1e4  # dominates the rows' norm: OFS advises scaling
+    y = np.arange(200) % n_classes  # three classes: SAOLA's Fisher z advises test='mi'
+    assert open_advice(get(algorithm).build({}), y, X=X)  # what the right topic would say
+    topic = load_catalogue("t.")[wrong].name
+    dead = {"bootstrap.servers": "127.0.0.1:1"}  # asked, it would fail otherwise
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=f"topic '{topic}' is the catalogue's {wrong} "
+                                             "topic"):
+            getattr(publish, produce)(dead, topic, "s", X, y, algorithm)
