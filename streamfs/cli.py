@@ -664,9 +664,10 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 @click.pass_context
 def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorithm: str,
             param: tuple[str, ...], label: str | None, drop: tuple[str, ...],
-            header: bool | None, block_bytes: int | None, shuffle_seed: int | None, groups_file: str | None,
-            rate: float | None, n_features: int | None, zero_based: bool | None,
-            replace: bool, progress: bool | None, app_id: str | None) -> None:
+            header: bool | None, block_bytes: int | None, shuffle_seed: int | None,
+            groups_file: str | None, rate: float | None, n_features: int | None,
+            zero_based: bool | None, replace: bool, progress: bool | None,
+            app_id: str | None) -> None:
     """Publish SOURCE as a feature or instance stream.
 
     SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
@@ -1166,8 +1167,9 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
               "result is the worker's final one for stream ID on the same data and parameters.")
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
-           drop: tuple[str, ...], header: bool | None, n_features: int | None, zero_based: bool | None,
-           groups_file: str | None, as_stream: str, as_json: bool) -> None:
+           drop: tuple[str, ...], header: bool | None, n_features: int | None,
+           zero_based: bool | None, groups_file: str | None, as_stream: str,
+           as_json: bool) -> None:
     """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
     from streamfs.algorithms import registry
     from streamfs.algorithms.opening import check_stream_id
