@@ -273,10 +273,14 @@ class InFlight:
 
     def __init__(self, writes: dict[tuple[str, int], dict[str, bytes | None]],
                  next_offsets: dict[tuple[str, int], int], group_metadata: Any,
-                 messages: int, started: float) -> None:
+                 messages: int, started: float,
+                 outcomes: list[tuple[Plan, str, str]] | None = None) -> None:
         self.writes, self.next_offsets = writes, next_offsets
         self.group_metadata = group_metadata  # the generation the offsets are committed for
         self.messages, self.started = messages, started
+        #: each message's plan, topic and role: counted (and its dead letter logged) once the
+        #: batch has committed, so that a batch aborted and replayed is counted once
+        self.outcomes = outcomes or []
         self.error: BaseException | None = None
         self.thread: threading.Thread | None = None
 
@@ -300,7 +304,8 @@ class PartitionState:
                                          max_message_bytes=settings.max_message_bytes,
                                          max_buffer_bytes=settings.max_buffer_bytes,
                                          output_format=settings.result_format,
-                                         output_bytes=output_bytes)
+                                         output_bytes=output_bytes,
+                                         log_dead_letters=False)  # logged once committed
 
 
 def output_limit(specs: dict) -> int | None:
@@ -1356,7 +1361,7 @@ class Worker:
         t0 = time.perf_counter()
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         next_offsets: dict[tuple[str, int], int] = {}
-        plans: list[tuple[Plan, bytes | None]] = []
+        plans: list[tuple[Plan, bytes | None, str, str]] = []  # with its key, topic, role
         size = count = 0
         stepping = 0.0
         while self.fetched and size < s.batch_bytes and count < s.batch_messages and (
@@ -1386,9 +1391,9 @@ class Worker:
             handled = time.perf_counter() - step
             stepping += handled
             self._apply(writes.setdefault((role, p), {}), state, plan.writes)
-            plans.append((plan, msg.key()))
+            plans.append((plan, msg.key(), msg.topic(), role))
             next_offsets[(msg.topic(), p)] = msg.offset() + 1
-            self._count(plan, msg.topic(), role, handled)
+            self._observe(plan, handled)
         flushing = time.perf_counter()
         for (role, p), records in writes.items():
             self._apply(records, self.partitions[(role, p)],
@@ -1397,12 +1402,13 @@ class Worker:
         self._settle()
         waited = time.perf_counter()
         self._begin_transaction()
-        for plan, key in plans:
+        for plan, key, _, _ in plans:
             self._publish(plan, key)
         self._produce_changelog(writes)
         produced = time.perf_counter()
         self.in_flight = InFlight(writes, next_offsets, self.consumer.consumer_group_metadata(),
-                                  count, t0)
+                                  count, t0, [(plan, topic, role) for plan, _, topic, role
+                                              in plans])
         self.in_flight.start(self._complete)
         log.debug("batch: %d messages, %d bytes: %.3f s steps, %.3f s checkpoint, %.3f s waiting "
                   "for the previous commit, %.3f s producing", count, size, stepping,
@@ -1459,6 +1465,8 @@ class Worker:
         for tp in list(self.eager_until):
             if batch.next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
+        for plan, topic, role in batch.outcomes:
+            self._count(plan, topic, role)
         metrics.BATCH_SECONDS.observe(time.perf_counter() - batch.started)
         metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
@@ -1864,25 +1872,32 @@ class Worker:
             self.health.lag = lag
 
     @staticmethod
-    def _count(plan: Plan, topic: str, role: str, handled: float) -> None:
+    def _observe(plan: Plan, handled: float) -> None:
+        """The time one message's step took (spent, whether its batch commits or not)."""
+        if plan.algorithm and not plan.skipped and not plan.dead_letter:
+            metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
+        if plan.rebuild_seconds is not None:
+            metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
+        log.debug("stream=%s handle=%.4f", plan.stream, handled)
+
+    @staticmethod
+    def _count(plan: Plan, topic: str, role: str) -> None:
+        """What one message of a committed batch did: the counters, the selection's size, and
+        its dead letter's log line (a batch aborted and replayed counted and said them twice)."""
         outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
         metrics.MESSAGES.labels(topic=topic, outcome=outcome).inc()
         if plan.result is not None:
             metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
         if plan.dead_letter is not None:
             metrics.DEAD_LETTERS.labels(topic=topic).inc()
+            log.warning("dead letter for stream %r: %s", plan.stream, plan.reason)
         if plan.n_items:
             metrics.ITEMS.labels(kind=role).inc(plan.n_items)
-        if plan.algorithm and not plan.skipped and not plan.dead_letter:
-            metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
-        if plan.rebuild_seconds is not None:
-            metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
         if plan.selection_size is not None and plan.stream:
             if plan.final:  # bounded series: a closed stream's gauge goes away
                 metrics.drop_stream(plan.stream)
             else:
                 metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
-        log.debug("stream=%s outcome=%s handle=%.4f", plan.stream, outcome, handled)
 
 
 def drop_stream_series(store: dict[str, bytes]) -> None:

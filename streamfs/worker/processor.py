@@ -112,6 +112,7 @@ class Plan:
     result: bytes | None = None  # publish to selected-features and await the ack
     writes: list[tuple[str, bytes | None]] = field(default_factory=list)  # None deletes
     dead_letter: bytes | None = None
+    reason: str | None = None  # the dead letter's
     skipped: bool = False  # an already applied sequence number (redelivery)
     stream: str | None = None
     step_seconds: float = 0.0
@@ -1196,7 +1197,7 @@ class StreamProcessor:
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
         reason = _clipped(reason)
-        plan = Plan(stream=stream)
+        plan = Plan(stream=stream, reason=reason)
         if self.log_dead_letters:
             log.warning("dead letter for stream %r: %s", stream, reason)
         # The dead letter must fit the dead-letter topic: one that did not fit failed its

@@ -35,6 +35,7 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     assert [d["reason"] for d in expected_dead] == ["rejected by saola: boom"]
 
     rewinds = REGISTRY.get_sample_value("streamfs_rewinds_total") or 0.0
+    counters = _counters(topic_prefix)
     # batch_ms: whatever is fetched goes into one batch
     with worker_thread(kafka_config, topic_prefix, tmp_path / "data", msgs,
                        batch_ms=5_000.0) as topics:
@@ -48,3 +49,26 @@ def test_failed_step_of_an_unflushed_stream_is_replayed_and_dead_lettered(
     assert [d["reason"] for d in dead] == ["rejected by saola: boom"]
     assert dead[0]["offset"] == 3  # the third block (open is offset 0)
     assert without_timestamp(results) == without_timestamp(expected)  # once each, exact
+    # the counters count the committed batches only: the given-up batch's work was counted
+    # too (results 2 for 1 published, dead letters 21 for 19, in an operator's audit)
+    counted = {k: v - counters[k] for k, v in _counters(topic_prefix).items()}
+    assert counted == {"applied": len(msgs) - 1, "dead_letter": 1, "results": len(results),
+                       "finals": 1, "dead_letters": 1}, counted
+
+
+def _counters(topic_prefix: str) -> dict[str, float]:
+    """The worker's counts (``/metrics``) of the input messages on the features topic applied
+    and dead-lettered, of the results published (finals too) and of the dead letters."""
+    from streamfs.topics import load_catalogue
+
+    topic = load_catalogue(topic_prefix)["features"].name
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    return {"applied": value("streamfs_messages_total", topic=topic, outcome="applied"),
+            "dead_letter": value("streamfs_messages_total", topic=topic, outcome="dead_letter"),
+            "results": value("streamfs_results_total", final="false")
+            + value("streamfs_results_total", final="true"),
+            "finals": value("streamfs_results_total", final="true"),
+            "dead_letters": value("streamfs_dead_letters_total", topic=topic)}
