@@ -187,6 +187,24 @@ def partition_problems(expected: dict[str, int], topics: dict[str, Any],
     return problems
 
 
+def partitions_added_advice(grown: list[str]) -> str:
+    """What to do about topics of a deployment whose partitions were added (Kafka cannot take
+    them away): the worker and ``streamfs topics create`` refuse such a topic.
+
+    >>> partitions_added_advice(["s.features"])[:60]
+    "Partitions were added to 's.features' (kafka-topics.sh --alte"
+    """
+    return (f"Partitions were added to {', '.join(map(repr, grown))} (kafka-topics.sh --alter "
+            "or the admin API), and Kafka cannot take them away: a stream's messages go to "
+            "the partition of its id's hash over the count, and its state to the changelog "
+            "partition of that number, so the streams open on it would be split. A "
+            "deployment's partition counts are fixed, and no worker runs on the topic now: "
+            "delete it (kafka-topics.sh --delete), run `streamfs topics create` and publish "
+            "the streams that were open again (streamfs produce --replace); for more "
+            "partitions, start another deployment with its own --topic-prefix and "
+            "STREAMFS_APP_ID and a catalogue (STREAMFS_TOPICS) that asks for them")
+
+
 def _setting_differs(key: str, have: str, wanted: str) -> bool:
     """Whether a topic's ``have`` differs from its spec's ``wanted``: cleanup.policy as a set
     of policies, the other settings of :data:`REQUIRED` when below ``wanted``, any other
@@ -291,11 +309,18 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
                                    f"said so) but its metadata has not listed them after "
                                    f"{max(timeout, 60.0):.0f} s")
         wrong = partition_problems(existing, topics, missing_too=False)
+        grown = [name for name, count in existing.items()
+                 if len(topics[name].partitions) > count]
+        if grown:
+            raise TopicMismatch(f"existing topic {'; '.join(wrong)}. "
+                                + partitions_added_advice(grown))
         if wrong:
+            changelogs = any(s.role not in ROLES for s in specs.values() if s.name in existing)
             raise TopicMismatch(
                 f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
                 "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
-                "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix")
+                "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix"
+                + (" (a changelog: another STREAMFS_APP_ID)" if changelogs else ""))
         have = {name: replicas(topics[name]) for name in existing}
         warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "
                     f"creates it with {rf[name]}; kept (kafka-reassign-partitions.sh adds "

@@ -78,7 +78,7 @@ from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
                              TopicsNotCreated, changelog_specs, check_catalogue, create_topics,
-                             load_catalogue, wait_for_topics)
+                             load_catalogue, partitions_added_advice, wait_for_topics)
 from streamfs.worker import metrics
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
@@ -724,6 +724,7 @@ class Worker:
 
         if consumer is not self.consumer:
             return  # a consumer replaced (_rejoin_if_left_out) being closed: not this one's
+        self._refuse_added_partitions(partitions)
         t0 = time.perf_counter()
         self._settle_in_callback()  # nothing can be in flight after a revoke; be safe
         with self.health.lock:
@@ -740,6 +741,19 @@ class Worker:
         self.assigned_at = time.perf_counter()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
+
+    def _refuse_added_partitions(self, partitions: list) -> None:
+        """:class:`TopicMismatch` for an assigned partition beyond its input topic's partition
+        count: partitions added under the running worker, which the group's rebalance handed
+        out before the topic check saw them (the worker then died restoring a changelog
+        partition that does not exist, exit 70 with a traceback)."""
+        extra = sorted({tp.topic for tp in partitions
+                        if tp.partition >= self.topic_partitions.get(tp.topic, tp.partition + 1)})
+        if extra:
+            counts = ", ".join(f"{name!r} has more than the catalogue's "
+                               f"{self.topic_partitions[name]}" for name in extra)
+            raise TopicMismatch(f"a topic of this worker changed while it ran: {counts} "
+                                f"partitions now. {partitions_added_advice(extra)}")
 
     def _on_revoke(self, consumer: Any, partitions: list) -> None:
         if consumer is not self.consumer:
@@ -1784,6 +1798,12 @@ class Worker:
                 "again: it goes on with what the changelogs hold, and those streams must be "
                 "published again (streamfs produce --replace): their later messages are "
                 "refused")
+        grown = [name for name, now in found.items() if now is not None
+                 and name in self.topic_partitions and now[0] > self.topic_partitions[name]]
+        if grown:
+            raise TopicMismatch(f"a topic of this worker changed while it ran: "
+                                f"{'; '.join(problems)}. Nothing that needs it was committed "
+                                f"since. {partitions_added_advice(grown)}")
         raise TopicMismatch(
             f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
             "that needs it was committed since. Run `streamfs topics create` and start the "

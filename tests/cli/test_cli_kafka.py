@@ -47,6 +47,48 @@ def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, t
     assert "Traceback" not in out.stderr
 
 
+def test_partitions_added_to_a_topic_in_use_get_advice_that_works(kafka_bootstrap, tmp_path):
+    """Partitions added to the features topic (an operator scaling out): `topics create` said
+    "Something else made it ...: delete it if it holds nothing you need", of a topic streamfs
+    made and that held live streams."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix}
+    assert streamfs("topics", "create", env=env).returncode == 0
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_partitions([NewPartitions(f"{prefix}features", 12)])[f"{prefix}features"] \
+        .result(30)
+    out = streamfs("topics", "create", env=env, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (f"'{prefix}features' has 12 partition(s), the catalogue asks for 8. Partitions "
+            f"were added to '{prefix}features'") in out.stderr
+    assert "Kafka cannot take them away" in out.stderr and "Something else" not in out.stderr
+    assert "no worker runs on the topic now" in out.stderr
+
+
+def test_partitions_added_under_a_running_worker_stop_it_in_one_line(kafka_config,
+                                                                    topic_prefix, start_worker):
+    """The group's rebalance handed the new partition to the worker before its topic check saw
+    it: the worker died restoring a changelog partition that does not exist (exit 70, a
+    traceback)."""
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    worker = start_worker()
+    worker.wait_ready()
+    features = f"{topic_prefix}features"
+    admin = AdminClient(kafka_config)  # held: its futures fail once it is destroyed
+    admin.create_partitions([NewPartitions(features, 10)])[features].result(30)
+    assert worker.proc.wait(120) == 1, worker.log_tail()
+    log = worker.log_path.read_text()
+    assert (f"Error: a topic of this worker changed while it ran: '{features}' has more than "
+            f"the catalogue's 8 partitions now. Partitions were added") in log, log
+    assert "Traceback" not in log
+
+
 @pytest.mark.parametrize("command", [("topics", "create"), ("worker",)])
 def test_existing_topics_with_settings_streamfs_relies_on_changed_are_refused(
         kafka_bootstrap, tmp_path, command):
