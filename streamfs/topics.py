@@ -191,8 +191,8 @@ def partitions_added_advice(grown: list[str]) -> str:
     """What to do about topics of a deployment whose partitions were added (Kafka cannot take
     them away): the worker and ``streamfs topics create`` refuse such a topic.
 
-    >>> partitions_added_advice(["s.features"])[:60]
-    "Partitions were added to 's.features' (kafka-topics.sh --alte"
+    >>> partitions_added_advice(["s.features"])[:54]
+    "Partitions were added to 's.features' (kafka-topics.sh"
     """
     return (f"Partitions were added to {', '.join(map(repr, grown))} (kafka-topics.sh --alter "
             "or the admin API), and Kafka cannot take them away: a stream's messages go to "
