@@ -114,6 +114,9 @@ def lost_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, SystemError) and bool(_INTERRUPTS)
 
 
+#: what :func:`say_still_trying` adds on how to stop: a command's user presses Ctrl-C; the
+#: worker, a service stopped by its supervisor, sets it empty
+STOP_HINT = ": Ctrl-C stops"
 #: how often :func:`say_unreachable` repeats itself while the broker stays away
 UNREACHABLE_NOTICE_SECONDS = 60.0
 #: when :func:`say_unreachable` last said each kind of trouble
@@ -130,7 +133,9 @@ def say_unreachable(err: KafkaError) -> None:
     own log lines, shown with ``--verbose`` only, were all it said. The client keeps trying
     (and the caller's Ctrl-C stops it)."""
     if err.code() == KafkaError._ALL_BROKERS_DOWN:
-        say_still_trying("broker", f"the broker does not answer ({err.str()})")
+        # librdkafka's count can lag behind ("0/2 brokers are down"): said without it then
+        detail = "" if re.search(r"\b0/\d+ brokers", err.str()) else f" ({err.str()})"
+        say_still_trying("broker", f"the broker does not answer{detail}")
     elif said := no_token(err):
         say_still_trying("token", said)
 
@@ -142,7 +147,7 @@ def say_still_trying(kind: str, what: str) -> None:
     if now - _unreachable_said_at.get(kind, -math.inf) < UNREACHABLE_NOTICE_SECONDS:
         return
     _unreachable_said_at[kind] = now
-    logging.getLogger("streamfs").warning("%s; still trying: Ctrl-C stops", what)
+    logging.getLogger("streamfs").warning("%s; still trying%s", what, STOP_HINT)
 
 
 def lapsed_login(kafka_config: dict[str, Any], err: KafkaError) -> str | None:

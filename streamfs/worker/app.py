@@ -71,6 +71,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NoReturn, Sequence
 
+from streamfs import broker
 from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied,
                              ClientConfigRefused, LogLines, denied, is_denied, kafka_error,
                              lapsed_login, make_client, no_token, refused_topic)
@@ -549,8 +550,14 @@ class Worker:
                 self.health.unreachable_reason = said
 
     def _broker_answered(self) -> None:
-        """A broker answered (an assignment, a commit, a topic check): reachable again."""
+        """A broker answered (an assignment, a commit, a topic check): reachable again, said
+        in the log after a time without (the outage's lines were the last word on it)."""
         self.lapse_said = False
+        with self.health.lock:
+            since = self.health.unreachable_since
+        if since is not None:  # said before /health says so
+            log.info("the broker answers again (%.0f s after every connection was lost)",
+                     time.monotonic() - since)
         with self.health.lock:
             self.health.unreachable_since = None
             self.health.unreachable_reason = None
@@ -734,10 +741,10 @@ class Worker:
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
             self.health.unassigned_since = None
-            self.health.unreachable_since = None  # the group and the offsets answered
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
+        self._broker_answered()  # the group and the offsets answered
         self.assigned_at = time.perf_counter()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
@@ -1485,7 +1492,7 @@ class Worker:
         metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
-            self.health.unreachable_since = None  # the commit was answered
+        self._broker_answered()  # the commit was answered
 
     def _settle_in_callback(self) -> None:
         """:meth:`_settle` inside a rebalance callback (run by ``consume()``), where a
@@ -2059,6 +2066,7 @@ def run_worker(settings: Settings) -> None:
     begin_startup(settings)  # again if the caller did, to cover its own checks
     _stopped_yet()
     logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
+    broker.STOP_HINT = ""  # a service: its supervisor stops it, not a Ctrl-C
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
     health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored
     metrics.report_health(health)

@@ -28,6 +28,12 @@ def test_health_says_the_broker_is_unreachable_while_it_is(start_worker, broker_
         assert body["assigned"] and body["unreachable_seconds"] >= 0
     body = wait_for("ok", 120)
     assert body["assigned"] and "unreachable_seconds" not in body
+    # the log says so too (its last word on the broker was the outage's), and says nothing of
+    # a Ctrl-C to a service
+    log = worker.log_path.read_text()
+    assert "INFO streamfs.worker: the broker answers again (" in log, worker.log_tail()
+    assert "the broker does not answer" in log and "still trying" in log, worker.log_tail()
+    assert "Ctrl-C" not in log, worker.log_tail()
 
 
 def test_a_new_producer_outwaits_an_outage_and_then_commits(kafka_bootstrap, topic_prefix,
