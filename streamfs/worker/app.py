@@ -69,7 +69,7 @@ import time
 import uuid
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Iterable, NoReturn, Sequence
 
 from streamfs import broker
 from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied,
@@ -1229,8 +1229,49 @@ class Worker:
                 f"deployment's own; if that other deployment is gone, delete the group's "
                 f"offsets of its topics (kafka-consumer-groups.sh --delete-offsets)")
 
+    def _warn_if_another_group_processed(self) -> None:
+        """A warning when this app id is new to input that another app id's workers have
+        processed: its group has committed nothing, its changelogs are empty, and the results
+        topic holds records while the input topics do. Such a worker (an app id mistyped, or
+        changed) reads the input from its beginning and publishes every stream's results
+        again, a second final of closed streams among them, which a reader of the results
+        topic takes for new versions; nothing said so. A group whose offsets expired keeps
+        its changelogs, whose state skips what was applied: no warning. Any error of the
+        broker skips the check (the worker's own start says it)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        def records(topics: Iterable[str]) -> int:
+            total = 0
+            for name in topics:
+                for p in range(self.topic_partitions[name]):
+                    low, high = self.consumer.get_watermark_offsets(
+                        TopicPartition(name, p), timeout=GROUP_CHECK_SECONDS)
+                    total += max(0, high - low)
+            return total
+
+        inputs = [TopicPartition(name, p) for name in self.roles
+                  for p in range(self.topic_partitions[name])]
+        try:
+            committed = self.consumer.committed(inputs, timeout=GROUP_CHECK_SECONDS)
+            if any(tp.error is None and tp.offset >= 0 for tp in committed):
+                return
+            results = records([self.out["selected"]])
+            if not results or records(self.changelog.values()) or not records(self.roles):
+                return
+        except KafkaException as exc:
+            log.debug("the check for input processed under another app id was skipped (%s)",
+                      exc.args[0].str())
+            return
+        log.warning("group %r (the app id) is new to this prefix's input, which %r shows was "
+                    "processed under another app id (%d results there): this worker reads "
+                    "the input from its beginning and publishes every stream's results again "
+                    "(new versions, a second final of closed streams). If that is not meant, "
+                    "stop it and set STREAMFS_APP_ID (--app-id) to those workers' group",
+                    self.settings.app_id, self.out["selected"], results)
+
     def run(self) -> None:
         self._check_group_is_ours()
+        self._warn_if_another_group_processed()
         self._subscribe()
         try:
             self._loop()

@@ -38,3 +38,25 @@ def test_a_group_that_read_another_deployments_topics_is_refused(kafka_config, t
     assert first.proc.poll() is None
     # a group of its own: it starts
     make_worker(other, f"{app_id}-2").wait_ready()
+
+
+def test_a_new_app_id_on_processed_input_is_warned_of(kafka_config, topic_prefix, make_worker):
+    """A second app id on the same prefix (a typo, or a changed setting) read every input
+    from the beginning and published every stream's results again, second finals included,
+    and nothing said so. A restart under the first app id says nothing."""
+    app_id = f"app-{uuid.uuid4().hex[:8]}"
+    first = make_worker(topic_prefix, app_id)
+    cases = [make_case(0, "saola", {}, prefix="w")]
+    publish(kafka_config, topic_prefix, cases)
+    wait_finals(kafka_config, topic_prefix, [c.stream for c in cases])
+    first.wait_ready()  # the final's batch committed and counted
+    first.stop()
+    warning = f"group {{!r}} (the app id) is new to this prefix's input, which " \
+              f"'{topic_prefix}selected-features' shows was processed under another app id"
+    again = make_worker(topic_prefix, app_id)
+    again.wait_ready()
+    typo = make_worker(topic_prefix, f"{app_id}-typo")
+    typo.wait_ready()
+    assert warning.format(f"{app_id}-typo") in typo.log_path.read_text(), typo.log_tail()
+    assert "is new to this prefix's input" not in again.log_path.read_text(), again.log_tail()
+    assert "is new to this prefix's input" not in first.log_path.read_text(), first.log_tail()
