@@ -55,6 +55,25 @@ def check_stream_id(stream: Any) -> str:
     return stream
 
 
+def check_kind(kind: str, algorithm: Any) -> registry.AlgorithmSpec:
+    """The spec of ``algorithm``, or ``ValueError`` when it is no algorithm's name or its
+    algorithm consumes the other ``kind`` of stream (said before what that kind's ``open``
+    lacks: an OFS ``open`` sent as a feature stream was told it lacks the class vector).
+
+    >>> check_kind("features", "ofs")
+    Traceback (most recent call last):
+    ...
+    ValueError: algorithm 'ofs' consumes instance streams, not feature streams
+    """
+    if not isinstance(algorithm, str):
+        raise ValueError(f"'algorithm' must be a name, got {algorithm!r}")
+    spec = registry.get(algorithm)
+    if spec.kind != kind:
+        raise ValueError(f"algorithm {algorithm!r} consumes {_PLURAL[spec.kind]}, "
+                         f"not {_PLURAL.get(kind, kind)}")
+    return spec
+
+
 def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None = None,
                y: Any = None, seed: int | None = None, buffer_cap: int | None = None
                ) -> tuple[registry.AlgorithmSpec, Any, dict]:
@@ -71,12 +90,7 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     default is over it, the cap becomes the stream's ``max_buffer_bytes`` (its effective
     params say so), so that an operator's lower cap bounds every stream.
     """
-    if not isinstance(algorithm, str):
-        raise ValueError(f"'algorithm' must be a name, got {algorithm!r}")
-    spec = registry.get(algorithm)
-    if spec.kind != kind:
-        raise ValueError(f"algorithm {algorithm!r} consumes {_PLURAL[spec.kind]}, "
-                         f"not {_PLURAL.get(kind, kind)}")
+    spec = check_kind(kind, algorithm)
     if params is None:
         params = {}
     if not isinstance(params, dict):

@@ -1983,7 +1983,9 @@ def prepare_topics(settings: Settings) -> None:
     partitions = specs["features"].partitions
     specs.update(changelog_specs(settings.app_id, partitions, settings.replication_factor,
                                  settings.max_message_bytes))
-    create_topics(settings.kafka_config(), specs)
+    outcome = create_topics(settings.kafka_config(), specs)
+    if made := sorted(name for name, what in outcome.items() if what == "created"):
+        log.info("created topics %s", ", ".join(made))  # an operator's own are not made twice
     wait_for_topics(settings.kafka_config(), specs)
 
 

@@ -46,6 +46,7 @@ from streamfs.algorithms import registry
 from streamfs.algorithms._validation import check_label_types, label_array, label_problem
 from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
 from streamfs.algorithms.opening import (
+    check_kind,
     check_open,
     check_stored_column,
     check_stream_id,
@@ -757,6 +758,10 @@ class StreamProcessor:
         if undecodable:
             raise InvalidInput(f"{undecodable}: the 'open' is refused; send it again with the "
                                f"field fixed")
+        try:
+            check_kind(self.kind, name)  # before what the other kind's 'open' lacks
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         y = None
         if self.kind == "features":
             if "y" not in message:

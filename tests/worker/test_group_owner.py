@@ -58,5 +58,9 @@ def test_a_new_app_id_on_processed_input_is_warned_of(kafka_config, topic_prefix
     typo = make_worker(topic_prefix, f"{app_id}-typo")
     typo.wait_ready()
     assert warning.format(f"{app_id}-typo") in typo.log_path.read_text(), typo.log_tail()
+    # the topics it made are said (its changelogs), those it found are not
+    assert (f"created topics {app_id}-typo-features-streams-changelog, "
+            f"{app_id}-typo-instances-streams-changelog") in typo.log_path.read_text()
+    assert "created topics" not in again.log_path.read_text(), again.log_tail()
     assert "is new to this prefix's input" not in again.log_path.read_text(), again.log_tail()
     assert "is new to this prefix's input" not in first.log_path.read_text(), first.log_tail()

@@ -375,6 +375,14 @@ def test_open_for_the_wrong_kind_and_bad_labels_are_refused():
     inst = next(instance_stream_messages("i", np.ones((300, 2)), np.arange(300) % 2, "ofs"))
     assert "consumes feature streams" in _reasons([dict(inst, algorithm="kofsd")],
                                                   "instances")[0]
+    # said before what the other kind's 'open' lacks (an operator audit: an OFS 'open' on the
+    # features topic was told "must carry the class vector 'y'")
+    ofs_open = {k: v for k, v in inst.items() if k != "n_features"}
+    assert _reasons([ofs_open]) == ["algorithm 'ofs' consumes instance streams, not feature "
+                                    "streams"]
+    saola_open = {k: v for k, v in opening.items() if k != "y"}
+    assert _reasons([saola_open], "instances") == ["algorithm 'saola' consumes feature "
+                                                   "streams, not instance streams"]
     y3 = np.arange(120) % 3
     assert "class" in _reasons([dict(opening, y=np.zeros(120))])[0]
     assert not _reasons([dict(opening, y=y3)])  # multi-class ok
