@@ -102,6 +102,22 @@ TOPIC_CHECK_SECONDS = 10
 TOPIC_DESCRIBE_SECONDS = 10
 #: deadline of the start-up's look at the group's offsets of other deployments' topics
 GROUP_CHECK_SECONDS = 15
+#: input waiting and nothing processed for this long: /health says "lagging-idle"
+LAGGING_IDLE_SECONDS = 60
+#: how often a worker lagging idle looks for input held back by an open transaction
+HELD_CHECK_SECONDS = 10
+
+
+def held_reason(records: int) -> str:
+    """Why a worker lags idle, when input is held back behind a producer's open transaction.
+
+    >>> held_reason(4)[:62]
+    '4 input records wait behind a producer transaction that is ope'
+    """
+    return (f"{records} input records wait behind a producer transaction that is open on the "
+            "input topics (their last stable offset): the worker reads them once it commits "
+            "or aborts, at the latest when the broker aborts it after the producer's "
+            "transaction.timeout.ms")
 #: a loop turn this much later than the last one (the process stood still: SIGSTOP, a stalled
 #: VM, or a long step) checks the topics before it processes what it fetched
 STILL_SECONDS = 2
@@ -357,6 +373,9 @@ class Health:
         self.unreachable_since: float | None = None
         # why, where the clients know better than "every broker down": no OAUTHBEARER token
         self.unreachable_reason: str | None = None
+        # input records the worker cannot read yet, held back behind a producer's open
+        # transaction (the partitions' last stable offset): why it lags, idle
+        self.held_records = 0
 
     def snapshot(self) -> tuple[int, dict]:
         with self.lock:
@@ -369,8 +388,10 @@ class Health:
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.unassigned_since is not None:
                 body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
-            if self.ready and self.lag > 0 and idle > 60:
+            if self.ready and self.lag > 0 and idle > LAGGING_IDLE_SECONDS:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
+                if self.held_records:
+                    body["reason"] = held_reason(self.held_records)
             if self.unreachable_since is not None:
                 # whatever else: it said "ok" (and its stale lag) until the session timed
                 # out, then "rebalancing", with the broker down all along
@@ -480,6 +501,8 @@ class Worker:
         # (topic, partition) -> the offset after the last input message fetched: input up to
         # it and past the committed offset waits for a commit (see _update_lag)
         self.fetched_end: dict[tuple[str, int], int] = {}
+        self.held_checked_at = 0.0  # time.monotonic() of the last look for held input
+        self.held_said = False  # its warning logged, until nothing is held
         self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
@@ -1927,6 +1950,7 @@ class Worker:
         assigned = self.consumer.assignment()
         positions = self.consumer.position([TopicPartition(tp.topic, tp.partition)
                                             for tp in assigned])
+        waiting = []  # (partition, where its lag counts from, its end) of those that lag
         for tp, at in zip(assigned, positions):
             low, high = self.consumer.get_watermark_offsets(tp, cached=True)
             key = (tp.topic, tp.partition)
@@ -1934,10 +1958,46 @@ class Worker:
             start = at.offset
             if committed is not None and (start < 0 or self.fetched_end.get(key, 0) > committed):
                 start = committed
-            if high >= 0 and start >= 0:
-                lag += max(0, high - start)
+            if high >= 0 and start >= 0 and high > start:
+                lag += high - start
+                waiting.append((tp, start, high))
+        held = self._input_held(waiting)
         with self.health.lock:
             self.health.lag = lag
+            self.health.held_records = held
+        if held and not self.held_said:
+            log.warning("%s", held_reason(held))
+        self.held_said = bool(held)
+
+    def _input_held(self, waiting: list[tuple[Any, int, int]]) -> int:
+        """The input records held back behind a producer's open transaction in the partitions
+        ``waiting`` (with where their lag counts from and the log's end), looked for (a query
+        each) at most every :data:`HELD_CHECK_SECONDS` once the worker has lagged idle: a ``read_committed`` consumer reads up to the partition's last stable
+        offset, which a transaction never committed nor aborted keeps where it began, so the
+        worker waited, ``/health`` said "lagging-idle" with no reason and the log nothing,
+        until the broker aborted it (``transaction.timeout.ms``). The cached high watermark is
+        the log's end; a query answers the last stable offset."""
+        from confluent_kafka import KafkaException
+
+        now = time.monotonic()
+        with self.health.lock:
+            idle = now - self.health.last_batch
+            held = self.health.held_records
+        if not waiting or self.fetched or idle <= LAGGING_IDLE_SECONDS:
+            self.held_checked_at = 0.0
+            return 0
+        if now - self.held_checked_at < HELD_CHECK_SECONDS:
+            return held
+        self.held_checked_at = now
+        held = 0
+        for tp, start, high in waiting:
+            try:
+                stable = self.consumer.get_watermark_offsets(tp, timeout=2.0)[1]
+            except KafkaException:
+                continue  # the broker's trouble is said elsewhere
+            if 0 <= stable <= start:
+                held += high - stable
+        return held
 
     @staticmethod
     def _observe(plan: Plan, handled: float) -> None:

@@ -133,3 +133,55 @@ def test_input_from_a_transactional_producer_leaves_no_lag_once_committed(
         worker.running = False
         thread.join(60)
     assert not thread.is_alive(), "the worker did not stop within 60 s"
+
+
+def test_input_held_back_by_an_open_upstream_transaction_is_said(kafka_config, topic_prefix,
+                                                                  tmp_path, caplog):
+    """An upstream producer that leaves its transaction open holds the input back (a
+    read_committed reader stops at the last stable offset): /health said "lagging-idle" with
+    no reason and the log nothing, until the broker aborted the transaction. Both now say why,
+    and the reason goes with the transaction."""
+    from confluent_kafka import Producer
+
+    from streamfs.codec import encode
+    from streamfs.worker import app
+
+    conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
+                    topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
+                    data_dir=str(tmp_path), session_timeout=10.0)
+    app.prepare_topics(conf)
+    topics = load_catalogue(topic_prefix)
+    messages = saola_stream("held", 0, 10)[:3]
+    producer = Producer({**kafka_config, "transactional.id": f"upstream-{uuid.uuid4().hex}",
+                         "transaction.timeout.ms": 600_000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for m in messages:
+        producer.produce(topics["features"].name, key=m["stream"].encode(), value=encode(m))
+    producer.flush(30)  # written, not committed
+
+    worker = app.Worker(conf)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+
+        def snapshot_until(done) -> dict:
+            while not done(body := worker.health.snapshot()[1]):
+                assert thread.is_alive() and time.monotonic() < deadline, body
+                time.sleep(0.1)  # polling the worker's own health
+            return body
+
+        snapshot_until(lambda b: b["status"] == "ok" and b["lag"] == len(messages))
+        with worker.health.lock:  # nothing processed for a minute
+            worker.health.last_batch -= 61
+        body = snapshot_until(lambda b: "reason" in b)
+        assert body["status"] == "lagging-idle" and body["reason"] == app.held_reason(3), body
+        assert app.held_reason(3) in caplog.text
+        producer.abort_transaction(30)  # the reason goes with it
+        body = snapshot_until(lambda b: b["lag"] == 0)
+        assert body["status"] == "ok" and "reason" not in body, body
+    finally:
+        worker.running = False
+        thread.join(60)
+    assert not thread.is_alive(), "the worker did not stop within 60 s"
