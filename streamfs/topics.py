@@ -311,12 +311,13 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
         wrong = partition_problems(existing, topics, missing_too=False)
         grown = [name for name, count in existing.items()
                  if len(topics[name].partitions) > count]
+        refusals = []
         if grown:
-            raise TopicMismatch(f"existing topic {'; '.join(wrong)}. "
-                                + partitions_added_advice(grown))
-        if wrong:
+            refusals.append(f"existing topic {'; '.join(wrong)}. "
+                            + partitions_added_advice(grown))
+        elif wrong:
             changelogs = any(s.role not in ROLES for s in specs.values() if s.name in existing)
-            raise TopicMismatch(
+            refusals.append(
                 f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
                 "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
                 "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix"
@@ -325,11 +326,13 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
         warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "
                     f"creates it with {rf[name]}; kept (kafka-reassign-partitions.sh adds "
                     "replicas)" for name in existing if 0 < have[name] < rf[name]]
-        # min.insync.replicas as it would be created with the replicas the topic has
-        refusals, more = config_problems(
+        # min.insync.replicas as it would be created with the replicas the topic has; asked
+        # beside a partition count refused, so that one run names every fix
+        settings, more = config_problems(
             admin, [replace(s, config=creation_config(s, have[s.name] or rf[s.name]))
                     for s in specs.values() if s.name in existing],
             admin_config.get("bootstrap.servers", "HOST:PORT"), timeout)
+        refusals += settings
         warnings += more
         for line in warnings:
             log.warning("%s", line)

@@ -47,6 +47,25 @@ def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, t
     assert "Traceback" not in out.stderr
 
 
+def test_a_partition_count_and_a_setting_refused_are_said_in_one_run(kafka_bootstrap):
+    """`topics create` said the partition count alone; the setting came at the next run."""
+    import uuid
+
+    from streamfs.topics import TopicSpec, create_topics
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    create_topics({"bootstrap.servers": kafka_bootstrap}, {
+        "f": TopicSpec("f", f"{prefix}features", 1, 1),
+        "s": TopicSpec("s", f"{prefix}selected-features", 8, 1, {"cleanup.policy": "delete"})})
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix}
+    out = streamfs("topics", "create", env=env, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"'{prefix}features' has 1 partition(s), the catalogue asks for 8" in out.stderr
+    assert (f"existing topic '{prefix}selected-features' has cleanup.policy=delete, streamfs "
+            "needs compact ") in out.stderr
+
+
 def test_partitions_added_to_a_topic_in_use_get_advice_that_works(kafka_bootstrap, tmp_path):
     """Partitions added to the features topic (an operator scaling out): `topics create` said
     "Something else made it ...: delete it if it holds nothing you need", of a topic streamfs
