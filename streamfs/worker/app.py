@@ -501,6 +501,7 @@ class Worker:
         # (topic, partition) -> the offset after the last input message fetched: input up to
         # it and past the committed offset waits for a commit (see _update_lag)
         self.fetched_end: dict[tuple[str, int], int] = {}
+        self.group_unanswered = False  # the start-up's look at the group's offsets timed out
         self.held_checked_at = 0.0  # time.monotonic() of the last look for held input
         self.held_said = False  # its warning logged, until nothing is held
         self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
@@ -1240,6 +1241,7 @@ class Worker:
                                    "reading its group's committed offsets") from None
             log.warning("could not check that group %r has read no other deployment's input "
                         "topics (%s): going on", self.settings.app_id, exc.args[0].str())
+            self.group_unanswered = True  # the next look at its offsets would wait as long
             return
         foreign = sorted({tp.topic for tp in committed if tp.error is None and tp.offset >= 0})
         if foreign:
@@ -1272,6 +1274,8 @@ class Worker:
                     total += max(0, high - low)
             return total
 
+        if self.group_unanswered:
+            return
         inputs = [TopicPartition(name, p) for name in self.roles
                   for p in range(self.topic_partitions[name])]
         try:
