@@ -465,6 +465,9 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
                    f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
         note = ("" if exists else hidden if exists is None
                 else " (not created yet: as it would be created)")
+        if exists and settings.get("partitions") != str(specs[role].partitions):
+            note += (f" (the catalogue asks for {specs[role].partitions} partitions: the worker "
+                     "and `topics create` refuse it)")
         click.echo(f"{'':19} {specs[role].description}{note}")
 
 

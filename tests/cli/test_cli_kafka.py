@@ -87,6 +87,11 @@ def test_partitions_added_to_a_topic_in_use_get_advice_that_works(kafka_bootstra
             f"were added to '{prefix}features'") in out.stderr
     assert "Kafka cannot take them away" in out.stderr and "Something else" not in out.stderr
     assert "no worker runs on the topic now" in out.stderr
+    described = streamfs("topics", "describe", env=env, timeout=120)
+    assert described.returncode == 0, described.stderr
+    assert ("(the catalogue asks for 8 partitions: the worker and `topics create` refuse it)"
+            in described.stdout.split(f"{prefix}features ", 1)[1].split("\n")[1])
+    assert described.stdout.count("the catalogue asks for") == 1, described.stdout
 
 
 def test_partitions_added_under_a_running_worker_stop_it_in_one_line(kafka_config,
