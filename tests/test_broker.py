@@ -226,3 +226,22 @@ def test_a_python_api_call_does_not_print_librdkafkas_lines():
                          timeout=120)
     assert out.stdout.strip() == "BrokerUnreachable", out.stdout + out.stderr
     assert "rdkafka" not in out.stderr, out.stderr
+
+
+def test_a_lost_broker_is_said_without_a_count_that_contradicts_it(caplog, monkeypatch):
+    """librdkafka's count can lag behind its event: a worker logged "the broker does not answer
+    (0/2 brokers are down)". A count of none down is left out; another is kept."""
+    from confluent_kafka import KafkaError
+
+    from streamfs import broker
+
+    monkeypatch.setattr(broker, "_unreachable_said_at", {})  # said once a minute at most
+    with caplog.at_level(logging.WARNING, logger="streamfs"):
+        broker.say_unreachable(KafkaError(KafkaError._ALL_BROKERS_DOWN,
+                                          "0/2 brokers are down"))
+        monkeypatch.setattr(broker, "_unreachable_said_at", {})
+        broker.say_unreachable(KafkaError(KafkaError._ALL_BROKERS_DOWN,
+                                          "2/2 brokers are down"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "the broker does not answer; still trying: Ctrl-C stops",
+        "the broker does not answer (2/2 brokers are down); still trying: Ctrl-C stops"]
