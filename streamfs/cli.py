@@ -313,8 +313,9 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
            log_level: str, instance_id: str | None) -> None:
     """Run the stream-processing worker until interrupted."""
     with _noting_stops() as stops:  # loading the worker's modules takes about two seconds
-        from streamfs.worker.app import (CannotServe, InstanceFenced, StoppedDuringStartup,
-                                         begin_startup, run_worker)
+        from streamfs.worker.errors import InstanceFenced
+        from streamfs.worker.health import CannotServe
+        from streamfs.worker.startup import StoppedDuringStartup, begin_startup, run_worker
         from streamfs.topics import TopicMismatch, TopicsNotCreated
 
         settings = _worker_settings(ctx, app_id, web_port, web_host, log_level, instance_id)
@@ -378,7 +379,7 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
 @contextmanager
 def _noting_stops() -> Iterator[list[int]]:
     """Note SIGINT and SIGTERM (their numbers, in the list yielded) until the worker's own
-    handlers replace these (:func:`~streamfs.worker.app.begin_startup`, which then stops the
+    handlers replace these (:func:`~streamfs.worker.startup.begin_startup`, which then stops the
     start-up as for a signal that came during it); the handlers before come back if the
     block raises (a setting refused: exit 2). Without it, a signal that came while Python
     loaded the worker's modules ended the process as an unhandled signal does: exit 143 for

@@ -147,7 +147,7 @@ def _messages(sc: Scenario, X, y, stream: str) -> list[dict]:
 
 
 def _in_process(sc: Scenario, X, y, encoded: list[bytes], stream: str) -> dict:
-    from streamfs.worker.app import freeze_startup_objects, warm_up
+    from streamfs.worker.startup import freeze_startup_objects, warm_up
     from streamfs.worker.processor import StreamProcessor
 
     warm_up()  # as the worker before it takes partitions: imports and numba kernels loaded

@@ -48,47 +48,41 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 
 ``/health`` (readiness: 503 until the assignment is restored, during a rebalance, while input
 waits unprocessed and while no broker answers), ``/live``
-(liveness: 503 once the loop has stopped turning) and ``/metrics`` are served on the web port.
+(liveness: 503 once the loop has stopped turning) and ``/metrics`` are served on the web port
+(:mod:`streamfs.worker.health`); :mod:`streamfs.worker.startup` starts the worker.
 """
 
 from __future__ import annotations
 
-import errno
-import faulthandler
-import gc
-import json
 import logging
 import os
-import signal
 import socket
 import sqlite3
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, NoReturn, Sequence
+from typing import Any, Callable, Iterable, NoReturn
 
-from streamfs import broker
-from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied,
-                             ClientConfigRefused, LogLines, denied, is_denied, kafka_error,
-                             lapsed_login, make_client, no_token, refused_topic)
+from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied, LogLines,
+                             denied, is_denied, kafka_error, lapsed_login, make_client, no_token,
+                             refused_topic)
 from streamfs.settings import Settings
-from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
-                             TopicsNotCreated, changelog_specs, check_catalogue, create_topics,
-                             load_catalogue, partitions_added_advice, wait_for_topics)
+                             changelog_specs, load_catalogue, partitions_added_advice)
 from streamfs.worker import metrics
+from streamfs.worker.commit_metadata import changelog_target, committed_topic_id, offset_metadata
+from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
+                                    StoppedWhileRestoring, StoppedWhileUnreachable, fenced,
+                                    moving_codes, unreachable_codes)
+from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
+                                    loop_stall_seconds, rejoin_seconds)
 from streamfs.worker.localstore import LocalStore, SaveQueue
 from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
-from streamfs.worker.stepping import log_warnings
 
 log = logging.getLogger("streamfs.worker")
 
-#: exit code when the worker cannot go on (sysexits' EX_SOFTWARE)
-EXIT_FATAL = 70
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
 # one call's wait for a broker that does not answer (init_transactions, and Worker._ask past
@@ -102,57 +96,15 @@ TOPIC_CHECK_SECONDS = 10
 TOPIC_DESCRIBE_SECONDS = 10
 #: deadline of the start-up's look at the group's offsets of other deployments' topics
 GROUP_CHECK_SECONDS = 15
-#: input waiting and nothing processed for this long: /health says "lagging-idle"
-LAGGING_IDLE_SECONDS = 60
 #: how often a worker lagging idle looks for input held back by an open transaction
 HELD_CHECK_SECONDS = 10
 
 
-def held_reason(records: int) -> str:
-    """Why a worker lags idle, when input is held back behind a producer's open transaction.
-
-    >>> held_reason(4)[:62]
-    '4 input records wait behind a producer transaction that is ope'
-    """
-    return (f"{records} input records wait behind a producer transaction that is open on the "
-            "input topics (their last stable offset): the worker reads them once it commits "
-            "or aborts, at the latest when the broker aborts it after the producer's "
-            "transaction.timeout.ms")
 #: a loop turn this much later than the last one (the process stood still: SIGSTOP, a stalled
 #: VM, or a long step) checks the topics before it processes what it fetched
 STILL_SECONDS = 2
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
-
-
-def offset_metadata(changelog_end: int, topic_id: str | None = None) -> str:
-    """The metadata committed with an input partition's offset: where its changelog ended and,
-    when known, the id of the input topic the offset counts in (a topic deleted and made again
-    under the same name has another id, and its offsets start again from 0)."""
-    meta: dict[str, Any] = {"changelog_end": changelog_end}
-    if topic_id is not None:
-        meta["topic_id"] = topic_id
-    return json.dumps(meta)
-
-
-def changelog_target(metadata: str | None) -> int | None:
-    """The changelog end recorded by :func:`offset_metadata`; None for other metadata (offsets
-    committed by something else, or by an older worker)."""
-    try:
-        end = json.loads(metadata or "").get("changelog_end")
-    except (ValueError, AttributeError):
-        return None
-    return end if isinstance(end, int) and not isinstance(end, bool) and end >= 0 else None
-
-
-def committed_topic_id(metadata: str | None) -> str | None:
-    """The input topic id recorded by :func:`offset_metadata`; None where there is none
-    (offsets committed by something else, or by a worker from before topic ids)."""
-    try:
-        topic_id = json.loads(metadata or "").get("topic_id")
-    except (ValueError, AttributeError):
-        return None
-    return topic_id if isinstance(topic_id, str) and topic_id else None
 
 
 def topic_changes(partitions: dict[str, int], ids: dict[str, str],
@@ -182,33 +134,6 @@ def topic_changes(partitions: dict[str, int], ids: dict[str, str],
     return problems
 
 
-def unreachable_codes() -> frozenset[int]:
-    """librdkafka's errors that say no broker answers the question at all (down, or without
-    the quorum or the replicas to answer it). ``_DESTROY_BROKER`` ("Broker handle destroyed
-    without termination") fails a request in flight when librdkafka drops its handle of a
-    broker that the cluster's metadata no longer lists: on a 3-node cluster, a watermark query
-    just after two crashed nodes came back, and the worker had exited 70. Past its deadline
-    :meth:`Worker._ask` waits for the broker on these instead of giving up."""
-    from confluent_kafka import KafkaError
-
-    return frozenset({
-        KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN, KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError._DESTROY_BROKER})
-
-
-def moving_codes() -> frozenset[int]:
-    """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
-    broker restarted or crashed (:func:`unreachable_codes`), a partition's leader or a group's
-    coordinator being elected or loading. :meth:`Worker._ask` asks again on these."""
-    from confluent_kafka import KafkaError
-
-    return unreachable_codes() | {
-        KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError._UNKNOWN_PARTITION}
-
-
 def fetch_config(max_message_bytes: int) -> dict:
     """How the worker's consumers fetch (the bench's raw consumer uses the same settings, so
     that it is a fair ceiling)."""
@@ -225,63 +150,6 @@ def fetch_config(max_message_bytes: int) -> dict:
         # idle: measured on a 320 MB backlog, 2.5 s with the default, 0.84 s with 20 ms
         "fetch.queue.backoff.ms": 20,
     }
-
-
-class CannotServe(Exception):
-    """The web address (``/health``, ``/metrics``) cannot be bound: port in use, host not
-    found or not this machine's."""
-
-
-class Hung(Exception):
-    """A transactional call did not return within its deadline."""
-
-
-class Rewind(Exception):
-    """The current transaction was aborted: restore state and re-read from committed offsets."""
-
-
-class RestoreHeld(Exception):
-    """A changelog partition holds the records its committed offsets claim, but a transaction
-    still open keeps them from ``read_committed`` readers past the restore's deadline (a stale
-    producer's transaction lasts up to its own ``transaction.timeout.ms``). Running on the part
-    read would be wrong state; the worker exits (70) and its supervisor's restart reads again."""
-
-
-class StoppedWhileUnreachable(Exception):
-    """A stop was asked while the worker waited for an unreachable broker to set up a new
-    producer: the batch in progress cannot commit, and its input is read again by the
-    partition's next owner (nothing of it is visible: its transaction never committed)."""
-
-
-class StoppedWhileRestoring(StoppedWhileUnreachable):
-    """A stop was asked while the worker restored its state (reading a long changelog, or
-    waiting for records an open transaction hides): nothing was processed since the
-    assignment, and the partitions' next owner restores them."""
-
-
-class InstanceFenced(Exception):
-    """Another worker joined the group with this worker's ``STREAMFS_INSTANCE_ID``, and the
-    broker fenced this one: it can commit nothing more (its transaction in progress is
-    aborted) and stops."""
-
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(
-            f"another worker uses the same STREAMFS_INSTANCE_ID {settings.instance_id!r} in "
-            f"group {settings.app_id!r}: the broker fenced this one, which stops without "
-            "committing more. Give each worker its own STREAMFS_INSTANCE_ID")
-
-
-def fenced(err: Any) -> bool:
-    """Whether librdkafka's ``err`` says another member took this one's ``group.instance.id``:
-    the transaction's offsets refused with FENCED_INSTANCE_ID, or the consumer's fatal error,
-    whose code is _FATAL with librdkafka's description of FENCED_INSTANCE_ID in its text (the
-    Python client has no call for the underlying code)."""
-    from confluent_kafka import KafkaError
-
-    if err.code() == KafkaError.FENCED_INSTANCE_ID:
-        return True
-    return (err.code() == KafkaError._FATAL
-            and KafkaError(KafkaError.FENCED_INSTANCE_ID).str() in err.str())
 
 
 class InFlight:
@@ -333,144 +201,6 @@ def output_limit(specs: dict) -> int | None:
     limits = [int(specs[role].config["max.message.bytes"]) for role in ("selected", "dead_letter")
               if "max.message.bytes" in specs[role].config]
     return min(limits) if limits else None
-
-
-def loop_stall_seconds(session_timeout: float) -> float:
-    """How long the loop may go without polling: the consumer's ``max.poll.interval.ms``
-    (librdkafka's default, 300 s, or the session timeout if longer, as librdkafka requires).
-    Past it the consumer leaves the group, and ``/live`` says the loop is stalled."""
-    return max(300.0, session_timeout)
-
-
-def rejoin_seconds(session_timeout: float) -> float:
-    """How long a worker whose broker answers may go without an assignment (since it
-    subscribed, or since its partitions were revoked) before it joins its group again with a
-    new consumer. A rebalance takes at most the group's rebalance timeout (the members'
-    ``max.poll.interval.ms``: the coordinator waits that long for every member to rejoin),
-    then a session timeout for a member that left without a word; 30 s more for the
-    requests around them."""
-    return loop_stall_seconds(session_timeout) + session_timeout + 30.0
-
-
-class Health:
-    """What ``/health`` (readiness) and ``/live`` (liveness) report; written by the worker
-    loop, read by the web thread."""
-
-    def __init__(self, stall_seconds: float = loop_stall_seconds(0.0)) -> None:
-        self.lock = threading.Lock()
-        self.stall_seconds = stall_seconds
-        self.assigned: list[str] = []
-        self.ready = False
-        self.ready_at: float | None = None  # wall clock of the last completed assignment
-        # time.monotonic() since when the consumer has had no assignment (it subscribed, or
-        # its partitions were revoked); None while it has one (Worker._rejoin_if_left_out)
-        self.unassigned_since: float | None = None
-        self.last_batch = time.monotonic()
-        self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
-        self.lag = 0
-        # time.monotonic() when the consumer lost every broker connection; None once a broker
-        # answered again (Worker._client_error, Worker._broker_answered)
-        self.unreachable_since: float | None = None
-        # why, where the clients know better than "every broker down": no OAUTHBEARER token
-        self.unreachable_reason: str | None = None
-        # input records the worker cannot read yet, held back behind a producer's open
-        # transaction (the partitions' last stable offset): why it lags, idle
-        self.held_records = 0
-
-    def snapshot(self) -> tuple[int, dict]:
-        with self.lock:
-            idle = time.monotonic() - self.last_batch
-            if self.ready:
-                status = "ok"
-            else:  # a worker that was ready and lost its partitions is in a rebalance
-                status = "starting" if self.ready_at is None else "rebalancing"
-            body = {"status": status, "assigned": list(self.assigned),
-                    "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
-            if self.unassigned_since is not None:
-                body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
-            if self.ready and self.lag > 0 and idle > LAGGING_IDLE_SECONDS:
-                body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
-                if self.held_records:
-                    body["reason"] = held_reason(self.held_records)
-            if self.unreachable_since is not None:
-                # whatever else: it said "ok" (and its stale lag) until the session timed
-                # out, then "rebalancing", with the broker down all along
-                body["status"] = "broker-unreachable"
-                body["unreachable_seconds"] = round(time.monotonic() - self.unreachable_since,
-                                                    1)
-                if self.unreachable_reason:
-                    body["reason"] = self.unreachable_reason
-            return (200 if body["status"] == "ok" else 503), body
-
-    def beat(self) -> None:
-        """Progress outside the loop's turns (an algorithm's kernels loaded or compiled, the
-        topics checked, a coordinator asked again): counted as a turn of the loop."""
-        self.loop_at = time.monotonic()
-
-    def liveness(self) -> tuple[int, dict]:
-        """200 while the loop turns (also during a rebalance, when ``/health`` says 503) and
-        while start-up makes progress (:meth:`beat`); 503 once neither happened for
-        ``stall_seconds``."""
-        since = time.monotonic() - self.loop_at
-        alive = since < self.stall_seconds
-        return (200 if alive else 503), {"status": "alive" if alive else "stalled",
-                                         "loop_seconds": round(since, 1)}
-
-
-def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
-    """``/health`` and ``/metrics`` on ``settings.web_host:web_port`` in a daemon thread."""
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> bytes:
-            path = self.path.split("?", 1)[0]  # a query string is ignored, not another path
-            if path == "/metrics":
-                code, body, ctype = 200, generate_latest(), CONTENT_TYPE_LATEST
-            elif path in ("/health", "/live"):
-                code, payload = health.snapshot() if path == "/health" else health.liveness()
-                body, ctype = json.dumps(payload).encode(), "application/json"
-            else:
-                code, body, ctype = (404, b"not found: /health, /live and /metrics only\n",
-                                     "text/plain")
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            return body
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            self.wfile.write(self._answer())
-
-        def do_HEAD(self) -> None:  # noqa: N802 - probes that ask for the status line only
-            self._answer()
-
-        def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
-            pass
-
-    class Server(ThreadingHTTPServer):
-        # an IPv6 address ('::1', '::' for every interface) needs its own family: it was
-        # refused as "Address family for hostname not supported"; names stay IPv4, as before
-        address_family = socket.AF_INET6 if ":" in settings.web_host else socket.AF_INET
-
-    try:
-        server = Server((settings.web_host, settings.web_port), Handler)
-    except OSError as exc:
-        raise CannotServe(f"cannot serve /health and /metrics on {settings.web_host}:"
-                          f"{settings.web_port}: {exc.strerror}{_web_hint(exc)}") from None
-    threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
-    return server
-
-
-def _web_hint(exc: OSError) -> str:
-    """What to change when the web address cannot be bound: the port when it is in use, the
-    host when no address of this machine has that name."""
-    if exc.errno == errno.EADDRINUSE:
-        return (". Another worker on this host? Give each its own --web-port "
-                "(STREAMFS_WEB_PORT), or 0 for any free port")
-    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-        return (". Set --web-host (STREAMFS_WEB_HOST) to a name or address of this host "
-                "(127.0.0.1, or 0.0.0.0 for every interface)")
-    return ""
 
 
 class Worker:
@@ -2038,178 +1768,3 @@ def drop_stream_series(store: dict[str, bytes]) -> None:
     for key in store:
         if key.endswith(suffix):
             metrics.drop_stream(key[:-len(suffix)])
-
-
-def prepare_topics(settings: Settings) -> None:
-    """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
-    check_catalogue(settings.topic_prefix)  # CatalogueError: checked by `streamfs worker` too
-    specs = load_catalogue(settings.topic_prefix, replication_factor=settings.replication_factor)
-    partitions = specs["features"].partitions
-    specs.update(changelog_specs(settings.app_id, partitions, settings.replication_factor,
-                                 settings.max_message_bytes))
-    outcome = create_topics(settings.kafka_config(), specs)
-    if made := sorted(name for name, what in outcome.items() if what == "created"):
-        log.info("created topics %s", ", ".join(made))  # an operator's own are not made twice
-    wait_for_topics(settings.kafka_config(), specs)
-
-
-def warm_up(progress: Callable[[], None] = lambda: None) -> None:
-    """Import every algorithm and run it once on a tiny stream, so that module imports and
-    numba's compiled kernels are loaded before the worker takes partitions, not on the first
-    message of a stream. ``progress`` is called after each run: a first start compiles for
-    minutes, and liveness must not read that as a stall."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    from streamfs.algorithms import registry
-    from streamfs.algorithms.neighbourhood import nearest_lists
-    from streamfs.codec import packb, unpackb
-
-    def read_only(a: np.ndarray) -> np.ndarray:
-        a.flags.writeable = False
-        return a
-
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 6))
-    y = (X[:, 0] > 0).astype(np.int64)
-    X[:, 2] = X[:, 0] + 0.1 * X[:, 2]  # relevant but redundant: the redundancy tests run
-    X_sparse = unpackb(packb(sp.csc_matrix(X)))  # and the sparse decoder's compiled check
-    # K-OFSD's candidate lists once it has selected features (a tiny stream selects too few)
-    nearest_lists(np.zeros((80, 80)), np.empty((80, 64), np.int32))
-    # numba compiles read-only arrays apart: the processor's blocks come as read-only views
-    # of their messages (column-major for feature streams, row-major for instance streams),
-    # blocks of earlier producers as writeable copies
-    inputs = {"features": [(X, y), (read_only(np.asfortranarray(X)), read_only(y.copy())),
-                           (X_sparse, y)],  # a sparse block as decoded: int64 indices
-              "instances": [(X, np.where(y == 1, 1, -1)),
-                            (read_only(X.copy()), read_only(np.where(y == 1, 1, -1)))]}
-    for spec in registry.ALGORITHMS.values():
-        for X_in, y_in in inputs[spec.kind]:
-            algo = spec.build({"n_features": 6} if spec.kind == "instances" else {})
-            algo.partial_fit(X_in, y_in)
-            algo.to_state()
-            progress()
-
-
-def freeze_startup_objects() -> None:
-    """Collect, then move every object alive now (the imports' and the warm-up's, a few
-    hundred thousand) into the permanent generation, which the cyclic collector never scans
-    again (:func:`gc.freeze`). Without it, each full collection walks them all: 0.09 s in
-    the middle of a cold worker's first batches of sparse instances, longer than the batch
-    itself. Cyclic garbage made later is still collected."""
-    gc.collect()
-    gc.freeze()
-
-
-class StoppedDuringStartup(BaseException):
-    """SIGINT or SIGTERM before the worker started: nothing is in flight, so it stops at once.
-    A BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way takes it for a
-    failure."""
-
-
-#: set by the first SIGINT or SIGTERM of the start-up (see :func:`_stopped_yet`)
-_STOP_ASKED = threading.Event()
-
-
-def _stop_during_startup(signum: int, _frame: Any) -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):  # one is enough: a second would cut the shutdown
-        signal.signal(sig, signal.SIG_IGN)
-    log.info("%s: stopped during start-up", signal.Signals(signum).name)
-    _STOP_ASKED.set()
-    raise StoppedDuringStartup
-
-
-def _stopped_yet() -> None:
-    """:class:`StoppedDuringStartup` if a signal asked for it already. The handler's exception
-    is lost where Python ignores exceptions (a ``__del__`` or weakref callback the collector
-    ran when the signal came, seen in the warm-up): the worker started anyway, and with the
-    signals ignored, nothing but SIGKILL stopped it. Checked between the start-up's steps."""
-    if _STOP_ASKED.is_set():
-        raise StoppedDuringStartup
-
-
-def _start_up_step(health: Health) -> None:
-    """A step of the start-up done: liveness beats (:meth:`Health.beat`), and a stop asked
-    meanwhile stops the worker here (:func:`_stopped_yet`), not after every algorithm's
-    kernels have compiled, minutes on a first start."""
-    health.beat()
-    _stopped_yet()
-
-
-def begin_startup(settings: Settings, stops: Sequence[int] = ()) -> None:
-    """The worker's log lines; and until :func:`run_worker` has started the worker (and stops
-    it on SIGINT or SIGTERM once the batch in progress is committed), either signal logs one
-    line and raises :class:`StoppedDuringStartup`, for the caller to end as a stopped worker
-    ends (exit 0). ``stops``: signals that came before (noted by the caller while the
-    program loaded): the first stops the start-up here, in the same way."""
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
-    log_warnings()  # an algorithm's warning names the stream it is about
-    signal.signal(signal.SIGTERM, _stop_during_startup)
-    signal.signal(signal.SIGINT, _stop_during_startup)
-    _quiet_lost_stops()
-    if stops:
-        _stop_during_startup(stops[0], None)
-
-
-def _quiet_lost_stops() -> None:
-    """A stop raised where Python ignores exceptions (see :func:`_stopped_yet`, which acts
-    on it) printed "Exception ignored in: <function WeakSet...>" and a traceback on stderr
-    beside the stop's one log line: not a fault, so not said. Other unraisable exceptions go
-    to the hook as before."""
-    previous = sys.unraisablehook
-
-    def hook(unraisable: Any) -> None:
-        if not isinstance(unraisable.exc_value, StoppedDuringStartup):
-            previous(unraisable)
-
-    sys.unraisablehook = hook
-
-
-def run_worker(settings: Settings) -> None:
-    """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first. Either
-    signal before it has started raises :class:`StoppedDuringStartup` (see
-    :func:`begin_startup`)."""
-    begin_startup(settings)  # again if the caller did, to cover its own checks
-    _stopped_yet()
-    logging.getLogger("streamfs.kafka").setLevel(logging.WARNING)  # client trouble, in the log
-    broker.STOP_HINT = ""  # a service: its supervisor stops it, not a Ctrl-C
-    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>`: every thread's stack to stderr
-    health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored
-    metrics.report_health(health)
-    server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
-    try:
-        with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
-            warm_up(lambda: _start_up_step(health))
-        _start_up_step(health)
-        freeze_startup_objects()
-        prepare_topics(settings)
-        _start_up_step(health)
-        worker = Worker(settings, health)
-
-        def stop(signum: int, _frame: Any) -> None:
-            log.info("%s: stopping once the batch in progress is committed",
-                     signal.Signals(signum).name)
-            worker.running = False
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        _stopped_yet()  # a signal of the start-up that came before these
-        instance = f", instance {settings.instance_id}" if settings.instance_id else ""
-        log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,
-                 instance, *server.server_address[:2])  # the port bound, also for 0 (any)
-        worker.run()
-    except (TopicMismatch, TopicsNotCreated, ClientConfigRefused, InstanceFenced,
-            CatalogueError, AccessDenied):
-        raise  # the operator's to fix, not a crash: one line and exit 1, 2 or 77 (streamfs.cli)
-    except RestoreHeld as exc:  # known, and a restart is the cure: one line, no traceback
-        log.critical("%s", exc)
-        os._exit(EXIT_FATAL)
-    except StoppedWhileUnreachable as exc:  # the stop that was asked for
-        log.warning("%s", exc)
-    except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
-        log.critical("worker failed", exc_info=True)
-        os._exit(EXIT_FATAL)
-    finally:
-        server.shutdown()
-    log.info("worker stopped")

@@ -62,7 +62,7 @@ INPUT_LAG = Gauge("streamfs_input_lag_records",
 
 
 def report_health(health) -> None:
-    """Read ``health`` (the worker's :class:`~streamfs.worker.app.Health`) at every scrape,
+    """Read ``health`` (the worker's :class:`~streamfs.worker.health.Health`) at every scrape,
     so that /metrics says what /health says, for alerting on lag or readiness."""
 
     def reading(get):

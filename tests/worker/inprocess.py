@@ -57,13 +57,13 @@ def worker_thread(kafka_config: dict, topic_prefix: str, data_dir: Path, message
     """Publish ``messages`` to the features topic, then run a worker (``settings`` on top of
     a 10 s session timeout) on a thread of this process until the block ends; yields the
     topic catalogue."""
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                     data_dir=str(data_dir), session_timeout=10.0, **settings)
-    app.warm_up()  # compiled kernels: no step is slow enough to cut a batch
-    app.prepare_topics(conf)
+    startup.warm_up()  # compiled kernels: no step is slow enough to cut a batch
+    startup.prepare_topics(conf)
     topics = load_catalogue(topic_prefix)
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(messages)  # all on the topic before the worker starts

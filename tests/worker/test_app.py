@@ -1,45 +1,11 @@
 """The worker's pure helpers (no broker)."""
 
-import json
 import logging
-import subprocess
-import sys
 
 import pytest
 
 from streamfs.broker import LogLines
-from streamfs.worker.app import (changelog_target, committed_topic_id, offset_metadata,
-                                 topic_changes)
-
-
-@pytest.mark.parametrize("end", [0, 1, 2**40])
-def test_offset_metadata_round_trips_the_changelog_end(end):
-    assert changelog_target(offset_metadata(end)) == end
-
-
-@pytest.mark.parametrize("metadata", [None, "", "not json", "[1]", '{"changelog_end": -1}',
-                                      '{"changelog_end": "5"}', '{"changelog_end": true}',
-                                      '{"other": 5}'])
-def test_offsets_committed_by_something_else_carry_no_target(metadata):
-    # offsets committed by another tool or an older worker: restore to the stable end only
-    assert changelog_target(metadata) is None
-
-
-def test_offset_metadata_carries_the_input_topic_id_beside_the_changelog_end():
-    metadata = offset_metadata(17, "JZ/vDgZ5TMGfOlli/ACDhw")
-    assert json.loads(metadata) == {"changelog_end": 17, "topic_id": "JZ/vDgZ5TMGfOlli/ACDhw"}
-    assert changelog_target(metadata) == 17
-    assert committed_topic_id(metadata) == "JZ/vDgZ5TMGfOlli/ACDhw"
-    # without an id (not known): the metadata of workers from before topic ids
-    assert offset_metadata(17) == '{"changelog_end": 17}'
-
-
-@pytest.mark.parametrize("metadata", [None, "", "not json", "[1]", '{"changelog_end": 5}',
-                                      '{"topic_id": 5}', '{"topic_id": ""}',
-                                      '{"topic_id": null}'])
-def test_metadata_without_a_topic_id_names_none(metadata):
-    # an older worker's metadata, or another tool's: no check of the topic, offsets kept
-    assert committed_topic_id(metadata) is None
+from streamfs.worker.app import topic_changes
 
 
 def test_topic_changes_names_deleted_resized_and_recreated_topics():
@@ -53,87 +19,6 @@ def test_topic_changes_names_deleted_resized_and_recreated_topics():
         "'gone' does not exist"]
     # no ids known yet (no assignment): partition counts and existence only
     assert topic_changes({"in": 8}, {}, {"in": (8, "A2")}) == []
-
-
-def test_startup_objects_are_frozen_after_collecting_garbage():
-    """In a process of its own (freezing the test runner's objects would outlive the test):
-    the garbage cycles alive before are collected, everything else is frozen, and cycles
-    made afterwards are still collected."""
-    code = """
-import gc, weakref
-from streamfs.worker.app import freeze_startup_objects, warm_up
-class Node: pass
-def cycle():
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    return weakref.ref(a)
-gc.disable()  # only the collections asked for below
-before = cycle()
-warm_up()
-freeze_startup_objects()
-assert before() is None, "garbage frozen instead of collected"
-assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()
-after = cycle()
-gc.collect()
-assert after() is None, "a cycle made after the freeze was not collected"
-print("ok")
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
-
-
-def test_the_warm_up_compiles_every_kernel_the_first_blocks_need():
-    """In a process of its own (the test runner has compiled much already): after the warm-up,
-    the first blocks of every algorithm, as the worker decodes them (dense blocks as read-only
-    views, which numba compiles apart), need no kernel compiled or loaded on the way. A
-    compile there takes seconds inside a step on a fresh install (2.8 s for dense SAOLA,
-    5.8 s for K-OFSD, measured with an empty numba cache)."""
-    code = """
-import importlib, pkgutil
-import numpy as np
-import scipy.sparse as sp
-import streamfs
-from streamfs.algorithms import registry
-from streamfs.bench.pipeline import imbalanced_microarray
-from streamfs.codec import encode
-from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.worker.app import warm_up
-from streamfs.worker.processor import StreamProcessor
-
-kernels = {}
-for info in pkgutil.walk_packages(streamfs.__path__, "streamfs."):
-    for name, obj in vars(importlib.import_module(info.name)).items():
-        if hasattr(obj, "signatures") and hasattr(obj, "py_func"):  # numba dispatchers
-            kernels[f"{info.name}.{name}"] = obj
-warm_up()
-before = {name: len(k.signatures) for name, k in kernels.items()}
-X, y = imbalanced_microarray(0, p=400)  # K-OFSD selects enough to need its candidate lists
-rng = np.random.default_rng(0)
-S = sp.random(180, 400, 0.3, format="csc", random_state=1)
-Xi = rng.normal(size=(3000, 12))
-yi = np.where(Xi[:, 0] > 0, 1, -1)
-for algorithm, spec in registry.ALGORITHMS.items():
-    kw = {"groups": [list(range(i, i + 20)) for i in range(0, 400, 20)]} if "group" in algorithm else {}
-    if spec.kind == "features":
-        streams = [feature_stream_messages("s", data, y, algorithm, {}, block_bytes=1 << 17, **kw)
-                   for data in (X, S)]
-    else:
-        streams = [instance_stream_messages("s", data, yi, algorithm, {}, block_bytes=1 << 17)
-                   for data in (Xi, sp.csr_matrix(Xi))]
-    for messages in streams:
-        proc = StreamProcessor(spec.kind, {})
-        for message in messages:
-            plan = proc.handle("s", encode(message))
-            assert plan.dead_letter is None, algorithm
-            proc.store.update((k, v) for k, v in plan.writes if v is not None)
-new = {name: [str(s) for s in k.signatures[before[name]:]] for name, k in kernels.items()
-       if len(k.signatures) > before[name]}
-print(new or "ok")
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr
 
 
 def test_a_revoked_partition_s_streams_lose_their_series():
@@ -150,114 +35,6 @@ def test_a_revoked_partition_s_streams_lose_their_series():
     shown = {s.labels["stream"] for f in metrics.SELECTION_SIZE.collect() for s in f.samples}
     assert "kept" in shown and not shown & {"moved-a", "moved-b"}
     metrics.drop_stream("kept")
-
-
-def test_web_server_answers_its_two_paths_exactly_and_head_probes():
-    import time
-    import urllib.error
-    import urllib.request
-
-    from streamfs.settings import Settings
-    from streamfs.worker.app import Health, serve_http
-
-    from streamfs.worker import metrics
-
-    health = Health()
-    metrics.report_health(health)
-    server = serve_http(Settings(web_port=0), health)
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-
-    def status(path: str, method: str = "GET") -> tuple[int, bytes]:
-        try:
-            with urllib.request.urlopen(urllib.request.Request(base + path, method=method),
-                                        timeout=10) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-
-    try:
-        code, body = status("/health")
-        assert code == 503 and b'"status": "starting"' in body  # not assigned yet
-        assert status("/health", "HEAD") == (503, b"")
-        assert status("/health?verbose=1")[0] == 503
-        assert status("/metrics")[0] == 200 and b"streamfs_messages_total" in status("/metrics")[1]
-        assert status("/healthz")[0] == status("/metricsfoo")[0] == 404
-        # /metrics says what /health says, read at each scrape
-        assert b"streamfs_ready 0.0" in status("/metrics")[1]
-        with health.lock:
-            health.ready, health.assigned, health.lag = True, ["in:0", "in:1"], 7
-        text = status("/metrics")[1]
-        assert b"streamfs_ready 1.0" in text and b"streamfs_assigned_partitions 2.0" in text
-        assert b"streamfs_input_lag_records 7.0" in text and status("/health")[0] == 200
-        with health.lock:  # /health 503: so is the gauge (it said 1, from the assignment)
-            health.unreachable_since = time.monotonic()
-        assert status("/health")[0] == 503 and b"streamfs_ready 0.0" in status("/metrics")[1]
-        with health.lock:
-            health.unreachable_since = None
-        # liveness: the loop turning, whatever the assignment
-        code, body = status("/live")
-        assert code == 200 and json.loads(body)["status"] == "alive"
-        with health.lock:  # a rebalance took the partitions of a worker that was ready
-            health.ready_at, health.ready, health.assigned = 1.0, False, []
-        code, body = status("/health")
-        assert code == 503 and json.loads(body)["status"] == "rebalancing"
-        assert status("/live")[0] == 200  # a probe must not restart a worker in a rebalance
-        health.loop_at -= health.stall_seconds + 1  # the loop has not turned for too long
-        code, body = status("/live")
-        assert code == 503 and json.loads(body)["status"] == "stalled"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_start_up_progress_keeps_the_worker_alive():
-    """/live counted from the process's start: a first start compiling the numba kernels for
-    longer than the stall limit read "stalled" (a liveness probe would restart it, again and
-    again). Each warm-up run beats, as a turn of the loop would."""
-    from streamfs.algorithms import registry
-    from streamfs.worker.app import Health, warm_up
-
-    health = Health(stall_seconds=5.0)
-    health.loop_at -= 6.0  # as long since the process started
-    assert health.liveness()[0] == 503
-    beats = []
-    warm_up(lambda: (beats.append(1), health.beat()))
-    runs = {"features": 3, "instances": 2}  # the inputs each kind is warmed up on
-    assert len(beats) == sum(runs[spec.kind] for spec in registry.ALGORITHMS.values())
-    assert health.liveness() == (200, {"status": "alive", "loop_seconds": 0.0})
-
-
-def test_a_stop_asked_during_the_warm_up_stops_it_at_the_next_run():
-    """A SIGTERM whose exception was lost mid-compile (see _stopped_yet) was seen only after
-    the whole warm-up: minutes on a first start."""
-    from streamfs.worker import app
-
-    health, runs = app.Health(), []
-    app._STOP_ASKED.set()
-    try:
-        with pytest.raises(app.StoppedDuringStartup):
-            app.warm_up(lambda: (runs.append(1), app._start_up_step(health)))
-    finally:
-        app._STOP_ASKED.clear()
-    assert len(runs) == 1
-
-
-def test_loop_stall_limit_is_the_consumers_max_poll_interval():
-    """librdkafka refuses max.poll.interval.ms below session.timeout.ms: a long session
-    timeout lifts both."""
-    from streamfs.worker.app import loop_stall_seconds
-
-    assert loop_stall_seconds(30.0) == 300.0
-    assert loop_stall_seconds(600.0) == 600.0
-
-
-def test_rejoin_bound_outlasts_any_rebalance():
-    """The coordinator waits up to the rebalance timeout (the members' max.poll.interval.ms)
-    for every member to rejoin, then a session timeout for one that left without a word."""
-    from streamfs.worker.app import rejoin_seconds
-
-    assert rejoin_seconds(30.0) == 300.0 + 30.0 + 30.0
-    assert rejoin_seconds(600.0) == 600.0 + 600.0 + 30.0
 
 
 def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker_answering():
@@ -284,40 +61,6 @@ def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker
     worker._rejoin_if_left_out()  # every broker down
     assert worker.consumer is consumer
     assert REGISTRY.get_sample_value("streamfs_rejoins_total") == rejoins
-@pytest.mark.parametrize("host,reason", [
-    ("999.1.1.1", None),  # no such address: looked up as a name (the resolver's words vary)
-    ("192.0.2.1", "Cannot assign requested address"),  # TEST-NET-1: no interface has it
-])
-def test_a_web_host_that_cannot_be_bound_names_the_host_setting(host, reason):
-    """It said "Another worker on this host? Give each its own --web-port", the port's hint,
-    whatever the reason."""
-    from streamfs.settings import Settings
-    from streamfs.worker.app import CannotServe, Health, serve_http
-
-    with pytest.raises(CannotServe) as refused:
-        serve_http(Settings(web_host=host, web_port=0), Health())
-    message = str(refused.value)
-    assert message.startswith(f"cannot serve /health and /metrics on {host}:0: ")
-    assert "Set --web-host (STREAMFS_WEB_HOST) to a name or address of this host" in message
-    assert "--web-port" not in message and "Another worker" not in message
-    assert reason is None or reason in message
-
-
-def test_a_web_port_in_use_gives_the_port_hint_only():
-    import socket
-
-    from streamfs.settings import Settings
-    from streamfs.worker.app import CannotServe, Health, serve_http
-
-    with socket.socket() as busy:  # a second worker's port
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        with pytest.raises(CannotServe) as refused:
-            serve_http(Settings(web_port=port), Health())
-    message = str(refused.value)
-    assert "Another worker on this host? Give each its own --web-port" in message
-    assert "STREAMFS_WEB_HOST" not in message
 
 
 def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
@@ -929,28 +672,6 @@ def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch,
         worker._producer()
 
 
-def test_a_stop_lost_where_python_ignores_exceptions_is_not_printed(monkeypatch):
-    """A SIGTERM of the start-up whose exception Python ignored (a ``__del__`` or weakref
-    callback running when it came) printed "Exception ignored in ..." and a traceback beside
-    the stop's log line; the stop itself is acted on by the next start-up step."""
-    from streamfs.worker import app
-
-    seen = []
-    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
-    app._quiet_lost_stops()
-
-    class Raises:
-        def __init__(self, exc):
-            self.exc = exc
-
-        def __del__(self):
-            raise self.exc
-
-    Raises(app.StoppedDuringStartup())  # collected at once: its __del__'s exception is lost
-    Raises(ValueError("a real fault"))
-    assert seen == [ValueError]
-
-
 def test_health_says_why_the_broker_is_unreachable_when_the_clients_know():
     """No OAUTHBEARER token from the token endpoint: the broker is up, and takes no login
     once the token has expired; /health said "broker-unreachable" and no more."""
@@ -1030,28 +751,3 @@ def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
                            KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
     assert worker.health.snapshot()[1]["reason"].startswith(
         "no OAUTHBEARER token from the token endpoint")
-
-
-@pytest.mark.parametrize("host", ["::1", "::"])
-def test_the_web_server_takes_an_ipv6_address(host):
-    # refused with "Address family for hostname not supported" (exit 2)
-    import urllib.request
-
-    import socket
-
-    from streamfs.settings import Settings
-    from streamfs.worker.app import Health, serve_http
-
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        pytest.skip("no IPv6 loopback on this machine")
-    server = serve_http(Settings(web_host=host, web_port=0), Health())
-    try:
-        port = server.server_address[1]
-        with urllib.request.urlopen(f"http://[::1]:{port}/live", timeout=10) as resp:
-            assert resp.status == 200 and json.load(resp)["status"] == "alive"
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -36,12 +36,12 @@ def test_a_worker_whose_transactions_keep_failing_reports_its_input_as_lag(
     /health said "ok" with lag 0 for minutes while nothing was committed; it is counted from
     the committed offsets, so the input waits as lag and, once nothing has been committed for
     a minute, the worker is "lagging-idle"."""
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                     data_dir=str(tmp_path), session_timeout=10.0)
-    app.prepare_topics(conf)  # checked at start-up as the catalogue has them
+    startup.prepare_topics(conf)  # checked at start-up as the catalogue has them
     topics = load_catalogue(topic_prefix)
     _set_topic_config(kafka_config, topics["selected"].name, "max.message.bytes", "100")
     messages = saola_stream("lagging", 0, 10)
@@ -90,12 +90,12 @@ def test_input_from_a_transactional_producer_leaves_no_lag_once_committed(
     from confluent_kafka import Producer
 
     from streamfs.codec import encode
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                     data_dir=str(tmp_path), session_timeout=10.0)
-    app.prepare_topics(conf)
+    startup.prepare_topics(conf)
     topics = load_catalogue(topic_prefix)
     messages = saola_stream("upstream-eos", 0, 10)
     producer = Producer({**kafka_config, "transactional.id": f"upstream-{uuid.uuid4().hex}"})
@@ -144,12 +144,13 @@ def test_input_held_back_by_an_open_upstream_transaction_is_said(kafka_config, t
     from confluent_kafka import Producer
 
     from streamfs.codec import encode
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
+    from streamfs.worker.health import held_reason
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                     data_dir=str(tmp_path), session_timeout=10.0)
-    app.prepare_topics(conf)
+    startup.prepare_topics(conf)
     topics = load_catalogue(topic_prefix)
     messages = saola_stream("held", 0, 10)[:3]
     producer = Producer({**kafka_config, "transactional.id": f"upstream-{uuid.uuid4().hex}",
@@ -176,8 +177,8 @@ def test_input_held_back_by_an_open_upstream_transaction_is_said(kafka_config, t
         with worker.health.lock:  # nothing processed for a minute
             worker.health.last_batch -= 61
         body = snapshot_until(lambda b: "reason" in b)
-        assert body["status"] == "lagging-idle" and body["reason"] == app.held_reason(3), body
-        assert app.held_reason(3) in caplog.text
+        assert body["status"] == "lagging-idle" and body["reason"] == held_reason(3), body
+        assert held_reason(3) in caplog.text
         producer.abort_transaction(30)  # the reason goes with it
         body = snapshot_until(lambda b: b["lag"] == 0)
         assert body["status"] == "ok" and "reason" not in body, body

@@ -92,13 +92,13 @@ def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_pr
     """A save that fails (disk full) stops the copy's use until the next assignment: a later
     save on top of a failed one would skip records while claiming a later offset."""
     from streamfs.settings import Settings
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
     from streamfs.worker.localstore import LocalStore
 
     settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                         topic_prefix=topic_prefix, app_id="app-localfail",
                         data_dir=str(tmp_path / "data"))
-    app.prepare_topics(settings)
+    startup.prepare_topics(settings)
     worker = app.Worker(settings)
     key = ("features", 0)
     worker._restore({key: None})  # an empty changelog: the copy records offset 0

@@ -131,7 +131,7 @@ def test_a_worker_fenced_before_its_offsets_are_sent_aborts_that_transaction_and
     trying again. Run in this process to choose that moment."""
     from streamfs.producers import StreamPublisher
     from streamfs.settings import Settings
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     msgs = saola_stream("fenced", seed=5, p=40)
     batches: list[int] = []  # the messages of each batch whose transaction was completed
@@ -149,8 +149,8 @@ def test_a_worker_fenced_before_its_offsets_are_sent_aborts_that_transaction_and
                         topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                         data_dir=str(tmp_path / "data"), session_timeout=10.0,
                         instance_id="w0", batch_ms=5_000.0, batch_messages=2)
-    app.warm_up()  # compiled kernels: no step is slow enough to cut a batch
-    app.prepare_topics(settings)
+    startup.warm_up()  # compiled kernels: no step is slow enough to cut a batch
+    startup.prepare_topics(settings)
     topics = load_catalogue(topic_prefix)
     with StreamPublisher(kafka_config, topics["features"].name) as pub:
         pub.send_all(msgs)  # all on the topic before the worker starts

@@ -111,14 +111,14 @@ def _running(kafka_config, topic_prefix, data_dir, messages: list[dict],
     """Publish ``messages`` to the features topic, then run a worker (closed streams past
     their retention at once) on a thread; yields it, what ``run`` raised, and the thread."""
     from streamfs.settings import Settings
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
                     data_dir=str(data_dir), session_timeout=10.0, closed_retention=0.0,
                     **settings)
-    app.warm_up()
-    app.prepare_topics(conf)
+    startup.warm_up()
+    startup.prepare_topics(conf)
     with StreamPublisher(kafka_config, load_catalogue(topic_prefix)["features"].name) as pub:
         pub.send_all(messages)
     worker = app.Worker(conf)

@@ -141,7 +141,7 @@ def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_pr
     from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
     from streamfs.settings import Settings
-    from streamfs.worker import app
+    from streamfs.worker import app, startup
 
     spec = _topics(topic_prefix)["features"]
     features = spec.name
@@ -153,7 +153,7 @@ def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_pr
     settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                         topic_prefix=topic_prefix, app_id="app-order",
                         data_dir=str(tmp_path / "data"))
-    app.prepare_topics(settings)  # the changelogs the restore reads
+    startup.prepare_topics(settings)  # the changelogs the restore reads
     worker = app.Worker(settings)
     deadline = time.monotonic() + 60
     try:
@@ -180,12 +180,12 @@ def test_the_worker_creates_its_topics_with_min_insync_replicas(kafka_config, tm
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
     from streamfs.settings import Settings
-    from streamfs.worker import app
+    from streamfs.worker import startup
 
     prefix = f"t{uuid.uuid4().hex[:10]}."
     settings = Settings(bootstrap_servers=kafka_config["bootstrap.servers"], topic_prefix=prefix,
                         app_id=f"app-{uuid.uuid4().hex[:8]}", data_dir=str(tmp_path))
-    app.prepare_topics(settings)
+    startup.prepare_topics(settings)
     names = [s.name for s in _topics(prefix).values()] + [
         f"{settings.app_id}-{role}-streams-changelog" for role in ("features", "instances")]
     admin = AdminClient(kafka_config)
