@@ -120,7 +120,7 @@ from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms._stream_params import _same as _same_param
 from streamfs.algorithms._stream_params import kept
 from streamfs.algorithms.base import _SPARSE
-from streamfs.algorithms.measures import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
+from streamfs.algorithms.measures.columns import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
 from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
@@ -848,10 +848,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         scaled to unit norm, naming the rows whose L2 norm overflows float64 (they would
         silently become all zeros); where they are not, for values beyond
         :data:`RAW_ABS_LIMIT`, naming their rows; in every mode, naming the rows whose values
-        all lie under :data:`~streamfs.algorithms.measures.MIN_ABS_FOR_SUMS` (their squares
-        and products underflow: unit-norm scaling divides by a norm of 0, raw margins come out
-        0). Rows are the block's, or with ``first_row`` (a publisher's chunk of a source) the
-        source's data rows."""
+        all lie under :data:`~streamfs.algorithms.measures.columns.MIN_ABS_FOR_SUMS` (their
+        squares and products underflow: unit-norm scaling divides by a norm of 0, raw margins
+        come out 0). Rows are the block's, or with ``first_row`` (a publisher's chunk of a
+        source) the source's data rows."""
 
         def where(rows: np.ndarray) -> str:
             shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
