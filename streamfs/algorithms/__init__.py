@@ -21,14 +21,14 @@ _EXPORTS = {
     "GDM": "gdm",
     "redundancy_rate": "gdm",
     "GDMStream": "gdm_stream",
-    "InstanceStreamSelector": "ofs",
+    "InstanceStreamSelector": "instance_stream",
     "OFS": "ofs",
     "OFSPartial": "ofs",
     "PerceptronTruncation": "ofs",
     "RandomSelection": "ofs",
     "OFSRandomPartial": "ofs",
     "PerceptronRandomPartial": "ofs",
-    "OneVsRest": "ofs",
+    "OneVsRest": "one_vs_rest",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -57,7 +57,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ._stream_params import StreamParamsMixin
 from ._validation import check_frame, column_names, writable
-from .measures import DBL_MAX
+from .measures.columns import DBL_MAX
 
 # sparse formats kept as they are where values are checked (others become CSR: a DOK or LIL
 # matrix cannot be checked for NaN)

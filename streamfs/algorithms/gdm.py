@@ -54,7 +54,7 @@ from ._validation import (
 )
 from .base import _SPARSE, _check_width, _input_names, _inverse, take_columns
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz
-from .measures import column_abs_max, max_abs_for_sums, value_problem
+from .measures.columns import column_abs_max, max_abs_for_sums, value_problem
 
 __all__ = ["GDM", "crm", "redundancy_rate", "selection_items", "theorem1_bound"]
 

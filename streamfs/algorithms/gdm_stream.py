@@ -78,7 +78,7 @@ from ._stream_params import StreamParamsMixin
 from ._validation import (_listed, check_int, check_frame, check_state_algorithm,
                           check_targets, label_array)
 from .gdm import GDM, _unnamed_gdm_state, selection_items
-from .measures import column_abs_max, value_problem
+from .measures.columns import column_abs_max, value_problem
 
 __all__ = ["GDMStream"]
 

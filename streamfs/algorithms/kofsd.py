@@ -63,7 +63,7 @@ from streamfs.algorithms._validation import (
     shown,
 )
 from streamfs.algorithms.base import FeatureStreamSelector
-from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
+from streamfs.algorithms.measures.columns import check_column_values, max_abs_for_sums
 from streamfs.algorithms.neighbourhood import (
     CARDS,
     LIST_CHUNK_KEYS,
@@ -149,7 +149,7 @@ class KOFSD(FeatureStreamSelector):
     the selection and then stands alone in it (no column joins it). A
     column whose every ``|x|`` lies under ``2**-500`` (values like ``1e-200``: its sums of
     squares underflow) is refused with a ``ValueError`` naming it, as one beyond
-    :func:`~streamfs.algorithms.measures.max_abs_for_sums` is. Features displaced by a
+    :func:`~streamfs.algorithms.measures.columns.max_abs_for_sums` is. Features displaced by a
     replacement are not recorded as affiliated (``selection()`` always has
     ``"affiliated": []``). Memory is ``O(N^2)`` in the number of
     instances (the distance matrix on ``S``: 32 MB at ``N = 2000``) and ``O(N |S|)`` for the kept

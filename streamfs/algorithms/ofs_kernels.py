@@ -1,4 +1,5 @@
-"""Numba kernels behind :mod:`streamfs.algorithms.ofs` (instance-stream OFS family).
+"""Numba kernels behind :mod:`streamfs.algorithms.ofs` (instance-stream OFS family; called from
+its base class, :mod:`streamfs.algorithms.instance_stream`).
 
 The weight vector is stored lazily as ``w = scale * v``: the OFS decay ``(1 - lambda*eta)`` and
 the L2-ball projection are uniform rescalings, so they only touch the scalar ``scale``. The

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.measures import column_abs_max, value_problem
+from streamfs.algorithms.measures.columns import column_abs_max, value_problem
 
 _PLURAL = {"features": "feature streams", "instances": "instance streams"}
 

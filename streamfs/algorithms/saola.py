@@ -25,18 +25,19 @@ identical to one-feature-at-a-time processing, for any block split and for dense
 input.
 
 In the default mode with Fisher's z, a column's |r| with the class comes from exact sums where
-its values allow (binary or count data, :func:`streamfs.algorithms.measures.exact_abs_r`), so
-columns whose |r| is mathematically equal tie to the bit and the tie rule keeps the earlier.
-Between two such columns, a pair strength within a relative 1e-8 of a strength it is compared
-with is compared from the exact sums too (:func:`streamfs.algorithms.measures._nb_pair_signs`):
-the rules' ``d > dep`` is strict, and a d equal to a dep (a copy of the class makes every
-later feature's d with it equal its dep) must not go the way the last bit of d fell.
+its values allow (binary or count data,
+:func:`streamfs.algorithms.measures.exact.exact_abs_r`), so columns whose |r| is
+mathematically equal tie to the bit and the tie rule keeps the earlier. Between two such
+columns, a pair strength within a relative 1e-8 of a strength it is compared with is compared
+from the exact sums too (:func:`streamfs.algorithms.measures.exact._nb_pair_signs`): the rules'
+``d > dep`` is strict, and a d equal to a dep (a copy of the class makes every later feature's
+d with it equal its dep) must not go the way the last bit of d fell.
 
 ``compat="lofs"`` with Fisher's z computes every r in the authors' arithmetic (``cov`` of the
 two columns, entries divided by N - 1, ``r = C12 / sqrt(C11 C22)``, ``W = sqrt(N - 3) * 0.5 *
 log((1 + r) / (1 - r))``, independent iff ``|W| < sqrt(2) erfinv(1 - alpha)``, NaN r skipped):
 on binary data many strengths are mathematically equal and the last bit of that arithmetic
-decides SAOLA's tie rule, see :func:`streamfs.algorithms.measures.lofs_pearson_r`.
+decides SAOLA's tie rule, see :func:`streamfs.algorithms.measures.lofs.lofs_pearson_r`.
 """
 
 from __future__ import annotations
@@ -66,41 +67,39 @@ from ._validation import (
     numbers_of_objects,
 )
 from .base import FeatureStreamSelector
-from .measures import (
+from .measures.columns import (
     ColumnBlock,
-    _nb_centred_cross,
-    _nb_block_fisher,
-    _nb_fisher_verdict,
-    _nb_refine_offset_means,
     _EMPTY_B,
     _EMPTY_CODE,
     _EMPTY_F,
-    _nb_sparse_fisher_relevance,
-    _nb_pair_signs,
-    exact_sums,
-    exact_target,
-    _nb_sqrt_product,
-    _nb_block_fisher_lofs,
-    _nb_block_su,
-    _nb_codes,
-    _nb_col_stats,
-    _nb_cross,
-    _nb_entropy_counts,
-    _nb_lofs_dependent,
-    _nb_lofs_dot,
-    _nb_lofs_r,
-    _nb_su_many,
-    _r_from,
-    _work,
     as_column_block,
     check_column_values,
     max_abs_for_sums,
     values_within,
+)
+from .measures.pearson import (
+    _nb_centred_cross,
+    _nb_block_fisher,
+    _nb_fisher_verdict,
+    _nb_refine_offset_means,
+    _nb_sparse_fisher_relevance,
+    _nb_sqrt_product,
+    _nb_col_stats,
+    _nb_cross,
+    _r_from,
     centred_on_mean,
     fisher_z_critical,
+)
+from .measures.exact import _nb_pair_signs, exact_sums, exact_target
+from .measures.lofs import (
+    _nb_block_fisher_lofs,
+    _nb_lofs_dependent,
+    _nb_lofs_dot,
+    _nb_lofs_r,
     lofs_centred,
     lofs_fisher_critical,
 )
+from .measures.information import _nb_block_su, _nb_codes, _nb_entropy_counts, _nb_su_many, _work
 from .parallel import map_column_ranges
 
 __all__ = ["SAOLA", "GroupSAOLA"]
@@ -120,12 +119,12 @@ class _Pool:
 
     Fisher's z: the centred column ``T[slot]`` (``x - sum(x)/N``, the mean refined where it
     lies far from zero for the column's spread, except for ``compat="lofs"``:
-    :func:`~streamfs.algorithms.measures._nb_refine_offset_means`), its sequential sum
+    :func:`~streamfs.algorithms.measures.pearson._nb_refine_offset_means`), its sequential sum
     ``tsum``, its centred sum of squares ``ss`` and, for ``compat="lofs"``, the authors'
     variance ``lvar`` (``xc'xc / (N-1)`` in the BLAS order), and with an exact ``target``
-    (:func:`~streamfs.algorithms.measures.exact_target`) the exact sums of the columns that
-    allow them (``xok``; ``xm`` the mean the column was centred on, ``xe``, ``xs``, ``xv``,
-    ``xa``: :func:`~streamfs.algorithms.measures.exact_sums`). MI: the state codes and
+    (:func:`~streamfs.algorithms.measures.exact.exact_target`) the exact sums of the columns
+    that allow them (``xok``; ``xm`` the mean the column was centred on, ``xe``, ``xs``, ``xv``,
+    ``xa``: :func:`~streamfs.algorithms.measures.exact.exact_sums`). MI: the state codes and
     counts. Free slots are a stack (``free[:nfree]``) that the compiled SAOLA step pops and
     pushes.
     """

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.algorithms.instance_stream import budget_for
 from streamfs.algorithms.ofs import (
     OFS,
     OFSPartial,
@@ -43,7 +44,6 @@ from streamfs.algorithms.ofs import (
     PerceptronRandomPartial,
     PerceptronTruncation,
     RandomSelection,
-    budget_for,
 )
 
 PAPER_DATASETS = ("german", "spambase", "splice", "a8a")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from streamfs.algorithms.ofs import naming_columns
+from streamfs.algorithms.instance_stream import naming_columns
 from streamfs.algorithms.registry import LabelError
 
 from . import protocols as P
@@ -105,7 +105,7 @@ def resolve_params(name: str, params: dict[str, Any], discrete: bool,
         params["test"] = "mi" if discrete else "fisher_z"
     if name in OFS_FAMILY:
         from streamfs.algorithms import registry
-        from streamfs.algorithms.ofs import budget_for
+        from streamfs.algorithms.instance_stream import budget_for
 
         defaults = registry.get(name).load()().get_params()
         params.setdefault("normalize", defaults["normalize"])

@@ -52,7 +52,7 @@ from streamfs.algorithms.opening import (
     check_stream_id,
     open_advice,
 )
-from streamfs.algorithms.ofs import naming_columns
+from streamfs.algorithms.instance_stream import naming_columns
 from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, bin_keys_problem,
                             decode, encode_as, packb, run_token_problem, unpackb)
 from streamfs.worker.stepping import running, stepping

@@ -16,14 +16,9 @@ import scipy.sparse as sp
 
 from sklearn.exceptions import NotFittedError
 
-from streamfs.algorithms.ofs import (
-    OFS,
-    InstanceStreamSelector,
-    OFSPartial,
-    OneVsRest,
-    PerceptronTruncation,
-    RandomSelection,
-)
+from streamfs.algorithms.instance_stream import InstanceStreamSelector
+from streamfs.algorithms.ofs import OFS, OFSPartial, PerceptronTruncation, RandomSelection
+from streamfs.algorithms.one_vs_rest import OneVsRest
 from streamfs.codec import packb, unpackb
 
 NAMES = [f"attr_{i}" for i in range(12)]

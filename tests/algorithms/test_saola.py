@@ -810,7 +810,7 @@ def test_fisher_z_refuses_labels_too_large_for_its_sums_of_squares(cls, compat):
 def test_bad_values_are_refused_by_column_and_change_nothing(cls, sparse, compat):
     # Fisher's z checks the values in its relevance pass (the dense kernel takes columns four
     # at a time, the rest one by one): the same verdicts and messages as a check of its own
-    from streamfs.algorithms.measures import check_column_values, max_abs_for_sums
+    from streamfs.algorithms.measures.columns import check_column_values, max_abs_for_sums
 
     from .test_kofsd import assert_same_state
 
@@ -893,7 +893,7 @@ def test_datasets_deterministic(name):
 def test_compiled_relevance_verdicts_equal_the_fisher_z_test(n, alpha):
     """The compiled kernel answers clear cases itself and leaves |r| near the critical value
     to the test: every verdict, including those a few ulps and 1e-9 from it, is the test's."""
-    from streamfs.algorithms.measures import _nb_fisher_verdict, fisher_z_critical
+    from streamfs.algorithms.measures.pearson import _nb_fisher_verdict, fisher_z_critical
     from streamfs.algorithms.saola import _fisher_bracket, _fisher_dependent
 
     zcrit = fisher_z_critical(alpha)
@@ -1111,7 +1111,7 @@ def test_redundancy_among_columns_far_from_zero_is_that_of_the_columns_without_o
         assert shifted.selected_.tolist() == plain.selected_.tolist() == [0, 4]
         assert shifted.scores_ == pytest.approx(plain.scores_, rel=1e-9)
     else:
-        from streamfs.algorithms.measures import lofs_pearson_r
+        from streamfs.algorithms.measures.lofs import lofs_pearson_r
 
         assert shifted.scores_.tolist() == [abs(lofs_pearson_r(X[:, j], y))
                                             for j in shifted.selected_.tolist()]

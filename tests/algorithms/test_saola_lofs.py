@@ -6,12 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from streamfs.algorithms.measures import (
-    _nb_lofs_dot,
-    fisher_z_critical,
-    lofs_fisher_critical,
-    lofs_pearson_r,
-)
+from streamfs.algorithms.measures.pearson import fisher_z_critical
+from streamfs.algorithms.measures.lofs import _nb_lofs_dot, lofs_fisher_critical, lofs_pearson_r
 from streamfs.algorithms.saola import SAOLA
 from tests.external import load_or_skip
 

@@ -24,16 +24,16 @@ from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.gdm import GDM
 from streamfs.algorithms.gdm_stream import GDMStream
 from streamfs.algorithms.kofsd import KOFSD
+from streamfs.algorithms.instance_stream import InstanceStreamSelector
 from streamfs.algorithms.ofs import (
     OFS,
-    InstanceStreamSelector,
     OFSPartial,
     OFSRandomPartial,
-    OneVsRest,
     PerceptronRandomPartial,
     PerceptronTruncation,
     RandomSelection,
 )
+from streamfs.algorithms.one_vs_rest import OneVsRest
 from streamfs.algorithms.saola import SAOLA, GroupSAOLA
 from streamfs.codec import packb, unpackb
 

@@ -14,11 +14,11 @@ from streamfs.algorithms.ofs import (
     OFS,
     OFSPartial,
     OFSRandomPartial,
-    OneVsRest,
     PerceptronRandomPartial,
     PerceptronTruncation,
     RandomSelection,
 )
+from streamfs.algorithms.one_vs_rest import OneVsRest
 from streamfs.algorithms.saola import SAOLA, GroupSAOLA
 from streamfs.codec import packb, unpackb
 
