@@ -1242,6 +1242,3 @@ def _as_param(value: Any) -> str:
         return value if param_value(value) == value else json.dumps(value)
     return repr(value)
 
-
-if __name__ == "__main__":
-    main()
