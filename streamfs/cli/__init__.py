@@ -19,7 +19,7 @@ from streamfs import __version__
 from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, BrokerUnreachable,
                              ClientConfigRefused, interrupting_signal, lost_interrupt,
                              remember_interrupts)
-from streamfs.cli_options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
                                   LABEL_OPTION, EnvOption, SettingsCommand, param_value,
                                   stdout_console, stdout_to_devnull, writing_output)
 from streamfs.settings import Settings
@@ -45,7 +45,7 @@ PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it 
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``k=v`` pairs; values as :func:`~streamfs.cli_options.param_value` reads them (JSON
+    """``k=v`` pairs; values as :func:`~streamfs.cli.options.param_value` reads them (JSON
     when they parse: numbers, null, true...; ``[a,b]`` as a list of texts)."""
     params: dict[str, Any] = {}
     for pair in pairs:

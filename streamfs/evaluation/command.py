@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
                                   LABEL_OPTION, writing_output)
 
 from .report import (

@@ -1,5 +1,5 @@
 """Click options, and the console of tables on stdout, shared by the command modules
-(`streamfs.cli`, `streamfs.evaluation.command`)."""
+(those of `streamfs.cli`, and `streamfs.evaluation.command`)."""
 
 from __future__ import annotations
 
