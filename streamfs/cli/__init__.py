@@ -20,8 +20,10 @@ from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, Broker
                              ClientConfigRefused, interrupting_signal, lost_interrupt,
                              remember_interrupts)
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
-                                  LABEL_OPTION, EnvOption, SettingsCommand, param_value,
-                                  stdout_console, stdout_to_devnull, writing_output)
+                                  LABEL_OPTION, EnvOption)
+from streamfs.cli.params import param_value
+from streamfs.cli.settings_help import SettingsCommand
+from streamfs.cli.stdout import stdout_console, stdout_to_devnull, writing_output
 from streamfs.settings import Settings
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
@@ -45,7 +47,7 @@ PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it 
 
 
 def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``k=v`` pairs; values as :func:`~streamfs.cli.options.param_value` reads them (JSON
+    """``k=v`` pairs; values as :func:`~streamfs.cli.params.param_value` reads them (JSON
     when they parse: numbers, null, true...; ``[a,b]`` as a list of texts)."""
     params: dict[str, Any] = {}
     for pair in pairs:

@@ -21,7 +21,8 @@ from typing import Any, Iterator
 import click
 
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
-                                  LABEL_OPTION, writing_output)
+                                  LABEL_OPTION)
+from streamfs.cli.stdout import writing_output
 
 from .report import (
     COLUMNS,
