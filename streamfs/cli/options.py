@@ -30,6 +30,16 @@ class EnvOption(click.Option):
             raise SettingProblem(f"{self.envvar}: {exc.message}") from None
 
 
+def _app_id(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--app-id`` (or its variable, named so by :class:`EnvOption`) as the worker can use it:
+    a consumer group and the start of its changelogs' names."""
+    from streamfs.settings import app_id_problem
+
+    if value is not None and (problem := app_id_problem(value)):
+        raise click.BadParameter(problem)
+    return value
+
+
 #: the registry's names, in the help of select, produce and evaluate (kept equal by a test:
 #: importing the registry would load numpy for every command, even `--help`)
 ALGORITHMS_HELP = ("Algorithm: saola, saola-max, group-saola or kofsd (feature streams); ofs, "
@@ -54,6 +64,18 @@ HEADER_OPTION = click.option(
     "--header/--no-header", default=None,
     help="Whether a CSV/TSV file has a header row (default: detect: a non-numeric field, or "
     "the column numbers 0, 1, 2, … that pandas writes, noted on stderr).")
+
+
+#: how a LIBSVM file is read, the same in `produce` and `select`
+N_FEATURES_OPTION = click.option(
+    "--n-features", type=click.IntRange(min=1), default=None,
+    help="LIBSVM: d; without it a first pass over the file finds the largest index.")
+
+
+ZERO_BASED_OPTION = click.option(
+    "--zero-based/--one-based", "zero_based", default=None,
+    help="LIBSVM: indices start at 0 / at 1 (default: zero-based if any index 0 appears in the "
+    "file).")
 
 
 #: group-saola's groups, read and checked the same way by `produce features`, `select`

@@ -5,6 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import click
+
+from streamfs.cli.errors import UsageProblem
+
+
+PARAM_HELP = ("Algorithm parameter (repeatable). VALUE is read as JSON where it parses (3, 0.5, "
+              "true, null; Python's True, False, None too), [a,b] as a list, else as text. "
+              "`streamfs algorithms NAME` lists NAME's parameters and defaults.")
+
 
 _PYTHON_CONSTANTS = {"True": True, "False": False, "None": None}
 
@@ -43,3 +52,17 @@ def _item(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``k=v`` pairs; values as :func:`param_value` reads them (JSON when they parse: numbers,
+    null, true...; ``[a,b]`` as a list of texts)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="--param")
+        key, value = pair.split("=", 1)
+        if key in params:  # the last one would win without a word
+            raise UsageProblem(f"--param {key!r} given twice")
+        params[key] = param_value(value)
+    return params

@@ -147,7 +147,7 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             )
     except (ValueError, FileNotFoundError) as exc:
         from streamfs.algorithms.registry import LabelError
-        from streamfs.cli import UsageProblem
+        from streamfs.cli.errors import UsageProblem
         from streamfs.producers.files import label_column_note
 
         # the column taken as the label in place of one not given is the likely cause

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from streamfs.algorithms import registry
-from streamfs.cli import _as_param, main
+from streamfs.cli import main
+from streamfs.cli.algorithms import _as_param
 from streamfs.cli.params import param_value
 
 
