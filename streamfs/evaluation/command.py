@@ -20,8 +20,9 @@ from typing import Any, Iterator
 
 import click
 
-from streamfs.cli_options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
-                                  LABEL_OPTION, writing_output)
+from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+                                  LABEL_OPTION)
+from streamfs.cli.stdout import writing_output
 
 from .report import (
     COLUMNS,
@@ -146,7 +147,7 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             )
     except (ValueError, FileNotFoundError) as exc:
         from streamfs.algorithms.registry import LabelError
-        from streamfs.cli import UsageProblem
+        from streamfs.cli.errors import UsageProblem
         from streamfs.producers.files import label_column_note
 
         # the column taken as the label in place of one not given is the likely cause

@@ -123,7 +123,7 @@ def print_rich(renderable: Any, file: Any = None) -> None:
     cells fold), elsewhere (a pipe, a file) on a console as wide as the renderable needs."""
     from rich.console import Console
 
-    from streamfs.cli_options import stdout_console  # a closed pipe: exit 141, not rich's 1
+    from streamfs.cli.stdout import stdout_console  # a closed pipe: exit 141, not rich's 1
 
     console = stdout_console(file=file)
     if not console.is_terminal:

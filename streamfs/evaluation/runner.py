@@ -32,12 +32,12 @@ OFS_FAMILY = ("ofs", "ofs-partial", "ofs-rand", "pe-trun", "pe-rand", "rand")
 
 def _value(text: str) -> Any:
     """``"0.05"`` -> 0.05, ``"3"`` -> 3, ``"none"`` -> None, ``"true"`` -> True, lists as
-    `select` reads them (:func:`streamfs.cli_options.param_value`), else text.
+    `select` reads them (:func:`streamfs.cli.params.param_value`), else text.
 
     >>> [_value(v) for v in ["3", "0.05", "None", "false", "mi", "[a,b]", '["a",2]', "1e-3"]]
     [3, 0.05, None, False, 'mi', ['a', 'b'], ['a', 2], 0.001]
     """
-    from streamfs.cli_options import param_value
+    from streamfs.cli.params import param_value
 
     low = text.lower()
     if low in ("none", "null"):

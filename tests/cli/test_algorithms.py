@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from streamfs.algorithms import registry
-from streamfs.cli import _as_param, main
-from streamfs.cli_options import param_value
+from streamfs.cli import main
+from streamfs.cli.algorithms import _as_param
+from streamfs.cli.params import param_value
 
 
 def test_the_list_names_every_algorithm_with_its_kind():

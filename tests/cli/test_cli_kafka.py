@@ -366,8 +366,8 @@ def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash
     restarted by a supervisor in a loop). Run past the command's own broker check."""
     junk = tmp_path / "ca.pem"
     junk.write_text("not a certificate\n")
-    script = ("import streamfs.cli as cli, streamfs.worker.startup as startup\n"
-              "cli._reachable = lambda settings: None\n"  # straight to the worker's clients
+    script = ("import streamfs.cli as cli, streamfs.cli.worker as cmd, streamfs.worker.startup as startup\n"
+              "cmd._reachable = lambda settings: None\n"  # straight to the worker's clients
               "startup.warm_up = lambda progress: None\n"
               "cli.main(['worker', '--web-port', '0'])\n")
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
@@ -388,12 +388,12 @@ def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker
     in ..." and its traceback, printed beside the stop's log line, are not said either: the
     stop is no fault."""
     script = ("import os, signal\n"
-              "import streamfs.cli as cli, streamfs.worker.startup as startup\n"
+              "import streamfs.cli as cli, streamfs.cli.worker as cmd, streamfs.worker.startup as startup\n"
               "class Collected:\n"
               "    def __del__(self):\n"
               f"        os.kill(os.getpid(), signal.{signame})\n"
               "        sum(range(1000))  # the handler runs here\n"
-              "cli._reachable = lambda settings: None\n"
+              "cmd._reachable = lambda settings: None\n"
               "startup.warm_up = lambda progress: Collected()\n"
               "cli.main(['worker', '--web-port', '0'])\n")
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
@@ -415,8 +415,8 @@ def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(sign
     it arrives there and nowhere else."""
     send = f"lambda *_: os.kill(os.getpid(), signal.{signame})"
     script = ("import os, signal\n"
-              "import streamfs.cli as cli, streamfs.worker.startup as startup\n"
-              f"cli._reachable = {send if during == '_reachable' else 'lambda settings: None'}\n"
+              "import streamfs.cli as cli, streamfs.cli.worker as cmd, streamfs.worker.startup as startup\n"
+              f"cmd._reachable = {send if during == '_reachable' else 'lambda settings: None'}\n"
               f"startup.warm_up = {send if during == 'warm_up' else 'None'}\n"
               "cli.main(['worker', '--web-port', '0'])\n")
     assert_stopped_at_once(script, signame)

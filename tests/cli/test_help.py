@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from streamfs.algorithms import registry
-from streamfs.cli import ALGORITHMS_HELP, main
+from streamfs.cli import main
+from streamfs.cli.options import ALGORITHMS_HELP
 
 
 def test_algorithm_help_lists_every_algorithm_of_the_registry_by_its_stream_kind():
@@ -99,11 +100,11 @@ def signal_handlers():
 
 def test_worker_web_host_flag_overrides_its_variable(monkeypatch, signal_handlers):
     """--web-host, as --web-port: the flag, else STREAMFS_WEB_HOST, else 127.0.0.1."""
-    import streamfs.cli as cli
+    import streamfs.cli.worker as command
     import streamfs.worker.startup as startup
 
     ran = []
-    monkeypatch.setattr(cli, "_reachable", lambda settings: None)
+    monkeypatch.setattr(command, "_reachable", lambda settings: None)
     monkeypatch.setattr(startup, "begin_startup", lambda settings, stops: None)
     monkeypatch.setattr(startup, "run_worker", ran.append)
     monkeypatch.delenv("STREAMFS_WEB_HOST", raising=False)

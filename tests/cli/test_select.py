@@ -225,7 +225,7 @@ def test_a_label_error_says_the_last_column_was_taken_without_label(tmp_path):
 def test_a_bracketed_list_of_bare_words_is_a_list_of_texts(tmp_path):
     """`-p classes=[benign,malignant]`, as the README writes it (the shell eats the quotes of
     the JSON form), is the list of two texts, in select as in evaluate; numbers stay numbers."""
-    from streamfs.cli import _parse_params
+    from streamfs.cli.params import _parse_params
     from streamfs.evaluation.runner import parse_params
 
     path = _bc_csv(tmp_path)

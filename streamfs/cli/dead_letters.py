@@ -1,0 +1,48 @@
+"""``streamfs dead-letters``: the input the worker rejected, with the reasons."""
+
+from __future__ import annotations
+
+import click
+
+from streamfs.cli.broker_checks import _reachable
+from streamfs.cli.group import _settings, main
+from streamfs.cli.output import _json_line, _shown
+from streamfs.cli.stdout import writing_output
+
+
+@main.command("dead-letters")
+@click.option("--stream", help="Only dead letters of this stream.")
+@click.option("--follow", "-f", is_flag=True, help="Keep waiting for new dead letters.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per line (the original bytes base64-encoded).")
+@click.pass_context
+def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: bool) -> None:
+    """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
+    from datetime import datetime, timezone
+
+    from streamfs.client import OutputReader, original_bytes
+    from streamfs.topics import load_catalogue
+
+    s = _settings(ctx)
+    _reachable(s)
+    topic = load_catalogue(s.topic_prefix)["dead_letter"].name
+    count = 0
+    with OutputReader(s.kafka_config(), topic) as reader, writing_output():
+        for item in reader.messages(to_end=not follow):
+            if item is None:
+                continue
+            letter = item[1]
+            if stream is not None and letter.get("stream") != stream:
+                continue
+            count += 1
+            if as_json:
+                click.echo(_json_line(letter))
+                continue
+            original = original_bytes(letter) or b""  # JSON letters: base64 text
+            where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
+            sid = letter.get("stream")
+            click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "
+                       f"{len(original)} bytes  {letter['reason']}")
+    if not as_json and not follow:
+        click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
+                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)", err=True)

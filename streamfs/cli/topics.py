@@ -1,0 +1,84 @@
+"""``streamfs topics create`` and ``streamfs topics describe``: the catalogue's topics."""
+
+from __future__ import annotations
+
+import click
+
+from streamfs.broker import ClientConfigRefused
+from streamfs.cli.broker_checks import _reachable
+from streamfs.cli.group import _settings, main
+from streamfs.cli.options import EnvOption, _app_id
+
+
+@main.group()
+def topics() -> None:
+    """Manage the topics of the catalogue (topics/catalogue.toml)."""
+
+
+@topics.command("create")
+@click.option("--app-id", default=None, callback=_app_id,
+              help="Also create the changelogs of the worker with this app id: for a worker "
+              "whose Kafka user may not create topics (README, Kafka security).")
+@click.pass_context
+def topics_create(ctx: click.Context, app_id: str | None) -> None:
+    """Create the catalogue's topics that do not exist yet (idempotent)."""
+    from confluent_kafka import KafkaException
+
+    from streamfs.topics import (TopicMismatch, TopicsNotCreated, changelog_specs,
+                                 check_catalogue, create_topics, load_catalogue)
+
+    s = _settings(ctx)
+    check_catalogue(s.topic_prefix)  # no topics the worker would refuse (exit 2: _Main)
+    _reachable(s)
+    specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
+    if app_id:
+        specs.update(changelog_specs(app_id, specs["features"].partitions,
+                                     s.replication_factor, s.max_message_bytes))
+    try:
+        outcomes = create_topics(s.kafka_config(), specs)
+    except ClientConfigRefused:
+        raise  # one line naming the setting, exit 2 (_Main)
+    except KafkaException as exc:
+        raise click.ClickException(f"topics not created: {exc.args[0].str()}") from None
+    except (TopicMismatch, TopicsNotCreated) as exc:
+        raise click.ClickException(str(exc)) from None
+    for name, outcome in sorted(outcomes.items()):
+        click.echo(f"{name}: {outcome}")
+
+
+@topics.command("describe")
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
+              help="The worker's app id (its changelogs).")
+@click.pass_context
+def topics_describe(ctx: click.Context, app_id: str | None) -> None:
+    """Print the catalogue's topics and the worker's changelogs: partitions, replication factor,
+    min.insync.replicas and the other settings streamfs creates them with, as the broker has
+    them, or as they would be created."""
+    from confluent_kafka import KafkaException
+
+    from streamfs.topics import changelog_specs, describe_topics, load_catalogue
+
+    s = _settings(ctx)
+    if app_id:
+        s.app_id = app_id
+    _reachable(s)
+    specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
+    specs.update(changelog_specs(s.app_id, specs["features"].partitions, s.replication_factor,
+                                 s.max_message_bytes))
+    try:
+        described = describe_topics(s.kafka_config(), specs)
+    except KafkaException as exc:
+        raise click.ClickException(f"topics not described: {exc.args[0].str()}") from None
+    from streamfs.broker import principal
+
+    hidden = (f" (hidden from {principal(s.kafka_config())} by the broker's ACLs, which allow "
+              "no DESCRIBE on it: it may exist; as it would be created)")
+    for role, (exists, settings) in described.items():
+        click.echo(f"{role:19} {specs[role].name:40} "
+                   f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
+        note = ("" if exists else hidden if exists is None
+                else " (not created yet: as it would be created)")
+        if exists and settings.get("partitions") != str(specs[role].partitions):
+            note += (f" (the catalogue asks for {specs[role].partitions} partitions: the worker "
+                     "and `topics create` refuse it)")
+        click.echo(f"{'':19} {specs[role].description}{note}")

@@ -1,0 +1,139 @@
+"""``streamfs watch``: the selections on the selected-features topic, as they come."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Callable
+
+import click
+
+from streamfs.cli.broker_checks import _reachable, _warn_without_worker, _without_worker
+from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
+from streamfs.cli.group import _settings, main
+from streamfs.cli.options import EnvOption
+from streamfs.cli.output import _print_results, _shown
+from streamfs.settings import Settings
+
+if TYPE_CHECKING:
+    from streamfs.client import SelectionReader
+
+
+@main.command()
+@click.argument("stream", required=False)
+@click.option("--once", is_flag=True,
+              help="Print the current selections (of STREAM, of its run --run) and exit.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line (NDJSON).")
+@click.option("--until-final", is_flag=True,
+              help="Read the topic to its end, then exit once the newest run of STREAM (of "
+              "every stream seen, without STREAM) has its final result; exit 4 with the reason "
+              "if the worker dead-letters input of that run, 5 if that run (--run N) was "
+              "replaced by a newer one before its final result.")
+@click.option("--run", "run", type=click.IntRange(min=1), default=None,
+              help="Only results of this run of STREAM (after `produce --replace`); needs "
+              "STREAM.")
+@click.option("--from-now", is_flag=True,
+              help="Only results published from now on (default: from the topic's start, so "
+              "every stream's latest selection comes first).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Give up after this many seconds (> 0; exit 3).")
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", default=None,
+              help="The workers' consumer group, to warn when none is running.")
+@click.pass_context
+def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
+          until_final: bool, run: int | None, from_now: bool, timeout: float | None,
+          app_id: str | None) -> None:
+    """Show selections from the selected-features topic (all streams, or STREAM)."""
+    from streamfs.client import SelectionReader
+    from streamfs.topics import load_catalogue
+
+    if run is not None and stream is None:
+        raise UsageProblem(f"--run {run} needs a STREAM: runs are numbered per stream "
+                           f"(streamfs watch STREAM --run {run})")
+    s = _settings(ctx)
+    _reachable(s)
+    catalogue = load_catalogue(s.topic_prefix)
+    topic = catalogue["selected"].name
+    group = app_id or s.app_id
+    if once:
+        if from_now:
+            raise UsageProblem("--once shows the current selections: --from-now does not apply")
+        sys.exit(_watch_once(s, topic, stream, run, as_json, group))
+    dead = catalogue["dead_letter"].name if until_final else None
+    with SelectionReader(s.kafka_config(), topic, dead_letters=dead,
+                         start="end" if from_now else "beginning") as reader:
+        reader.assign()  # a missing topic: one line (exit 1), before the worker warning
+        _warn_without_worker(s, group)
+        sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout,
+                                lambda: _without_worker(s, group)))
+
+
+def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | None,
+                as_json: bool, group: str) -> int:
+    """Print the current selections (of ``stream``, of its run ``run``); 1 if there is none."""
+    from streamfs.client import SelectionReader
+
+    with SelectionReader(settings.kafka_config(), topic) as reader:
+        latest = reader.current_selections(stream, run=run)
+        newest = reader.current_selections(stream) if run is not None and not latest else {}
+    results = [latest[k] for k in sorted(latest)]
+    if not results:
+        what = _shown(stream) if stream else "any stream"
+        if stream not in newest:
+            click.echo(f"no selection yet for {what if run is None else f'run {run} of {what}'}",
+                       err=True)
+        elif (newer := newest[stream].get("run", 1)) > run:  # compaction keeps the latest only
+            click.echo(f"no selection of run {run} of {what} left on {topic} (its latest "
+                       f"result is of run {newer}; the topic keeps each stream's latest)",
+                       err=True)
+        else:
+            click.echo(f"no selection yet for run {run} of {what} (its latest result is of "
+                       f"run {newer})", err=True)
+        _warn_without_worker(settings, group)
+        return 1
+    _print_results(results, as_json)
+    return 0
+
+
+def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
+                   as_json: bool, timeout: float | None,
+                   without_worker: Callable[[], str | None] = lambda: None) -> int:
+    """Print ``reader``'s updates; the exit code: 0 (the final results, see
+    :meth:`SelectionReader.updates`), 3 (time is up), 4 (input dead-lettered: seen before
+    the final, or counted in a final result with ``until_final``) or 5 (``until_final`` of
+    run ``run``, replaced before its final result). ``without_worker``: what to say at a
+    timeout if no worker consumes (the cause, rather than a mistyped stream id)."""
+    from streamfs.client import ID_HINT, RunReplaced, StreamRejected
+
+    partial: dict[str, int] = {}  # final results computed without some input of their run
+    try:
+        for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run):
+            _print_results([result], as_json)
+            if result.get("final"):
+                partial.pop(result["stream"], None)  # a newer run's final replaces it
+                if n := result.get("counters", {}).get("rejected_messages", 0):
+                    partial[result["stream"]] = n
+    except TimeoutError as exc:
+        said = str(exc)
+        if cause := without_worker():
+            said = f"{said.replace(ID_HINT.format(stream=stream), '')}: {cause}"
+        click.echo(said, err=True)
+        return EXIT_TIMEOUT
+    except StreamRejected as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return EXIT_REJECTED
+    except RunReplaced as exc:
+        click.echo(f"Error: {exc}", err=True)
+        return EXIT_RUN_REPLACED
+    finally:  # each refused run was shown once, at its first message: now how many it had
+        for (sid, _), n in reader.refused.counts.items():
+            click.echo(f"warning: {n} message(s) of another run of stream {sid!r} were refused "
+                       f"(streamfs dead-letters --stream {_shown(sid)})", err=True)
+    if until_final and partial:
+        # the exit of a watch that saw the dead letter before the final: which one a script
+        # gets must not depend on when the watch started
+        for sid, n in partial.items():
+            click.echo(f"Error: the worker rejected {n} message(s) of stream {sid!r}; its final "
+                       f"result leaves them out (streamfs dead-letters --stream {_shown(sid)})",
+                       err=True)
+        return EXIT_REJECTED
+    return 0
