@@ -79,7 +79,8 @@ from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
 from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
                                     loop_stall_seconds, rejoin_seconds)
 from streamfs.worker.localstore import LocalStore, SaveQueue
-from streamfs.worker.processor import SEP, Plan, StateLost, StreamProcessor
+from streamfs.worker.processor import Plan, StateLost, StreamProcessor
+from streamfs.worker.state_records import SEP
 
 log = logging.getLogger("streamfs.worker")
 

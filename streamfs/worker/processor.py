@@ -43,8 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms._validation import check_label_types, label_array, label_problem
-from streamfs.algorithms.opening import STATE_KEY_SEP as SEP
+from streamfs.algorithms._validation import check_label_types, label_problem
 from streamfs.algorithms.opening import (
     check_kind,
     check_open,
@@ -53,29 +52,27 @@ from streamfs.algorithms.opening import (
     open_advice,
 )
 from streamfs.algorithms.instance_stream import naming_columns
-from streamfs.codec import (FORMATS, CodecError, EnvelopeError, Undecodable, bin_keys_problem,
-                            decode, encode_as, packb, run_token_problem, unpackb)
+from streamfs.codec import (FORMATS, CodecError, EnvelopeError, bin_keys_problem, decode,
+                            encode_as, packb, run_token_problem, unpackb)
+from streamfs.worker.input_checks import (InvalidInput, check_feature_names, check_finite,
+                                          check_labels, check_replace, clipped, continue_from,
+                                          group_runs, misplaced_fields, undecodable_field,
+                                          unnamed_rule)
+from streamfs.worker.state_records import (column_key, content_digest, header_key, map_key,
+                                           names_key, pack_column, state_keys, unpack_column)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
 
-#: a reason longer than this is cut: many quote the input, which can be megabytes
-REASON_CHARS = 2000
 #: room a record needs beside its key and value within the topic's ``max.message.bytes``
 #: (the record batch's header, the record's own lengths and offsets)
 RECORD_OVERHEAD = 1024
-#: the largest run or version a stream may continue from: a JSON reader's exact integers
-MAX_COUNTER = 2**53 - 1
 
 
 @functools.cache
 def _takes_stored_columns(cls: type) -> bool:
     """Whether ``cls.to_state`` can leave out the ``"columns"`` the store holds already."""
     return "stored_columns" in inspect.signature(cls.to_state).parameters
-
-
-class InvalidInput(ValueError):
-    """An input message that goes to the dead-letter topic; the text is the reason."""
 
 
 class _ConsumedInvalid(InvalidInput):
@@ -124,58 +121,6 @@ class Plan:
     rebuild_seconds: float | None = None  # set when the algorithm was rebuilt from the store
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def header_key(stream: str) -> str:
-    return f"{stream}{SEP}h"
-
-
-def _state_keys(stream: str, name: str, ref: str) -> list[str]:
-    """The keys of a state entry's records. ``ref`` is the digest of the entry's bytes, with
-    ``+<parts>`` where the entry was written in parts (:meth:`StreamProcessor._persist`)."""
-    digest, _, parts = ref.partition("+")
-    key = f"{stream}{SEP}s{SEP}{name}{SEP}{digest}"
-    return [key] + [f"{key}{SEP}{i}" for i in range(1, int(parts or 1))]
-
-
-def _map_key(stream: str, start: int) -> str:
-    return f"{stream}{SEP}m{SEP}{start}"
-
-
-def _column_key(stream: str, feature: int) -> str:
-    return f"{stream}{SEP}c{SEP}{feature}"
-
-
-def _names_key(stream: str, start: int) -> str:
-    return f"{stream}{SEP}n{SEP}{start}"
-
-
-def pack_column(column: Any) -> bytes:
-    """A kept column for the changelog: a mostly-zero float64 column (a bag-of-words feature)
-    travels as its length and its non-zeros (rows and values, 12 bytes each, and a header of
-    about 50) where that is smaller than its 8 bytes a row. Non-zero is bitwise, so ``-0.0``
-    is kept as stored and :func:`unpack_column` gives back the same bits."""
-    column = np.asarray(column)
-    if column.dtype == np.float64 and column.ndim == 1:
-        rows = np.flatnonzero(column.view(np.uint64))
-        if 12 * len(rows) + 64 < 8 * len(column):
-            return packb({"n": len(column), "rows": rows.astype(np.int32),
-                          "values": column[rows]})
-    return packb(column)
-
-
-def unpack_column(data: bytes) -> np.ndarray:
-    """The dense column :func:`pack_column` packed."""
-    value = unpackb(data)
-    if not isinstance(value, dict):
-        return value
-    column = np.zeros(value["n"])
-    column[value["rows"]] = value["values"]
-    return column
-
-
 def _iso(timestamp: float) -> str:
     """A timestamp (seconds since the epoch) as UTC ISO 8601."""
     from datetime import datetime, timezone
@@ -210,41 +155,6 @@ def _input_position(origin: dict | None) -> dict | None:
     return position if None not in position.values() else None
 
 
-def _names(names: Any, n: int, what: str) -> list[str]:
-    if not isinstance(names, list) or len(names) != n:
-        got = f"{len(names)} entries" if isinstance(names, list) else type(names).__name__
-        raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got {got}")
-    bad = next((i for i, v in enumerate(names) if not isinstance(v, str)), None)
-    if bad is not None:
-        raise InvalidInput(f"{what} must be a list of {n} strings (one per feature), got "
-                           f"{type(names[bad]).__name__} {_clipped(repr(names[bad]), 80)} at "
-                           f"position {bad}")
-    if len(set(names)) != n:  # two features of a result under one name (producers refuse it)
-        seen: set[str] = set()
-        twice = next(name for name in names if name in seen or seen.add(name))
-        raise InvalidInput(f"{what} names {_clipped(repr(twice), 80)} more than once: every "
-                           f"feature needs a name of its own")
-    return names
-
-
-def _clipped(text: str, limit: int = REASON_CHARS) -> str:
-    """``text``, cut to ``limit`` characters and said so where it is longer."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… (cut: {len(text)} characters in all)"
-
-
-def _unnamed_rule(message: dict) -> dict:
-    """How features without a name are named: ``prefix + str(index + base)``; producers of
-    LIBSVM files send prefix "" and the file's index base, so names are the indices as written."""
-    prefix, base = message.get("name_prefix", "x"), message.get("name_base", 0)
-    if not isinstance(prefix, str):
-        raise InvalidInput(f"'name_prefix' must be a string, got {prefix!r}")
-    if not isinstance(base, int) or isinstance(base, bool) or base < 0:
-        raise InvalidInput(f"'name_base' must be an integer >= 0, got {base!r}")
-    return {"names": None, "prefix": prefix, "base": base}
-
-
 #: the replaced runs whose tokens a stream's header keeps (see :meth:`StreamProcessor._open`)
 PAST_RUNS_KEPT = 16
 
@@ -264,129 +174,6 @@ def _as_format(X: Any, fmt: str) -> Any:
     if not sp.issparse(X) or (X.format == fmt and isinstance(X, sp.spmatrix)):
         return X
     return sp.csc_matrix(X) if fmt == "csc" else sp.csr_matrix(X)
-
-
-#: known fields in a message of the wrong kind (stream topic, message kind), and where they
-#: belong: ignored, their data was lost without a word
-_MISPLACED = {
-    ("features", "close"): {"X": "a 'features' block", "y": "the 'open'",
-                            "names": "a 'features' block", "columns": "a 'features' block",
-                            "groups": "a 'features' block"},
-    ("instances", "close"): {"X": "an 'instances' block", "y": "an 'instances' block"},
-    ("features", "open"): {"feature_names": "an instance stream's 'open'; a feature stream's "
-                                            "blocks name their columns in 'names'"},
-}
-
-
-#: the fields the worker reads in each kind of input message (beside the envelope's)
-_READ = {
-    "open": ("algorithm", "params", "y", "n_features", "feature_names", "replace",
-             "continue_from", "name_prefix", "name_base"),
-    "features": ("X", "groups", "columns", "names"),
-    "instances": ("X", "y"),
-}
-
-
-def _undecodable(message: dict) -> str | None:
-    """Why a field the worker reads could not be decoded, or None; one it does not read is
-    ignored (so is its value). A key written as msgpack bin is named: its field was missing
-    in the reason the worker gave ('must carry the class vector 'y'')."""
-    binary = bin_keys_problem(message)
-    if binary:
-        return binary
-    for name in _READ.get(message["kind"], ()):
-        value = message.get(name)
-        if isinstance(value, Undecodable):
-            return f"{name!r} could not be decoded ({value.reason})"
-    return None
-
-
-def _misplaced(topic: str, message: dict) -> str | None:
-    """What a message carries that belongs in another kind of message, or None."""
-    wrong = _MISPLACED.get((topic, message["kind"]), {})
-    found = [f"{name!r} (it belongs in {wrong[name]})" for name in wrong
-             if message.get(name) is not None]
-    if not found:
-        return None
-    return f"{message['kind']!r} carries {', '.join(found)}, which it does not read"
-
-
-def _check_replace(message: dict) -> None:
-    """Refuses an ``open`` whose ``replace`` is not a boolean: ``1`` was taken as no replace,
-    and the reason said to send replace=true."""
-    replace = message.get("replace")
-    if replace is not None and not isinstance(replace, bool):
-        raise InvalidInput(f"'replace' must be a boolean (true to start a new run of the "
-                           f"stream id), got {type(replace).__name__} "
-                           f"{_clipped(repr(replace), 80)}")
-
-
-def _continue_from(message: dict) -> tuple[int, int] | None:
-    """The run and version of the stream id's latest result as the producer read them from the
-    results topic (``continue_from`` of an ``open``), or None."""
-    value = message.get("continue_from")
-    if value is None:
-        return None
-    if not isinstance(value, dict) or set(value) != {"run", "version"}:
-        raise InvalidInput(f"'continue_from' must be a map with 'run' and 'version' only, "
-                           f"got {value!r}")
-    for name, number in value.items():
-        # bounded: the run after it and the versions after it are written and published
-        if (not isinstance(number, int) or isinstance(number, bool) or number < 0
-                or number > MAX_COUNTER):
-            raise InvalidInput(f"'continue_from' {name!r} must be an integer from 0 to "
-                               f"2^53 - 1, got {number!r}")
-    return value["run"], value["version"]
-
-
-def _group_runs(groups: Any, n_columns: int) -> dict:
-    """The groups and group ids of a group-saola block from its ``groups`` (one id a column):
-    a group is a run of equal ids, so an id that comes back after another is refused."""
-    if not isinstance(groups, list) or len(groups) != n_columns:
-        raise InvalidInput("a group-saola block needs 'groups': one group id per column")
-    # a block of no columns has no group (the first run began at index 0 even without one)
-    starts = [i for i in range(len(groups)) if i == 0 or groups[i] != groups[i - 1]]
-    ids = [groups[a] for a in starts]
-    seen: set = set()
-    for gid in ids:
-        if not isinstance(gid, (int, str)) or isinstance(gid, bool):
-            raise InvalidInput(f"group ids must be integers or strings, got {gid!r}")
-        if gid in seen:
-            raise InvalidInput(f"group id {gid!r} comes back after another group in 'groups': "
-                               f"a group's columns must be contiguous in the block (one run of "
-                               f"equal ids)")
-        seen.add(gid)
-    bounds = starts + [len(groups)]
-    return {"groups": [np.arange(a, b) for a, b in zip(bounds, bounds[1:])], "group_ids": ids}
-
-
-def _finite(arr: Any, what: str) -> None:
-    values = arr.data if sp.issparse(arr) else np.asarray(arr)
-    if values.dtype.kind == "f" and not np.isfinite(values).all():
-        raise InvalidInput(f"{what} contains NaN or infinite values")
-
-
-def _labels(y: Any, what: str) -> np.ndarray:
-    if isinstance(y, list):
-        if not y:
-            raise InvalidInput(f"{what} is empty")
-        kinds = {type(v) for v in y}
-        other = kinds - {str, int, float, bool}
-        if other:
-            raise InvalidInput(f"{what} holds {sorted(k.__name__ for k in other)} values: a "
-                               f"label is a string or a number")
-        if not (kinds <= {str} or kinds <= {int, float} or kinds == {bool}):
-            # True and 1 would become one class in the array below: refused as the producers
-            # and the estimators refuse them
-            raise InvalidInput(f"{what} mixes label types {sorted(k.__name__ for k in kinds)}")
-        try:
-            y = label_array(y, what)
-        except ValueError as exc:  # ints spanning int64 and uint64 would have become floats
-            raise InvalidInput(str(exc)) from None
-    if not isinstance(y, np.ndarray) or y.ndim != 1:
-        raise InvalidInput(f"{what} must be a 1-D array or list of labels")
-    _finite(y, what)
-    return y
 
 
 class StreamProcessor:
@@ -582,7 +369,7 @@ class StreamProcessor:
                origin: dict) -> Plan:
         kind = message["kind"]
         # an open's or a close's bytes: to tell its redelivery from another message at its seq
-        digest = _digest(raw) if kind in ("open", "close") else None
+        digest = content_digest(raw) if kind in ("open", "close") else None
         seq = message.get("seq")
         if seq is None and b"seq" in message:  # its seq unknown: refused, not consumed
             raise InvalidInput(bin_keys_problem(message))
@@ -637,11 +424,11 @@ class StreamProcessor:
         try:
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
-            undecodable = _undecodable(message)
+            undecodable = undecodable_field(message)
             if undecodable:  # as any invalid block: consumed, the stream goes on
                 raise InvalidInput(f"{undecodable}: the block is refused, its seq {seq} "
                                    f"consumed, and the stream goes on")
-            misplaced = _misplaced(self.kind, message) if kind == "close" else None
+            misplaced = misplaced_fields(self.kind, message) if kind == "close" else None
             if misplaced:  # consumed like other refused data: the stream goes on
                 raise InvalidInput(
                     f"{misplaced}: refused, its seq {seq} consumed and the stream still open; "
@@ -700,7 +487,7 @@ class StreamProcessor:
             # (neither the current one nor a later run that a --replace may start).
             self._run_of_message, self._refused_run = None, True
             if kind == "open":
-                _check_replace(message)
+                check_replace(message)
                 raise InvalidInput(
                     f"stream {stream!r} already exists ({_standing(header)}): use a new stream "
                     f"id, or send 'open' with replace=true (streamfs produce --replace) to start "
@@ -738,7 +525,7 @@ class StreamProcessor:
             self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
             return "replace"
         self._run_of_message, self._refused_run = None, True
-        _check_replace(message)
+        check_replace(message)
         raise InvalidInput(
             f"stream {stream!r} already exists ({_standing(header)}) and this 'open' differs "
             f"from its own: a re-used stream id. Without a 'run' token an 'open' is taken as a "
@@ -747,14 +534,14 @@ class StreamProcessor:
 
     def _open(self, stream: str, message: dict, digest: str, timestamp: float | None = None,
               origin: dict | None = None, previous: dict | None = None) -> Plan:
-        after = _continue_from(message)
+        after = continue_from(message)
         if previous is None and after is not None:  # else the header knows better
             self._run_of_message = after[0] + 1
         name = message.get("algorithm")
-        misplaced = _misplaced(self.kind, message)
+        misplaced = misplaced_fields(self.kind, message)
         if misplaced:
             raise InvalidInput(f"{misplaced}: send the 'open' without it")
-        undecodable = _undecodable(message)
+        undecodable = undecodable_field(message)
         if undecodable:
             raise InvalidInput(f"{undecodable}: the 'open' is refused; send it again with the "
                                f"field fixed")
@@ -766,7 +553,7 @@ class StreamProcessor:
         if self.kind == "features":
             if "y" not in message:
                 raise InvalidInput("'open' of a feature stream must carry the class vector 'y'")
-            y = _labels(message["y"], "class vector 'y'")
+            y = check_labels(message["y"], "class vector 'y'")
         else:
             d = message.get("n_features")
             if not isinstance(d, int) or isinstance(d, bool) or d < 1:
@@ -780,7 +567,7 @@ class StreamProcessor:
                                          buffer_cap=self.max_buffer_bytes)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        entries: dict[str, Any] = {"__names__": _unnamed_rule(message)}
+        entries: dict[str, Any] = {"__names__": unnamed_rule(message)}
         if y is not None:
             try:
                 check_stored_column(y.shape[0], self.max_message_bytes)
@@ -792,7 +579,7 @@ class StreamProcessor:
             entries["__n_features__"] = d
             names = message.get("feature_names")
             if names is not None:
-                entries["__names__"]["names"] = _names(names, d, "'feature_names'")
+                entries["__names__"]["names"] = check_feature_names(names, d, "'feature_names'")
         header = {
             "algorithm": name, "params": params, "kind": self.kind, "last_seq": 0,
             "version": 0, "status": "open", "states": {}, "columns": [],
@@ -828,10 +615,10 @@ class StreamProcessor:
     @staticmethod
     def _record_keys(stream: str, header: dict) -> list[str]:
         """Every table key a header names (state entries, columns, block maps and names)."""
-        return ([k for n, d in header["states"].items() for k in _state_keys(stream, n, d)]
-                + [_column_key(stream, f) for f in header["columns"]]
-                + [_map_key(stream, m) for m in header.get("maps", [])]
-                + [_names_key(stream, m) for m in header.get("name_blocks", [])])
+        return ([k for n, d in header["states"].items() for k in state_keys(stream, n, d)]
+                + [column_key(stream, f) for f in header["columns"]]
+                + [map_key(stream, m) for m in header.get("maps", [])]
+                + [names_key(stream, m) for m in header.get("name_blocks", [])])
 
     def _algorithm(self, stream: str, header: dict) -> Any:
         cached = self._cache.get(stream)
@@ -846,7 +633,7 @@ class StreamProcessor:
         if missing is not None:
             raise _StateIncomplete(
                 f"stream {stream!r} cannot go on: its state in the changelog is incomplete "
-                f"(the record {_clipped(missing, 120)!r} is missing: the changelog topic lost "
+                f"(the record {clipped(missing, 120)!r} is missing: the changelog topic lost "
                 f"records, deleted and made again, say); publish the stream again (streamfs "
                 f"produce --replace, or an 'open' with replace=true)")
         spec = registry.get(header["algorithm"])
@@ -858,7 +645,7 @@ class StreamProcessor:
                 for name, digest in header["states"].items() if not name.startswith("__")
             }
             state["columns"] = {
-                f: unpack_column(self.store[_column_key(stream, f)]) for f in header["columns"]
+                f: unpack_column(self.store[column_key(stream, f)]) for f in header["columns"]
             }
             algo = spec.load().from_state(state)
         self._cache[stream] = (header, algo)
@@ -868,7 +655,7 @@ class StreamProcessor:
         return self._state_entry(stream, name, header["states"][name])
 
     def _state_entry(self, stream: str, name: str, ref: str) -> Any:
-        keys = _state_keys(stream, name, ref)
+        keys = state_keys(stream, name, ref)
         if len(keys) == 1:
             return unpackb(self.store[keys[0]])
         return unpackb(b"".join(self.store[k] for k in keys))
@@ -894,7 +681,7 @@ class StreamProcessor:
         selection = algo.selection() if fitted else []
         selection = self._name_selection(stream, header, selection)
         packed_selection = packb(selection)
-        sel_digest = _digest(packed_selection)
+        sel_digest = content_digest(packed_selection)
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
                     n_items=n_items, selection_size=len(selection))
@@ -966,7 +753,7 @@ class StreamProcessor:
         # second pass over every value, with a temporary array as large as the block
         kwargs = {}
         if header["algorithm"] == "group-saola":
-            kwargs = _group_runs(message.get("groups"), X.shape[1])
+            kwargs = group_runs(message.get("groups"), X.shape[1])
         elif message.get("groups") is not None:
             raise InvalidInput(f"'groups' apply to group-saola streams only, not to "
                                f"{header['algorithm']!r}")
@@ -989,7 +776,7 @@ class StreamProcessor:
                                    f"column")
         names = message.get("names")
         if names is not None:
-            names = _names(names, X.shape[1], "'names' of a feature block")
+            names = check_feature_names(names, X.shape[1], "'names' of a feature block")
         # the header lists the blocks that carried columns or names, and is one record: a
         # stream of a column a block would have outgrown it, failing every transaction
         most = self.value_budget(stream.encode()) // BLOCK_LIST_BYTES
@@ -1011,12 +798,12 @@ class StreamProcessor:
             start = int(algo.n_features_seen_) - X.shape[1]
             header["maps"] = header.get("maps", []) + [start]
             columns = columns.astype(np.int64)
-            self._pending_maps.append((_map_key(stream, start), packb(columns)))
+            self._pending_maps.append((map_key(stream, start), packb(columns)))
             self._maps.setdefault(stream, {})[start] = columns  # immutable: safe to cache
         if names is not None:
             start = int(algo.n_features_seen_) - X.shape[1]
             header["name_blocks"] = header.get("name_blocks", []) + [start]
-            self._pending_maps.append((_names_key(stream, start), packb(names)))
+            self._pending_maps.append((names_key(stream, start), packb(names)))
             self._naming(stream, header)[start] = names
         return X.shape[1]
 
@@ -1027,10 +814,10 @@ class StreamProcessor:
         d = self._extra(stream, header, "__n_features__")
         if X.shape[1] != d:
             raise InvalidInput(f"instance block has {X.shape[1]} features, the stream has d = {d}")
-        y = _labels(y, "labels 'y'")
+        y = check_labels(y, "labels 'y'")
         if y.shape[0] != X.shape[0]:
             raise InvalidInput(f"{X.shape[0]} instances but {y.shape[0]} labels")
-        _finite(X, "instance block 'X'")
+        check_finite(X, "instance block 'X'")
         problem = self._label_problem(header["algorithm"], algo, y)
         if problem is not None:
             raise InvalidInput(f"rejected by {header['algorithm']}: {problem}")
@@ -1062,7 +849,7 @@ class StreamProcessor:
         known = np.asarray(getattr(algo, "classes_", []) if known is None else known).tolist()
         if problem is None and known:
             try:
-                # with the types y had on the wire (_labels refused a list of mixed types):
+                # with the types y had on the wire (check_labels refused a list of mixed types):
                 # in one list with the known classes, numpy made True 1 and 1 "1"
                 check_label_types(y, known)
             except ValueError as exc:
@@ -1131,13 +918,13 @@ class StreamProcessor:
             start = block(map_starts, f)
             if start is not None:
                 if start not in maps:
-                    maps[start] = unpackb(self.store[_map_key(stream, start)])
+                    maps[start] = unpackb(self.store[map_key(stream, start)])
                 if f - start < len(maps[start]):
                     source = int(maps[start][f - start])
             start = block(name_starts, f)
             if start is not None:
                 if start not in naming:
-                    naming[start] = unpackb(self.store[_names_key(stream, start)])
+                    naming[start] = unpackb(self.store[names_key(stream, start)])
                 if f - start < len(naming[start]):
                     return source, naming[start][f - start]
             return source, rule_name(source)
@@ -1181,27 +968,27 @@ class StreamProcessor:
             name = str(name)
             data = packb(value)
             parts = [data[i:i + part] for i in range(0, len(data), part)] or [data]
-            ref = _digest(data) + (f"+{len(parts)}" if len(parts) > 1 else "")
+            ref = content_digest(data) + (f"+{len(parts)}" if len(parts) > 1 else "")
             states[name] = ref
             if old_states.get(name) != ref:
-                writes.extend(zip(_state_keys(stream, name, ref), parts))
+                writes.extend(zip(state_keys(stream, name, ref), parts))
         for name, ref in old_states.items():
             if states.get(name) != ref:
-                stale.extend(_state_keys(stream, name, ref))
+                stale.extend(state_keys(stream, name, ref))
         old_cols = set(header["columns"])
         new_cols = sorted(int(f) for f in columns)
         for f in new_cols:
             if f not in old_cols:
-                writes.append((_column_key(stream, f), pack_column(columns[f])))
+                writes.append((column_key(stream, f), pack_column(columns[f])))
         header["states"] = states
         header["columns"] = new_cols
         writes.append((header_key(stream), packb(header)))
         for f in sorted(old_cols - set(new_cols)):
-            writes.append((_column_key(stream, f), None))
+            writes.append((column_key(stream, f), None))
         writes.extend((key, None) for key in stale)
 
     def _reject(self, stream: str | None, raw: bytes | None, reason: str, origin: dict) -> Plan:
-        reason = _clipped(reason)
+        reason = clipped(reason)
         plan = Plan(stream=stream, reason=reason)
         if self.log_dead_letters:
             log.warning("dead letter for stream %r: %s", stream, reason)

@@ -26,7 +26,7 @@ def test_a_revoked_partition_s_streams_lose_their_series():
     that worker's to report; the others' stay."""
     from streamfs.worker import metrics
     from streamfs.worker.app import drop_stream_series
-    from streamfs.worker.processor import SEP, header_key
+    from streamfs.worker.state_records import SEP, header_key
 
     for stream in ("moved-a", "moved-b", "kept"):
         metrics.SELECTION_SIZE.labels(stream=stream).set(3)
@@ -241,7 +241,7 @@ def _headers() -> tuple[str, str, dict]:
     import time
 
     from streamfs.codec import packb
-    from streamfs.worker.processor import SEP, header_key
+    from streamfs.worker.state_records import SEP, header_key
 
     closed, open_ = header_key("closed"), header_key("open")
     store = {closed: packb({"status": "closed", "closed_at": time.time() - 3600}),

@@ -105,7 +105,7 @@ def test_restore_reads_on_to_the_changelog_end_committed_with_the_offsets(
     dead-lettered their streams). Here the moment is held open: a changelog record in an open
     transaction, and the input offset committed with metadata saying the changelog reaches
     past it. The new owner must wait for that record and apply it."""
-    from streamfs.worker.processor import header_key
+    from streamfs.worker.state_records import header_key
 
     app_id, features, send_rest = half_published(kafka_config, topic_prefix, make_worker,
                                                  "held", seed=3)

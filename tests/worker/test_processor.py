@@ -7,8 +7,8 @@ from streamfs.algorithms import registry
 from streamfs.codec import decode, encode, unpackb
 from streamfs.offline import run_offline
 from streamfs.producers import feature_stream_messages, instance_stream_messages
-from streamfs.worker.processor import (Plan, StreamProcessor, header_key, pack_column,
-                                       unpack_column)
+from streamfs.worker.processor import Plan, StreamProcessor
+from streamfs.worker.state_records import header_key, pack_column, unpack_column
 
 
 def _data(n=120, p=40, seed=0):

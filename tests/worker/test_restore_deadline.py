@@ -44,7 +44,7 @@ def test_records_hidden_by_an_open_transaction_stop_the_worker_until_it_ends(
         kafka_config, topic_prefix, make_worker, half_stream):
     """It went on with part of its state (one ERROR line): here the stream's header, deleted
     in the held transaction, would have been missing only until the markers came."""
-    from streamfs.worker.processor import header_key
+    from streamfs.worker.state_records import header_key
 
     app_id, features, send_rest = half_stream
     held, _, changelog, end = hold_changelog_record(kafka_config, app_id, features,
@@ -102,7 +102,7 @@ def test_a_stop_during_the_wait_for_hidden_records_is_answered_at_once(
     + 10 s: SIGTERM went unanswered until its end (115 s of a 130 s wait, in the audit)."""
     import signal
 
-    from streamfs.worker.processor import header_key
+    from streamfs.worker.state_records import header_key
 
     app_id, features, _ = half_stream
     held, _, _, _ = hold_changelog_record(kafka_config, app_id, features,

@@ -78,7 +78,7 @@ def _holds_a_closed_stream(worker) -> bool:
     """Whether a store of ``worker`` holds the header of a closed stream (so the batch that
     closed it has committed: the loop settles before it sweeps)."""
     from streamfs.codec import unpackb
-    from streamfs.worker.processor import SEP
+    from streamfs.worker.state_records import SEP
 
     return any(key.endswith(f"{SEP}h") and unpackb(value).get("status") == "closed"
                for state in worker.partitions.values() for key, value in state.store.items())
@@ -189,7 +189,7 @@ def test_a_fenced_worker_s_sweep_commits_no_tombstone(kafka_config, topic_prefix
     (:class:`InstanceFenced`, no rewind). Before the sweep sent offsets, its tombstone was
     committed behind the new member's back."""
     from streamfs.worker import app
-    from streamfs.worker.processor import header_key
+    from streamfs.worker.state_records import header_key
 
     rivals: list = []
 
@@ -230,7 +230,7 @@ def test_a_sweep_commits_the_same_offsets_with_the_changelog_end_past_its_tombst
     from confluent_kafka import Consumer, TopicPartition
 
     from streamfs.worker.app import changelog_target, committed_topic_id
-    from streamfs.worker.processor import SEP, header_key
+    from streamfs.worker.state_records import SEP, header_key
 
     features = load_catalogue(topic_prefix)["features"]
     seen: dict[str, Any] = {}
