@@ -16,7 +16,7 @@ from typing import Any
 _EXPORTS = {
     "FeatureStreamSelector": "base",
     "SAOLA": "saola",
-    "GroupSAOLA": "saola",
+    "GroupSAOLA": "group_saola",
     "KOFSD": "kofsd",
     "GDM": "gdm",
     "redundancy_rate": "gdm",

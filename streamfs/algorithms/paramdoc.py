@@ -5,7 +5,7 @@ A class that defers to another (GroupSAOLA: "Parameters are those of :class:`SAO
 entry ":class:`GDM`'s parameters") takes the descriptions it lacks from the classes its
 docstring names.
 
->>> from streamfs.algorithms.saola import GroupSAOLA
+>>> from streamfs.algorithms.group_saola import GroupSAOLA
 >>> meanings = parameter_meanings(GroupSAOLA)
 >>> meanings["alpha"]
 "Significance level of Fisher's z test"

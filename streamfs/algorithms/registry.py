@@ -107,7 +107,7 @@ _SPECS = [
     AlgorithmSpec("saola-max", "features", "streamfs.algorithms.saola:SAOLA", {"bound": "max"},
                   summary="SAOLA with max(dep(Fi), dep(Y)) bounds",
                   continuous_labels=True),
-    AlgorithmSpec("group-saola", "features", "streamfs.algorithms.saola:GroupSAOLA",
+    AlgorithmSpec("group-saola", "features", "streamfs.algorithms.group_saola:GroupSAOLA",
                   summary="group-SAOLA: features arrive in groups",
                   continuous_labels=True),
     AlgorithmSpec("kofsd", "features", "streamfs.algorithms.kofsd:KOFSD",

@@ -9,6 +9,7 @@ import pytest
 
 from streamfs.algorithms import registry
 from streamfs.algorithms.gdm import GDM
+from streamfs.algorithms.group_saola import GroupSAOLA
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.ofs import (
     OFS,
@@ -18,7 +19,7 @@ from streamfs.algorithms.ofs import (
     PerceptronTruncation,
     RandomSelection,
 )
-from streamfs.algorithms.saola import SAOLA, GroupSAOLA
+from streamfs.algorithms.saola import SAOLA
 
 NAN = float("nan")
 INF = float("inf")

@@ -23,6 +23,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.gdm import GDM
 from streamfs.algorithms.gdm_stream import GDMStream
+from streamfs.algorithms.group_saola import GroupSAOLA
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.instance_stream import InstanceStreamSelector
 from streamfs.algorithms.ofs import (
@@ -34,7 +35,7 @@ from streamfs.algorithms.ofs import (
     RandomSelection,
 )
 from streamfs.algorithms.one_vs_rest import OneVsRest
-from streamfs.algorithms.saola import SAOLA, GroupSAOLA
+from streamfs.algorithms.saola import SAOLA
 from streamfs.codec import packb, unpackb
 
 def _two_classes(y):

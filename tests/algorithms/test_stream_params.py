@@ -9,6 +9,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from streamfs.algorithms.gdm_stream import GDMStream
+from streamfs.algorithms.group_saola import GroupSAOLA
 from streamfs.algorithms.kofsd import KOFSD
 from streamfs.algorithms.ofs import (
     OFS,
@@ -19,7 +20,7 @@ from streamfs.algorithms.ofs import (
     RandomSelection,
 )
 from streamfs.algorithms.one_vs_rest import OneVsRest
-from streamfs.algorithms.saola import SAOLA, GroupSAOLA
+from streamfs.algorithms.saola import SAOLA
 from streamfs.codec import packb, unpackb
 
 # (estimator, parameter, value the stream starts with, value set afterwards)

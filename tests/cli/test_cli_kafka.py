@@ -473,7 +473,7 @@ def grouped_csv(tmp_path):
 
 def test_select_runs_group_saola_with_groups_as_produce_and_the_worker_do(
         cli_env, grouped_csv, start_worker):
-    from streamfs.algorithms.saola import GroupSAOLA
+    from streamfs.algorithms.group_saola import GroupSAOLA
 
     path, X, y, groups = grouped_csv
     groups_file = str(path.parent / "groups.json")
