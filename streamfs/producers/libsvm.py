@@ -98,11 +98,6 @@ def _block_indices(block: bytes) -> np.ndarray:
     return value
 
 
-def _block_max_index(block: bytes) -> int:
-    """Largest ``idx`` of the ``idx:`` tokens in a block (0 if none)."""
-    return int(_block_indices(block).max(initial=0))
-
-
 def _without_comments(block: bytes) -> bytes:
     if b"#" in block:  # comments may hold "12:30"-like text: drop them first
         return b"\n".join(ln.split(b"#", 1)[0] for ln in block.split(b"\n"))

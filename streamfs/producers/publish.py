@@ -158,12 +158,6 @@ def topic_record_limit(kafka_config: dict[str, Any], topic: str,
     return limit
 
 
-def topic_block_budget(kafka_config: dict[str, Any], topic: str,
-                       worker_limit: int | None = None) -> int:
-    """:func:`~streamfs.producers.blocks.block_budget` of :func:`topic_record_limit`."""
-    return block_budget(topic_record_limit(kafka_config, topic, worker_limit))
-
-
 def _limits(kafka_config: dict[str, Any], topic: str,
             block_bytes: int | None) -> tuple[int, int]:
     """``(block budget, record limit)`` of a publish to ``topic``."""

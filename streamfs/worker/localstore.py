@@ -105,10 +105,6 @@ class LocalStore:
         self.db.execute("DELETE FROM meta")
         self.db.execute("COMMIT")
 
-    def size_bytes(self) -> int:
-        return sum(p.stat().st_size for p in self.path.parent.glob(f"{self.path.name}*")
-                   if p.exists() and not p.name.endswith(".lock"))
-
     def close(self) -> None:
         self.db.close()
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
