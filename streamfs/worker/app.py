@@ -30,7 +30,7 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   was committed: the restore reads at least that far. (A transaction's commit returns before
   the broker has written its markers to every partition, so for a moment the changelog's
   stable end can lie before the records of a committed transaction.) A local copy of each
-  partition's state (:mod:`streamfs.worker.localstore`, under ``STREAMFS_DATA_DIR``) is
+  partition's state (:mod:`streamfs.worker.local_copies`, under ``STREAMFS_DATA_DIR``) is
   updated after every commit, so a restart reads the changelog's tail, not its history.
 * A batch's transaction is **completed on a helper thread** (the state records acknowledged,
   the offsets sent, the commit) while the loop steps the next batch's messages; that batch's
@@ -57,7 +57,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sqlite3
 import tempfile
 import threading
 import time
@@ -69,8 +68,8 @@ from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied, 
                              denied, is_denied, kafka_error, lapsed_login, make_client, no_token,
                              refused_topic)
 from streamfs.settings import Settings
-from streamfs.topics import (CHANGELOG_DELETE_RETENTION_MS, CatalogueError, TopicMismatch,
-                             changelog_specs, load_catalogue, partitions_added_advice)
+from streamfs.topics import (CatalogueError, TopicMismatch, changelog_specs, load_catalogue,
+                             partitions_added_advice)
 from streamfs.worker import metrics
 from streamfs.worker.commit_metadata import changelog_target, committed_topic_id, offset_metadata
 from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
@@ -78,9 +77,10 @@ from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
                                     moving_codes, unreachable_codes)
 from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
                                     loop_stall_seconds, rejoin_seconds)
-from streamfs.worker.localstore import LocalStore, SaveQueue
+from streamfs.worker.local_copies import LocalCopies
 from streamfs.worker.processor import Plan, StateLost, StreamProcessor
 from streamfs.worker.state_records import SEP
+from streamfs.worker.topic_checks import changed_while_running, described_topics, topic_changes
 
 log = logging.getLogger("streamfs.worker")
 
@@ -106,33 +106,6 @@ HELD_CHECK_SECONDS = 10
 STILL_SECONDS = 2
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
-
-
-def topic_changes(partitions: dict[str, int], ids: dict[str, str],
-                  found: dict[str, tuple[int, str] | None]) -> list[str]:
-    """What is wrong with the worker's topics (``{topic: partitions}``) as the broker describes
-    them now: ``found`` maps a topic to its partition count and id, or to None if it does not
-    exist (a topic the broker did not answer for is left out: nothing is known of it); ``ids``
-    holds the ids the input topics had when their partitions were assigned.
-
-    >>> topic_changes({"a": 8, "b": 1}, {"a": "X"}, {"a": (8, "Y"), "b": None})
-    ["'a' was deleted and re-created (topic id X when its partitions were assigned, Y now)", "'b' does not exist"]
-    """
-    problems = []
-    for name, expected in partitions.items():
-        if name not in found:
-            continue
-        if found[name] is None:
-            problems.append(f"{name!r} does not exist")
-            continue
-        count, topic_id = found[name]
-        if count != expected:
-            problems.append(f"{name!r} has {count} partition(s), the catalogue asks for "
-                            f"{expected}")
-        elif name in ids and topic_id != ids[name]:
-            problems.append(f"{name!r} was deleted and re-created (topic id {ids[name]} when its "
-                            f"partitions were assigned, {topic_id} now)")
-    return problems
 
 
 def fetch_config(max_message_bytes: int) -> dict:
@@ -239,11 +212,8 @@ class Worker:
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
         self.eager_until: dict[tuple[str, int], int] = {}
-        # (role, partition) -> its local copy (None: held by another process, not used)
-        self.local: dict[tuple[str, int], LocalStore | None] = {}
-        self.saves = SaveQueue()  # the local copies' saves, off the batch loop
-        self.state_dir = os.path.join(settings.data_dir or os.path.join(
-            tempfile.gettempdir(), "streamfs-state"), settings.app_id)
+        self.local = LocalCopies(os.path.join(settings.data_dir or os.path.join(
+            tempfile.gettempdir(), "streamfs-state"), settings.app_id), self.changelog)
         self.changelog_end: dict[tuple[str, int], int] = {}  # next offset, from delivery reports
         # (role, partition) -> the changelog offset that every record written for it (restored,
         # or committed by this worker) lies before; committed with the partition's offsets
@@ -523,7 +493,7 @@ class Worker:
         # the last batch's transaction must end while this worker still owns its partitions
         self._settle_in_callback()
         gone = {(tp.topic, tp.partition) for tp in partitions}
-        self._settle_saves()
+        self.local.settle()
         for topic, p in gone:
             state = self.partitions.pop((self.roles[topic], p), None)
             if state is not None:  # its streams' series now belong to their next owner
@@ -531,9 +501,7 @@ class Worker:
             self.changelog_high.pop((self.roles[topic], p), None)
             self.resume_at.pop((topic, p), None)
             self.fetched_end.pop((topic, p), None)
-            local = self.local.pop((self.roles[topic], p), None)
-            if local is not None:
-                local.close()  # its next owner may be another worker on this host
+            self.local.release((self.roles[topic], p))
         self._drop_fetched(gone)
         with self.health.lock:
             self.health.assigned = []
@@ -692,7 +660,7 @@ class Worker:
         end and at least to the key's target (the end committed with its offsets, if known)."""
         from confluent_kafka import Consumer, TopicPartition
 
-        self._settle_saves()  # the files are read (and may be reset) below
+        self.local.settle()  # the files are read (and may be reset) below
         starts: dict[tuple[str, int], int] = {}
         local_records = 0
         targets = dict(targets)
@@ -729,13 +697,14 @@ class Worker:
             if end > high:
                 log.info("changelog %s:%d: stable end %d, committed with the offsets up to %d: "
                          "reading on as the commit markers arrive", topic, key[1], high, end)
-            start = self._load_local(key, state, low, end) or low
+            start = self.local.load(key, state.store, low, end,
+                                    self.changelog_ids.get(topic)) or low
             local_records += len(state.store)
             self.changelog_high[key] = max(start, end)
             if start < end:
                 starts[key] = start
-            elif self.local.get(key) is not None:
-                self._save(*key, {}, end)  # up to date (the end moves on with markers)
+            elif self.local.usable(key):
+                self.local.save(key, {}, end)  # up to date (the end moves on with markers)
         metrics.RESTORED_RECORDS.labels(source="local").inc(local_records)
         tail_records = self._read_tails(starts, targets) if starts else 0
         if targets:
@@ -787,8 +756,8 @@ class Worker:
                                   self.changelog[key[0]], key[1], targets.get(key))
                         # the copy still holds the changelog up to where it was loaded from,
                         # but a save after the next commit would claim the records not read
-                        if self.local.get(key) is not None:
-                            self._drop_local(key, RuntimeError("restore incomplete"))
+                        if self.local.usable(key):
+                            self.local.drop(key, RuntimeError("restore incomplete"))
                     break
                 read = records
                 for msg in reader.consume(10000, timeout=0.05):
@@ -809,8 +778,8 @@ class Worker:
                         if msg.offset() < (targets.get(key) or 0):
                             continue  # committed records beyond: their markers come next
                         if key in pending:
-                            if self.local.get(key) is not None:
-                                self._save(*key, tails[key], msg.offset())
+                            if self.local.usable(key):
+                                self.local.save(key, tails[key], msg.offset())
                             self.changelog_high[key] = max(self.changelog_high[key],
                                                            msg.offset())
                             pending.discard(key)
@@ -854,51 +823,6 @@ class Worker:
                         f"it again")
         finally:
             probe.close()
-
-    def _load_local(self, key: tuple[str, int], state: PartitionState, low: int,
-                    high: int) -> int:
-        """Fill ``state`` from the partition's local copy if it can be trusted; the changelog
-        offset to restore on from (0 without a usable copy: from the beginning)."""
-        if key not in self.local:
-            try:
-                self.local[key] = LocalStore.open(self.state_dir, self.changelog[key[0]], key[1])
-            except (OSError, sqlite3.Error) as exc:  # unwritable or damaged: go without
-                log.warning("local state of %s:%d unavailable (%s): restoring it from the "
-                            "changelog alone", self.changelog[key[0]], key[1], exc)
-                self.local[key] = None
-            else:
-                if self.local[key] is None:
-                    log.warning("local state of %s:%d is held by another process: restoring it "
-                                "from the changelog alone", self.changelog[key[0]], key[1])
-        local = self.local[key]
-        if local is None:
-            return 0
-        topic = self.changelog[key[0]]
-        try:
-            records, offset, saved_at, saved_from = local.load()
-        except sqlite3.Error as exc:
-            self._drop_local(key, exc)
-            return 0
-        local.topic_id = self.changelog_ids.get(topic)  # what its saves come from from now on
-        if offset is None:
-            return 0
-        if saved_from is None or saved_from != local.topic_id:
-            # another cluster's topic of that name, or this one deleted and made again: other
-            # records at the same offsets (a copy of the first had stood for the second)
-            log.info("local state of %s:%d not usable (saved from topic id %s, the topic's id "
-                     "is %s): restoring from the changelog", topic, key[1], saved_from,
-                     local.topic_id)
-            self._reset_local(key)
-            return 0
-        max_age = CHANGELOG_DELETE_RETENTION_MS / 1000 - 3600
-        if not low <= offset <= high or time.time() - saved_at > max_age:
-            log.info("local state of %s:%d not usable (offset %d, changelog %d..%d, %.0f s old): "
-                     "restoring from the changelog", topic, key[1], offset, low,
-                     high, time.time() - saved_at)
-            self._reset_local(key)
-            return 0
-        state.store.update(records)
-        return offset
 
     # ------------------------------------------------------------------ the loop
     def _subscribe(self) -> None:
@@ -1036,7 +960,7 @@ class Worker:
         except StoppedWhileRestoring:
             # the broker answers: leave the group now, or the partitions wait for the session
             # timeout before their next owner restores them
-            self._close_local()
+            self.local.close()
             try:
                 self._bounded(self.consumer.close)
             except Exception as exc:  # noqa: BLE001 - stopping either way
@@ -1045,7 +969,7 @@ class Worker:
         except StoppedWhileUnreachable:
             # nothing can be committed or handed over without the broker; the local copies
             # hold only committed state
-            self._close_local()
+            self.local.close()
             raise
         except (TopicMismatch, InstanceFenced, AccessDenied):
             # TopicMismatch (and AccessDenied, for an ACL): nothing can commit until an
@@ -1062,7 +986,7 @@ class Worker:
             except (Rewind, InstanceFenced, AccessDenied):
                 pass  # aborted: nothing of it is visible
             self.consumer.close()
-            self._close_local()
+            self.local.close()
             raise
         try:
             self._settle()  # the batch in progress is committed before the worker leaves
@@ -1071,13 +995,7 @@ class Worker:
                      "partition's next owner")
         self.consumer.close()
         self.producer.flush(10)
-        self._close_local()
-
-    def _close_local(self) -> None:
-        self._settle_saves()
-        for local in self.local.values():
-            if local is not None:
-                local.close()
+        self.local.close()
 
     def _loop(self) -> None:
         s = self.settings
@@ -1280,7 +1198,7 @@ class Worker:
             raise batch.error
         self.resume_at.update(batch.next_offsets)
         saving = time.perf_counter()
-        self._save_local(batch.writes)
+        self.local.save_committed(batch.writes, self.changelog_end)
         metrics.BATCH_PHASE_SECONDS.labels(phase="local_copy").inc(time.perf_counter() - saving)
         for tp in list(self.eager_until):
             if batch.next_offsets.get(tp, -1) > self.eager_until[tp]:
@@ -1326,58 +1244,6 @@ class Worker:
             end = self.changelog_end.get((self.changelog[role], p))
             if end is not None and end > high:
                 self.changelog_high[(role, p)] = end
-
-    def _save_local(self, writes: dict[tuple[str, int], dict[str, bytes | None]]) -> None:
-        """After a commit: the committed records into each partition's local copy, with the
-        changelog offset they end at (delivery reports arrive before the commit returns)."""
-        for (role, p), records in writes.items():
-            local = self.local.get((role, p))
-            if local is None or not records:
-                continue
-            end = self.changelog_end.get((self.changelog[role], p))
-            if end is None:  # cannot say where the copy ends: stop trusting it
-                log.warning("no changelog offset for %s:%d: dropping its local copy",
-                            self.changelog[role], p)
-                self._settle_saves()
-                if self.local.get((role, p)) is not None:
-                    self._reset_local((role, p))
-                    self._drop_local((role, p), RuntimeError("no delivery report"))
-                continue
-            self.saves.submit((role, p), local, records, end)
-        if self.saves.failed:
-            self._settle_saves()
-
-    def _settle_saves(self) -> None:
-        """Wait for the pending saves of local copies; drop the copies whose save failed."""
-        for key, exc in self.saves.wait().items():
-            self._drop_local(key, exc)
-
-    def _save(self, role: str, p: int, records: dict[str, bytes | None], end: int) -> None:
-        """Save now, on this thread (restores: no saves pending)."""
-        try:
-            self.local[(role, p)].save(records, end)
-        except (OSError, sqlite3.Error) as exc:
-            self._drop_local((role, p), exc)
-
-    def _reset_local(self, key: tuple[str, int]) -> None:
-        try:
-            self.local[key].reset()
-        except sqlite3.Error as exc:
-            self._drop_local(key, exc)
-
-    def _drop_local(self, key: tuple[str, int], exc: Exception) -> None:
-        """Stop using a local copy that failed (disk full, damaged file). What it holds is
-        still the changelog up to its offset, but a later save on top of a failed one would
-        skip records: no more saves until the partition is assigned again."""
-        log.warning("local state of %s:%d failed (%s): not used until the next assignment",
-                    self.changelog[key[0]], key[1], exc)
-        local = self.local.get(key)
-        self.local[key] = None
-        if local is not None:
-            try:
-                local.close()
-            except sqlite3.Error:
-                pass
 
     @staticmethod
     def _apply(pending: dict[str, bytes | None], state: PartitionState,
@@ -1550,28 +1416,14 @@ class Worker:
     def _judge_topics(self, described: dict[str, Any], wait: float = 0.0) -> None:
         """Raise :class:`TopicMismatch` if the topic descriptions ``described`` (futures from
         :meth:`_describe`) show a topic deleted, with another partition count, or with another
-        id than it had when the partitions were assigned. For a deleted topic nothing can be
+        id than it had when the partitions were assigned (:mod:`streamfs.worker.topic_checks`
+        says what each change means for the streams). For a deleted topic nothing can be
         committed until an operator makes it again; the aborted batch's input is still
         uncommitted. A re-created input topic must not be read from the old topic's offsets:
         the worker stops, and the next assignment reads it from its beginning. Without an
         answer within ``wait`` (a broker restarting) nothing is known to be wrong, and the loop
         goes on: the next failure or check asks again."""
-        import concurrent.futures
-
-        from confluent_kafka import KafkaError, KafkaException
-
-        concurrent.futures.wait(list(described.values()), timeout=wait)
-        found: dict[str, tuple[int, str] | None] = {}
-        for name, future in described.items():
-            if not future.done():
-                continue
-            try:
-                desc = future.result()
-            except KafkaException as exc:
-                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    found[name] = None
-                continue
-            found[name] = (len(desc.partitions), str(desc.topic_id))
+        found = described_topics(described, wait)
         if found:  # a broker answered the check
             self._broker_answered()
         # the changelogs too: one made again under the worker (`streamfs topics create`, or
@@ -1585,37 +1437,7 @@ class Worker:
             self._settle()
         except Rewind:
             pass
-        # changelogs made again (same partition count, another id: topic_changes' rule)
-        remade = [name for name, was in self.changelog_ids.items()
-                  if found.get(name) is not None
-                  and found[name][0] == self.topic_partitions[name] and found[name][1] != was]
-        if not remade and all("re-created" in line for line in problems):  # inputs only
-            raise TopicMismatch(
-                f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
-                "worker stops rather than read the new topic from the old topic's offsets (its "
-                "first messages would be skipped). Start the worker again: it reads the new "
-                "topic from its beginning, with the streams' state kept (messages already "
-                "applied are skipped, closed streams refuse theirs)")
-        if remade:
-            raise TopicMismatch(
-                f"a topic of this worker changed while it ran: {'; '.join(problems)}. The "
-                "state of the streams on a changelog made again is gone (the new topic holds "
-                "only what was written since); the worker stops rather than write on. Start it "
-                "again: it goes on with what the changelogs hold, and those streams must be "
-                "published again (streamfs produce --replace): their later messages are "
-                "refused")
-        grown = [name for name, now in found.items() if now is not None
-                 and name in self.topic_partitions and now[0] > self.topic_partitions[name]]
-        if grown:
-            raise TopicMismatch(f"a topic of this worker changed while it ran: "
-                                f"{'; '.join(problems)}. Nothing that needs it was committed "
-                                f"since. {partitions_added_advice(grown)}")
-        raise TopicMismatch(
-            f"a topic of this worker changed while it ran: {'; '.join(problems)}. Nothing "
-            "that needs it was committed since. Run `streamfs topics create` and start the "
-            "worker again: it goes on from the last committed batch. A deleted input topic "
-            "took its messages with it, and streams whose changelog was deleted lost their "
-            "state and must be published again")
+        raise changed_while_running(problems, found, self.topic_partitions, self.changelog_ids)
 
     def _rewind(self) -> None:
         """After an abort: state from the changelog, input from the committed offsets."""
@@ -1667,7 +1489,7 @@ class Worker:
         for (role, p), records in writes.items():
             for key in records:
                 self.partitions[(role, p)].store.pop(key, None)
-        self._save_local(writes)
+        self.local.save_committed(writes, self.changelog_end)
         log.info("dropped %d closed streams past the retention of %.0f s",
                  sum(map(len, writes.values())), retention)
 

@@ -5,20 +5,6 @@ import logging
 import pytest
 
 from streamfs.broker import LogLines
-from streamfs.worker.app import topic_changes
-
-
-def test_topic_changes_names_deleted_resized_and_recreated_topics():
-    partitions = {"in": 8, "other-in": 8, "out": 8, "gone": 1, "unanswered": 8}
-    ids = {"in": "A", "other-in": "B"}
-    found = {"in": (8, "A2"), "other-in": (8, "B"), "out": (4, "C"), "gone": None}
-    assert topic_changes(partitions, ids, found) == [
-        "'in' was deleted and re-created (topic id A when its partitions were assigned, "
-        "A2 now)",
-        "'out' has 4 partition(s), the catalogue asks for 8",
-        "'gone' does not exist"]
-    # no ids known yet (no assignment): partition counts and existence only
-    assert topic_changes({"in": 8}, {}, {"in": (8, "A2")}) == []
 
 
 def test_a_revoked_partition_s_streams_lose_their_series():
@@ -233,7 +219,15 @@ def _sweep_only_worker(stores: dict, resume_at: dict):
     worker.consumer = SimpleNamespace(consumer_group_metadata=lambda: "generation 7")
     worker._begin_transaction = lambda: None
     worker._produce_changelog = lambda writes: None
+    worker.changelog_end = {}
     return worker
+
+
+def _saved_into(saved: list):
+    """Local copies that record the writes handed to them after a commit."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(save_committed=lambda writes, ends: saved.append(writes))
 
 
 def _headers() -> tuple[str, str, dict]:
@@ -266,7 +260,7 @@ def test_a_sweep_sends_the_committed_offsets_of_the_partitions_it_changes():
         assert closed in worker.partitions[("features", 3)].store  # not yet: it may fail
         commits.append((writes, next_offsets, group_metadata))
 
-    worker._commit, worker._save_local = commit, saved.append
+    worker._commit, worker.local = commit, _saved_into(saved)
     worker._sweep_closed(60.0)
     writes = {("features", 3): {closed: None}, ("instances", 3): {closed: None}}
     assert commits == [(writes, {("feat", 3): 42, ("inst", 3): 7}, "generation 7")]
@@ -290,7 +284,7 @@ def test_a_sweep_whose_commit_fails_leaves_the_store_and_its_local_copy_alone():
         def commit(writes, next_offsets, group_metadata, failure=failure) -> None:
             raise failure
 
-        worker._commit, worker._save_local = commit, saved.append
+        worker._commit, worker.local = commit, _saved_into(saved)
         with pytest.raises(type(failure)):
             worker._sweep_closed(60.0)
         assert store == before and saved == []
@@ -302,7 +296,7 @@ def test_a_partition_without_a_resume_offset_is_not_swept():
     _, _, store = _headers()
     before = dict(store)
     worker = _sweep_only_worker({("features", 3): store}, {})
-    worker._commit = worker._save_local = None  # not called
+    worker._commit = worker.local = None  # not called
     worker._sweep_closed(60.0)
     assert store == before
 
@@ -372,7 +366,8 @@ def test_a_restore_that_keeps_reading_is_not_cut_short_by_the_marker_deadline(mo
     worker.settings = Settings(transaction_timeout=20.0)
     worker.changelog = {"features": "cl"}
     worker.partitions = {("features", 0): SimpleNamespace(store={})}
-    worker.local, worker.changelog_high = {}, {("features", 0): 0}
+    worker.local = app.LocalCopies("unused", worker.changelog)  # none opened
+    worker.changelog_high = {("features", 0): 0}
     worker.health, worker.running = app.Health(), True
     assert worker._read_tails({("features", 0): 0}, {("features", 0): 5}) == 5
     assert sorted(worker.partitions[("features", 0)].store) == [f"k{o}" for o in range(5)]
@@ -420,7 +415,8 @@ def test_the_restore_passes_over_its_unused_group_and_stops_on_a_denied_changelo
         worker.roles, worker.out = {"p.features": "features"}, {"selected": "p.selected"}
         worker.changelog = {"features": "cl"}
         worker.partitions = {("features", 0): SimpleNamespace(store={})}
-        worker.local, worker.changelog_high = {}, {("features", 0): 0}
+        worker.local = app.LocalCopies("unused", worker.changelog)  # none opened
+        worker.changelog_high = {("features", 0): 0}
         worker.health, worker.running = app.Health(), True
         return worker, worker._read_tails({("features", 0): 0}, {("features", 0): 1})
 

@@ -102,7 +102,7 @@ def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_pr
     worker = app.Worker(settings)
     key = ("features", 0)
     worker._restore({key: None})  # an empty changelog: the copy records offset 0
-    assert worker.local[key].load()[1] == 0
+    assert worker.local.stores[key].load()[1] == 0
 
     real_save, calls = LocalStore.save, []
 
@@ -114,12 +114,14 @@ def test_a_failing_local_copy_is_dropped_not_written_past(kafka_config, topic_pr
 
     monkeypatch.setattr(LocalStore, "save", disk_full_once)
     worker.changelog_end[(worker.changelog["features"], 0)] = 7
-    worker._save_local({key: {"s\x1fh": b"header"}})  # fails (in the background)
+    worker.local.save_committed({key: {"s\x1fh": b"header"}},
+                                worker.changelog_end)  # fails (in the background)
     worker.changelog_end[(worker.changelog["features"], 0)] = 9
-    worker._save_local({key: {"s\x1fc": b"columns"}})  # would be written past the failure
-    worker._settle_saves()  # as before any read of the copies
+    worker.local.save_committed({key: {"s\x1fc": b"columns"}},
+                                worker.changelog_end)  # would be written past the failure
+    worker.local.settle()  # as before any read of the copies
     assert calls == [7]  # the save after the failed one was skipped
-    assert worker.local[key] is None  # not used any more in this assignment
+    assert worker.local.stores[key] is None  # not used any more in this assignment
     monkeypatch.undo()
     again = LocalStore.open(tmp_path / "data" / "app-localfail", worker.changelog["features"], 0)
     assert again is not None and again.load()[:2] == ({}, 0)  # still the changelog up to 0
