@@ -1,22 +1,20 @@
 """The base class of the instance-stream learners, and its helpers.
 
 :class:`InstanceStreamSelector` handles what every learner of :mod:`streamfs.algorithms.ofs`
-shares (the conventions are listed in that module's docstring): input conversion (dense,
-sparse, data frames, dicts), labels, scaling and its advice, lazy allocation, block processing
-through the numba kernels of :mod:`streamfs.algorithms.ofs_kernels`, the scikit-learn and
-River-style APIs, and ``to_state()`` / ``from_state``. A learner defines its update rule
-through ``_kernel_params`` and checks its own parameters in ``_validate_params``.
+shares (the conventions are listed in that module's docstring): labels, lazy allocation, block
+processing through the numba kernels of :mod:`streamfs.algorithms.ofs_kernels`, the
+scikit-learn and River-style APIs, and ``to_state()`` / ``from_state``. Its input conversion
+(dense, sparse, data frames, dicts) is :mod:`streamfs.algorithms.instance_input`'s, its scaling
+advice and value checks :mod:`streamfs.algorithms.instance_advice`'s (mixins it inherits). A
+learner defines its update rule through ``_kernel_params`` and checks its own parameters in
+``_validate_params``.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, Sequence
 
 import numpy as np
@@ -35,7 +33,8 @@ from sklearn.utils.validation import (
 from streamfs.algorithms import ofs_kernels as _k
 from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms.base import _SPARSE
-from streamfs.algorithms.measures.columns import DBL_MAX, MIN_ABS_FOR_SUMS, is_float_matrix
+from streamfs.algorithms.instance_advice import DataAdviceMixin
+from streamfs.algorithms.instance_input import CSR, InstanceInputMixin, is_series
 from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
     binary_sparse_tags,
@@ -56,44 +55,8 @@ __all__ = [
     "InstanceStreamSelector",
 ]
 
-_CSR = tuple  # (indptr int64, indices int64, data float64)
 _NORM_MODES = {False: 0, None: 0, "none": 0, True: 1, "l2": 1, "standardize": 2}
-#: the largest |x| the learners take unscaled (normalize False or "standardize"): the kernel
-#: keeps w = scale * v and folds the scale only below 1e-100, so an update's (eta x / scale)^2
-#: overflows from about |x| = 1e54 (importance weights make it earlier); measured: no overflow
-#: up to 1e50 over 90 random streams of every learner, the first at 1e55
-RAW_ABS_LIMIT = 1e40
-#: unit-norm scaling is advised against (a warning, not a refusal) when some column's largest
-#: |x| is this many times the median column's: such columns make up almost all of every
-#: instance's norm (scikit-learn's breast cancer: the areas, 5,400 times in 64 instances)
-DOMINANT_RATIO = 1000.0
-#: instances of the first block that advice looks at: a gap that wide shows in any few of them
-ADVICE_ROWS = 64
 _M64 = (1 << 64) - 1
-#: the names of an instance stream's features where its caller keeps them (see
-#: :func:`naming_columns`)
-_column_names: ContextVar[Any] = ContextVar("streamfs_ofs_column_names", default=None)
-
-
-@contextmanager
-def naming_columns(names: Any) -> Iterator[None]:
-    """Within the block, a learner without ``feature_names_in_`` names its columns ``names``
-    (a sequence of ``d`` names, or None) in its advice. The worker keeps an instance stream's
-    names itself, for naming results: set on the learner, they would make scikit-learn warn
-    of every block that comes without them.
-
-    >>> from streamfs.algorithms.ofs import OFS
-    >>> X = np.column_stack([np.linspace(500, 2500, 8), np.linspace(0.1, 0.3, 8),
-    ...                      np.linspace(0.2, 0.1, 8)])
-    >>> with naming_columns(["area", "symmetry", "concavity"]):
-    ...     print(OFS()._data_advice(X))  # doctest: +ELLIPSIS
-    OFS(normalize=True) scales each instance to unit L2 norm, and column 0 ('area') reaches ...
-    """
-    token = _column_names.set(names)
-    try:
-        yield
-    finally:
-        _column_names.reset(token)
 
 
 def _rng_from_seed(random_state: Any) -> np.ndarray:
@@ -128,7 +91,8 @@ def budget_for(k: int | float | None, d: int) -> int:
     return min(max(B, 1), d)
 
 
-class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, BaseEstimator):
+class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
+                             InstanceInputMixin, DataAdviceMixin, BaseEstimator):
     """Base class of the instance-stream learners: budgeted linear classifiers whose non-zero
     weights are the selected features.
 
@@ -439,188 +403,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         """Whether a label has been seen, or given by ``classes``."""
         return bool(getattr(self, "_labels", None)) or self.classes is not None
 
-    # ------------------------------------------------------------------ input conversion
-    def _known_names(self) -> np.ndarray | None:
-        """``feature_names_in_``, or, for a learner started on dicts keyed by name with some
-        features not named yet, ``_partial_names`` (``None`` where not named yet: scikit-learn
-        defines ``feature_names_in_`` only when every feature has a name); ``None`` without
-        names."""
-        names = self.__dict__.get("feature_names_in_")
-        return self.__dict__.get("_partial_names") if names is None else names
-
-    def _feature_index(self) -> dict[str, int] | None:
-        """``{name: index}`` of :meth:`_known_names` (built once), or ``None``. Slots not
-        named yet (names taken from dict keys, see :meth:`_key_index`) are left out."""
-        names = self._known_names()
-        if names is None:
-            return None
-        cache = self.__dict__.get("_name_pos")
-        if cache is None or cache[0] is not names:
-            cache = (names, {str(n): i for i, n in enumerate(names) if n is not None})
-            self._name_pos = cache
-        return cache[1]
-
-    def _key_index(self, key: Any, names: dict[str, int] | None) -> int:
-        """Feature index of one dict key: an int index or a feature name; -1 for a name not
-        seen yet (its weight is 0: it adds nothing to a score; learning names it, see
-        :meth:`_dict_to_csr`).
-
-        A learner that starts on dicts with names as keys (no DataFrame gave it
-        ``feature_names_in_``, no instance taught it features by position) names its features
-        from the keys it learns from, as River's learners take features from their input: the
-        first new name is feature 0, the next 1, and so on, up to ``n_features`` names."""
-        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-            return int(key)
-        if not isinstance(key, str):
-            raise ValueError(
-                f"dict keys must be int feature indices or str feature names, got {key!r}")
-        if names is not None and key in names:
-            return names[key]
-        if names is None and self.n_seen_ > 0:  # it learned features by position
-            raise ValueError(
-                f"{type(self).__name__} has no feature names, so dict keys must be int "
-                f"feature indices, got {key!r}; fit or partial_fit it on a pandas "
-                "DataFrame, or start it on dicts with names as keys, to use names")
-        if names is not None and len(names) == self.d_:
-            raise ValueError(
-                f"unknown feature name {key!r}: not one of the {len(names)} names in "
-                f"feature_names_in_ (the learner has {self.d_} features, all named)")
-        return -1
-
-    def _unnamed_slots(self, k: int) -> np.ndarray:
-        """The first ``k`` features without a name (names from keys fill them in order);
-        ``ValueError`` when fewer are left."""
-        names = self._known_names()
-        free = (np.arange(self.d_) if names is None
-                else np.flatnonzero(np.fromiter((n is None for n in names), bool, self.d_)))
-        if free.size < k:
-            raise ValueError(
-                f"x brings {k} new feature names but {type(self).__name__} has "
-                f"{free.size} of its n_features={self.d_} features left to name: a learner "
-                "started on dicts names at most n_features features")
-        return free[:k]
-
-    def _name_features(self, keys: list[str], slots: np.ndarray) -> None:
-        """Name the features ``slots`` ``keys``: in ``_partial_names`` until every feature
-        has a name, which then become ``feature_names_in_`` (all strings, as scikit-learn
-        has them)."""
-        names = self.__dict__.get("_partial_names")
-        if names is None:
-            names = self._partial_names = np.full(self.d_, None, dtype=object)
-        index = self._feature_index()
-        for key, slot in zip(keys, slots.tolist()):
-            names[slot] = key  # in place: the cached index is updated alongside
-            index[key] = slot
-        if len(index) == self.d_:  # all named (the same array: the cached index holds)
-            self.feature_names_in_ = names
-            del self._partial_names
-
-    def _dict_to_csr(self, x: dict, learn: bool = False) -> tuple[_CSR, list[str], np.ndarray]:
-        """The row, and the names it brings with the features they are to name. ``learn``:
-        names not seen yet take the first unnamed features (see :meth:`_key_index`); the
-        caller names them once the instance is learned (a refused instance names nothing).
-        Otherwise they are left out."""
-        self._ensure_init(None)
-        n = len(x)
-        new: list[str] = []
-        slots = _EMPTY_INDEX
-        if all(type(k) is int for k in x):
-            keys = np.fromiter(x.keys(), dtype=np.int64, count=n)
-        else:
-            names = self._feature_index()
-            keys = np.fromiter((self._key_index(k, names) for k in x), dtype=np.int64,
-                               count=n)
-            if (keys < 0).any():
-                unseen = keys < 0
-                if learn:
-                    new = [k for k, u in zip(x, unseen.tolist()) if u]
-                    keys[unseen] = slots = self._unnamed_slots(len(new))
-                else:  # names not seen yet weigh 0: left out
-                    x = {k: x[k] for k, u in zip(list(x), unseen.tolist()) if not u}
-                    keys = keys[~unseen]
-                    n = keys.size
-            if np.unique(keys).size != n:
-                raise ValueError("a feature appears twice in the dict (by index and by name)")
-        try:
-            vals = np.fromiter((v if type(v) is float else _number(v) for v in x.values()),
-                               dtype=np.float64, count=n)
-        except (TypeError, ValueError):
-            bad = next(k for k, v in x.items() if not _is_float(v))
-            raise ValueError(f"the value of feature {bad!r} is not a number: {x[bad]!r}") \
-                from None
-        if keys.size and (keys.min() < 0 or keys.max() >= self.d_):
-            raise ValueError(f"feature index out of range [0, {self.d_})")
-        if not self._partial and not np.isfinite(vals).all():
-            raise ValueError("x contains NaN or infinite values")
-        order = np.argsort(keys, kind="stable")
-        keys, vals = keys[order], vals[order]
-        keep = vals != 0.0
-        keys, vals = keys[keep], vals[keep]
-        return (np.array([0, keys.size], dtype=np.int64), keys, vals), new, slots
-
-    def _one_to_learn(self, x: Any) -> tuple[_CSR, list[str], np.ndarray]:
-        """:meth:`_as_csr` of one instance to learn, with the names a dict (or Series) brings
-        and the features they are to name (:meth:`_name_features`, once it is learned)."""
-        if _is_series(x):
-            x = x.to_dict()
-        if isinstance(x, dict) and not sp.issparse(x):
-            return self._dict_to_csr(x, learn=True)
-        return self._as_csr(x, single=True), [], _EMPTY_INDEX
-
-    def _as_csr(self, X: Any, single: bool, method: str = "learn_one") -> _CSR:
-        """``(indptr, indices, data)`` with sorted indices, no duplicates and no zeros, so that
-        dense, sparse and dict inputs run through identical arithmetic. A dict's names not
-        seen yet are left out (they weigh 0). ``single``: one instance, for ``method``."""
-        if isinstance(X, dict) and not sp.issparse(X):  # (a dok_matrix is a dict)
-            return self._dict_to_csr(X)[0]
-        if single and _is_series(X):
-            # a pandas Series (df.iloc[i], iterrows()): its labels say which feature each
-            # value is, not its positions
-            return self._dict_to_csr(X.to_dict())[0]
-        if sp.issparse(X):
-            # X itself where it is one already (the worker's decoded blocks, whose canonical
-            # flag the decoder set); copied below only where it must change
-            M = X if is_float_matrix(X, "csr") else sp.csr_matrix(X, dtype=np.float64)
-            if single and M.shape[0] != 1:
-                raise _not_one_instance(method, f"a sparse matrix of {M.shape[0]} rows")
-            self._ensure_init(M.shape[1])
-        else:
-            A = np.asarray(X, dtype=np.float64)
-            if single:
-                if A.ndim != 1:
-                    raise _not_one_instance(method, f"an array of {A.ndim} dimension(s)")
-                self._ensure_init(A.shape[0])
-                nz = np.flatnonzero(A)
-                if not self._partial and not np.isfinite(A[nz]).all():
-                    raise ValueError("x contains NaN or infinite values")
-                return np.array([0, nz.size], dtype=np.int64), nz.astype(np.int64), A[nz]
-            if A.ndim != 2:
-                raise ValueError(f"expected a 2-D array, got {A.ndim} dimension(s)")
-            self._ensure_init(A.shape[1])
-            M = _k.dense_to_csr(np.ascontiguousarray(A))
-            if not self._partial and not np.isfinite(M[2]).all():
-                raise ValueError("X contains NaN or infinite values")
-            return M
-        if not (M.has_canonical_format and M.data.all()):
-            M = M.copy()  # X stays as it was
-            M.sum_duplicates()  # also sorts the indices
-            M.eliminate_zeros()
-        if not self._partial and not np.isfinite(M.data).all():
-            raise ValueError("X contains NaN or infinite values")
-        return (
-            M.indptr.astype(np.int64, copy=False),
-            M.indices.astype(np.int64, copy=False),
-            M.data.astype(np.float64, copy=False),
-        )
-
-    @staticmethod
-    def _rows(M: _CSR, a: int, b: int) -> _CSR:
-        indptr, indices, data = M
-        lo, hi = indptr[a], indptr[b]
-        return indptr[a : b + 1] - lo, indices[lo:hi], data[lo:hi]
-
     # ------------------------------------------------------------------ kernel calls
-    def _run(self, M: _CSR, ysign: np.ndarray, learn: bool, first_row: int = 0) -> np.ndarray:
+    def _run(self, M: CSR, ysign: np.ndarray, learn: bool, first_row: int = 0) -> np.ndarray:
         indptr, indices, data = M
         out = np.empty(indptr.size - 1)
         if self._partial:
@@ -649,7 +433,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
             )
         return out
 
-    def _learn_block(self, M: _CSR, y: Any) -> None:
+    def _learn_block(self, M: CSR, y: Any) -> None:
         if self._pending is not None:
             raise RuntimeError("attributes_to_observe() is pending: call learn_observed first")
         self._check_norms(M)
@@ -678,171 +462,6 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
                 self._fst[0] = -self._fst[0]
             raise
         self._check_overflow(M)
-
-    def _data_advice(self, X: Any, names: Any = None) -> str | None:
-        """What the learner warns of when a stream starts with the rows of ``X`` (see
-        :meth:`_scale_advice`), for a caller that checks the data before it is published:
-        the learner warns at its first block, which runs in the worker."""
-        return self._scale_advice(self._as_csr(X[:ADVICE_ROWS], single=False), names)
-
-    def _scale_advice(self, M: _CSR, names: Any = None) -> str | None:
-        """Advice against unit-norm scaling (the full-input learners' default, the paper's)
-        or none (``normalize=False``, the partial-input learners' default) where it lets a
-        few columns outweigh every other: some column's largest ``|x|`` over the first
-        ``ADVICE_ROWS`` instances is ``DOMINANT_RATIO`` times the median column's (of those
-        with a value). None otherwise, and with ``normalize="standardize"``.
-
-        >>> from streamfs.algorithms.ofs import OFS
-        >>> X = np.column_stack([np.linspace(0.05, 0.15, 8), np.linspace(500, 2500, 8),
-        ...                      np.linspace(0.1, 0.3, 8), np.linspace(0.2, 0.0, 8)])
-        >>> print(OFS()._data_advice(X, ["smoothness", "area", "symmetry", "concavity"]))
-        ... # doctest: +NORMALIZE_WHITESPACE
-        OFS(normalize=True) scales each instance to unit L2 norm, and column 1 ('area') reaches
-        over 1,000 times the median column's |x| at the stream's start: such columns make up
-        almost all of every instance's norm, so the other features barely move the weights.
-        Pass normalize='standardize' (running z-scores, then unit norm) or scale the features
-        first
-        >>> OFS(normalize="standardize")._data_advice(X) is None
-        True
-        """
-        mode = self._norm_mode()
-        if mode >= 2:
-            return None
-        indptr, indices, data = self._rows(M, 0, min(M[0].size - 1, ADVICE_ROWS))
-        if not data.size:
-            return None
-        # each column's largest |x| over the columns with a value only: d may be millions
-        order = np.argsort(indices, kind="stable")
-        cols = indices[order]
-        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-        peak = np.maximum.reduceat(np.abs(data[order]), starts)
-        cols = cols[starts]
-        present = peak[peak > 0]  # (NaN, which a partial-input learner may be given, is not)
-        if not present.size:
-            return None
-        typical = float(np.median(present))
-        dominant = cols[peak >= DOMINANT_RATIO * typical]
-        if not dominant.size:
-            return None
-        if names is None:
-            names = getattr(self, "feature_names_in_", None)
-        if names is None:
-            names = _column_names.get()
-        if names is None:
-            names = self._known_names()  # partly named: the names known so far
-        shown_cols = ", ".join(f"{j} ({str(names[j])!r})"
-                               if names is not None and names[j] is not None else str(j)
-                               for j in dominant[:5].tolist())
-        more = f" and {dominant.size - 5} more" if dominant.size > 5 else ""
-        which = (f"column {shown_cols} reaches" if dominant.size == 1
-                 else f"columns {shown_cols}{more} reach")
-        does, share = (("scales each instance to unit L2 norm", "every instance's norm")
-                       if mode == 1 else ("takes the values as they are", "every score"))
-        # no figure of this block in the text: one stream's (or one evaluation's) blocks
-        # give the same message, which Python and the worker's log then show once
-        return (
-            f"{type(self).__name__}(normalize={shown(self.normalize)}) {does}, and {which} over "
-            f"{DOMINANT_RATIO:,.0f} times the median column's |x| at the stream's start: such "
-            f"columns make up almost all of {share}, so the other features barely move the "
-            f"weights. Pass normalize='standardize' (running z-scores, then unit norm) or "
-            f"scale the features first")
-
-    def _check_values(self, X: Any, names: Any = None, first_row: int = 0) -> None:
-        """The check of :meth:`_check_norms` on a block ``X`` about to be published (see
-        :func:`streamfs.algorithms.opening.check_values`), naming the data rows from
-        ``first_row``; ``names`` are not needed: it names rows."""
-        self._check_norms(self._as_csr(X, single=False), first_row)
-
-    def _check_norms(self, M: _CSR, first_row: int | None = None) -> None:
-        """``ValueError``, before anything is learned from the block: where instances are
-        scaled to unit norm, naming the rows whose L2 norm overflows float64 (they would
-        silently become all zeros); where they are not, for values beyond
-        :data:`RAW_ABS_LIMIT`, naming their rows; in every mode, naming the rows whose values
-        all lie under :data:`~streamfs.algorithms.measures.columns.MIN_ABS_FOR_SUMS` (their
-        squares and products underflow: unit-norm scaling divides by a norm of 0, raw margins
-        come out 0). Rows are the block's, or with ``first_row`` (a publisher's chunk of a
-        source) the source's data rows."""
-
-        def where(rows: np.ndarray) -> str:
-            shown_rows = f"{rows[:10].tolist()}{' ...' if rows.size > 10 else ''}"
-            if first_row is None:
-                return f"rows {shown_rows} of the block"
-            return f"data rows {(rows[:10] + first_row).tolist()}" \
-                   f"{' ...' if rows.size > 10 else ''} (counted from 0)"
-
-        indptr, _, data = M
-        if not data.size:
-            return
-        magnitude = np.abs(data)
-        largest = float(np.max(magnitude))
-        if self._partial and not math.isfinite(largest):
-            # NaN and inf are refused where a partial-input learner reads them, not elsewhere
-            finite = data[np.isfinite(data)]
-            largest = float(np.max(np.abs(finite))) if finite.size else 0.0
-        # Each row's largest |x|, where some row may lie wholly under the bound: a row that
-        # does has a first value that small, so one look a row decides (a pass over every
-        # value, measured alone, cost about 6 ms of the dense-instances bench stream's 0.1 s
-        # of steps); for one row (learn_one) its largest is known already.
-        top = None
-        if indptr.size == 2:
-            if 0.0 < largest < MIN_ABS_FOR_SUMS:
-                top = np.array([largest])
-        else:
-            filled = np.diff(indptr) > 0
-            starts = indptr[:-1][filled]
-            if (magnitude[starts] < MIN_ABS_FOR_SUMS).any():  # rare: look closer
-                top = np.zeros(indptr.size - 1)
-                top[filled] = np.maximum.reduceat(magnitude, starts)
-        if top is not None:
-            rows = np.flatnonzero((top > 0.0) & (top < MIN_ABS_FOR_SUMS))
-            if rows.size:
-                raise ValueError(
-                    f"{type(self).__name__}: {where(rows)} hold only values under "
-                    f"{MIN_ABS_FOR_SUMS:.3g} (|x| at most {float(top[rows].max()):.3g}), whose "
-                    f"squares and products underflow float64: rescale the features")
-        if self._norm_mode() != 1:
-            if largest > RAW_ABS_LIMIT:
-                with np.errstate(invalid="ignore"):
-                    over = np.abs(data) > RAW_ABS_LIMIT
-                rows = np.unique(np.searchsorted(indptr, np.flatnonzero(over), side="right") - 1)
-                raise ValueError(
-                    f"{type(self).__name__}: |x| up to {largest:.3g}; without unit-norm scaling "
-                    f"(normalize={shown(self.normalize)}) values must stay within "
-                    f"{RAW_ABS_LIMIT:.0e}, or its weights' arithmetic overflows float64: "
-                    f"rescale the features ({where(rows)})")
-            return
-        widest = data.size if indptr.size == 2 else int(np.max(np.diff(indptr)))
-        if largest <= math.sqrt(DBL_MAX / widest):
-            return  # no row's sum of squares can overflow
-        with np.errstate(over="ignore"):
-            sums = np.add.reduceat(data * data, indptr[:-1]) * (np.diff(indptr) > 0)
-        rows = np.flatnonzero(~np.isfinite(sums))
-        if rows.size:
-            raise ValueError(
-                f"{type(self).__name__}: {where(rows)} have an L2 norm beyond "
-                f"float64 (|x| up to {largest:.3g}), so they cannot be "
-                f"scaled to unit norm: rescale the features")
-
-    def _check_overflow(self, M: _CSR) -> None:
-        """``ValueError`` when values too large for float64 arithmetic (products and sums of
-        squares of the inputs) made the weights or the running statistics NaN or infinite:
-        the model learned from this block is void. The worker then rebuilds it from the last
-        checkpoint and dead-letters the block; in Python, fit again."""
-        # the kernel turns the scale NaN when the weights' squared norm overflows; O(1) and
-        # O(nnz) checks, so that learn_one stays cheap
-        ok = math.isfinite(self._fst[0]) and math.isfinite(self._fst[1])
-        if ok and self._norm_mode() >= 2:
-            # running means and squared deviations overflow where this block's values are (a
-            # zero moves a statistic by its own, finite, mean only)
-            cols = M[1]
-            ok = np.isfinite(self._m2[cols]).all() and np.isfinite(self._mean[cols]).all()
-        if not ok:
-            data = M[2]
-            largest = float(np.max(np.abs(data))) if data.size else 0.0
-            raise ValueError(
-                f"{type(self).__name__}: its weights or running statistics overflowed float64 "
-                f"while learning from instances with |x| up to {largest:.3g}: rescale the "
-                f"features (this model is void; fit it again)")
 
     # ------------------------------------------------------------------ scikit-learn API
     def fit(self, X: Any, y: Any) -> "InstanceStreamSelector":
@@ -1016,7 +635,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin, 
         >>> m.transform_one({"b": 3.0, "a": 4.0}), m.transform_one({0: 4.0, 1: 3.0})
         ({'a': 4.0}, {0: 4.0})
         """
-        if _is_series(x):
+        if is_series(x):
             x = x.to_dict()
         if not isinstance(x, dict):
             raise TypeError(f"transform_one expects a dict or a pandas Series, got "
@@ -1179,9 +798,6 @@ def _block_labels(y: Any, known: list) -> np.ndarray:
     return y
 
 
-_EMPTY_INDEX = np.empty(0, dtype=np.int64)
-
-
 class _RowRefused(ValueError):
     """A partial-input learner refused row ``row`` of a block (NaN or inf among the attributes
     it read); the rows before it were learned."""
@@ -1191,7 +807,7 @@ class _RowRefused(ValueError):
         self.row = row
 
 
-def _values_at(M: _CSR, idx: np.ndarray) -> np.ndarray:
+def _values_at(M: CSR, idx: np.ndarray) -> np.ndarray:
     """The values of the one-row ``M`` (sorted indices) at the features ``idx``; 0 where
     it has none."""
     _, cols, data = M
@@ -1223,32 +839,6 @@ def _one_label(y: Any, known: Sequence[Any]) -> np.ndarray:
     return _block_labels([y], known)
 
 
-def _not_one_instance(method: str, got: str) -> ValueError:
-    return ValueError(f"{method} expects one instance (a dict, a pandas Series, a 1-D array or "
-                      f"a sparse row), got {got}")
-
-
-def _is_series(x: Any) -> bool:
-    """Whether ``x`` is a pandas Series (duck-typed: pandas is not a dependency)."""
-    return getattr(x, "ndim", None) == 1 and hasattr(x, "index") and hasattr(x, "to_dict")
-
-
-def _number(value: Any) -> float:
-    """A dict value as a float; text is refused, as scikit-learn refuses it in arrays (float()
-    would take "1.5")."""
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"text is not a number: {value!r}")
-    return float(value)
-
-
-def _is_float(value: Any) -> bool:
-    try:
-        _number(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def _py(value: Any) -> Any:
     """A numpy scalar as the Python scalar (labels of object arrays already are)."""
     return value.item() if isinstance(value, np.generic) else value
@@ -1269,3 +859,19 @@ def _names_in(partial: np.ndarray | None, input_features: Any) -> Any:
         return input_features
     return np.asarray([f"x{i}" if n is None else n for i, n in enumerate(partial.tolist())],
                       dtype=object)
+
+
+def __getattr__(name: str) -> Any:
+    """What lived in this module before it had one of its own, still imported from here:
+    ``RAW_ABS_LIMIT``, ``DOMINANT_RATIO``, ``ADVICE_ROWS`` and ``naming_columns``
+    (:mod:`streamfs.algorithms.instance_advice`), ``_is_series`` and ``_not_one_instance``
+    (:mod:`streamfs.algorithms.instance_input`, without the underscore)."""
+    if name in ("RAW_ABS_LIMIT", "DOMINANT_RATIO", "ADVICE_ROWS", "naming_columns"):
+        from streamfs.algorithms import instance_advice
+
+        return getattr(instance_advice, name)
+    if name in ("_is_series", "_not_one_instance"):
+        from streamfs.algorithms import instance_input
+
+        return getattr(instance_input, name[1:])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,12 +20,11 @@ from streamfs.algorithms._stream_params import StreamParamsMixin
 from streamfs.algorithms._stream_params import _same as _same_param
 from streamfs.algorithms._stream_params import kept
 from streamfs.algorithms.base import _SPARSE
+from streamfs.algorithms.instance_input import is_series, not_one_instance
 from streamfs.algorithms.instance_stream import (
     InstanceStreamSelector,
     _block_labels,
-    _is_series,
     _names_in,
-    _not_one_instance,
     _one_label,
     _py,
 )
@@ -282,14 +281,14 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         """The class of the largest score; ``None`` before any label was learned."""
         if not getattr(self, "learners_", None):
             return None
-        if _is_series(x):
+        if is_series(x):
             x = x.to_dict()  # read by its labels, as the learners' predict_one reads it
         if sp.issparse(x) and x.shape[0] != 1:  # (the learners would score every row)
-            raise _not_one_instance("predict_one", f"a sparse matrix of {x.shape[0]} rows")
+            raise not_one_instance("predict_one", f"a sparse matrix of {x.shape[0]} rows")
         if not sp.issparse(x) and not isinstance(x, dict):
             x = np.asarray(x)
             if x.ndim != 1:
-                raise _not_one_instance("predict_one", f"an array of {x.ndim} dimension(s)")
+                raise not_one_instance("predict_one", f"an array of {x.ndim} dimension(s)")
             x = x[None, :]
         scores = [m.decision_function(x)[0] for m in self.learners_]
         return self._labels[int(np.argmax(scores))]
@@ -298,7 +297,7 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         """The entries of ``x`` (a dict or a pandas Series, keys as in the learners'
         ``transform_one``) whose feature is in the union of the supports, in the order of
         ``x``. Empty before the learners have seen data."""
-        if _is_series(x):
+        if is_series(x):
             x = x.to_dict()
         if not isinstance(x, dict):
             raise TypeError(f"transform_one expects a dict or a pandas Series, got "

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from streamfs.algorithms.instance_stream import naming_columns
+from streamfs.algorithms.instance_advice import naming_columns
 from streamfs.algorithms.registry import LabelError
 
 from . import protocols as P

@@ -51,7 +51,7 @@ from streamfs.algorithms.opening import (
     check_stream_id,
     open_advice,
 )
-from streamfs.algorithms.instance_stream import naming_columns
+from streamfs.algorithms.instance_advice import naming_columns
 from streamfs.codec import (FORMATS, CodecError, EnvelopeError, bin_keys_problem, decode,
                             encode_as, packb, run_token_problem, unpackb)
 from streamfs.worker.input_checks import (InvalidInput, check_feature_names, check_finite,
