@@ -860,18 +860,3 @@ def _names_in(partial: np.ndarray | None, input_features: Any) -> Any:
     return np.asarray([f"x{i}" if n is None else n for i, n in enumerate(partial.tolist())],
                       dtype=object)
 
-
-def __getattr__(name: str) -> Any:
-    """What lived in this module before it had one of its own, still imported from here:
-    ``RAW_ABS_LIMIT``, ``DOMINANT_RATIO``, ``ADVICE_ROWS`` and ``naming_columns``
-    (:mod:`streamfs.algorithms.instance_advice`), ``_is_series`` and ``_not_one_instance``
-    (:mod:`streamfs.algorithms.instance_input`, without the underscore)."""
-    if name in ("RAW_ABS_LIMIT", "DOMINANT_RATIO", "ADVICE_ROWS", "naming_columns"):
-        from streamfs.algorithms import instance_advice
-
-        return getattr(instance_advice, name)
-    if name in ("_is_series", "_not_one_instance"):
-        from streamfs.algorithms import instance_input
-
-        return getattr(instance_input, name[1:])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,7 @@ def test_every_kernel_is_compiled_with_nogil():
 
 def test_other_threads_run_during_a_long_step():
     rng = np.random.default_rng(0)
-    n, p = 600, 1500
+    n, p = 600, 3000  # a step of 0.1-0.2 s (1,500 columns took 0.0495 s once: too short)
     y = (rng.random(n) < 0.1).astype(np.int64)
     X = rng.normal(size=(n, p))
     X[:, ::50] += 2.0 * y[:, None]
