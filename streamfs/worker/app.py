@@ -62,19 +62,18 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Any, Callable, Iterable, NoReturn
+from typing import Any, Iterable, NoReturn
 
-from streamfs.broker import (AUTHENTICATION_ERRORS, KAFKA_LOGGER, AccessDenied, LogLines,
-                             denied, is_denied, kafka_error, lapsed_login, make_client, no_token,
+from streamfs.broker import (KAFKA_LOGGER, AccessDenied, LogLines, kafka_error, make_client,
                              refused_topic)
 from streamfs.settings import Settings
 from streamfs.topics import (CatalogueError, TopicMismatch, changelog_specs, load_catalogue,
                              partitions_added_advice)
 from streamfs.worker import metrics
+from streamfs.worker.broker_contact import INIT_TRANSACTIONS_SECONDS, BrokerContact
 from streamfs.worker.commit_metadata import changelog_target, committed_topic_id, offset_metadata
 from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
-                                    StoppedWhileRestoring, StoppedWhileUnreachable, fenced,
-                                    moving_codes, unreachable_codes)
+                                    StoppedWhileRestoring, StoppedWhileUnreachable, fenced)
 from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
                                     loop_stall_seconds, rejoin_seconds)
 from streamfs.worker.local_copies import LocalCopies
@@ -86,10 +85,6 @@ log = logging.getLogger("streamfs.worker")
 
 #: deadline of one transactional call (a broker that does not answer within it: rewind)
 TXN_CALL_SECONDS = 15
-# one call's wait for a broker that does not answer (init_transactions, and Worker._ask past
-# its deadline); a broker down for longer is waited for call after call (librdkafka: a
-# retriable _TIMED_OUT, "retry call to resume"), a stop asked between them ends it
-INIT_TRANSACTIONS_SECONDS = 10.0
 #: how often the worker checks, busy or idle, that its topics still exist, with their
 #: partition counts and, for the input topics, the ids they were assigned with
 TOPIC_CHECK_SECONDS = 10
@@ -226,9 +221,9 @@ class Worker:
         # without an assignment for this long, a worker whose broker answers joins its group
         # again with a new consumer (see _rejoin_if_left_out)
         self.rejoin_after = rejoin_seconds(settings.session_timeout)
-        self.kafka_config = settings.kafka_config()  # as the clients have it
-        self.lapse_said = False  # the consumer's lapsed login said (see _refused)
         self.running = True
+        self.broker = BrokerContact(settings, self.health, self.roles, self.out,
+                                    lambda: self.running)
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
@@ -243,7 +238,7 @@ class Worker:
         s = self.settings
         return make_client(Consumer, {
             **s.kafka_config(),
-            "error_cb": self._client_error,  # served by consume(), on the loop's thread
+            "error_cb": self.broker.client_error,  # served by consume(), on the loop's thread
             "group.id": s.app_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -258,34 +253,6 @@ class Worker:
             **({"group.instance.id": s.instance_id} if s.instance_id else {}),
             **fetch_config(s.max_message_bytes),
         })
-
-    def _client_error(self, err: Any) -> None:
-        """The consumer's global errors: every broker connection down is said by /health, and
-        why where that is known (no OAUTHBEARER token from the token endpoint: the broker
-        takes no login once the token has expired). The producer's error callback says both
-        in the log (:func:`~streamfs.broker.say_unreachable`)."""
-        from confluent_kafka import KafkaError
-
-        if err.code() == KafkaError._ALL_BROKERS_DOWN:
-            with self.health.lock:
-                if self.health.unreachable_since is None:
-                    self.health.unreachable_since = time.monotonic()
-        elif said := no_token(err):
-            with self.health.lock:
-                self.health.unreachable_reason = said
-
-    def _broker_answered(self) -> None:
-        """A broker answered (an assignment, a commit, a topic check): reachable again, said
-        in the log after a time without (the outage's lines were the last word on it)."""
-        self.lapse_said = False
-        with self.health.lock:
-            since = self.health.unreachable_since
-        if since is not None:  # said before /health says so
-            log.info("the broker answers again (%.0f s after every connection was lost)",
-                     time.monotonic() - since)
-        with self.health.lock:
-            self.health.unreachable_since = None
-            self.health.unreachable_reason = None
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
@@ -334,79 +301,17 @@ class Worker:
                 break
             except KafkaException as exc:
                 err = exc.args[0]
-                if self._refused(err):
-                    raise self._denied(err, "starting its transactional producer") from None
-                if self._lapsed(err):
-                    waited = self._wait_for_login(waited, "the transaction coordinator", err)
+                if self.broker.refused(err):
+                    raise self.broker.denied(err, "starting its transactional producer") from None
+                if self.broker.lapsed(err):
+                    waited = self.broker.wait_for_login(waited, "the transaction coordinator", err)
                     continue
                 if not err.retriable() or err.fatal():
                     raise
-                waited = self._wait_for_broker(waited, "the transaction coordinator", err)
+                waited = self.broker.wait_for_broker(waited, "the transaction coordinator", err)
         if waited:
             log.info("the transaction coordinator answered: going on")
-            self._broker_answered()
-
-    def _wait_for_broker(self, said: bool, who: str, err: Any) -> bool:
-        """One turn of waiting for a broker that does not answer: a WARNING line the first
-        time (``said`` False) naming ``who`` and ``err``; ``/health`` says
-        ``broker-unreachable``; :class:`StoppedWhileUnreachable` if a stop was asked meanwhile.
-        Returns True (said)."""
-        if not said:
-            log.warning("%s does not answer (%s): waiting for the broker", who, err.str())
-        with self.health.lock:
-            if self.health.unreachable_since is None:
-                self.health.unreachable_since = time.monotonic()
-        # alive, and waiting on purpose: /live must not have a supervisor restart a worker
-        # that a restart cannot help while the broker is away
-        self.health.beat()
-        if not self.running:
-            raise StoppedWhileUnreachable(
-                "stopped while the broker was unreachable: the batch in progress was not "
-                "committed, and its input is read again by its partition's next owner") from None
-        return True
-
-    def _refused(self, err: Any) -> bool:
-        """Whether ``err`` refuses this worker for good (:func:`~streamfs.broker.is_denied`),
-        so that it stops (exit 77). Not an OAUTHBEARER login refused after the worker had
-        logged in (it has had an assignment): its token expired and no new one came, the token
-        endpoint away (librdkafka re-authenticating a connection then failed with "Request
-        not valid in current SASL state", and the worker had exited 77 during an outage the
-        consumer rides out). That ends when the endpoint is back: it is waited out as an
-        unreachable broker is (:meth:`_wait_for_login`)."""
-        return is_denied(err) and not self._lapsed(err)
-
-    def _lapsed(self, err: Any) -> bool:
-        """Whether ``err`` is an OAUTHBEARER login that lapsed (see :meth:`_refused`)."""
-        return (err.code() in AUTHENTICATION_ERRORS and self.health.ready_at is not None
-                and lapsed_login(self.kafka_config, err) is not None)
-
-    def _wait_for_login(self, said: bool, who: str, err: Any) -> bool:
-        """:meth:`_wait_for_broker` for a lapsed OAUTHBEARER login (see :meth:`_refused`):
-        ``/health`` says ``broker-unreachable``, with the reason where the token endpoint did
-        not say one; one WARNING line, the first time (``said`` False)."""
-        lapsed = lapsed_login(self.kafka_config, err)
-        if not said:
-            log.warning("%s: %s; waiting for a new token", who, lapsed)
-        with self.health.lock:
-            if self.health.unreachable_reason is None:
-                self.health.unreachable_reason = lapsed
-        return self._wait_for_broker(True, who, err)
-
-    def _denied(self, err: Any, doing: str) -> AccessDenied:
-        """:class:`AccessDenied` for ``err``, saying which of the worker's ACLs (README, Kafka
-        security) the kind of resource denied asks for."""
-        from confluent_kafka import KafkaError
-
-        app = self.settings.app_id
-        if err.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-            grant = f"WRITE on the transactional ids with the prefix '{app}-'"
-        elif err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-            grant = f"READ on the consumer group '{app}'"
-        else:
-            grant = (f"READ on the input topics ({', '.join(sorted(self.roles))}), WRITE on "
-                     f"the output topics ({', '.join(sorted(self.out.values()))}), READ and "
-                     f"WRITE on the changelogs ('{app}-...-changelog'), DESCRIBE on all of them")
-        return denied(self.settings.kafka_config(), err, doing, grant)
+            self.broker.answered()
 
     def _admin(self) -> Any:
         from confluent_kafka.admin import AdminClient
@@ -424,8 +329,9 @@ class Worker:
     def _topic_ids(self) -> dict[str, str]:
         """The ids of the input and changelog topics as the broker has them now.
         :class:`TopicMismatch` for one that does not exist; asked again while the cluster is
-        moving, and waited for while no broker answers (:meth:`_ask`, as the committed offsets
-        read with it are)."""
+        moving, and waited for while no broker answers
+        (:meth:`~streamfs.worker.broker_contact.BrokerContact.ask`, as the committed
+        offsets read with it are)."""
         from confluent_kafka import KafkaError, KafkaException
 
         def describe(seconds: float) -> dict[str, str]:
@@ -440,12 +346,13 @@ class Worker:
                         raise TopicMismatch(f"{what} {name!r} does not exist: run "
                                             "`streamfs topics create` and start the worker "
                                             "again") from None
-                    if self._refused(exc.args[0]):
-                        raise self._denied(exc.args[0], f"describing topic {name!r}") from None
-                    raise  # a lapsed login: waited for by _ask
+                    if self.broker.refused(exc.args[0]):
+                        raise self.broker.denied(exc.args[0],
+                                                 f"describing topic {name!r}") from None
+                    raise  # a lapsed login: waited for by BrokerContact.ask
             return ids
 
-        return self._ask("the topics' ids", describe, self.settings.transaction_timeout + 60)
+        return self.broker.ask("the topics' ids", describe, self.settings.transaction_timeout + 60)
 
     # ------------------------------------------------------------------ rebalances
     def _on_assign(self, consumer: Any, partitions: list) -> None:
@@ -469,7 +376,7 @@ class Worker:
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
-        self._broker_answered()  # the group and the offsets answered
+        self.broker.answered()  # the group and the offsets answered
         self.assigned_at = time.perf_counter()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
@@ -549,65 +456,19 @@ class Worker:
 
     def _committed(self, partitions: list, timeout: float) -> list:
         """``consumer.committed(partitions)``, asked again while the cluster is moving
-        (:meth:`_ask`; librdkafka returns NOT_COORDINATOR and the like from ``committed``
-        rather than retry them, and the worker had exited 70 on one in a rewind)."""
-        return self._ask("committed offsets",
-                         lambda t: self.consumer.committed(partitions, timeout=t), timeout)
+        (:meth:`~streamfs.worker.broker_contact.BrokerContact.ask`; librdkafka returns
+        NOT_COORDINATOR and the like from ``committed`` rather than retry them, and the worker
+        had exited 70 on one in a rewind)."""
+        return self.broker.ask("committed offsets",
+                               lambda t: self.consumer.committed(partitions, timeout=t), timeout)
 
     def _watermarks(self, client: Any, tp: Any, timeout: float = 30.0) -> tuple[int, int]:
         """``client.get_watermark_offsets(tp)``, asked again while the cluster is moving (a
         partition's leader crashed: on a 3-node cluster librdkafka answered "Unknown
         partition" or timed out until its metadata named the new leader)."""
-        return self._ask(f"offsets of {tp.topic}:{tp.partition}",
-                         lambda t: client.get_watermark_offsets(tp, timeout=t),
-                         timeout)
-
-    def _ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
-        """``call(seconds left)``, asked again while the broker's answer says the cluster is
-        moving (:func:`moving_codes`: a broker restarted or crashed, a leader or coordinator being
-        elected or loading), within ``timeout`` seconds; any other error is raised, and so is
-        a moving code still there at the deadline, unless it says that no broker answers
-        (:func:`unreachable_codes`): then the worker waits for the broker as its new producers
-        do (:meth:`_wait_for_broker`), one call of ``INIT_TRANSACTIONS_SECONDS`` at a time.
-        A rewind asked for its committed offsets while two of a cluster's three nodes were
-        down: every call timed out, and at the deadline the worker had exited 70. One INFO line
-        says the first moving answer."""
-        from confluent_kafka import KafkaException
-
-        deadline = time.monotonic() + timeout
-        pause = 0.05
-        said = waited = outage = False  # outage: waiting past the deadline
-        while True:
-            try:
-                answer = call(INIT_TRANSACTIONS_SECONDS if outage
-                              else max(1.0, deadline - time.monotonic()))
-                if waited:
-                    log.info("the broker answered (%s): going on", what)
-                    self._broker_answered()
-                return answer
-            except KafkaException as exc:
-                err = exc.args[0]
-                lapsed = self._lapsed(err)  # see _refused
-                if err.code() not in moving_codes() and not lapsed:
-                    raise
-                now = time.monotonic()
-                if lapsed:
-                    waited = outage = self._wait_for_login(waited, f"{what}: the broker", err)
-                elif err.code() in unreachable_codes() and (outage or now + pause >= deadline):
-                    waited = outage = self._wait_for_broker(waited, f"{what}: the broker", err)
-                else:
-                    if outage:  # a broker answers, the cluster still moving: a new deadline
-                        outage, deadline, pause = False, now + timeout, 0.05
-                        self._broker_answered()
-                    if now + pause >= deadline:
-                        raise
-                    if not said:
-                        log.info("%s: %s; asking again for up to %.0f s", what, err.str(),
-                                 deadline - now)
-                        said = True
-            self.health.beat()  # waiting on the broker is no stall of the loop
-            time.sleep(pause)  # a back-off between requests, not a wait for an event
-            pause = min(2 * pause, 1.0)
+        return self.broker.ask(f"offsets of {tp.topic}:{tp.partition}",
+                               lambda t: client.get_watermark_offsets(tp, timeout=t),
+                               timeout)
 
     def _drop_offsets_of_recreated(self, committed: list) -> set[tuple[str, int]]:
         """Set to "none" the committed offsets that count in an input topic deleted and made
@@ -765,11 +626,11 @@ class Worker:
                     if err is not None and err.code() != KafkaError._PARTITION_EOF:
                         if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
                             continue  # its group is never used: it reads from set offsets
-                        if self._refused(err):
-                            raise self._denied(err, f"restoring its state from "
-                                                    f"{msg.topic() or 'its changelogs'}")
-                        if self._lapsed(err):  # waited for, not counted
-                            lapsed = self._wait_for_login(lapsed, "the changelog", err)
+                        if self.broker.refused(err):
+                            raise self.broker.denied(err, f"restoring its state from "
+                                                          f"{msg.topic() or 'its changelogs'}")
+                        if self.broker.lapsed(err):  # waited for, not counted
+                            lapsed = self.broker.wait_for_login(lapsed, "the changelog", err)
                             deadline = time.monotonic() + wait
                             continue
                         raise RuntimeError(f"restoring {msg.topic()}: {err}")
@@ -879,8 +740,8 @@ class Worker:
         when the worker joins it, exit 77); a denial it does say stops the worker here."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        metadata = self._ask("the cluster's topics",
-                             lambda t: self.consumer.list_topics(timeout=t), 60)
+        metadata = self.broker.ask("the cluster's topics",
+                                   lambda t: self.consumer.list_topics(timeout=t), 60)
         # the input topics' names without the prefix: another deployment's end the same way
         suffixes = tuple(name[len(self.settings.topic_prefix):] for name in self.roles)
         others = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
@@ -891,9 +752,9 @@ class Worker:
         try:
             committed = self.consumer.committed(others, timeout=GROUP_CHECK_SECONDS)
         except KafkaException as exc:
-            if self._refused(exc.args[0]):
-                raise self._denied(exc.args[0],
-                                   "reading its group's committed offsets") from None
+            if self.broker.refused(exc.args[0]):
+                raise self.broker.denied(exc.args[0],
+                                         "reading its group's committed offsets") from None
             log.warning("could not check that group %r has read no other deployment's input "
                         "topics (%s): going on", self.settings.app_id, exc.args[0].str())
             self.group_unanswered = True  # the next look at its offsets would wait as long
@@ -1069,10 +930,11 @@ class Worker:
                     if fenced(err):
                         raise InstanceFenced(s)
                     raise KafkaException(err)
-                if self._refused(err):  # it would wait for an assignment that never comes
-                    raise self._denied(err, "consuming its input")
-                if self._lapsed(err):
-                    self.lapse_said = self._wait_for_login(self.lapse_said, "the consumer", err)
+                if self.broker.refused(err):  # it would wait for an assignment that never comes
+                    raise self.broker.denied(err, "consuming its input")
+                if self.broker.lapsed(err):
+                    self.broker.lapse_said = self.broker.wait_for_login(
+                        self.broker.lapse_said, "the consumer", err)
                 else:
                     log.warning("consumer error: %s", err)
                 continue
@@ -1209,7 +1071,7 @@ class Worker:
         metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
             self.health.last_batch = time.monotonic()
-        self._broker_answered()  # the commit was answered
+        self.broker.answered()  # the commit was answered
 
     def _settle_in_callback(self) -> None:
         """:meth:`_settle` inside a rebalance callback (run by ``consume()``), where a
@@ -1322,7 +1184,7 @@ class Worker:
             except (KafkaException, SystemError) as exc:
                 if (err := kafka_error(exc)) is None:
                     raise
-                if self._refused(err):
+                if self.broker.refused(err):
                     self._txn_failed(err)
                 # the transaction is no longer usable, e.g. a paused worker whose transaction
                 # the broker aborted meanwhile ("Erroneous state"): abort, rewind
@@ -1354,7 +1216,7 @@ class Worker:
             except KafkaException as exc:
                 err = exc.args[0]
                 retry = err.retriable() and not err.txn_requires_abort() and not err.fatal()
-                if retry and attempt < 2 and not self._refused(err):
+                if retry and attempt < 2 and not self.broker.refused(err):
                     log.info("%s: %s; retrying", getattr(call, "__name__", call), err)
                     continue
                 self._txn_failed(err)
@@ -1377,10 +1239,10 @@ class Worker:
         this one cannot abort); a worker fenced by its instance id stops; one that the
         broker's ACLs deny stops with :class:`AccessDenied`, as every retry would be denied
         the same."""
-        if self._refused(err):
+        if self.broker.refused(err):
             self._abort_quietly()
             topic = refused_topic(self.producer_log.seen)
-            raise self._denied(err, "committing a transaction" + (
+            raise self.broker.denied(err, "committing a transaction" + (
                 f" (writing to topic {topic!r})" if topic else ""))
         if not fenced(err):  # no rewind then: the worker stops, and says why
             log.warning("transaction failed (%s): rewinding", err)
@@ -1425,7 +1287,7 @@ class Worker:
         goes on: the next failure or check asks again."""
         found = described_topics(described, wait)
         if found:  # a broker answered the check
-            self._broker_answered()
+            self.broker.answered()
         # the changelogs too: one made again under the worker (`streamfs topics create`, or
         # another worker's start) took the state written so far, and the worker wrote on into
         # it without a word (the audit's restart then lost streams)

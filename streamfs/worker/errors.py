@@ -66,7 +66,8 @@ def unreachable_codes() -> frozenset[int]:
     without termination") fails a request in flight when librdkafka drops its handle of a
     broker that the cluster's metadata no longer lists: on a 3-node cluster, a watermark query
     just after two crashed nodes came back, and the worker had exited 70. Past its deadline
-    :meth:`Worker._ask` waits for the broker on these instead of giving up."""
+    :meth:`~streamfs.worker.broker_contact.BrokerContact.ask` waits for the broker on these
+    instead of giving up."""
     from confluent_kafka import KafkaError
 
     return frozenset({
@@ -78,7 +79,8 @@ def unreachable_codes() -> frozenset[int]:
 def moving_codes() -> frozenset[int]:
     """librdkafka's errors that say the cluster is moving, not that anything is wrong: a
     broker restarted or crashed (:func:`unreachable_codes`), a partition's leader or a group's
-    coordinator being elected or loading. :meth:`Worker._ask` asks again on these."""
+    coordinator being elected or loading.
+    :meth:`~streamfs.worker.broker_contact.BrokerContact.ask` asks again on these."""
     from confluent_kafka import KafkaError
 
     return unreachable_codes() | {

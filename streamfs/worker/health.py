@@ -69,7 +69,7 @@ class Health:
         self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
         self.lag = 0
         # time.monotonic() when the consumer lost every broker connection; None once a broker
-        # answered again (Worker._client_error, Worker._broker_answered)
+        # answered again (BrokerContact.client_error, BrokerContact.answered)
         self.unreachable_since: float | None = None
         # why, where the clients know better than "every broker down": no OAUTHBEARER token
         self.unreachable_reason: str | None = None

@@ -7,6 +7,18 @@ import pytest
 from streamfs.broker import LogLines
 
 
+def _contact(worker):
+    """Give a Worker built without its ``__init__`` (no clients) the broker contact that
+    ``__init__`` makes, from what the test set on it."""
+    from streamfs.settings import Settings
+    from streamfs.worker.broker_contact import BrokerContact
+
+    worker.broker = BrokerContact(getattr(worker, "settings", None) or Settings(),
+                                  worker.health, getattr(worker, "roles", {}),
+                                  getattr(worker, "out", {}), lambda: worker.running)
+    return worker.broker
+
+
 def test_a_revoked_partition_s_streams_lose_their_series():
     """Per-stream series stay bounded: a stream whose partition moved to another worker is
     that worker's to report; the others' stay."""
@@ -66,6 +78,7 @@ def test_the_topic_check_runs_while_busy_and_never_waits_for_the_broker():
     worker.running, worker.rewind_due, worker.in_flight = True, False, None
     worker.topic_partitions, worker.topic_ids = {"in": 8, "out": 8}, {"in": "A"}
     worker.changelog_ids = {}
+    _contact(worker)
     answers = {"in": Future(), "out": Future()}
     asked, batches = [], []
 
@@ -103,7 +116,7 @@ def test_a_changelog_made_again_under_the_worker_stops_it(recreated):
     worker.settings, worker.health = Settings(), app.Health()
     worker.in_flight = None
     worker._settle = lambda: None
-    worker._broker_answered = lambda: None
+    _contact(worker).answered = lambda: None
     worker.topic_partitions = {"in": 8, "in-changelog": 8}
     worker.topic_ids, worker.changelog_ids = {"in": "A"}, {"in-changelog": "C"}
     answers = {name: Future() for name in worker.topic_partitions}
@@ -322,6 +335,8 @@ def test_a_partition_without_committed_offsets_resumes_from_where_it_is_read():
     worker.changelog = {"features": "app-features-changelog"}
     worker._topic_ids = lambda: {"feat": "A", "app-features-changelog": "C"}
     worker._restore = lambda targets: None
+    worker.health = app.Health()
+    _contact(worker)
     worker._restore_committed([TopicPartition("feat", 0), TopicPartition("feat", 1)])
     assert worker.resume_at == {("feat", 0): 17, ("feat", 1): 5}
 
@@ -418,6 +433,7 @@ def test_the_restore_passes_over_its_unused_group_and_stops_on_a_denied_changelo
         worker.local = app.LocalCopies("unused", worker.changelog)  # none opened
         worker.changelog_high = {("features", 0): 0}
         worker.health, worker.running = app.Health(), True
+        _contact(worker)
         return worker, worker._read_tails({("features", 0): 0}, {("features", 0): 1})
 
     worker, records = restore([[event(KafkaError.GROUP_AUTHORIZATION_FAILED), record],
@@ -458,6 +474,8 @@ def test_a_transaction_denied_while_its_records_are_flushed_stops_with_one_line(
     worker.settings.app_id = "a"
     worker.roles, worker.out = {"p.features": "features"}, {"selected": "p.selected"}
     worker.producer_log = LogLines(logging.getLogger("test"))
+    worker.health = app.Health()
+    _contact(worker)
     with pytest.raises(AccessDenied, match="committing a transaction .*WRITE on the "
                                            "transactional ids with the prefix 'a-'"):
         worker._commit({("features", 0): {"k": b"v"}}, {("p.features", 0): 1}, None)
@@ -490,6 +508,7 @@ def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
 
     worker = object.__new__(app.Worker)
     worker.consumer, worker.health = Consumer(), app.Health()
+    _contact(worker)
     assert worker._committed(["p0"], 30) == ["p0"] and not answers
     answers[:] = [KafkaError.GROUP_AUTHORIZATION_FAILED, "offsets"]
     with pytest.raises(KafkaException, match="GROUP_AUTHORIZATION_FAILED"):
@@ -508,6 +527,7 @@ def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     from streamfs.worker import app
+    from streamfs.worker.errors import moving_codes
 
     answers: list = []
 
@@ -520,7 +540,8 @@ def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
 
     worker = object.__new__(app.Worker)
     worker.health = app.Health()
-    for code in sorted(app.moving_codes()):
+    _contact(worker)
+    for code in sorted(moving_codes()):
         answers[:] = [code, code, "offsets"]
         assert worker._watermarks(Client(), TopicPartition("cl", 0)) == (3, 9), code
     # answered just after two crashed nodes of three came back: the worker had exited 70
@@ -556,6 +577,7 @@ def test_a_broker_that_does_not_answer_is_waited_for_past_the_deadline(caplog):
 
     worker = object.__new__(app.Worker)
     worker.health, worker.consumer, worker.running = app.Health(), Consumer(), True
+    _contact(worker)
     answers[:] = [KafkaError._TIMED_OUT] * 6 + ["offsets"]
     with caplog.at_level(logging.INFO, logger="streamfs.worker"):
         assert worker._committed(["p0"], 0.3) == ["p0 at 7"]
@@ -608,6 +630,7 @@ def test_topic_ids_are_asked_again_while_the_cluster_moves():
     worker.settings, worker.roles, worker.health = Settings(), {"feat": "features"}, app.Health()
     worker.changelog = {"features": "app-features-changelog"}
     worker._describe = describe
+    _contact(worker)
     answers[:] = [KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER, "ids"]
     assert worker._topic_ids() == {"feat": "T1", "app-features-changelog": "T1"}
     answers[:] = [KafkaError.UNKNOWN_TOPIC_OR_PART, "ids"]
@@ -636,6 +659,7 @@ def _producer_worker(monkeypatch, answers):
     worker = object.__new__(app.Worker)
     worker.settings, worker.health, worker.running = Settings(), app.Health(), True
     worker.producer_log = LogLines(logging.getLogger("test"))
+    _contact(worker)
     return worker
 
 
@@ -649,7 +673,7 @@ def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch,
     answers = [KafkaError._TIMED_OUT] * 3 + ["ok"]
     worker = _producer_worker(monkeypatch, answers)
     seen = []
-    monkeypatch.setattr(worker, "_broker_answered",
+    monkeypatch.setattr(worker.broker, "answered",
                         lambda: seen.append(worker.health.unreachable_since))
     with caplog.at_level("INFO", logger="streamfs.worker"):
         assert worker._producer() is not None and answers == []
@@ -666,84 +690,3 @@ def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch,
     worker.running = False
     with pytest.raises(app.StoppedWhileUnreachable, match="read again by its partition's next"):
         worker._producer()
-
-
-def test_health_says_why_the_broker_is_unreachable_when_the_clients_know():
-    """No OAUTHBEARER token from the token endpoint: the broker is up, and takes no login
-    once the token has expired; /health said "broker-unreachable" and no more."""
-    from confluent_kafka import KafkaError
-
-    from streamfs.worker import app
-
-    worker = object.__new__(app.Worker)
-    worker.health = app.Health()
-    worker._client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
-                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
-    assert worker.health.snapshot()[1]["status"] != "broker-unreachable"  # a token still valid
-    worker._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
-    code, body = worker.health.snapshot()
-    assert code == 503 and body["status"] == "broker-unreachable"
-    assert body["reason"] == ("no OAUTHBEARER token from the token endpoint (Failed to acquire "
-                              "SASL OAUTHBEARER token: Failed to connect to 127.0.0.1:1)")
-    worker._broker_answered()
-    assert "reason" not in worker.health.snapshot()[1]
-    worker._client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
-    assert "reason" not in worker.health.snapshot()[1]  # a broker down, nothing more known
-
-
-def test_an_oauthbearer_login_refused_after_the_worker_logged_in_is_waited_out(caplog):
-    """Tokens expire; with the token endpoint away, librdkafka's re-authentication of a
-    connection failed ("Request not valid in current SASL state") and the consumer reported
-    "Local: Authentication failure": the worker took it for a refused token and exited 77 in
-    1 of 3 runs of tests/cli/test_oauthbearer.py's outage test. A first login refused, an
-    ACL's denial, and other mechanisms' credentials (which do not renew) still stop it."""
-    import logging
-    import time
-
-    from confluent_kafka import KafkaError
-
-    from streamfs.worker import app
-
-    worker = object.__new__(app.Worker)
-    worker.health, worker.running = app.Health(), True
-    worker.kafka_config = oauth = {"sasl.mechanism": "OAUTHBEARER"}
-    lapsed = KafkaError(KafkaError._AUTHENTICATION,
-                        "FindCoordinator response error: Local: Authentication failure")
-    acl = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")
-    assert worker._refused(lapsed)  # never logged in: the token is refused, exit 77
-    worker.health.ready_at = time.time()  # it had an assignment
-    assert not worker._refused(lapsed) and worker._refused(acl)
-    worker.kafka_config = {"sasl.mechanism": "SCRAM-SHA-512"}
-    assert worker._refused(lapsed)  # SCRAM, PLAIN, certificates: nothing renews them
-    worker.kafka_config = oauth
-    caplog.set_level(logging.WARNING, logger="streamfs.worker")
-    assert worker._wait_for_login(False, "the consumer", lapsed)
-    assert worker._wait_for_login(True, "the consumer", lapsed)  # said once
-    code, body = worker.health.snapshot()
-    assert code == 503 and body["status"] == "broker-unreachable"
-    assert body["reason"] == ("the broker refused this client's OAUTHBEARER login after it had "
-                              "logged in (FindCoordinator response error: Local: "
-                              "Authentication failure): its token expired and no new one came")
-    assert [r.getMessage() for r in caplog.records] == [
-        f"the consumer: {body['reason']}; waiting for a new token"]
-    worker.running = False  # a stop asked meanwhile
-    with pytest.raises(app.StoppedWhileUnreachable):
-        worker._wait_for_login(True, "the consumer", lapsed)
-
-
-def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
-    """The endpoint's answer says more than the broker's refusal that follows it."""
-    from confluent_kafka import KafkaError
-
-    from streamfs.worker import app
-
-    worker = object.__new__(app.Worker)
-    worker.health, worker.running = app.Health(), True
-    worker.kafka_config = {"sasl.mechanism": "OAUTHBEARER"}
-    worker.health.ready_at = 1.0
-    worker._client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
-                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
-    worker._wait_for_login(False, "the consumer",
-                           KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
-    assert worker.health.snapshot()[1]["reason"].startswith(
-        "no OAUTHBEARER token from the token endpoint")

@@ -50,6 +50,7 @@ def test_a_new_producer_outwaits_an_outage_and_then_commits(kafka_bootstrap, top
     from streamfs import broker
     from streamfs.settings import Settings
     from streamfs.worker import app
+    from streamfs.worker.broker_contact import BrokerContact
 
     calls: list[float] = []
     started = threading.Event()
@@ -74,6 +75,7 @@ def test_a_new_producer_outwaits_an_outage_and_then_commits(kafka_bootstrap, top
     worker.settings = Settings(bootstrap_servers=kafka_bootstrap, topic_prefix=topic_prefix)
     worker.health, worker.running = app.Health(), True
     worker.producer_log = broker.LogLines(broker.KAFKA_LOGGER)
+    worker.broker = BrokerContact(worker.settings, worker.health, [], {}, lambda: worker.running)
     made: list = []
     with broker_outage():
         thread = threading.Thread(target=lambda: made.append(worker._producer()))

@@ -1,0 +1,108 @@
+"""How the worker meets a broker that does not answer or refuses it (no broker: the
+clients' errors are given)."""
+
+import pytest
+
+from streamfs.settings import Settings
+from streamfs.worker.broker_contact import BrokerContact
+from streamfs.worker.errors import StoppedWhileUnreachable
+from streamfs.worker.health import Health
+
+
+def _contact() -> BrokerContact:
+    settings = Settings()
+    settings.app_id = "a"
+    return BrokerContact(settings, Health(), ["p.features", "p.instances"],
+                         {"selected": "p.selected", "dead_letter": "p.dead-letter"},
+                         lambda: True)
+
+
+@pytest.mark.parametrize("code, grant", [
+    ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "WRITE on the transactional ids with the prefix "
+                                              "'a-'"),
+    ("GROUP_AUTHORIZATION_FAILED", "READ on the consumer group 'a'"),
+    ("TOPIC_AUTHORIZATION_FAILED", "READ on the input topics (p.features, p.instances), WRITE "
+                                   "on the output topics (p.dead-letter, p.selected), READ and "
+                                   "WRITE on the changelogs ('a-...-changelog'), DESCRIBE on "
+                                   "all of them"),
+])
+def test_a_denial_names_the_acl_its_kind_of_resource_asks_for(code, grant):
+    from confluent_kafka import KafkaError
+
+    contact = _contact()
+    err = KafkaError(getattr(KafkaError, code), "denied")
+    assert contact.refused(err)
+    said = str(contact.denied(err, "consuming its input"))
+    assert "consuming its input" in said and grant in said
+
+
+def test_health_says_why_the_broker_is_unreachable_when_the_clients_know():
+    """No OAUTHBEARER token from the token endpoint: the broker is up, and takes no login
+    once the token has expired; /health said "broker-unreachable" and no more."""
+    from confluent_kafka import KafkaError
+
+    contact = _contact()
+    contact.client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
+                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
+    assert contact.health.snapshot()[1]["status"] != "broker-unreachable"  # a token still valid
+    contact.client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    code, body = contact.health.snapshot()
+    assert code == 503 and body["status"] == "broker-unreachable"
+    assert body["reason"] == ("no OAUTHBEARER token from the token endpoint (Failed to acquire "
+                              "SASL OAUTHBEARER token: Failed to connect to 127.0.0.1:1)")
+    contact.answered()
+    assert "reason" not in contact.health.snapshot()[1]
+    contact.client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    assert "reason" not in contact.health.snapshot()[1]  # a broker down, nothing more known
+
+
+def test_an_oauthbearer_login_refused_after_the_worker_logged_in_is_waited_out(caplog):
+    """Tokens expire; with the token endpoint away, librdkafka's re-authentication of a
+    connection failed ("Request not valid in current SASL state") and the consumer reported
+    "Local: Authentication failure": the worker took it for a refused token and exited 77 in
+    1 of 3 runs of tests/cli/test_oauthbearer.py's outage test. A first login refused, an
+    ACL's denial, and other mechanisms' credentials (which do not renew) still stop it."""
+    import logging
+    import time
+
+    from confluent_kafka import KafkaError
+
+    contact = _contact()
+    contact.kafka_config = oauth = {"sasl.mechanism": "OAUTHBEARER"}
+    lapsed = KafkaError(KafkaError._AUTHENTICATION,
+                        "FindCoordinator response error: Local: Authentication failure")
+    acl = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")
+    assert contact.refused(lapsed)  # never logged in: the token is refused, exit 77
+    contact.health.ready_at = time.time()  # it had an assignment
+    assert not contact.refused(lapsed) and contact.refused(acl)
+    contact.kafka_config = {"sasl.mechanism": "SCRAM-SHA-512"}
+    assert contact.refused(lapsed)  # SCRAM, PLAIN, certificates: nothing renews them
+    contact.kafka_config = oauth
+    caplog.set_level(logging.WARNING, logger="streamfs.worker")
+    assert contact.wait_for_login(False, "the consumer", lapsed)
+    assert contact.wait_for_login(True, "the consumer", lapsed)  # said once
+    code, body = contact.health.snapshot()
+    assert code == 503 and body["status"] == "broker-unreachable"
+    assert body["reason"] == ("the broker refused this client's OAUTHBEARER login after it had "
+                              "logged in (FindCoordinator response error: Local: "
+                              "Authentication failure): its token expired and no new one came")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the consumer: {body['reason']}; waiting for a new token"]
+    contact.running = lambda: False  # a stop asked meanwhile
+    with pytest.raises(StoppedWhileUnreachable):
+        contact.wait_for_login(True, "the consumer", lapsed)
+
+
+def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
+    """The endpoint's answer says more than the broker's refusal that follows it."""
+    from confluent_kafka import KafkaError
+
+    contact = _contact()
+    contact.kafka_config = {"sasl.mechanism": "OAUTHBEARER"}
+    contact.health.ready_at = 1.0
+    contact.client_error(KafkaError(KafkaError._AUTHENTICATION, "Failed to acquire SASL "
+                                    "OAUTHBEARER token: Failed to connect to 127.0.0.1:1"))
+    contact.wait_for_login(False, "the consumer",
+                           KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
+    assert contact.health.snapshot()[1]["reason"].startswith(
+        "no OAUTHBEARER token from the token endpoint")
