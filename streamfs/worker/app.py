@@ -62,18 +62,18 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Any, Iterable, NoReturn
+from typing import Any, NoReturn
 
 from streamfs.broker import (KAFKA_LOGGER, AccessDenied, LogLines, kafka_error, make_client,
                              refused_topic)
 from streamfs.settings import Settings
-from streamfs.topics import (CatalogueError, TopicMismatch, changelog_specs, load_catalogue,
-                             partitions_added_advice)
+from streamfs.topics import TopicMismatch, changelog_specs, load_catalogue, partitions_added_advice
 from streamfs.worker import metrics
 from streamfs.worker.broker_contact import INIT_TRANSACTIONS_SECONDS, BrokerContact
 from streamfs.worker.commit_metadata import changelog_target, committed_topic_id, offset_metadata
 from streamfs.worker.errors import (Hung, InstanceFenced, RestoreHeld, Rewind,
                                     StoppedWhileRestoring, StoppedWhileUnreachable, fenced)
+from streamfs.worker.group_checks import check_group_is_ours, warn_if_another_group_processed
 from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
                                     loop_stall_seconds, rejoin_seconds)
 from streamfs.worker.local_copies import LocalCopies
@@ -90,8 +90,6 @@ TXN_CALL_SECONDS = 15
 TOPIC_CHECK_SECONDS = 10
 #: deadline of the broker's answer to that check (asked without waiting: see Worker._loop)
 TOPIC_DESCRIBE_SECONDS = 10
-#: deadline of the start-up's look at the group's offsets of other deployments' topics
-GROUP_CHECK_SECONDS = 15
 #: how often a worker lagging idle looks for input held back by an open transaction
 HELD_CHECK_SECONDS = 10
 
@@ -200,7 +198,6 @@ class Worker:
         # (topic, partition) -> the offset after the last input message fetched: input up to
         # it and past the committed offset waits for a commit (see _update_lag)
         self.fetched_end: dict[tuple[str, int], int] = {}
-        self.group_unanswered = False  # the start-up's look at the group's offsets timed out
         self.held_checked_at = 0.0  # time.monotonic() of the last look for held input
         self.held_said = False  # its warning logged, until nothing is held
         self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
@@ -723,98 +720,12 @@ class Worker:
             log.warning("the old consumer's close failed (%s)", exc)
         self._subscribe()
 
-    def _check_group_is_ours(self) -> None:
-        """:class:`CatalogueError` (a setup mistake: one line, exit 2) if the worker's group
-        has committed offsets of another deployment's input topics (a topic that ends as
-        one of this deployment's input topics do, under another prefix): a deployment whose
-        prefix gives the same default app id (``streamfs.`` and ``streamfs``, or an empty
-        prefix). The two would share the group and the changelogs: each start rebalanced the
-        other, and one's streams were refused as already existing by the other's state.
-
-        Asked with the consumer's ``committed`` before it joins: the admin client's
-        ``list_consumer_group_offsets`` crashed the worker (SIGSEGV) on clusters with ACLs.
-        Topics the worker may not describe are not in its metadata and not asked about; a
-        partition the broker answers with an error for counts as none committed. No answer
-        within :data:`GROUP_CHECK_SECONDS` is a warning only: without READ on its group the
-        consumer's ``committed`` timed out rather than say so (the group's denial is said
-        when the worker joins it, exit 77); a denial it does say stops the worker here."""
-        from confluent_kafka import KafkaException, TopicPartition
-
-        metadata = self.broker.ask("the cluster's topics",
-                                   lambda t: self.consumer.list_topics(timeout=t), 60)
-        # the input topics' names without the prefix: another deployment's end the same way
-        suffixes = tuple(name[len(self.settings.topic_prefix):] for name in self.roles)
-        others = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
-                  if name not in self.roles and name.endswith(suffixes)
-                  and topic.error is None for p in sorted(topic.partitions)]
-        if not others:
-            return
-        try:
-            committed = self.consumer.committed(others, timeout=GROUP_CHECK_SECONDS)
-        except KafkaException as exc:
-            if self.broker.refused(exc.args[0]):
-                raise self.broker.denied(exc.args[0],
-                                         "reading its group's committed offsets") from None
-            log.warning("could not check that group %r has read no other deployment's input "
-                        "topics (%s): going on", self.settings.app_id, exc.args[0].str())
-            self.group_unanswered = True  # the next look at its offsets would wait as long
-            return
-        foreign = sorted({tp.topic for tp in committed if tp.error is None and tp.offset >= 0})
-        if foreign:
-            group = self.settings.app_id
-            raise CatalogueError(
-                f"group {group!r} (the app id) has read {', '.join(map(repr, foreign[:4]))}, "
-                f"not this deployment's topics (prefix {self.settings.topic_prefix!r}): "
-                f"another deployment uses it, and the two would share its changelogs and "
-                f"rebalance each other. Set STREAMFS_APP_ID (--app-id) to a group of this "
-                f"deployment's own; if that other deployment is gone, delete the group's "
-                f"offsets of its topics (kafka-consumer-groups.sh --delete-offsets)")
-
-    def _warn_if_another_group_processed(self) -> None:
-        """A warning when this app id is new to input that another app id's workers have
-        processed: its group has committed nothing, its changelogs are empty, and the results
-        topic holds records while the input topics do. Such a worker (an app id mistyped, or
-        changed) reads the input from its beginning and publishes every stream's results
-        again, a second final of closed streams among them, which a reader of the results
-        topic takes for new versions; nothing said so. A group whose offsets expired keeps
-        its changelogs, whose state skips what was applied: no warning. Any error of the
-        broker skips the check (the worker's own start says it)."""
-        from confluent_kafka import KafkaException, TopicPartition
-
-        def records(topics: Iterable[str]) -> int:
-            total = 0
-            for name in topics:
-                for p in range(self.topic_partitions[name]):
-                    low, high = self.consumer.get_watermark_offsets(
-                        TopicPartition(name, p), timeout=GROUP_CHECK_SECONDS)
-                    total += max(0, high - low)
-            return total
-
-        if self.group_unanswered:
-            return
-        inputs = [TopicPartition(name, p) for name in self.roles
-                  for p in range(self.topic_partitions[name])]
-        try:
-            committed = self.consumer.committed(inputs, timeout=GROUP_CHECK_SECONDS)
-            if any(tp.error is None and tp.offset >= 0 for tp in committed):
-                return
-            results = records([self.out["selected"]])
-            if not results or records(self.changelog.values()) or not records(self.roles):
-                return
-        except KafkaException as exc:
-            log.debug("the check for input processed under another app id was skipped (%s)",
-                      exc.args[0].str())
-            return
-        log.warning("group %r (the app id) is new to this prefix's input, which %r shows was "
-                    "processed under another app id (%d results there): this worker reads "
-                    "the input from its beginning and publishes every stream's results again "
-                    "(new versions, a second final of closed streams). If that is not meant, "
-                    "stop it and set STREAMFS_APP_ID (--app-id) to those workers' group",
-                    self.settings.app_id, self.out["selected"], results)
-
     def run(self) -> None:
-        self._check_group_is_ours()
-        self._warn_if_another_group_processed()
+        if check_group_is_ours(self.consumer, self.settings, self.roles, self.broker):
+            # (unanswered: the next look at the group's offsets would wait as long)
+            warn_if_another_group_processed(self.consumer, self.settings, self.topic_partitions,
+                                            self.roles, self.out["selected"],
+                                            self.changelog.values())
         self._subscribe()
         try:
             self._loop()
