@@ -176,3 +176,17 @@ class BrokerContact:
             self.health.beat()  # waiting on the broker is no stall of the loop
             time.sleep(pause)  # a back-off between requests, not a wait for an event
             pause = min(2 * pause, 1.0)
+
+    def committed(self, consumer: Any, partitions: list, timeout: float) -> list:
+        """``consumer.committed(partitions)``, asked again while the cluster is moving
+        (:meth:`ask`; librdkafka returns NOT_COORDINATOR and the like from ``committed``
+        rather than retry them, and the worker had exited 70 on one in a rewind)."""
+        return self.ask("committed offsets",
+                        lambda t: consumer.committed(partitions, timeout=t), timeout)
+
+    def watermarks(self, client: Any, tp: Any, timeout: float = 30.0) -> tuple[int, int]:
+        """``client.get_watermark_offsets(tp)``, asked again while the cluster is moving (a
+        partition's leader crashed: on a 3-node cluster librdkafka answered "Unknown
+        partition" or timed out until its metadata named the new leader)."""
+        return self.ask(f"offsets of {tp.topic}:{tp.partition}",
+                        lambda t: client.get_watermark_offsets(tp, timeout=t), timeout)

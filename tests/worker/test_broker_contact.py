@@ -1,10 +1,12 @@
 """How the worker meets a broker that does not answer or refuses it (no broker: the
 clients' errors are given)."""
 
+import logging
+
 import pytest
 
 from streamfs.settings import Settings
-from streamfs.worker.broker_contact import BrokerContact
+from streamfs.worker.broker_contact import INIT_TRANSACTIONS_SECONDS, BrokerContact
 from streamfs.worker.errors import StoppedWhileUnreachable
 from streamfs.worker.health import Health
 
@@ -106,3 +108,108 @@ def test_the_token_endpoints_own_reason_is_kept_while_a_login_lapses():
                            KafkaError(KafkaError._AUTHENTICATION, "Authentication failure"))
     assert contact.health.snapshot()[1]["reason"].startswith(
         "no OAUTHBEARER token from the token endpoint")
+
+
+def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
+    """After a broker restart, ``committed()`` answered NOT_COORDINATOR (librdkafka does not
+    retry it there) and the worker's rewind exited 70; it asks again, and only for a moving
+    or loading coordinator."""
+    from confluent_kafka import KafkaError, KafkaException
+
+
+    answers = [KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, "offsets"]
+
+    class Consumer:
+        def committed(self, partitions, timeout):
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return partitions
+
+    contact, consumer = _contact(), Consumer()
+    assert contact.committed(consumer, ["p0"], 30) == ["p0"] and not answers
+    answers[:] = [KafkaError.GROUP_AUTHORIZATION_FAILED, "offsets"]
+    with pytest.raises(KafkaException, match="GROUP_AUTHORIZATION_FAILED"):
+        contact.committed(consumer, ["p0"], 30)  # not a coordinator moving: no second ask
+    answers[:] = [KafkaError.NOT_COORDINATOR] * 100
+    with pytest.raises(KafkaException, match="NOT_COORDINATOR"):
+        contact.committed(consumer, ["p0"], 0.3)  # the deadline holds
+    assert len(answers) > 90
+
+
+def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
+    """On a 3-node cluster with one node SIGKILLed, the offsets of a changelog partition it
+    led answered "Unknown partition" until a new leader was elected, and the worker's rewind
+    exited 70 with a traceback; it asks again, within the deadline, for every code of a
+    cluster on the move."""
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from streamfs.worker.errors import moving_codes
+
+    answers: list = []
+
+    class Client:
+        def get_watermark_offsets(self, tp, timeout):
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return 3, 9
+
+    contact = _contact()
+    for code in sorted(moving_codes()):
+        answers[:] = [code, code, "offsets"]
+        assert contact.watermarks(Client(), TopicPartition("cl", 0)) == (3, 9), code
+    # answered just after two crashed nodes of three came back: the worker had exited 70
+    answers[:] = [KafkaError._DESTROY_BROKER, "offsets"]
+    assert contact.watermarks(Client(), TopicPartition("cl", 0)) == (3, 9)
+    answers[:] = [KafkaError.TOPIC_AUTHORIZATION_FAILED, "offsets"]
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        contact.watermarks(Client(), TopicPartition("cl", 0))
+    answers[:] = [KafkaError._UNKNOWN_PARTITION] * 100
+    with pytest.raises(KafkaException, match="Unknown partition|_UNKNOWN_PARTITION"):
+        contact.watermarks(Client(), TopicPartition("cl", 0), timeout=0.3)
+
+
+def test_a_broker_that_does_not_answer_is_waited_for_past_the_deadline(caplog):
+    """With two of a cluster's three nodes down, a rewind's committed offsets timed out call
+    after call, and at the deadline the worker exited 70. Past it, an answer that says no
+    broker answers is waited for (``/health``: broker-unreachable, ``/live`` alive) until the
+    broker answers or a stop is asked; a moving code that is no outage still ends there."""
+    from confluent_kafka import KafkaError, KafkaException
+
+
+    answers: list = []
+    seen: list = []
+
+    class Consumer:
+        def committed(self, partitions, timeout):
+            seen.append((timeout, contact.health.unreachable_since is not None))
+            answer = answers.pop(0)
+            if answer != "offsets":
+                raise KafkaException(KafkaError(answer))
+            return ["p0 at 7"]
+
+    contact, consumer = _contact(), Consumer()
+    answers[:] = [KafkaError._TIMED_OUT] * 6 + ["offsets"]
+    with caplog.at_level(logging.INFO, logger="streamfs.worker"):
+        assert contact.committed(consumer, ["p0"], 0.3) == ["p0 at 7"]
+    assert answers == []
+    assert seen[-1] == (INIT_TRANSACTIONS_SECONDS, True)  # waited, and /health said so
+    assert contact.health.unreachable_since is None  # answered: reachable again
+    assert "committed offsets: the broker does not answer" in caplog.text
+    assert "the broker answered (committed offsets): going on" in caplog.text
+    # back, with the group's coordinator still loading: asked again, within a new deadline
+    answers[:] = [KafkaError._TIMED_OUT] * 5 + [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 2
+    answers.append("offsets")
+    assert contact.committed(consumer, ["p0"], 0.3) == ["p0 at 7"]
+    answers[:] = [KafkaError._TIMED_OUT] * 5 + [KafkaError.COORDINATOR_LOAD_IN_PROGRESS] * 100
+    with pytest.raises(KafkaException, match="COORDINATOR_LOAD_IN_PROGRESS"):
+        contact.committed(consumer, ["p0"], 0.3)
+    answers[:] = [KafkaError._TRANSPORT] * 40
+    contact.running = lambda: False  # SIGTERM meanwhile
+    with pytest.raises(StoppedWhileUnreachable):
+        contact.committed(consumer, ["p0"], 0.3)
+    contact.running = lambda: True
+    answers[:] = [KafkaError.NOT_COORDINATOR] * 100
+    with pytest.raises(KafkaException, match="NOT_COORDINATOR"):
+        contact.committed(consumer, ["p0"], 0.3)

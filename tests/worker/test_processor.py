@@ -898,7 +898,7 @@ def test_a_cap_below_the_default_bounds_a_stream_that_sets_none():
 
 def test_the_worker_s_buffer_cap_comes_from_its_settings(monkeypatch):
     from streamfs.settings import Settings
-    from streamfs.worker.app import PartitionState
+    from streamfs.worker.restore import PartitionState
 
     monkeypatch.setenv("STREAMFS_MAX_BUFFER_BYTES", "4096")
     state = PartitionState("features", Settings.from_env())
@@ -1097,7 +1097,8 @@ def test_a_name_twice_in_a_block_or_an_open_is_refused():
 def test_the_worker_writes_no_record_larger_than_its_output_topics_take(monkeypatch):
     from streamfs.settings import Settings
     from streamfs.topics import load_catalogue
-    from streamfs.worker.app import PartitionState, output_limit
+    from streamfs.worker.app import output_limit
+    from streamfs.worker.restore import PartitionState
 
     specs = load_catalogue("t.")
     assert output_limit(specs) == int(specs["selected"].config["max.message.bytes"]) == 8388608
