@@ -22,14 +22,15 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   partitions, at once; a second live worker under the same id fences the first (the broker
   refuses its offsets, librdkafka stops its consumer), which aborts its transaction and stops
   (:class:`InstanceFenced`).
-* **State** per input partition is an in-memory map restored, when the partition is assigned,
-  from the co-partitioned compacted changelog topic read with ``read_committed`` — after the
-  group's committed offsets are stable (a pending transaction of the previous owner is resolved
-  first), so the restored state and the start offset always match. The committed offset of
-  each input partition carries, in its metadata, where the partition's changelog ended when it
-  was committed: the restore reads at least that far. (A transaction's commit returns before
-  the broker has written its markers to every partition, so for a moment the changelog's
-  stable end can lie before the records of a committed transaction.) A local copy of each
+* **State** per input partition is an in-memory map restored (:mod:`streamfs.worker.restore`),
+  when the partition is assigned, from the co-partitioned compacted changelog topic read with
+  ``read_committed`` — after the group's committed offsets are stable (a pending transaction
+  of the previous owner is resolved first), so the restored state and the start offset always
+  match. The committed offset of each input partition carries, in its metadata, where the
+  partition's changelog ended when it was committed: the restore reads at least that far. (A
+  transaction's commit returns before the broker has written its markers to every partition,
+  so for a moment the changelog's stable end can lie before the records of a committed
+  transaction.) A local copy of each
   partition's state (:mod:`streamfs.worker.local_copies`, under ``STREAMFS_DATA_DIR``) is
   updated after every commit, so a restart reads the changelog's tail, not its history.
 * A batch's transaction is **completed on a helper thread** (the state records acknowledged,
