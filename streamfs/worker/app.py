@@ -30,9 +30,9 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
   partition's changelog ended when it was committed: the restore reads at least that far. (A
   transaction's commit returns before the broker has written its markers to every partition,
   so for a moment the changelog's stable end can lie before the records of a committed
-  transaction.) A local copy of each
-  partition's state (:mod:`streamfs.worker.local_copies`, under ``STREAMFS_DATA_DIR``) is
-  updated after every commit, so a restart reads the changelog's tail, not its history.
+  transaction.) A local copy of each partition's state (:mod:`streamfs.worker.local_copies`,
+  under ``STREAMFS_DATA_DIR``) is updated after every commit, so a restart reads the
+  changelog's tail, not its history.
 * A batch's transaction is **completed on a helper thread** (the state records acknowledged,
   the offsets sent, the commit) while the loop steps the next batch's messages; that batch's
   results and records are produced only once the previous transaction has committed, in a
@@ -408,7 +408,8 @@ class Worker:
         first; the beginning where none, or where they count in an input topic since deleted
         and re-created), with their state restored to match; those known to have input
         waiting first, the fullest first."""
-        committed = self.broker.committed(self.consumer, partitions, self.settings.transaction_timeout + 60)
+        committed = self.broker.committed(self.consumer, partitions,
+                                          self.settings.transaction_timeout + 60)
         # after the offsets: a topic re-created in between is told by its new id
         ids = self._topic_ids()
         self.topic_ids = {name: ids[name] for name in self.roles}
