@@ -128,7 +128,7 @@ class BrokerContact:
             grant = (f"READ on the input topics ({', '.join(sorted(self.roles))}), WRITE on "
                      f"the output topics ({', '.join(sorted(self.out.values()))}), READ and "
                      f"WRITE on the changelogs ('{app}-...-changelog'), DESCRIBE on all of them")
-        return denied(self.settings.kafka_config(), err, doing, grant)
+        return denied(self.kafka_config, err, doing, grant)
 
     def ask(self, what: str, call: Callable[[float], Any], timeout: float) -> Any:
         """``call(seconds left)``, asked again while the broker's answer says the cluster is

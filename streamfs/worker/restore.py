@@ -62,7 +62,7 @@ class Restore:
         ``consumer`` (the worker's, ``read_committed``) tells the stable ends;
         ``changelog_ids`` are the changelog topics' ids now (a local copy saved from another
         is not used)."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
         self.local.settle()  # the files are read (and may be reset) below
         starts: dict[tuple[str, int], int] = {}
@@ -78,9 +78,7 @@ class Restore:
                 if target is None or target <= marks[key][1]:
                     continue
                 if probe is None:
-                    probe = make_client(Consumer, {**self.settings.kafka_config(),
-                                                   "group.id": f"{self.settings.app_id}-restore",
-                                                   "isolation.level": "read_uncommitted"})
+                    probe = self.probe()
                 if self.broker.watermarks(probe, TopicPartition(topic, key[1]))[1] < target:
                     # the log itself ends before it: the records are gone (the topic made
                     # again), and no wait brings them back. Waited for the transaction
@@ -202,17 +200,24 @@ class Restore:
         finally:
             reader.close()
 
+    def probe(self) -> Any:
+        """A ``read_uncommitted`` client: where a changelog's log ends, records of open
+        transactions included (the caller closes it)."""
+        from confluent_kafka import Consumer
+
+        return make_client(Consumer, {**self.settings.kafka_config(),
+                                      "group.id": f"{self.settings.app_id}-restore",
+                                      "isolation.level": "read_uncommitted"})
+
     def held_records(self, pending: set[tuple[str, int]],
                      targets: dict[tuple[str, int], int | None]) -> None:
         """:class:`RestoreHeld` when a ``pending`` changelog partition holds records up to its
         target (its end for a ``read_uncommitted`` reader): a transaction still open hides
         them, and they come once it ends. Where the log ends before the target, the records
         are gone (the changelog topic made again, say) and no wait brings them back."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        probe = make_client(Consumer, {**self.settings.kafka_config(),
-                                       "group.id": f"{self.settings.app_id}-restore",
-                                       "isolation.level": "read_uncommitted"})
+        probe = self.probe()
         try:
             for key in sorted(pending):
                 topic, target = self.changelog[key[0]], targets.get(key) or 0
