@@ -29,7 +29,6 @@ store that kept any prefix of a message's writes would have a header naming reco
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import inspect
@@ -58,6 +57,7 @@ from streamfs.worker.input_checks import (InvalidInput, check_feature_names, che
                                           check_labels, check_replace, clipped, continue_from,
                                           group_runs, misplaced_fields, undecodable_field,
                                           unnamed_rule)
+from streamfs.worker.naming import FeatureNaming
 from streamfs.worker.state_records import (column_key, content_digest, header_key, map_key,
                                            names_key, pack_column, state_keys, unpack_column)
 from streamfs.worker.stepping import running, stepping
@@ -201,9 +201,7 @@ class StreamProcessor:
         self.log_dead_letters = log_dead_letters
         # stream -> (header, algorithm object) as of the header's last_seq
         self._cache: dict[str, tuple[dict, Any]] = {}
-        self._maps: dict[str, dict[int, np.ndarray]] = {}  # stream -> block start -> columns
-        self._names: dict[str, dict] = {}  # stream -> naming rule and block start -> names
-        self._resolved: dict[str, dict[int, tuple[int, str]]] = {}  # position -> (source, name)
+        self._naming = FeatureNaming(store, self._state_entry)
         # stream -> its header, for streams stepped since their last checkpoint: the algorithm
         # object in the cache is then newer than the state records in the store
         self._dirty: dict[str, dict] = {}
@@ -609,8 +607,9 @@ class StreamProcessor:
 
     def _forget(self, stream: str) -> None:
         """Drop what is cached in memory for ``stream``."""
-        for cache in (self._cache, self._maps, self._names, self._resolved, self._dirty):
+        for cache in (self._cache, self._dirty):
             cache.pop(stream, None)
+        self._naming.forget(stream)
 
     @staticmethod
     def _record_keys(stream: str, header: dict) -> list[str]:
@@ -679,7 +678,7 @@ class StreamProcessor:
 
         fitted = hasattr(algo, "selected_")
         selection = algo.selection() if fitted else []
-        selection = self._name_selection(stream, header, selection)
+        selection = self._naming.name_selection(stream, header, selection)
         packed_selection = packb(selection)
         sel_digest = content_digest(packed_selection)
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
@@ -799,12 +798,12 @@ class StreamProcessor:
             header["maps"] = header.get("maps", []) + [start]
             columns = columns.astype(np.int64)
             self._pending_maps.append((map_key(stream, start), packb(columns)))
-            self._maps.setdefault(stream, {})[start] = columns  # immutable: safe to cache
+            self._naming.add_columns(stream, start, columns)
         if names is not None:
             start = int(algo.n_features_seen_) - X.shape[1]
             header["name_blocks"] = header.get("name_blocks", []) + [start]
             self._pending_maps.append((names_key(stream, start), packb(names)))
-            self._naming(stream, header)[start] = names
+            self._naming.add_names(stream, header, start, names)
         return X.shape[1]
 
     def _instance_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
@@ -824,7 +823,7 @@ class StreamProcessor:
         self._mutating = True
         try:
             # the learner's advice at the stream's start names the columns the open named
-            with naming_columns(self._naming(stream, header)["rule"]["names"]):
+            with naming_columns(self._naming.rule_names(stream, header)):
                 if getattr(algo, "_partial", False) and algo.n_seen_ == 0:
                     # a partial-input learner reads only the attributes it observes, so it
                     # gives no advice on the data; the worker has the whole block (and a
@@ -859,87 +858,6 @@ class StreamProcessor:
                 problem = label_problem([*known, *np.unique(y).tolist()], name, True,
                                         min_classes=1)
         return problem
-
-    def _naming(self, stream: str, header: dict) -> dict:
-        """The stream's naming: ``{"rule": {...}, start: [names of that block], ...}``."""
-        cached = self._names.get(stream)
-        if cached is None:
-            digest = header["states"].get("__names__")
-            rule = (self._state_entry(stream, "__names__", digest) if digest
-                    else {"names": None, "prefix": "x", "base": 0})
-            cached = self._names[stream] = {"rule": rule}
-        return cached
-
-    def _name_selection(self, stream: str, header: dict, selection: list[dict]) -> list[dict]:
-        """Give every selected and affiliated feature its source column id and its name.
-
-        Algorithms report arrival positions. Blocks that carried ``columns`` map them to
-        source columns and blocks that carried ``names`` name them; other features are
-        named by the stream's rule (``x<source id>`` unless the ``open`` said otherwise).
-        """
-        maps = self._maps.setdefault(stream, {})
-        naming = self._naming(stream, header)
-        rule = naming["rule"]
-        map_starts, name_starts = header.get("maps", []), header.get("name_blocks", [])
-        rule_names, prefix, base = rule["names"], rule["prefix"], rule["base"]
-        n_rule_names = 0 if rule_names is None else len(rule_names)
-
-        def rule_name(source: int) -> str:
-            return rule_names[source] if source < n_rule_names else f"{prefix}{source + base}"
-
-        if not map_starts and not name_starts:
-            # positions are source ids, named by the rule: cheaper to name than to cache (a
-            # churning selection, as OFS's over a million features, would miss every time).
-            # One comprehension: this runs for every item of every result.
-            named = [{"feature": item["feature"], "name": rule_name(item["feature"]), **item}
-                     for item in selection]
-            for out in named:
-                if out.get("affiliated"):
-                    out["affiliated"] = [[a, d, rule_name(a)] for a, d in out["affiliated"]]
-            return named
-
-        # a position's source id and name never change once its block arrived
-        resolved = self._resolved.setdefault(stream, {})
-        if len(resolved) > 100_000:  # bounded: a churning selection over millions of features
-            resolved.clear()
-
-        def block(starts: list[int], f: int) -> int | None:
-            i = bisect.bisect_right(starts, f) - 1
-            return starts[i] if i >= 0 else None
-
-        def resolve(f: int) -> tuple[int, str]:
-            found = resolved.get(f)
-            if found is None:
-                found = resolved[f] = lookup(f)
-            return found
-
-        def lookup(f: int) -> tuple[int, str]:
-            source = f
-            start = block(map_starts, f)
-            if start is not None:
-                if start not in maps:
-                    maps[start] = unpackb(self.store[map_key(stream, start)])
-                if f - start < len(maps[start]):
-                    source = int(maps[start][f - start])
-            start = block(name_starts, f)
-            if start is not None:
-                if start not in naming:
-                    naming[start] = unpackb(self.store[names_key(stream, start)])
-                if f - start < len(naming[start]):
-                    return source, naming[start][f - start]
-            return source, rule_name(source)
-
-        named = []
-        for item in selection:
-            source, name = resolve(item["feature"])
-            # the algorithm's fields after these two, in its order
-            out = {"feature": source, "name": name, **item}
-            out["feature"] = source
-            if item.get("affiliated"):
-                out["affiliated"] = [[source_a, d, name_a] for (source_a, name_a), d in
-                                     ((resolve(a), d) for a, d in item["affiliated"])]
-            named.append(out)
-        return named
 
     @staticmethod
     def _counters(algo: Any, header: dict, fitted: bool) -> dict:
