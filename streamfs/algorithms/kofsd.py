@@ -16,11 +16,12 @@ class on feature subsets (see :mod:`streamfs.algorithms.neighbourhood`):
 How it stays fast (``Dep_K`` is ``O(N^2)`` per evaluation):
 
 * The step over a block of columns is one compiled kernel
-  (:func:`~streamfs.algorithms.neighbourhood.stream_step`, no Python iteration per feature);
+  (:func:`~streamfs.algorithms.neighbourhood_kernels.stream_step`, no Python iteration per
+  feature);
   every kernel releases the GIL, so the worker's event loop keeps running during a long step.
 * ``Dep_K({f})`` of a whole block of columns: numpy sorts one packed key per value (its bits
-  with the instance index in the lowest ones, :func:`~streamfs.algorithms.neighbourhood.
-  nearly_sorted_order`), then a numba kernel
+  with the instance index in the lowest ones, :func:`~streamfs.algorithms.
+  neighbourhood_kernels.nearly_sorted_order`), then a numba kernel
   slides a window of ``K + 1`` sorted positions along each column, walking outwards from an
   instance only where a tie at the window's edge (or the ``"distance"`` card's sums) needs it
   (``O(N log N + N K)`` per column, no pairwise matrix). The columns are independent, so a
@@ -64,13 +65,12 @@ from streamfs.algorithms._validation import (
 )
 from streamfs.algorithms.base import FeatureStreamSelector
 from streamfs.algorithms.measures.columns import check_column_values, max_abs_for_sums
-from streamfs.algorithms.neighbourhood import (
-    CARDS,
+from streamfs.algorithms.neighbourhood import CARDS, large_class_code
+from streamfs.algorithms.neighbourhood_kernels import (
     LIST_CHUNK_KEYS,
     add_feature,
     dependencies,
     fallback_count,
-    large_class_code,
     nearly_sorted_order,
     nearest_lists,
     single_feature_stats,

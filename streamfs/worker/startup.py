@@ -53,7 +53,7 @@ def warm_up(progress: Callable[[], None] = lambda: None) -> None:
     import scipy.sparse as sp
 
     from streamfs.algorithms import registry
-    from streamfs.algorithms.neighbourhood import nearest_lists
+    from streamfs.algorithms.neighbourhood_kernels import nearest_lists
     from streamfs.codec import packb, unpackb
 
     def read_only(a: np.ndarray) -> np.ndarray:

@@ -17,24 +17,26 @@ from streamfs.algorithms.kofsd import KOFSD
 # the streams() strategy also draws zhou streams without a label 0 (they warn, as they should)
 pytestmark = pytest.mark.filterwarnings('ignore:compat="zhou" treats the label 0:UserWarning')
 from streamfs.algorithms.neighbourhood import (
-    _counted_windows,
     CARDS,
     _card_from_stats,
-    _card_num,
     _mean_card,
-    add_feature,
     card_values,
-    dependency_from_stats,
-    fallback_count,
-    joint_stats,
     k_nearest,
     knn_dependency,
     large_class_code,
+    sample_variances,
+    sq_distances,
+)
+from streamfs.algorithms.neighbourhood_kernels import (
+    _counted_windows,
+    _card_num,
+    add_feature,
+    dependency_from_stats,
+    fallback_count,
+    joint_stats,
     nearly_sorted_order,
     row_order,
-    sample_variances,
     single_feature_stats,
-    sq_distances,
 )
 
 # ------------------------------------------------------------------------------ helpers
@@ -790,7 +792,7 @@ def test_candidate_lists_sort_a_few_rows_at_a_time():
     the lists are made a chunk of rows at a time, the same lists as one stable argsort."""
     import tracemalloc
 
-    from streamfs.algorithms.neighbourhood import LIST_CHUNK_KEYS
+    from streamfs.algorithms.neighbourhood_kernels import LIST_CHUNK_KEYS
 
     n, m = 2000, 64
     assert n * n > 3 * LIST_CHUNK_KEYS  # several chunks

@@ -8,18 +8,18 @@ import time
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-from streamfs.algorithms import kofsd, neighbourhood
+from streamfs.algorithms import kofsd, neighbourhood, neighbourhood_kernels
 from streamfs.algorithms.kofsd import KOFSD
 
 
 def test_every_kernel_is_compiled_with_nogil():
     kernels = {
         f"{mod.__name__}.{name}": obj
-        for mod in (neighbourhood, kofsd)
+        for mod in (neighbourhood, neighbourhood_kernels, kofsd)
         for name, obj in vars(mod).items()
         if isinstance(obj, CPUDispatcher)
     }
-    assert "streamfs.algorithms.neighbourhood.stream_step" in kernels
+    assert "streamfs.algorithms.neighbourhood_kernels.stream_step" in kernels
     without = [name for name, k in kernels.items() if not k.targetoptions.get("nogil")]
     assert without == []
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from streamfs.algorithms.kofsd import KOFSD
-from streamfs.algorithms.neighbourhood import fallback_count, sample_variances
+from streamfs.algorithms.neighbourhood import sample_variances
+from streamfs.algorithms.neighbourhood_kernels import fallback_count
 from tests.external import load_or_skip
 
 # the authors' K_OFSD.m on dlbcl_gems5469 (class 1 -> 1, the rest -> 0; K = 7, alpha = 0.5)
