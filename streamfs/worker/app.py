@@ -75,8 +75,8 @@ from streamfs.worker.commit_metadata import changelog_target, committed_topic_id
 from streamfs.worker.errors import (Hung, InstanceFenced, Rewind,
                                     StoppedWhileRestoring, StoppedWhileUnreachable, fenced)
 from streamfs.worker.group_checks import check_group_is_ours, warn_if_another_group_processed
-from streamfs.worker.health import (LAGGING_IDLE_SECONDS, Health, held_reason,
-                                    loop_stall_seconds, rejoin_seconds)
+from streamfs.worker.health import Health, loop_stall_seconds, rejoin_seconds
+from streamfs.worker.input_lag import InputLag
 from streamfs.worker.local_copies import LocalCopies
 from streamfs.worker.processor import Plan, StateLost
 from streamfs.worker.restore import PartitionState, Restore
@@ -92,8 +92,6 @@ TXN_CALL_SECONDS = 15
 TOPIC_CHECK_SECONDS = 10
 #: deadline of the broker's answer to that check (asked without waiting: see Worker._loop)
 TOPIC_DESCRIBE_SECONDS = 10
-#: how often a worker lagging idle looks for input held back by an open transaction
-HELD_CHECK_SECONDS = 10
 
 
 #: a loop turn this much later than the last one (the process stood still: SIGSTOP, a stalled
@@ -187,8 +185,6 @@ class Worker:
         # (topic, partition) -> the offset after the last input message fetched: input up to
         # it and past the committed offset waits for a commit (see _update_lag)
         self.fetched_end: dict[tuple[str, int], int] = {}
-        self.held_checked_at = 0.0  # time.monotonic() of the last look for held input
-        self.held_said = False  # its warning logged, until nothing is held
         self.assigned_at = 0.0  # perf_counter at the end of the last assignment (its restore)
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
@@ -204,6 +200,7 @@ class Worker:
         # _restore_committed for partitions with none); the sweep commits it again
         self.resume_at: dict[tuple[str, int], int] = {}
         self.health = health or Health(loop_stall_seconds(settings.session_timeout))
+        self.lag = InputLag(self.health)
         # without an assignment for this long, a worker whose broker answers joins its group
         # again with a new consumer (see _rejoin_if_left_out)
         self.rejoin_after = rejoin_seconds(settings.session_timeout)
@@ -390,7 +387,7 @@ class Worker:
         for topic, p in gone:
             state = self.partitions.pop((self.roles[topic], p), None)
             if state is not None:  # its streams' series now belong to their next owner
-                drop_stream_series(state.store)
+                metrics.drop_stream_series(state.store)
             self.changelog_high.pop((self.roles[topic], p), None)
             self.resume_at.pop((topic, p), None)
             self.fetched_end.pop((topic, p), None)
@@ -716,7 +713,7 @@ class Worker:
             self._apply(writes.setdefault((role, p), {}), state, plan.writes)
             plans.append((plan, msg.key(), msg.topic(), role))
             next_offsets[(msg.topic(), p)] = msg.offset() + 1
-            self._observe(plan, handled)
+            metrics.observe_step(plan, handled)
         flushing = time.perf_counter()
         for (role, p), records in writes.items():
             self._apply(records, self.partitions[(role, p)],
@@ -789,7 +786,7 @@ class Worker:
             if batch.next_offsets.get(tp, -1) > self.eager_until[tp]:
                 del self.eager_until[tp]  # replayed past the failure: defer again
         for plan, topic, role in batch.outcomes:
-            self._count(plan, topic, role)
+            metrics.count_committed(plan, topic, role)
         metrics.BATCH_SECONDS.observe(time.perf_counter() - batch.started)
         metrics.BATCH_MESSAGES.observe(batch.messages)
         with self.health.lock:
@@ -991,6 +988,10 @@ class Worker:
         if outcome[0] is not None:
             raise outcome[0]
 
+    def _update_lag(self) -> None:
+        """The lag and the held input in ``/health`` (see :class:`InputLag`)."""
+        self.lag.update(self.consumer, self.resume_at, self.fetched_end, bool(self.fetched))
+
     def _check_topics(self, wait: float = 2.0) -> None:
         """Raise :class:`TopicMismatch` if a topic this worker reads or writes was deleted (or
         made again with another partition count, or, for an input topic, made again at all)
@@ -1077,102 +1078,3 @@ class Worker:
         self.local.save_committed(writes, self.changelog_end)
         log.info("dropped %d closed streams past the retention of %.0f s",
                  sum(map(len, writes.values())), retention)
-
-    def _update_lag(self) -> None:
-        """The input records not committed yet. Where input was fetched past the committed
-        offset, they count from that offset: the consumer's position is past what it fetched,
-        committed or not, so a worker whose transactions kept failing, re-fetching its input
-        after every rewind, had no lag by it, and /health said "ok" while nothing was
-        committed for minutes. Elsewhere, from the position: a transactional producer's
-        commit marker ends its input, and the position (not the committed offset, one past
-        the last message) passes it, so an idle worker on such input has no lag."""
-        from confluent_kafka import TopicPartition
-
-        lag = 0
-        assigned = self.consumer.assignment()
-        positions = self.consumer.position([TopicPartition(tp.topic, tp.partition)
-                                            for tp in assigned])
-        waiting = []  # (partition, where its lag counts from, its end) of those that lag
-        for tp, at in zip(assigned, positions):
-            low, high = self.consumer.get_watermark_offsets(tp, cached=True)
-            key = (tp.topic, tp.partition)
-            committed = self.resume_at.get(key)
-            start = at.offset
-            if committed is not None and (start < 0 or self.fetched_end.get(key, 0) > committed):
-                start = committed
-            if high >= 0 and start >= 0 and high > start:
-                lag += high - start
-                waiting.append((tp, start, high))
-        held = self._input_held(waiting)
-        with self.health.lock:
-            self.health.lag = lag
-            self.health.held_records = held
-        if held and not self.held_said:
-            log.warning("%s", held_reason(held))
-        self.held_said = bool(held)
-
-    def _input_held(self, waiting: list[tuple[Any, int, int]]) -> int:
-        """The input records held back behind a producer's open transaction in the partitions
-        ``waiting`` (with where their lag counts from and the log's end), looked for (a query
-        each) at most every :data:`HELD_CHECK_SECONDS` once the worker has lagged idle: a ``read_committed`` consumer reads up to the partition's last stable
-        offset, which a transaction never committed nor aborted keeps where it began, so the
-        worker waited, ``/health`` said "lagging-idle" with no reason and the log nothing,
-        until the broker aborted it (``transaction.timeout.ms``). The cached high watermark is
-        the log's end; a query answers the last stable offset."""
-        from confluent_kafka import KafkaException
-
-        now = time.monotonic()
-        with self.health.lock:
-            idle = now - self.health.last_batch
-            held = self.health.held_records
-        if not waiting or self.fetched or idle <= LAGGING_IDLE_SECONDS:
-            self.held_checked_at = 0.0
-            return 0
-        if now - self.held_checked_at < HELD_CHECK_SECONDS:
-            return held
-        self.held_checked_at = now
-        held = 0
-        for tp, start, high in waiting:
-            try:
-                stable = self.consumer.get_watermark_offsets(tp, timeout=2.0)[1]
-            except KafkaException:
-                continue  # the broker's trouble is said elsewhere
-            if 0 <= stable <= start:
-                held += high - stable
-        return held
-
-    @staticmethod
-    def _observe(plan: Plan, handled: float) -> None:
-        """The time one message's step took (spent, whether its batch commits or not)."""
-        if plan.algorithm and not plan.skipped and not plan.dead_letter:
-            metrics.STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
-        if plan.rebuild_seconds is not None:
-            metrics.REBUILD_SECONDS.observe(plan.rebuild_seconds)
-        log.debug("stream=%s handle=%.4f", plan.stream, handled)
-
-    @staticmethod
-    def _count(plan: Plan, topic: str, role: str) -> None:
-        """What one message of a committed batch did: the counters, the selection's size, and
-        its dead letter's log line (a batch aborted and replayed counted and said them twice)."""
-        outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
-        metrics.MESSAGES.labels(topic=topic, outcome=outcome).inc()
-        if plan.result is not None:
-            metrics.RESULTS.labels(final=str(plan.final).lower()).inc()
-        if plan.dead_letter is not None:
-            metrics.DEAD_LETTERS.labels(topic=topic).inc()
-            log.warning("dead letter for stream %r: %s", plan.stream, plan.reason)
-        if plan.n_items:
-            metrics.ITEMS.labels(kind=role).inc(plan.n_items)
-        if plan.selection_size is not None and plan.stream:
-            if plan.final:  # bounded series: a closed stream's gauge goes away
-                metrics.drop_stream(plan.stream)
-            else:
-                metrics.SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
-
-
-def drop_stream_series(store: dict[str, bytes]) -> None:
-    """Remove the per-stream metric series of every stream in a partition's ``store``."""
-    suffix = f"{SEP}h"
-    for key in store:
-        if key.endswith(suffix):
-            metrics.drop_stream(key[:-len(suffix)])

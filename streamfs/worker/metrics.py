@@ -1,6 +1,18 @@
 """Prometheus metrics of the worker (served on the web port, at /metrics)."""
 
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
 from prometheus_client import Counter, Gauge, Histogram
+
+from streamfs.worker.state_records import SEP
+
+if TYPE_CHECKING:
+    from streamfs.worker.processor import Plan
+
+log = logging.getLogger("streamfs.worker")
 
 MESSAGES = Counter("streamfs_messages_total", "Input messages handled",
                    ["topic", "outcome"])  # outcome: applied | skipped | dead_letter
@@ -76,3 +88,39 @@ def report_health(health) -> None:
     READY.set_function(lambda: float(health.snapshot()[0] == 200))
     ASSIGNED_PARTITIONS.set_function(reading(lambda: len(health.assigned)))
     INPUT_LAG.set_function(reading(lambda: health.lag))
+
+
+def observe_step(plan: Plan, handled: float) -> None:
+    """The time one message's step took (spent, whether its batch commits or not)."""
+    if plan.algorithm and not plan.skipped and not plan.dead_letter:
+        STEP_SECONDS.labels(algorithm=plan.algorithm).observe(plan.step_seconds)
+    if plan.rebuild_seconds is not None:
+        REBUILD_SECONDS.observe(plan.rebuild_seconds)
+    log.debug("stream=%s handle=%.4f", plan.stream, handled)
+
+
+def count_committed(plan: Plan, topic: str, role: str) -> None:
+    """What one message of a committed batch did: the counters, the selection's size, and its
+    dead letter's log line (a batch aborted and replayed counted and said them twice)."""
+    outcome = "dead_letter" if plan.dead_letter else "skipped" if plan.skipped else "applied"
+    MESSAGES.labels(topic=topic, outcome=outcome).inc()
+    if plan.result is not None:
+        RESULTS.labels(final=str(plan.final).lower()).inc()
+    if plan.dead_letter is not None:
+        DEAD_LETTERS.labels(topic=topic).inc()
+        log.warning("dead letter for stream %r: %s", plan.stream, plan.reason)
+    if plan.n_items:
+        ITEMS.labels(kind=role).inc(plan.n_items)
+    if plan.selection_size is not None and plan.stream:
+        if plan.final:  # bounded series: a closed stream's gauge goes away
+            drop_stream(plan.stream)
+        else:
+            SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
+
+
+def drop_stream_series(store: dict[str, bytes]) -> None:
+    """Remove the per-stream metric series of every stream in a partition's ``store``."""
+    suffix = f"{SEP}h"
+    for key in store:
+        if key.endswith(suffix):
+            drop_stream(key[:-len(suffix)])

@@ -19,22 +19,6 @@ def _contact(worker):
     return worker.broker
 
 
-def test_a_revoked_partition_s_streams_lose_their_series():
-    """Per-stream series stay bounded: a stream whose partition moved to another worker is
-    that worker's to report; the others' stay."""
-    from streamfs.worker import metrics
-    from streamfs.worker.app import drop_stream_series
-    from streamfs.worker.state_records import SEP, header_key
-
-    for stream in ("moved-a", "moved-b", "kept"):
-        metrics.SELECTION_SIZE.labels(stream=stream).set(3)
-    drop_stream_series({header_key("moved-a"): b"", f"moved-a{SEP}c{SEP}4": b"",
-                        header_key("moved-b"): b""})
-    shown = {s.labels["stream"] for f in metrics.SELECTION_SIZE.collect() for s in f.samples}
-    assert "kept" in shown and not shown & {"moved-a", "moved-b"}
-    metrics.drop_stream("kept")
-
-
 def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker_answering():
     """A new consumer replaces the old one only when no rebalance explains the wait (the
     rejoin itself: tests/worker/test_rejoin.py), and never while no broker answers, when a
