@@ -406,6 +406,31 @@ def test_topic_ids_are_asked_again_while_the_cluster_moves():
     assert answers == ["ids"]  # asked once
 
 
+def test_an_assigned_partition_beyond_the_topic_s_count_is_refused_naming_the_topic():
+    """Partitions added under a running worker, handed out by the group's rebalance before the
+    topic check saw them: refused in one line before any restore (the worker had died
+    restoring a changelog partition that does not exist, exit 70 with a traceback). The
+    broker-backed run (tests/cli/test_cli_kafka.py) meets either this or the topic check,
+    whichever sees the new partitions first."""
+    from confluent_kafka import TopicPartition
+
+    from streamfs.topics import TopicMismatch
+    from streamfs.worker import app
+
+    worker = object.__new__(app.Worker)
+    worker.topic_partitions = {"p.features": 8, "p.instances": 8}
+    within = [TopicPartition("p.features", 7), TopicPartition("p.instances", 0)]
+    worker._refuse_added_partitions(within)  # nothing beyond the counts: no error
+    with pytest.raises(TopicMismatch) as refused:
+        worker._refuse_added_partitions(within + [TopicPartition("p.features", 9),
+                                                  TopicPartition("p.features", 8)])
+    said = str(refused.value)
+    assert said.startswith("a topic of this worker changed while it ran: 'p.features' has more "
+                           "than the catalogue's 8 partitions now. Partitions were added to "
+                           "'p.features' "), said
+    assert "p.instances" not in said
+
+
 def _producer_worker(monkeypatch, answers):
     """A worker (no consumer, no broker) whose new producers' ``init_transactions`` give
     ``answers`` in turn: a KafkaError code raises it, ``"ok"`` returns."""
