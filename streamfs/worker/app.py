@@ -80,7 +80,7 @@ from streamfs.worker.input_lag import InputLag
 from streamfs.worker.local_copies import LocalCopies
 from streamfs.worker.processor import Plan, StateLost
 from streamfs.worker.restore import PartitionState, Restore
-from streamfs.worker.state_records import SEP
+from streamfs.worker.state_records import header_stream
 from streamfs.worker.topic_checks import changed_while_running, described_topics, topic_changes
 
 log = logging.getLogger("streamfs.worker")
@@ -475,8 +475,7 @@ class Worker:
         dropped (the input topic deleted and re-created while no worker ran, or the group's
         offsets expired). It is read from its beginning with its state kept, as above."""
         state = self.partitions.get((self.roles[tp.topic], tp.partition))
-        suffix = f"{SEP}h"
-        streams = sum(key.endswith(suffix) for key in state.store) if state else 0
+        streams = sum(header_stream(key) is not None for key in state.store) if state else 0
         if streams:
             log.warning("input partition %s:%d has no committed offset but its changelog holds "
                         "%d stream(s): the group's offsets were dropped (the topic deleted and "
@@ -1060,7 +1059,7 @@ class Worker:
             if resume is None:  # set with its state; a tombstone without offsets is unfenced
                 continue
             for key, value in state.store.items():
-                if not key.endswith(f"{SEP}h"):
+                if header_stream(key) is None:
                     continue
                 header = unpackb(value)
                 closed_at = header.get("closed_at")

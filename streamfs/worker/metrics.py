@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from streamfs.worker.state_records import SEP
+from streamfs.worker.state_records import header_stream
 
 if TYPE_CHECKING:
     from streamfs.worker.processor import Plan
@@ -120,7 +120,7 @@ def count_committed(plan: Plan, topic: str, role: str) -> None:
 
 def drop_stream_series(store: dict[str, bytes]) -> None:
     """Remove the per-stream metric series of every stream in a partition's ``store``."""
-    suffix = f"{SEP}h"
     for key in store:
-        if key.endswith(suffix):
-            drop_stream(key[:-len(suffix)])
+        stream = header_stream(key)
+        if stream is not None:
+            drop_stream(stream)

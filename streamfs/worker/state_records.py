@@ -20,6 +20,15 @@ def header_key(stream: str) -> str:
     return f"{stream}{SEP}h"
 
 
+def header_stream(key: str) -> str | None:
+    """The stream whose header ``key`` is (:func:`header_key`), or None for another record.
+
+    >>> header_stream(header_key("s1")), header_stream(column_key("s1", 3))
+    ('s1', None)
+    """
+    return key[:-2] if key.endswith(f"{SEP}h") else None
+
+
 def state_keys(stream: str, name: str, ref: str) -> list[str]:
     """The keys of a state entry's records. ``ref`` is the digest of the entry's bytes, with
     ``+<parts>`` where the entry was written in parts
