@@ -153,6 +153,49 @@ def group_runs(groups: Any, n_columns: int) -> dict:
     return {"groups": [np.arange(a, b) for a, b in zip(bounds, bounds[1:])], "group_ids": ids}
 
 
+def block_array(X: Any, kind: str) -> Any:
+    """The ``X`` of a ``features`` or ``instances`` block (``kind``), if it is a 2-D array
+    (dense or sparse)."""
+    if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
+        shape = "N x columns" if kind == "features" else "instances x d"
+        raise InvalidInput(f"'X' of {'a feature' if kind == 'features' else 'an instance'} "
+                           f"block must be a 2-D array ({shape})")
+    return X
+
+
+def block_groups(groups: Any, algorithm: str, n_columns: int) -> dict:
+    """The ``partial_fit`` keywords a feature block's ``groups`` give its ``algorithm``
+    (:func:`group_runs` for group-saola); ``groups`` sent to another algorithm are refused,
+    not ignored."""
+    if algorithm == "group-saola":
+        return group_runs(groups, n_columns)
+    if groups is not None:
+        raise InvalidInput(f"'groups' apply to group-saola streams only, not to {algorithm!r}")
+    return {}
+
+
+def source_columns(columns: Any, n_columns: int) -> np.ndarray | None:
+    """A feature block's ``columns`` (the source column index of each of its ``n_columns``
+    columns) as int64, or None where it has none: distinct integers from 0 to 2^63 - 1."""
+    if columns is None:
+        return None
+    columns = np.asarray(columns)
+    if columns.shape != (n_columns,) or columns.dtype.kind not in "iu":
+        raise InvalidInput("'columns' must list one source column index per column")
+    if columns.size and columns.min() < 0:
+        raise InvalidInput(f"'columns' holds a negative source column index "
+                           f"({int(columns.min())})")
+    if columns.size and int(columns.max()) > np.iinfo(np.int64).max:
+        # uint64 beyond int64: stored as int64 they wrapped to negative ids
+        raise InvalidInput(f"'columns' holds a source column index beyond 2^63 - 1 "
+                           f"({int(columns.max())})")
+    unique, counts = np.unique(columns, return_counts=True)
+    if (counts > 1).any():
+        raise InvalidInput(f"'columns' names source column {int(unique[counts > 1][0])} "
+                           f"more than once: each column of a block is another source column")
+    return columns.astype(np.int64)
+
+
 def check_finite(arr: Any, what: str) -> None:
     values = arr.data if sp.issparse(arr) else np.asarray(arr)
     if values.dtype.kind == "f" and not np.isfinite(values).all():

@@ -53,9 +53,10 @@ from streamfs.algorithms.opening import (
 from streamfs.algorithms.instance_advice import naming_columns
 from streamfs.codec import (FORMATS, CodecError, EnvelopeError, bin_keys_problem, decode,
                             encode_as, packb, run_token_problem, unpackb)
-from streamfs.worker.input_checks import (InvalidInput, check_feature_names, check_finite,
-                                          check_labels, check_replace, clipped, continue_from,
-                                          group_runs, misplaced_fields, undecodable_field,
+from streamfs.worker.input_checks import (InvalidInput, block_array, block_groups,
+                                          check_feature_names, check_finite, check_labels,
+                                          check_replace, clipped, continue_from,
+                                          misplaced_fields, source_columns, undecodable_field,
                                           unnamed_rule)
 from streamfs.worker.naming import FeatureNaming
 from streamfs.worker.state_records import (column_key, content_digest, header_key, map_key,
@@ -726,9 +727,7 @@ class StreamProcessor:
         return plan
 
     def _feature_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
-        X = message.get("X")
-        if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
-            raise InvalidInput("'X' of a feature block must be a 2-D array (N x columns)")
+        X = block_array(message.get("X"), "features")
         y = np.asarray(self._extra(stream, header, "__y__"))
         if X.shape[0] != y.shape[0]:
             raise InvalidInput(
@@ -750,29 +749,8 @@ class StreamProcessor:
         # NaN, infinite and too large values: every feature-stream algorithm checks its block
         # first, before it changes any state, and names the columns; checking here too was a
         # second pass over every value, with a temporary array as large as the block
-        kwargs = {}
-        if header["algorithm"] == "group-saola":
-            kwargs = group_runs(message.get("groups"), X.shape[1])
-        elif message.get("groups") is not None:
-            raise InvalidInput(f"'groups' apply to group-saola streams only, not to "
-                               f"{header['algorithm']!r}")
-        columns = message.get("columns")
-        if columns is not None:
-            columns = np.asarray(columns)
-            if columns.shape != (X.shape[1],) or columns.dtype.kind not in "iu":
-                raise InvalidInput("'columns' must list one source column index per column")
-            if columns.size and columns.min() < 0:
-                raise InvalidInput(f"'columns' holds a negative source column index "
-                                   f"({int(columns.min())})")
-            if columns.size and int(columns.max()) > np.iinfo(np.int64).max:
-                # uint64 beyond int64: stored as int64 they wrapped to negative ids
-                raise InvalidInput(f"'columns' holds a source column index beyond 2^63 - 1 "
-                                   f"({int(columns.max())})")
-            unique, counts = np.unique(columns, return_counts=True)
-            if (counts > 1).any():
-                raise InvalidInput(f"'columns' names source column {int(unique[counts > 1][0])} "
-                                   f"more than once: each column of a block is another source "
-                                   f"column")
+        kwargs = block_groups(message.get("groups"), header["algorithm"], X.shape[1])
+        columns = source_columns(message.get("columns"), X.shape[1])
         names = message.get("names")
         if names is not None:
             names = check_feature_names(names, X.shape[1], "'names' of a feature block")
@@ -796,7 +774,6 @@ class StreamProcessor:
         if columns is not None:
             start = int(algo.n_features_seen_) - X.shape[1]
             header["maps"] = header.get("maps", []) + [start]
-            columns = columns.astype(np.int64)
             self._pending_maps.append((map_key(stream, start), packb(columns)))
             self._naming.add_columns(stream, start, columns)
         if names is not None:
@@ -807,9 +784,7 @@ class StreamProcessor:
         return X.shape[1]
 
     def _instance_block(self, stream: str, header: dict, algo: Any, message: dict) -> int:
-        X, y = message.get("X"), message.get("y")
-        if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
-            raise InvalidInput("'X' of an instance block must be a 2-D array (instances x d)")
+        X, y = block_array(message.get("X"), "instances"), message.get("y")
         d = self._extra(stream, header, "__n_features__")
         if X.shape[1] != d:
             raise InvalidInput(f"instance block has {X.shape[1]} features, the stream has d = {d}")
