@@ -180,6 +180,9 @@ def source_columns(columns: Any, n_columns: int) -> np.ndarray | None:
     if columns is None:
         return None
     columns = np.asarray(columns)
+    if n_columns == 0 and columns.shape == (0,):
+        # a block of no columns maps nothing (an empty list decodes as floats: it was refused)
+        return None
     if columns.shape != (n_columns,) or columns.dtype.kind not in "iu":
         raise InvalidInput("'columns' must list one source column index per column")
     if columns.size and columns.min() < 0:

@@ -31,6 +31,9 @@ def test_source_columns_are_distinct_int64_indices():
     assert source_columns(None, 3) is None
     got = source_columns(np.array([5, 0, 2**63 - 1], dtype=np.uint64), 3)
     assert got.dtype == np.int64 and got.tolist() == [5, 0, 2**63 - 1]
+    # an empty list (floats once decoded) for a block of no columns: nothing to map
+    assert source_columns([], 0) is None
+    assert source_columns(np.zeros(0), 0) is None
 
 
 @pytest.mark.parametrize("columns, n, reason", [

@@ -626,6 +626,22 @@ def test_group_saola_block_of_no_columns_is_no_group():
     assert [s["group"] for s in decode(results[-1])["selection"]] == [0]
 
 
+def test_a_block_of_no_columns_may_carry_empty_columns_and_names():
+    # its empty 'columns' decoded as floats and were refused as "one source column index per
+    # column", which they are; the blocks after it keep their own ids and names
+    X, y = _data()
+    names = [f"f{j}" for j in range(6)]
+    opening, *blocks = list(feature_stream_messages("s", X[:, :6], y, "saola",
+                                                    feature_names=names, block_bytes=120 * 8 * 3))
+    empty = dict(blocks[0], X=np.zeros((120, 0)), columns=[], names=[])
+    later = [dict(m, seq=m["seq"] + 1) for m in blocks]
+    results, dead = _run(StreamProcessor("features", {}), [opening, empty, *later])
+    assert not dead
+    expected, _ = _run(StreamProcessor("features", {}), [opening, *blocks])
+    final, want = decode(results[-1])["selection"], decode(expected[-1])["selection"]
+    assert final == want and all(s["name"] == names[s["feature"]] for s in final)
+
+
 def test_groups_on_another_algorithm_and_bad_columns_are_dead_lettered():
     X, y = _data()
     opening, block = list(feature_stream_messages("s", X[:, :4], y, "saola"))[:2]
