@@ -788,6 +788,11 @@ class StreamProcessor:
         d = self._extra(stream, header, "__n_features__")
         if X.shape[1] != d:
             raise InvalidInput(f"instance block has {X.shape[1]} features, the stream has d = {d}")
+        if X.shape[0] == 0 and (y == [] if isinstance(y, list)
+                                else isinstance(y, np.ndarray) and y.shape == (0,)):
+            # no instances learn nothing, as a feature block of no columns: a producer that
+            # flushes its buffer on a timer sends such blocks, and each was a dead letter
+            return 0
         y = check_labels(y, "labels 'y'")
         if y.shape[0] != X.shape[0]:
             raise InvalidInput(f"{X.shape[0]} instances but {y.shape[0]} labels")

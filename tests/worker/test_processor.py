@@ -224,6 +224,35 @@ def test_offline_runner_equals_algorithm_for_instances():
     assert final["counters"]["mistakes"] == ref.mistakes_
 
 
+@pytest.mark.parametrize("no_labels", [[], np.zeros(0, dtype=np.int64)])
+def test_an_instance_block_of_no_rows_learns_nothing(no_labels):
+    # it was dead-lettered ("labels 'y' is empty"), where a feature block of no columns is not
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 20))
+    y = np.where(X[:, 0] + X[:, 3] > 0, 1, -1)
+    opening, *blocks = list(instance_stream_messages("i", X, y, "ofs", {"n_features_to_select": 4},
+                                                     block_bytes=20 * 8 * 37))
+    assert opening["seq"] == 0 and [m["seq"] for m in blocks] == list(range(1, len(blocks) + 1))
+    empty = dict(blocks[0], X=np.zeros((0, 20)), y=no_labels)
+    # one before the first block (nothing learned yet) and one between two blocks
+    mixed = [empty, blocks[0], empty, *blocks[1:]]
+    messages = [opening] + [dict(m, seq=i) for i, m in enumerate(mixed, 1)]
+    results, dead = _run(StreamProcessor("instances", {}), messages)
+    expected, _ = _run(StreamProcessor("instances", {}), [opening, *blocks])
+    assert not dead
+    # the first step of a stream publishes its first version, here one of no features (as
+    # after a first feature block whose columns are all irrelevant); the rest as without them
+    first, *rest = [decode(r) for r in results]
+    assert (first["version"], first["selection"], first["counters"]["n_seen"]) == (1, [], 0)
+    assert [r["selection"] for r in rest] == [decode(r)["selection"] for r in expected]
+    assert rest[-1]["counters"] == decode(expected[-1])["counters"]
+    # rows without labels, or labels without rows, are still refused
+    assert _reasons([opening, dict(empty, X=np.zeros((0, 20)), y=None)], "instances") == [
+        "labels 'y' must be a 1-D array or list of labels"]
+    assert _reasons([opening, dict(empty, X=X[:2], y=[])], "instances") == [
+        "labels 'y' is empty"]
+
+
 def test_instance_stream_messages_round_trip_blocks():
     X = np.arange(60, dtype=np.float64).reshape(20, 3)
     y = np.arange(20) % 2
