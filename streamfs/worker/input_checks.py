@@ -153,13 +153,16 @@ def group_runs(groups: Any, n_columns: int) -> dict:
     return {"groups": [np.arange(a, b) for a, b in zip(bounds, bounds[1:])], "group_ids": ids}
 
 
+#: what the ``X`` of each kind of block must be
+BLOCK_ARRAY = {"features": "'X' of a feature block must be a 2-D array (N x columns)",
+               "instances": "'X' of an instance block must be a 2-D array (instances x d)"}
+
+
 def block_array(X: Any, kind: str) -> Any:
     """The ``X`` of a ``features`` or ``instances`` block (``kind``), if it is a 2-D array
     (dense or sparse)."""
     if not (isinstance(X, np.ndarray) or sp.issparse(X)) or X.ndim != 2:
-        shape = "N x columns" if kind == "features" else "instances x d"
-        raise InvalidInput(f"'X' of {'a feature' if kind == 'features' else 'an instance'} "
-                           f"block must be a 2-D array ({shape})")
+        raise InvalidInput(BLOCK_ARRAY[kind])
     return X
 
 
