@@ -754,6 +754,11 @@ class StreamProcessor:
         names = message.get("names")
         if names is not None:
             names = check_feature_names(names, X.shape[1], "'names' of a feature block")
+        if X.shape[1] == 0:
+            # nothing to learn, map or name: recording its empty 'columns' or 'names' would
+            # spend one of the stream's block-list entries (BLOCK_LIST_BYTES) on nothing, and
+            # a producer that flushes on a timer would run out of them
+            return 0
         # the header lists the blocks that carried columns or names, and is one record: a
         # stream of a column a block would have outgrown it, failing every transaction
         most = self.value_budget(stream.encode()) // BLOCK_LIST_BYTES

@@ -671,6 +671,25 @@ def test_a_block_of_no_columns_may_carry_empty_columns_and_names():
     assert final == want and all(s["name"] == names[s["feature"]] for s in final)
 
 
+def test_blocks_of_no_columns_record_no_columns_or_names():
+    # a producer that flushes on a timer sends many: each recorded an empty names (or
+    # columns) record and spent an entry of the stream's block lists, which are bounded
+    X, y = _data()
+    names = [f"f{j}" for j in range(6)]
+    opening, *blocks, _close = list(feature_stream_messages(
+        "s", X[:, :6], y, "saola", feature_names=names, block_bytes=120 * 8 * 3))
+    empties = [dict(blocks[0], X=np.zeros((120, 0)), columns=[], names=[], seq=blocks[0]["seq"] + i)
+               for i in range(3)]
+    later = [dict(m, seq=m["seq"] + 3) for m in blocks]
+    with_empties = StreamProcessor("features", {})
+    _, dead = _run(with_empties, [opening, *empties, *later])
+    without = StreamProcessor("features", {})
+    _run(without, [opening, *blocks])
+    assert not dead and set(with_empties.store) == set(without.store)
+    header, reference = (unpackb(p.store[header_key("s")]) for p in (with_empties, without))
+    assert header["name_blocks"] == reference["name_blocks"] and len(reference["name_blocks"]) > 1
+
+
 def test_groups_on_another_algorithm_and_bad_columns_are_dead_lettered():
     X, y = _data()
     opening, block = list(feature_stream_messages("s", X[:, :4], y, "saola"))[:2]
