@@ -27,7 +27,7 @@ def assigned_consumer(kafka_config: dict, topic: str) -> Any:
 
     from streamfs.client import first_offset
     from streamfs.settings import Settings
-    from streamfs.worker.app import fetch_config
+    from streamfs.worker.kafka_clients import fetch_config
 
     consumer = Consumer({**kafka_config, "group.id": f"bench-raw-{uuid.uuid4().hex}",
                          "enable.auto.commit": False,

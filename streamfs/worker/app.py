@@ -57,11 +57,9 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import tempfile
 import threading
 import time
-import uuid
 from collections import deque
 from typing import Any, NoReturn
 
@@ -77,6 +75,8 @@ from streamfs.worker.errors import (Hung, InstanceFenced, Rewind,
 from streamfs.worker.group_checks import check_group_is_ours, warn_if_another_group_processed
 from streamfs.worker.health import Health, loop_stall_seconds, rejoin_seconds
 from streamfs.worker.input_lag import InputLag
+from streamfs.worker.kafka_clients import (TXN_CALL_SECONDS, consumer_config, fetch_config,
+                                           producer_config)
 from streamfs.worker.local_copies import LocalCopies
 from streamfs.worker.processor import Plan, StateLost
 from streamfs.worker.restore import PartitionState, Restore
@@ -85,8 +85,6 @@ from streamfs.worker.topic_checks import changed_while_running, described_topics
 
 log = logging.getLogger("streamfs.worker")
 
-#: deadline of one transactional call (a broker that does not answer within it: rewind)
-TXN_CALL_SECONDS = 15
 #: how often the worker checks, busy or idle, that its topics still exist, with their
 #: partition counts and, for the input topics, the ids they were assigned with
 TOPIC_CHECK_SECONDS = 10
@@ -99,24 +97,6 @@ TOPIC_DESCRIBE_SECONDS = 10
 STILL_SECONDS = 2
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
-
-
-def fetch_config(max_message_bytes: int) -> dict:
-    """How the worker's consumers fetch (the bench's raw consumer uses the same settings, so
-    that it is a fair ceiling)."""
-    return {
-        "fetch.max.bytes": max(52428800, max_message_bytes + 65536),
-        "max.partition.fetch.bytes": max_message_bytes + 65536,
-        # a fetch for partitions with no data waits on the broker this long (default 500 ms),
-        # and a partition that gets data meanwhile (just assigned, or resumed after a full
-        # queue) waits for it: measured, the first message 58 ms after an assignment with 50,
-        # 16 ms with 20; an idle worker then costs the broker 5.3 % of a core instead of 3.1 %
-        "fetch.wait.max.ms": 20,
-        # once its queue is full, librdkafka waits this long before fetching that partition
-        # again (default 1 s). The worker drains a full queue in a fraction of that, then sat
-        # idle: measured on a 320 MB backlog, 2.5 s with the default, 0.84 s with 20 ms
-        "fetch.queue.backoff.ms": 20,
-    }
 
 
 class InFlight:
@@ -218,54 +198,13 @@ class Worker:
     def _consumer(self) -> Any:
         from confluent_kafka import Consumer
 
-        s = self.settings
-        return make_client(Consumer, {
-            **s.kafka_config(),
-            "error_cb": self.broker.client_error,  # served by consume(), on the loop's thread
-            "group.id": s.app_id,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "session.timeout.ms": int(s.session_timeout * 1000),
-            "heartbeat.interval.ms": int(min(3.0, s.session_timeout / 3) * 1000),
-            "max.poll.interval.ms": int(loop_stall_seconds(s.session_timeout) * 1000),
-            # static membership (KIP-345): a restart under the same id takes the member's
-            # place and its partitions at once. librdkafka sends no LeaveGroup for a static
-            # member when it closes, so its partitions wait for it until its session times out.
-            **({"group.instance.id": s.instance_id} if s.instance_id else {}),
-            **fetch_config(s.max_message_bytes),
-        })
+        return make_client(Consumer, consumer_config(self.settings, self.broker.client_error))
 
     def _producer(self) -> Any:
         from confluent_kafka import Producer
 
-        s = self.settings
-        producer = make_client(Producer, {
-            **s.kafka_config(),
-            # its last lines, to name the topic in an ACL's refusal (only the log has it)
-            "logger": self.producer_log.logger,
-            # unique per process: fencing comes from the group metadata (KIP-447), not the id
-            "transactional.id": f"{s.app_id}-{socket.gethostname()}-{os.getpid()}-"
-                                f"{uuid.uuid4().hex[:8]}",
-            "transaction.timeout.ms": int(s.transaction_timeout * 1000),
-            # a record the broker cannot take in time fails the transaction (abort, rewind)
-            # instead of being retried for librdkafka's default of five minutes
-            "message.timeout.ms": int(min(TXN_CALL_SECONDS, s.transaction_timeout) * 1000),
-            "linger.ms": 5,
-            "partitioner": "murmur2_random",  # the Java client's, for keyed results
-            "message.max.bytes": s.max_message_bytes + 65536,
-            # a topic deleted while the worker runs must fail its transaction, not come back
-            # made by the broker with its defaults (one partition, not compacted): results to
-            # the wrong place, changelogs that the broker would age out
-            "allow.auto.create.topics": False,
-            # The broker verifies a transaction's first record to a partition with its
-            # coordinator (KIP-890) and may answer with a retriable error meanwhile; librdkafka
-            # retries after retry.backoff.ms, 100 ms by default, which was 0.07-0.1 s of a cold
-            # K-OFSD backlog in 2 runs of 5, and 0 of 6 with 10 ms. Later failures still back
-            # off exponentially, up to retry.backoff.max.ms.
-            "retry.backoff.ms": 10,
-        })
+        producer = make_client(Producer, producer_config(self.settings,
+                                                         self.producer_log.logger))
         self._init_transactions(producer)
         return producer
 

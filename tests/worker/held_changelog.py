@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streamfs.settings import Settings
 from streamfs.topics import changelog_specs
-from streamfs.worker.app import offset_metadata
+from streamfs.worker.commit_metadata import offset_metadata
 
 
 def committed_input(kafka_config: dict, app_id: str, features: Any

@@ -15,7 +15,7 @@ import pytest
 from streamfs.client import OutputReader
 from streamfs.producers import StreamPublisher, feature_stream_messages
 from streamfs.topics import TopicsNotCreated, create_topics, load_catalogue
-from streamfs.worker.app import changelog_target, committed_topic_id, offset_metadata
+from streamfs.worker.commit_metadata import changelog_target, committed_topic_id, offset_metadata
 
 from .test_worker_acceptance import _strip, reference_versions, wait_finals
 from .workload import StreamCase, feature_data, kafka_partition

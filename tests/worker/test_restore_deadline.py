@@ -70,7 +70,7 @@ def test_records_that_are_not_there_are_restored_without(kafka_config, topic_pre
     app_id, features, send_rest = half_stream
     from confluent_kafka import Consumer, TopicPartition
 
-    from streamfs.worker.app import changelog_target
+    from streamfs.worker.commit_metadata import changelog_target
 
     tp, changelog = committed_input(kafka_config, app_id, features)
     claim_changelog_end(kafka_config, app_id, tp, 10_000)  # far past the changelog's end

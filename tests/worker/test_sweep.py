@@ -229,7 +229,7 @@ def test_a_sweep_commits_the_same_offsets_with_the_changelog_end_past_its_tombst
     tombstone, so that the next owner's restore reads on to it."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from streamfs.worker.app import changelog_target, committed_topic_id
+    from streamfs.worker.commit_metadata import changelog_target, committed_topic_id
     from streamfs.worker.state_records import SEP, header_key
 
     features = load_catalogue(topic_prefix)["features"]
