@@ -709,7 +709,8 @@ class SelectionReader(OutputReader):
                  dead_letters: str | None = None,
                  start: Literal["beginning", "end"] = "beginning",
                  topic_check: float = TOPIC_CHECK_SECONDS) -> None:
-        super().__init__(kafka_config, topic, *([dead_letters] if dead_letters else []),
+        # "" is refused with the other topic names, not read as "no dead letters"
+        super().__init__(kafka_config, topic, *([] if dead_letters is None else [dead_letters]),
                          start=start, topic_check=topic_check)
         self.refused = Refused()
 

@@ -365,8 +365,10 @@ def test_reader_topics_and_current_selection_s_arguments_are_checked(kafka_confi
     for topic in ("", None):
         with pytest.raises(ValueError, match=f"a topic must be a topic name .*, not {topic!r}"):
             OutputReader(kafka_config, topic)
-    with pytest.raises(ValueError, match="a topic must be a topic name .*, not 7"):
-        SelectionReader(kafka_config, "t", dead_letters=7)
+    for dead_letters in (7, ""):  # "" was taken for "no dead letters" and never read
+        with pytest.raises(ValueError,
+                           match=f"a topic must be a topic name .*, not {dead_letters!r}"):
+            SelectionReader(kafka_config, "t", dead_letters=dead_letters)
     for interval in (0, float("inf"), "5"):
         with pytest.raises(ValueError, match=f"topic_check must be a finite number of seconds "
                            f"more than 0, not {re.escape(repr(interval))}"):
