@@ -10,6 +10,7 @@ import click
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import main
 from streamfs.cli.params import param_value
+from streamfs.cli.stdout import writing_output
 
 
 @main.command("algorithms")
@@ -23,7 +24,8 @@ def algorithms(name: str | None) -> None:
     if name is None:
         formatter.write_dl([(spec.name, f"({spec.kind[:-1]} streams) {spec.summary}")
                             for spec in registry.ALGORITHMS.values()])
-        click.echo(formatter.getvalue(), nl=False)
+        with writing_output():  # a full disk: one line, not a traceback
+            click.echo(formatter.getvalue(), nl=False)
         return
     try:
         spec = registry.get(name)
@@ -34,7 +36,8 @@ def algorithms(name: str | None) -> None:
     with formatter.section("Parameters (-p KEY=VALUE; the default after =)"):
         formatter.write_dl([(f"{key}={_as_param(default)}", meaning or "(not described)")
                             for key, default, meaning in spec.parameters()])
-    click.echo(formatter.getvalue(), nl=False)
+    with writing_output():
+        click.echo(formatter.getvalue(), nl=False)
 
 
 def _as_param(value: Any) -> str:

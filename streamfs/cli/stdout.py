@@ -37,13 +37,16 @@ def stdout_to_devnull() -> None:
 
 
 @contextmanager
-def writing_output() -> Iterator[None]:
-    """A write to stdout that fails (a full disk, ``> /dev/full``, an I/O error) as one line and
-    exit 1, not a traceback; a closed pipe is left to `streamfs` itself (exit 141)."""
+def writing_output(path: str | None = None) -> Iterator[None]:
+    """A write to stdout (or to the file ``path``) that fails (a full disk, ``> /dev/full``, an
+    I/O error, no permission) as one line and exit 1, not a traceback; a closed pipe is left to
+    `streamfs` itself (exit 141)."""
     try:
         yield
     except BrokenPipeError:
         raise
     except OSError as exc:
+        if path is not None:
+            raise click.ClickException(f"cannot write {path}: {exc}") from None
         stdout_to_devnull()
         raise click.ClickException(f"cannot write the output: {exc}") from None

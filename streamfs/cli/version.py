@@ -6,9 +6,11 @@ import click
 
 from streamfs import __version__
 from streamfs.cli.group import main
+from streamfs.cli.stdout import writing_output
 
 
 @main.command()
 def version() -> None:
     """Print the version."""
-    click.echo(__version__)
+    with writing_output():  # a full disk: one line, not a traceback
+        click.echo(__version__)

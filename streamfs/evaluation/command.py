@@ -124,16 +124,25 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
 
                 groups = read_groups(groups_file)
                 check_groups(groups, X.shape[1], groups_file)
-            if json_out == "-":
-                json_fh = sys.stdout
-            elif json_out:
-                Path(json_out).parent.mkdir(parents=True, exist_ok=True)
-                json_fh = stack.enter_context(open(json_out, "w"))
+            # a file or stdout that cannot be written (a full disk, no permission): one
+            # line, not a traceback. The file is unbuffered, so that closing it after a write
+            # that failed has nothing left to write and fails no second time
+            if json_out and json_out != "-":
+                with writing_output(json_out):
+                    Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+                    json_fh = stack.enter_context(open(json_out, "wb", buffering=0))
 
             def done(partial: dict, entry: dict) -> None:
-                if json_fh is not None:
-                    json_fh.write(json_line(partial, entry) + "\n")
-                    json_fh.flush()
+                line = json_line(partial, entry) + "\n"
+                if json_out == "-":
+                    with writing_output():
+                        sys.stdout.write(line)
+                        sys.stdout.flush()
+                elif json_fh is not None:
+                    rest = memoryview(line.encode())
+                    with writing_output(json_out):
+                        while rest:  # a raw write may take part of it
+                            rest = rest[json_fh.write(rest):]
 
             result = evaluate_dataset(
                 X, y, [(a, per_algo[a]) for a in algorithms], data_name=data,
@@ -161,12 +170,17 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             print_rich(Group(rich_table(result),
                              *(Text(line) for line in selected_lines(result))))
     if md_out:
-        Path(md_out).parent.mkdir(parents=True, exist_ok=True)
-        with open(md_out, "w") as fh:
-            fh.write(describe(result) + "\n\n" + markdown_table(COLUMNS, rows(result)) + "\n")
+        with writing_output(md_out):
+            Path(md_out).parent.mkdir(parents=True, exist_ok=True)
+            with open(md_out, "w") as fh:
+                fh.write(describe(result) + "\n\n" + markdown_table(COLUMNS, rows(result))
+                         + "\n")
     if plots_dir:
-        for path in plot(result, plots_dir):
-            click.echo(f"wrote {path}", err=json_out == "-")
+        with writing_output(plots_dir):
+            paths = plot(result, plots_dir)
+        with writing_output():
+            for path in paths:
+                click.echo(f"wrote {path}", err=json_out == "-")
 
 
 def _stability_runs(value: int) -> int:

@@ -1,6 +1,9 @@
 """The ``evaluate`` click command end to end on a small file."""
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -53,6 +56,41 @@ def test_evaluate_table_markdown_plots(tmp_path):
     assert load_results(tmp_path / "new" / "r.json")["algorithms"][1]["online"]
     for line in (tmp_path / "new" / "r.json").read_text().splitlines():
         json.loads(line)
+
+
+FULL = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+ENOSPC = "[Errno 28] No space left on device"
+
+
+@FULL
+@pytest.mark.parametrize("option", ["--json", "--markdown"])
+def test_evaluate_says_in_one_line_that_its_file_cannot_be_written(tmp_path, option):
+    """`--json /dev/full` ended in a traceback (the file's close failed again after the
+    write), `--markdown /dev/full` too; a directory that cannot be made as well."""
+    path = _data(tmp_path)
+    args = [str(path), "-a", "saola", "--protocol", "holdout", "--stability-runs", "0",
+            "--no-baselines"]
+    res = CliRunner().invoke(evaluate, [*args, option, "/dev/full"])
+    assert res.exit_code == 1, res.output
+    assert res.output.splitlines()[-1] == f"Error: cannot write /dev/full: {ENOSPC}", res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    res = CliRunner().invoke(evaluate, [*args, option, str(blocked / "out")])
+    assert res.exit_code == 1 and f"Error: cannot write {blocked / 'out'}: " in res.output, \
+        res.output
+
+
+@FULL
+def test_evaluate_json_to_a_full_stdout_is_one_line(tmp_path):
+    path = _data(tmp_path)
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "streamfs.cli", "evaluate", str(path),
+                              "-a", "saola", "--protocol", "holdout", "--stability-runs", "0",
+                              "--no-baselines", "--no-progress", "--json", "-"],
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines() == [f"Error: cannot write the output: {ENOSPC}"], out.stderr
 
 
 def test_evaluate_reports_bad_input_as_a_usage_mistake(tmp_path):
