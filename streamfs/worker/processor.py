@@ -544,6 +544,7 @@ class StreamProcessor:
         if undecodable:
             raise InvalidInput(f"{undecodable}: the 'open' is refused; send it again with the "
                                f"field fixed")
+        check_replace(message)  # on a new id too, where a true one changes nothing
         try:
             check_kind(self.kind, name)  # before what the other kind's 'open' lacks
         except ValueError as exc:

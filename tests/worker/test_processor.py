@@ -1421,6 +1421,20 @@ def test_a_replace_that_is_not_a_boolean_is_named(tokens):
                        "got int 1"]
 
 
+@pytest.mark.parametrize("replace", [1, "yes"])
+def test_a_replace_that_is_not_a_boolean_is_refused_on_a_new_stream_id_too(replace):
+    """It was checked only where the id existed: `replace: 1` on a new id opened the stream,
+    and the same producer's next --replace would have been taken as no replace."""
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    reasons = _reasons([dict(msgs[0], replace=replace)])
+    assert reasons == [f"'replace' must be a boolean (true to start a new run of the stream "
+                       f"id), got {type(replace).__name__} {replace!r}"]
+    results, dead = _run(StreamProcessor("features", {}), [dict(msgs[0], replace=False)]
+                         + msgs[1:])
+    assert not dead and decode(results[-1])["final"]  # false (and true) open a new id
+
+
 def test_run_tokens_are_bounded_and_so_are_the_replaced_runs_a_header_keeps():
     """Three runs with 3 MB tokens made a stream's header larger than a changelog record: every
     transaction failed (MSG_SIZE_TOO_LARGE) and every partition stalled. Tokens are at most
