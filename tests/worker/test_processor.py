@@ -1432,7 +1432,7 @@ def test_a_replace_that_is_not_a_boolean_is_refused_on_a_new_stream_id_too(repla
                        f"id), got {type(replace).__name__} {replace!r}"]
     results, dead = _run(StreamProcessor("features", {}), [dict(msgs[0], replace=False)]
                          + msgs[1:])
-    assert not dead and decode(results[-1])["final"]  # false (and true) open a new id
+    assert not dead and decode(results[-1])["final"]  # a boolean false opens it
 
 
 def test_run_tokens_are_bounded_and_so_are_the_replaced_runs_a_header_keeps():
