@@ -89,7 +89,12 @@ class GroupSAOLA(SAOLABase):
         ``selected_`` concatenates the groups in order.
     group_of_ : dict
         ``{selected feature: group id}``.
-    n_groups_seen_, n_groups_discarded_ : int
+    n_groups_seen_ : int
+        Groups received.
+    n_groups_discarded_ : int
+        Groups that kept no feature through their own step (none relevant, or every one
+        redundant). An earlier group that a later one empties leaves ``selected_groups_``
+        without being counted here: ``n_groups_seen_ - len(selected_groups_)`` counts both.
 
     Examples
     --------

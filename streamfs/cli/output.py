@@ -95,14 +95,18 @@ def _write_results(results: list[dict], as_json: bool) -> None:
         if counters:
             console.print(Text(counters))
         table = Table()
-        for col in ("#", "feature", "name", "score", "affiliated"):
+        # group-saola's features carry the group they were selected in (as --json shows)
+        grouped = any("group" in item for item in r["selection"])
+        for col in ("#", "feature", "name", *(("group",) if grouped else ()), "score",
+                    "affiliated"):
             table.add_column(col, overflow="fold")
         for i, item in enumerate(r["selection"]):
             affiliated = item.get("affiliated", [])
             aff = ", ".join(str(a[2] if len(a) > 2 else a[0]) for a in affiliated[:8])
             more = len(affiliated) - 8
             score = item.get("score")
-            table.add_row(str(i), str(item["feature"]), str(item.get("name", "")),
+            group = (str(item.get("group", "")),) if grouped else ()
+            table.add_row(str(i), str(item["feature"]), str(item.get("name", "")), *group,
                           "" if score is None else f"{score:.4g}",
                           aff + (f" (+{more})" if more > 0 else ""))
         console.print(table)

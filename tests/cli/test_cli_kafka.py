@@ -517,3 +517,24 @@ def test_select_asks_group_saola_for_the_groups_by_its_own_option(grouped_csv):
     out = streamfs("select", str(path), "--label", "class", "-a", "group-saola", "--groups",
                    str(bad), env=dict(os.environ))
     assert out.returncode == 2 and f"{bad}: column 1 is in groups 0 and 1" in out.stderr
+
+
+def test_select_table_shows_the_group_of_each_feature_as_json_does(grouped_csv):
+    path, X, y, groups = grouped_csv
+    args = ("select", str(path), "--label", "class")
+    table = streamfs(*args, "-a", "group-saola", "--groups", str(path.parent / "groups.json"),
+                     env={**os.environ, "COLUMNS": "200"})
+    assert table.returncode == 0, table.stderr
+    header = next(line for line in table.stdout.splitlines() if line.startswith("┃"))
+    assert [c.strip() for c in header.strip("┃│ ").split("┃")] == [
+        "#", "feature", "name", "group", "score", "affiliated"]
+    as_json = json.loads(streamfs(*args, "-a", "group-saola", "--groups",
+                                  str(path.parent / "groups.json"), "--json",
+                                  env=dict(os.environ)).stdout)
+    rows = [[c.strip() for c in line.strip("│ ").split("│")]
+            for line in table.stdout.splitlines() if line.startswith("│")]
+    assert [(int(r[1]), r[2], int(r[3])) for r in rows] == [
+        (s["feature"], s["name"], s["group"]) for s in as_json["selection"]]
+    plain = streamfs(*args, "-a", "saola", env={**os.environ, "COLUMNS": "200"})
+    assert "group" not in next(line for line in plain.stdout.splitlines()
+                               if line.startswith("┃"))  # no column for other algorithms
