@@ -10,6 +10,10 @@ them again on every ``open`` it receives (other producers may skip the first lin
 Traceback (most recent call last):
 ...
 ValueError: algorithm 'saola' consumes feature streams, not instance streams
+>>> check_open("instances", "ofs", {"n_features": 10}, n_features=30)
+Traceback (most recent call last):
+...
+ValueError: n_features=10 but the instances have d = 30 features: a stream's d is its data's (leave n_features out)
 >>> check_values("features", algo, np.array([[1.0, np.nan], [2.0, 3.0], [0.0, 1.0]]))
 Traceback (most recent call last):
 ...
@@ -98,6 +102,12 @@ def check_open(kind: str, algorithm: Any, params: Any, *, n_features: int | None
     params = dict(params)
     allowed = spec.allowed_params()
     if "n_features" in allowed and kind == "instances" and n_features is not None:
+        given = params.get("n_features")
+        if given is not None and (isinstance(given, bool) or given != n_features):
+            # a user's n_features was silently replaced by the data's d, while the estimator
+            # itself refuses the mismatch: refused here the same way
+            raise ValueError(f"n_features={given!r} but the instances have d = {n_features} "
+                             f"features: a stream's d is its data's (leave n_features out)")
         params["n_features"] = n_features
     if "random_state" in allowed and params.get("random_state") is None and seed is not None:
         params["random_state"] = seed

@@ -418,3 +418,20 @@ def test_a_row_id_read_as_a_feature_is_warned_of_and_drop_leaves_it_out(tmp_path
     assert "row id" not in stderr, stderr
     reference, _ = select(plain)
     assert dropped["selection"] == reference["selection"] and dropped["selection"]
+
+
+def test_an_n_features_other_than_the_data_is_refused_not_replaced(tmp_path):
+    """`-p n_features=10` on 30 features ran with d = 30, silently, while the estimator refuses
+    the mismatch (OFS(n_features=10).fit on 30 columns); the data's own d is accepted."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 30))
+    path = tmp_path / "thirty.npz"
+    np.savez(path, X=X, y=(X[:, 0] > 0).astype(int))
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p", "n_features=10"])
+    assert out.exit_code == 2
+    assert out.output == ("Error: n_features=10 but the instances have d = 30 features: a "
+                          "stream's d is its data's (leave n_features out)\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "ofs", "-p", "n_features=30",
+                                    "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout.splitlines()[0])["params"]["n_features"] == 30
