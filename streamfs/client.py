@@ -25,6 +25,8 @@ from streamfs.codec import CodecError, decode, decode_any
 log = logging.getLogger("streamfs.client")
 #: what a timeout of a stream with no result at all adds (the likely cause: a mistyped id)
 ID_HINT = " (none of its results at all: is {stream!r} the stream's id?)"
+#: the same where only results published since the reader started count (``start="end"``)
+NEW_ONLY_HINT = " (none of its results since the watch began: earlier ones are not read)"
 
 #: consumer settings the readers depend on: EOF events end ``to_end`` reads and tell when the
 #: topics have been read to their end; ``read_committed`` shows each version exactly once
@@ -623,13 +625,13 @@ class _Finals:
             key = (where[:2] if where else None, not _unreadable(letter))
             self.runless.setdefault(sid, {})[key] = letter
 
-    def _open(self) -> list[str]:
+    def waiting(self) -> list[str]:
         """The watched streams without a final result (``stream`` even before its first)."""
         watched = [self.stream] if self.stream is not None else list(self.final)
         return [sid for sid in watched if not self.final.get(sid)]
 
     def all_final(self) -> bool:
-        return bool(self.final) and not self._open()
+        return bool(self.final) and not self.waiting()
 
     def replaced(self) -> tuple[str, int, int, bool] | None:
         """A watched stream whose run ``run`` is not final but was replaced by a newer run: the
@@ -638,7 +640,7 @@ class _Finals:
         each stream is the one watched: none is replaced."""
         if self.run is None:
             return None
-        for sid in self._open():
+        for sid in self.waiting():
             if sid in self.newer:
                 return sid, self.run, self.newer[sid], sid in self.final
         return None
@@ -646,7 +648,7 @@ class _Finals:
     def rejection(self) -> dict | None:
         """A dead letter of the watched run of a stream not final: one of that run, or one
         without a run that :meth:`_may_be_of` the run."""
-        for sid in self._open():
+        for sid in self.waiting():
             run = self.run or self.newest.get(sid, 1)
             letter = self.letters.get(sid, {}).get(run) or self._runless_of(sid, run)
             if letter is not None:
@@ -713,6 +715,7 @@ class SelectionReader(OutputReader):
         super().__init__(kafka_config, topic, *([] if dead_letters is None else [dead_letters]),
                          start=start, topic_check=topic_check)
         self.refused = Refused()
+        self._new_only = start == "end"
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
                 timeout: float | None = None, to_end: bool = False,
@@ -768,7 +771,12 @@ class SelectionReader(OutputReader):
         except TimeoutError:
             said = self._timed_out(stream, until_final, timeout)
             if stream is not None and run is None and stream not in finals.newest:
-                said += ID_HINT.format(stream=stream)
+                said += NEW_ONLY_HINT if self._new_only else ID_HINT.format(stream=stream)
+            elif stream is None and until_final and (waiting := finals.waiting()):
+                # which streams hold it up: one left open (a producer stopped part way) is
+                # otherwise found only by scanning the versions printed
+                shown = ", ".join(map(repr, waiting[:5]))
+                said += f" ({shown}{', ...' if len(waiting) > 5 else ''} not final)"
             raise TimeoutError(said) from None
 
     def _taken(self, topic: str, message: dict, finals: _Finals, run: int | None) -> dict | None:

@@ -183,6 +183,12 @@ def test_a_dead_letter_of_the_watched_run_ends_the_wait(kafka_config, topic_pref
                                                r"\(none of its results at all: is 'qq' the "
                                                r"stream's id\?\)$"):
             list(reader.updates("qq", until_final=True, timeout=3))
+    # reading only what comes after the start, "r" (which has results) is not doubted
+    with SelectionReader(kafka_config, topics["selected"].name, start="end") as reader:
+        with pytest.raises(TimeoutError, match=r"time is up: watched 'r' on \S+ for 3 s \(none "
+                                               r"of its results since the watch began: earlier "
+                                               r"ones are not read\)$"):
+            list(reader.updates("r", timeout=3))
 
 
 def _runless(stream: str, offset: int, *, partition: int = 0,

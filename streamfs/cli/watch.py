@@ -102,7 +102,7 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     the final, or counted in a final result with ``until_final``) or 5 (``until_final`` of
     run ``run``, replaced before its final result). ``without_worker``: what to say at a
     timeout if no worker consumes (the cause, rather than a mistyped stream id)."""
-    from streamfs.client import ID_HINT, RunReplaced, StreamRejected
+    from streamfs.client import ID_HINT, NEW_ONLY_HINT, RunReplaced, StreamRejected
 
     partial: dict[str, int] = {}  # final results computed without some input of their run
     try:
@@ -115,7 +115,9 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     except TimeoutError as exc:
         said = str(exc)
         if cause := without_worker():
-            said = f"{said.replace(ID_HINT.format(stream=stream), '')}: {cause}"
+            for hint in (ID_HINT.format(stream=stream), NEW_ONLY_HINT):
+                said = said.replace(hint, "")
+            said = f"{said}: {cause}"
         click.echo(said, err=True)
         return EXIT_TIMEOUT
     except StreamRejected as exc:

@@ -28,7 +28,9 @@ def test_until_final_without_a_stream_waits_for_every_stream(cli_env, kafka_conf
     out = streamfs("watch", "--until-final", "--json", "--timeout", "4", env=cli_env)
     assert out.returncode == 3, out.stderr
     assert _versions(out.stdout) == [("a", 1), ("b", 1)]
-    assert "no final result for every stream" in out.stderr
+    # which stream holds the wait up ("a" is final)
+    assert f"no final result for every stream on {selected} after 4.0 s ('b' not final)" \
+        in out.stderr
     _put(kafka_config, selected, _result("b", 2, final=True))
     out = streamfs("watch", "--until-final", "--json", "--timeout", "60", env=cli_env)
     assert out.returncode == 0 and _versions(out.stdout)[-1] == ("b", 2), out.stderr
@@ -83,6 +85,12 @@ def test_a_timeout_without_until_final_says_the_time_is_up(cli_env, kafka_config
     out = streamfs("watch", "s3", "--json", "--timeout", "3", env=cli_env)
     assert out.returncode == 3 and _versions(out.stdout) == [("s3", 1)]
     assert "time is up: watched 's3'" in out.stderr and "no final" not in out.stderr
+    # --from-now reads none of the results before it: an id with results is not doubted (and
+    # no worker runs here: that cause is said instead of any hint)
+    out = streamfs("watch", "s3", "--from-now", "--json", "--timeout", "3", env=cli_env)
+    assert out.returncode == 3 and out.stdout == "", out.stderr
+    assert out.stderr.splitlines()[-1].startswith(
+        f"time is up: watched 's3' on {selected} for 3.0 s: no streamfs worker is consuming")
 
 
 def test_a_final_result_without_some_input_says_so(cli_env, kafka_config, selected):
