@@ -439,7 +439,7 @@ class _Command(click.Command):
             ctx.exit(EXIT_DENIED)
 
 
-@click.command(cls=_Command)
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--selection-stream", required=True, help="Stream whose selection to follow.")
 @click.option("--instance-stream", required=True, help="Instance stream to train on.")
 @click.option("--classes", default=None,
@@ -454,6 +454,13 @@ class _Command(click.Command):
               help="Seconds to wait, once finished, for the topics' ends to be reached.")
 def main(selection_stream: str, instance_stream: str, classes: str | None,
          max_blocks: int | None, timeout: float | None, replay: int, grace: float) -> None:
+    """Train an online classifier on an instance stream, restricted to the features another
+    stream's selection currently holds, and print its prequential accuracy.
+
+    Reads the selected-features and instances topics of STREAMFS_TOPIC_PREFIX on
+    STREAMFS_BOOTSTRAP_SERVERS from their beginning (read_committed); exits once the
+    selection's final result and the instance stream's close are read.
+    """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
     from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, check_reachable,

@@ -312,3 +312,14 @@ def test_a_topic_deleted_under_the_example_is_one_line_and_exit_1(kafka_bootstra
             proc.kill()
     assert proc.returncode == 1 and "Traceback" not in err, err
     assert err.strip() == f"Error: topic {selected!r} was deleted while being read", err
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help_takes_both_spellings_as_the_streamfs_commands_do(flag):
+    from click.testing import CliRunner
+
+    from streamfs.examples.downstream import main
+
+    out = CliRunner().invoke(main, [flag])
+    assert out.exit_code == 0, out.output
+    assert "Train an online classifier" in out.output and "--selection-stream" in out.output
