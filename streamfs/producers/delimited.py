@@ -154,7 +154,27 @@ def labels_from_text(values: list[str], where: str = "the labels") -> np.ndarray
         arr = np.array([float(v) for v in values])
         integral = np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2.0**63)
         return arr.astype(np.int64) if integral else arr
+    _note_mixed_labels(values, where)
     return np.array(values)
+
+
+def _note_mixed_labels(values: list[str], where: str) -> None:
+    """Warn of labels that are numbers but for a few (or text but for a few): read as text
+    they are all classes, so one stray cell ('malignant' among 0s and 1s) is a class of its
+    own, which binary learners refuse but the feature-stream selectors take without a word."""
+    numbers = [is_number(v) for v in values]
+    k = sum(numbers)
+    if not 0 < k < len(values):
+        return
+    odd = [v for v, num in zip(values, numbers) if num == (2 * k < len(values))]
+    kinds = ("a number", "numbers") if 2 * k < len(values) else ("not a number", "not numbers")
+    first = list(dict.fromkeys(odd))
+    examples = ", ".join(map(repr, first[:3])) + (", ..." if len(first) > 3 else "")
+    classes = len(set(values))
+    _note(f"{where}: {len(odd)} of {len(values)} labels {'is' if len(odd) == 1 else 'are'} "
+          f"{kinds[len(odd) > 1]} ({examples}) where the others are"
+          f"{' not' if 2 * k < len(values) else ''}: all are read as text, each distinct text a "
+          f"class ({classes} classes); correct or drop those rows if they are mistakes")
 
 
 _noted: set[str] = set()

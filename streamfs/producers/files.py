@@ -7,6 +7,7 @@ streams read incrementally where the format allows (see :mod:`streamfs.producers
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -31,7 +32,7 @@ OWN_LABELS = (".npz", ".mat", *LIBSVM_SUFFIXES)
 KNOWN_SUFFIXES = (".npy", ".csv", ".tsv", ".parquet", *OWN_LABELS)
 
 
-def load_file(source: str, *, label: str | int | None = None, header: bool | None = None,
+def load_file(source: str | os.PathLike, *, label: str | int | None = None, header: bool | None = None,
               n_features: int | None = None, zero_based: bool | str = "auto",
               drop: Sequence[str | int] = ()) -> tuple[Any, np.ndarray]:
     """Load ``(X, y)`` from a path, a dataset name of ``$STREAMFS_DATASETS`` or ``sklearn:NAME``.
@@ -47,6 +48,7 @@ def load_file(source: str, *, label: str | int | None = None, header: bool | Non
     files that are neither features nor the label (names or indices, as ``label``), such as a
     row id.
     """
+    source = os.fspath(source)
     if source.startswith("sklearn:"):
         return _sklearn(source.split(":", 1)[1])
     path = Path(source)

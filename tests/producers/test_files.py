@@ -774,3 +774,24 @@ def test_the_header_guess_ignores_a_column_dropped_by_index(tmp_path):
     assert reader.header is False and reader.n_features == 2
     X, y = load_file(str(path), drop=["0"])
     assert X.tolist() == [[0.5, 2], [1.5, 3], [2.5, 1]] and y.tolist() == [0, 1, 0]
+
+
+def test_labels_that_are_numbers_but_for_a_stray_cell_are_noted(tmp_path, caplog):
+    """A 0/1 label column with one 'malignant' cell was read as three text classes without a
+    word for the feature-stream selectors (SAOLA, K-OFSD)."""
+    path = tmp_path / "stray.csv"
+    rows = ["a,class"] + [f"{i * 0.5},{i % 2}" for i in range(9)] + ["4.5,malignant"]
+    path.write_text("\n".join(rows) + "\n")
+    X, y = load_file(path, label="class")
+    assert sorted(set(y.tolist())) == ["0", "1", "malignant"]  # read as before
+    assert (f"{path}: 1 of 10 labels is not a number ('malignant') where the others are: all "
+            "are read as text, each distinct text a class (3 classes); correct or drop those "
+            "rows if they are mistakes") in caplog.text
+    caplog.clear()
+    path.write_text("a,class\n" + "".join(f"{i},x{i % 2}\n" for i in range(8)) + "8,7\n9,7\n")
+    load_file(path, label="class")
+    assert "2 of 10 labels are numbers ('7') where the others are not" in caplog.text
+    caplog.clear()
+    path.write_text("a,class\n1,yes\n2,no\n")
+    load_file(path, label="class")
+    assert "labels" not in caplog.text  # text labels alone: nothing to say
