@@ -6,6 +6,8 @@ the codec, producers and CLI should not pay for that.
 >>> from streamfs.algorithms import OFS
 >>> OFS.__name__
 'OFS'
+>>> "GroupSAOLA" in dir(__import__("streamfs.algorithms").algorithms)
+True
 """
 
 from __future__ import annotations
@@ -39,3 +41,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'streamfs.algorithms' has no attribute {name!r}")
     return getattr(importlib.import_module(f"streamfs.algorithms.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    # the lazy exports too, for dir() and an interpreter's completion
+    return sorted({*globals(), *_EXPORTS})
