@@ -163,18 +163,19 @@ def _note_mixed_labels(values: list[str], where: str) -> None:
     they are all classes, so one stray cell ('malignant' among 0s and 1s) is a class of its
     own, which binary learners refuse but the feature-stream selectors take without a word."""
     numbers = [is_number(v) for v in values]
-    k = sum(numbers)
-    if not 0 < k < len(values):
+    n, k = len(values), sum(numbers)
+    if not 0 < k < n:
         return
-    odd = [v for v, num in zip(values, numbers) if num == (2 * k < len(values))]
-    kinds = ("a number", "numbers") if 2 * k < len(values) else ("not a number", "not numbers")
-    first = list(dict.fromkeys(odd))
-    examples = ", ".join(map(repr, first[:3])) + (", ..." if len(first) > 3 else "")
-    classes = len(set(values))
-    _note(f"{where}: {len(odd)} of {len(values)} labels {'is' if len(odd) == 1 else 'are'} "
-          f"{kinds[len(odd) > 1]} ({examples}) where the others are"
-          f"{' not' if 2 * k < len(values) else ''}: all are read as text, each distinct text a "
-          f"class ({classes} classes); correct or drop those rows if they are mistakes")
+    few_numbers = 2 * k < n  # the odd ones out are the numbers, else the texts
+    odd = list(dict.fromkeys(v for v, num in zip(values, numbers) if num == few_numbers))
+    count = k if few_numbers else n - k
+    what = ("a number" if few_numbers else "not a number") if count == 1 else (
+        "numbers" if few_numbers else "not numbers")
+    examples = ", ".join(map(repr, odd[:3])) + (", ..." if len(odd) > 3 else "")
+    _note(f"{where}: {count} of {n} labels {'is' if count == 1 else 'are'} {what} ({examples}) "
+          f"where the others are{' not' if few_numbers else ''}: all are read as text, each "
+          f"distinct text a class ({len(set(values))} classes); correct or drop those rows if "
+          "they are mistakes")
 
 
 _noted: set[str] = set()
