@@ -34,7 +34,8 @@ KNOWN_SUFFIXES = (".npy", ".csv", ".tsv", ".parquet", *OWN_LABELS)
 
 def load_file(source: str | os.PathLike, *, label: str | int | None = None,
               header: bool | None = None, n_features: int | None = None,
-              zero_based: bool | str = "auto", drop: Sequence[str | int] = ()) -> tuple[Any, np.ndarray]:
+              zero_based: bool | str = "auto", drop: Sequence[str | int] = ()
+              ) -> tuple[Any, np.ndarray]:
     """Load ``(X, y)`` from a path, a dataset name of ``$STREAMFS_DATASETS`` or ``sklearn:NAME``.
 
     Formats by suffix: ``.npz`` (arrays ``X`` and ``y``), ``.npy`` (one 2-D array; label
