@@ -105,3 +105,24 @@ def test_a_new_producer_outwaits_an_outage_and_then_commits(kafka_bootstrap, top
                 break
     finally:
         reader.close()
+
+
+def test_sigterm_while_the_broker_is_down_stops_the_worker(start_worker, broker_outage):
+    """README, Guarantees: a SIGTERM while no broker answers stops the worker (exit 0, within
+    10 s: closing its consumer does not wait for a group coordinator that is gone)."""
+    import signal
+
+    worker = start_worker(STREAMFS_SESSION_TIMEOUT="60")
+    worker.wait_ready()
+    with broker_outage():
+        deadline = time.monotonic() + 20
+        while (body := worker.health()) is None or body["status"] != "broker-unreachable":
+            assert time.monotonic() < deadline, (body, worker.log_tail())
+            time.sleep(0.1)  # polling the worker's endpoint
+        signalled = time.monotonic()
+        worker.proc.send_signal(signal.SIGTERM)
+        code = worker.proc.wait(60)
+        took = time.monotonic() - signalled
+    assert code == 0, worker.log_tail()
+    assert took < 10, (took, worker.log_tail())
+    assert "Traceback" not in worker.log_path.read_text()

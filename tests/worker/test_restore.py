@@ -105,3 +105,40 @@ def test_the_restore_passes_over_its_unused_group_and_stops_on_a_denied_changelo
     with pytest.raises(AccessDenied, match="restoring its state from cl .*its ACLs must allow "
                                            "READ on the input topics"):
         restore([[event(KafkaError.TOPIC_AUTHORIZATION_FAILED, "cl")]])
+
+
+def test_a_restore_that_gives_up_short_of_its_target_stops_the_local_copy(monkeypatch, caplog):
+    """Records claimed by the committed offsets that never come (the log ends before them for
+    every reader) are restored without, once the wait is over; the partition's local copy,
+    loaded from a point before them, then stops being saved: a save after the next commit
+    would claim the records not read. The reader: records 0 and 1, then nothing."""
+    clock = SimpleNamespace(now=0.0)
+    fetches = [[0, 1]]
+
+    class ShortReader:
+        def assign(self, partitions: list) -> None:
+            pass
+
+        def consume(self, num_messages: int, timeout: float) -> list:
+            clock.now += 10.0
+            return [SimpleNamespace(topic=lambda: "cl", partition=lambda: 0,
+                                    offset=lambda o=o: o, error=lambda: None,
+                                    key=lambda o=o: f"k{o}".encode(), value=lambda: b"v")
+                    for o in (fetches.pop(0) if fetches else [])]
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(restore_module, "make_client", lambda cls, conf: ShortReader())
+    monkeypatch.setattr(restore_module, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    restore = _restore(Settings(transaction_timeout=20.0))
+    monkeypatch.setattr(restore, "held_records", lambda pending, targets: None)  # not there
+    dropped = []
+    monkeypatch.setattr(restore.local, "usable", lambda key: True)
+    monkeypatch.setattr(restore.local, "drop", lambda key, exc: dropped.append((key, str(exc))))
+    with caplog.at_level("ERROR", logger="streamfs.worker"):
+        assert restore.read_tails({KEY: 0}, {KEY: 5}) == 2
+    assert sorted(restore.partitions[KEY].store) == ["k0", "k1"]  # what is there
+    assert dropped == [(KEY, "restore incomplete")]
+    assert "changelog cl:0 ends before offset 5, where it ended when the input offsets were " \
+           "committed: restored what is there" in caplog.text

@@ -195,7 +195,7 @@ def test_the_worker_creates_its_topics_with_min_insync_replicas(kafka_config, tm
         n: ("1", ConfigSource.DYNAMIC_TOPIC_CONFIG.value) for n in names}
 
 
-@pytest.mark.parametrize("role", ["selected", "features", "changelog"])
+@pytest.mark.parametrize("role", ["selected", "features", "changelog", "dead_letter"])
 def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topic_prefix,
                                                               start_worker, role):
     """An operator deletes a topic the worker writes (results, state) or reads (input) while
@@ -218,6 +218,8 @@ def test_topic_deleted_mid_run_stops_the_worker_with_one_line(kafka_config, topi
     admin.delete_topics([gone])[gone].result(30)
     if role != "features":  # the next results and state records fail their transaction
         with StreamPublisher(kafka_config, topics["features"].name) as pub:
+            if role == "dead_letter":  # undecodable: the dead letter fails its transaction
+                pub.send_raw(b"gone", b"\xc1 not msgpack")
             pub.send_all(msgs[half:])
     assert worker.proc.wait(120) == 1, worker.log_tail()
     log = worker.log_path.read_text()
