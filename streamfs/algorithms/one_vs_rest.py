@@ -57,7 +57,8 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
     classes, by decreasing ``|score|``.
 
     A scikit-learn classifier and feature selector like the learners it wraps: ``fit`` is one
-    pass from a fresh state, ``classes_`` is sorted, ``transform`` keeps the union of the
+    pass from a fresh state with every class of ``y`` open from the first row (as scikit-learn's
+    ``OneVsRestClassifier``), ``classes_`` is sorted, ``transform`` keeps the union of the
     supports, ``decision_function`` has one column per class (for two classes, scikit-learn's
     single column: the second class's score minus the first's). River-style ``learn_one``,
     ``predict_one`` and ``transform_one`` too.
@@ -191,7 +192,8 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
 
     # ------------------------------------------------------------------ scikit-learn API
     def fit(self, X: Any, y: Any) -> "OneVsRest":
-        """One pass over the rows of ``X`` in order, from fresh learners."""
+        """One pass over the rows of ``X`` in order, from fresh learners: one for each class
+        of ``y`` (and of ``classes``) from the first row."""
         self._check_estimator()
         if y is None:
             raise ValueError("OneVsRest requires y to be passed, but the target y is None")
@@ -206,7 +208,10 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
                              f"({shown(_py(y[0]))})")
         for attr in ("learners_", "_labels", "_stream_params_"):
             self.__dict__.pop(attr, None)
-        return self.partial_fit(X if column_names(X) is not None else checked, y)
+        # fit sees every label: each class's learner learns every row, as a learner of a
+        # binary y == c does (opened at a class's first row, it missed the rows before it)
+        return self.partial_fit(X if column_names(X) is not None else checked, y,
+                                classes=[_py(c) for c in np.unique(y)])
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "OneVsRest":
         """Learn the rows of ``X`` in order (classes open at their first row; ``classes``,

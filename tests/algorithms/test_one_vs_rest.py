@@ -122,3 +122,22 @@ def test_a_pickle_written_when_one_vs_rest_lived_in_ofs_still_loads():
     back = pickle.load(io.BytesIO(old))
     assert type(back) is OneVsRest
     np.testing.assert_array_equal(back.decision_function(np.eye(3)), m.decision_function(np.eye(3)))
+
+
+def test_fit_opens_every_class_at_the_first_row_whatever_their_order():
+    """fit sees every label: the learner of a class that first comes late learned only from
+    there (iris sorted by class: the class-2 learner saw positives only), so fit depended on
+    the order the classes first appear in. Each learner now equals a binary learner of y == c
+    over all the rows."""
+    from sklearn.datasets import load_iris
+
+    from streamfs.algorithms.one_vs_rest import OneVsRest
+
+    X, y = load_iris(return_X_y=True)
+    ovr = OneVsRest(OFS(2)).fit(X, y)
+    for c, m in zip(ovr.classes_, ovr.learners_):
+        ref = OFS(2, classes=[False, True]).fit(X, y == c)
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+        assert m.mistakes_ == ref.mistakes_
+    given = OneVsRest(OFS(2), classes=[0, 1, 2]).fit(X, y)
+    assert ovr.get_support(indices=True).tolist() == given.get_support(indices=True).tolist()
