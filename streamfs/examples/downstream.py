@@ -244,7 +244,9 @@ class Downstream:
         features = [int(item["feature"]) for item in message.get("selection") or []]
         names = ", ".join(self.selected_names()) or "none"
         tag = f"selection v{message.get('version')}{' (final)' if self.final else ''}"
-        if self.model is not None and features == self.model.features:
+        # the same set in another order (OFS orders its selection by |w|, which moves with
+        # every update) is the same model: it keeps its own column order
+        if self.model is not None and sorted(features) == sorted(self.model.features):
             self.model_version = message.get("version")
             return [f"{tag}: same {len(features)} features, model kept"]
         self._check_features(features, self.n_features)

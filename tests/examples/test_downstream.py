@@ -122,6 +122,11 @@ def test_instances_before_the_selection_are_buffered_then_learned_and_exit():
     assert not ds.finished
     ds.handle(result(2, [0, 3], final=True, names=["radius", "area"]))
     assert ds.finished and ds.model.trained == 120  # same features: model kept
+    # the same features in another order (an OFS selection by |w|) keep the model too
+    lines = ds.handle(result(2, [3, 0], final=True, names=["area", "radius"]))
+    assert lines == ["selection v2 (final): same 2 features, model kept"], lines
+    assert ds.model.trained == 120 and ds.model.features == [0, 3]
+    ds.handle(result(2, [0, 3], final=True, names=["radius", "area"]))
     s = ds.summary()
     assert s["selection_version"] == 2 and s["feature_names"] == ["radius", "area"]
     assert s["instances"] == 120 and s["trained_on"] == 120 and s["scored"] == 119
