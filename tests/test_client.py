@@ -510,3 +510,29 @@ def test_a_readers_oauthbearer_login_that_lapsed_is_passed_over_with_a_line_a_mi
     with pytest.raises(AccessDenied, match="refused the credentials of user 'app'"):
         at_partition_end(event, {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "app"},
                          "t")
+
+
+def test_the_time_a_caller_holds_a_result_is_not_the_readers(kafka_config, topic_prefix,
+                                                             monkeypatch):
+    """`watch --until-final --timeout 30` spent its 30 s drawing the table of a first version
+    of 100,000 features and timed out with the final already on the topic (exit 3, "no final
+    result"). The timeout counts the reader's own time: a clock that jumps 100 s while the
+    caller holds the first result does not end a wait of 60 s."""
+    import time as real_time
+    from types import SimpleNamespace
+
+    from streamfs import client
+    from streamfs.client import SelectionReader
+
+    jump = [0.0]
+    monkeypatch.setattr(client, "time", SimpleNamespace(
+        monotonic=lambda: real_time.monotonic() + jump[0]))
+    topics = load_catalogue(topic_prefix)
+    _put(kafka_config, topics["selected"].name, _result("held", 1),
+         _result("held", 2, final=True))
+    seen = []
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        for result in reader.updates("held", until_final=True, timeout=60):
+            seen.append(result["version"])
+            jump[0] += 100.0  # the caller's time: drawing, writing, its own work
+    assert seen == [1, 2]

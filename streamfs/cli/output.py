@@ -69,6 +69,11 @@ def _relevance_rule(result: dict) -> str | None:
     return None
 
 
+#: the most rows a selection's table shows: drawing one of 100,000 features took rich 50 s,
+#: and no terminal is read that far (--json has every feature)
+TABLE_ROWS = 1000
+
+
 def _print_results(results: list[dict], as_json: bool) -> None:
     with writing_output():
         _write_results(results, as_json)
@@ -100,7 +105,7 @@ def _write_results(results: list[dict], as_json: bool) -> None:
         for col in ("#", "feature", "name", *(("group",) if grouped else ()), "score",
                     "affiliated"):
             table.add_column(col, overflow="fold")
-        for i, item in enumerate(r["selection"]):
+        for i, item in enumerate(r["selection"][:TABLE_ROWS]):
             affiliated = item.get("affiliated", [])
             aff = ", ".join(str(a[2] if len(a) > 2 else a[0]) for a in affiliated[:8])
             more = len(affiliated) - 8
@@ -110,6 +115,9 @@ def _write_results(results: list[dict], as_json: bool) -> None:
                           "" if score is None else f"{score:.4g}",
                           aff + (f" (+{more})" if more > 0 else ""))
         console.print(table)
+        if (more := len(r["selection"]) - TABLE_ROWS) > 0:
+            console.print(f"... and {more} more selected features (--json lists every one)",
+                          markup=False)
         if (why := _nothing_selected(r)) is not None:
             console.print(why, markup=False)
         if (note := _rejected_note(r)) is not None:

@@ -435,3 +435,25 @@ def test_an_n_features_other_than_the_data_is_refused_not_replaced(tmp_path):
                                     "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout.splitlines()[0])["params"]["n_features"] == 30
+
+
+def test_a_table_shows_its_first_rows_and_says_how_many_more(tmp_path, monkeypatch):
+    """A selection of 100,000 features took rich 50 s to draw (and `watch --timeout` ran out
+    meanwhile); the table stops at TABLE_ROWS rows and says how many it leaves to --json."""
+    from streamfs.cli import output
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 6))
+    path = tmp_path / "six.npz"
+    np.savez(path, X=X, y=(X[:, 0] + X[:, 1] > 0).astype(int))
+    args = ["select", str(path), "-a", "ofs", "-p", "n_features_to_select=6", "-p",
+            "normalize=False"]
+    full = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout.splitlines()[0])
+    n = len(full["selection"])
+    assert n > 2
+    monkeypatch.setattr(output, "TABLE_ROWS", 2)
+    out = CliRunner().invoke(main, args, env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    rows = [line for line in out.stdout.splitlines() if line.startswith("│")]
+    assert [int(r.split("│")[2]) for r in rows] == [s["feature"] for s in full["selection"][:2]]
+    assert f"... and {n - 2} more selected features (--json lists every one)" in out.stdout
