@@ -376,6 +376,43 @@ def first_rows_advice(src: Any, algorithm: str, params: dict | None,
     return []
 
 
+def result_size_advice(algo: Any, d: int, names: Any, record_limit: int | None) -> str | None:
+    """What to say when an instance learner's full selection cannot be published: its ``B``
+    selected features, each named in a result (``{"feature", "name", "score",
+    "affiliated"}``), take more than a result record may (``record_limit`` less the record's
+    overhead), so the worker would refuse every block that brings the selection there (the
+    default ``B`` is a tenth of ``d``: 200,000 of 2 million features took 10.7 MB). A floor,
+    from the ``B`` features whose entries encode shortest; None when it fits, or for an
+    algorithm without a budget. Advice rather than a refusal: the selection may never grow to
+    ``B`` on the data that comes."""
+    if record_limit is None or not hasattr(algo, "_budget"):
+        return None
+    from streamfs.codec import packb
+    from streamfs.worker.processor import RECORD_OVERHEAD
+
+    B = algo._budget(int(d))
+    room = record_limit - RECORD_OVERHEAD
+    if B * 32 <= room:  # every entry takes more than 32 bytes: its keys alone take 31
+        return None
+    if names is not None:  # the worker's names; else they are at least the index's digits
+        lengths = np.fromiter(map(len, names), dtype=np.int64, count=d)
+        order = np.argsort(lengths, kind="stable")[:B]
+        named = [(int(j), str(names[j])) for j in order]
+    else:
+        named = [(j, str(j)) for j in range(B)]
+    floor = len(packb([{"feature": j, "name": name, "score": 0.0, "affiliated": []}
+                       for j, name in named]))
+    if floor <= room:
+        return None
+    fits = int(room * B // floor)
+    return (f"{type(algo).__name__} keeps up to B = {B} of the {d} features "
+            f"(n_features_to_select={algo.n_features_to_select!r}); a result naming them takes "
+            f"at least {floor} bytes, over the {room} bytes a result may take "
+            f"(STREAMFS_MAX_MESSAGE_BYTES, the topics' max.message.bytes): the worker will "
+            f"refuse each block whose selection grows past about {fits} features. Pass "
+            f"n_features_to_select={fits} or fewer, or raise both limits")
+
+
 def check_instance_source(src: Any, algorithm: str, params: dict | None,
                           record_limit: int | None = None,
                           block_bytes: int | None = None, buffer_cap: int | None = None) -> dict:
@@ -397,8 +434,11 @@ def check_instance_source(src: Any, algorithm: str, params: dict | None,
     else:
         labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap,
                                 advice)
-    params = check_open("instances", algorithm, params, n_features=src.n_features, y=labels,
-                        buffer_cap=buffer_cap)[2]
+    _, algo, params = check_open("instances", algorithm, params, n_features=src.n_features,
+                                 y=labels, buffer_cap=buffer_cap)
+    if (text := result_size_advice(algo, src.n_features, src.feature_names,
+                                   record_limit)) is not None:
+        advice.append(text)
     for text in advice:  # once the stream passed every check: no advice beside a refusal
         warnings.warn(text, UserWarning, stacklevel=3)  # produce_instances's caller
     params.pop("n_features", None)  # the worker takes d from the open message

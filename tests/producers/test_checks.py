@@ -235,3 +235,47 @@ def test_a_source_with_its_classes_given_is_advised_from_its_first_rows_not_read
         with pytest.raises(InputDataError, match=r"data rows \[1\]"):
             check_instance_source(open_instances(str(path), label="target"), "ofs",
                                   {"classes": [0, 1]})
+
+
+def test_a_selection_too_large_for_a_result_is_warned_of_before_publishing(tmp_path):
+    """20,000 x 2 million sparse instances with OFS's default B (200,000) were published, and
+    the worker refused two of the three blocks: a result naming 200,000 features is over the
+    8 MiB record limit. The producer says so first, with the B that fits; the same stream
+    under the limit is published without a word."""
+    import scipy.sparse as sp
+
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import open_instances
+    from streamfs.worker.processor import RECORD_OVERHEAD
+
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X = sp.random(40, 3000, density=0.01, random_state=1, format="lil")
+    X[0, 2999] = X[1, 0] = 1.0  # d = 3000, read as zero-based (an index 0)
+    X = X.tocsr()
+    y = rng.integers(0, 2, 40)
+    path = tmp_path / "wide.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=True)
+    limit = RECORD_OVERHEAD + 8000  # room for ~200 entries of ~40 bytes
+    with pytest.warns(UserWarning, match=r"OFS keeps up to B = 300 of the 3000 features "
+                                         r"\(n_features_to_select=None\); a result naming them "
+                                         r"takes at least \d+ bytes, over the 8000 bytes a "
+                                         r"result may take .* past about (\d+) features") as rec:
+        check_instance_source(open_instances(str(path)), "ofs", {}, limit)
+    said = str(rec[0].message)
+    fits = int(said.rsplit("n_features_to_select=", 1)[1].split()[0])
+    floor = int(said.split("takes at least ")[1].split()[0])
+    assert 150 < fits < 300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        check_instance_source(open_instances(str(path)), "ofs",
+                              {"n_features_to_select": fits}, limit)
+        check_instance_source(open_instances(str(path)), "ofs", {}, limit * 4)
+    # a floor: any 300 features, named as the worker names them, take at least that much
+    from streamfs.codec import packb
+    for seed in range(5):
+        chosen = np.random.default_rng(seed).choice(3000, 300, replace=False)
+        entries = [{"feature": int(j), "name": f"x{j}", "score": float(w), "affiliated": []}
+                   for j, w in zip(chosen, np.random.default_rng(seed).normal(size=300))]
+        assert len(packb(entries)) >= floor
