@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from streamfs.producers.blocks import feature_stream_messages, instance_stream_messages
@@ -48,11 +49,28 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
     kwargs: dict = {"feature_names": feature_names, "naming": naming}
     if block_bytes:
         kwargs["block_bytes"] = block_bytes
-    if spec.kind == "features":
+    # the producer's checks warn of what the algorithm then warns of again as it runs: each
+    # warning is given once, to the caller, in the order first given
+    given: list = []
+    try:
+        with warnings.catch_warnings(record=True) as given:
+            warnings.simplefilter("always")
+            return _final_result(spec.kind, stream, X, y, algorithm, params, groups, kwargs)
+    finally:
+        seen: set = set()
+        for w in given:
+            if (w.category, str(w.message)) not in seen:
+                seen.add((w.category, str(w.message)))
+                warnings.warn(w.message, stacklevel=2)
+
+
+def _final_result(kind: str, stream: str, X: Any, y: Any, algorithm: str, params: dict,
+                  groups: Any, kwargs: dict) -> dict:
+    if kind == "features":
         messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups, **kwargs)
     else:
         messages = instance_stream_messages(stream, X, y, algorithm, params, **kwargs)
-    processor = StreamProcessor(spec.kind, {}, log_dead_letters=False)  # raised below instead
+    processor = StreamProcessor(kind, {}, log_dead_letters=False)  # raised below instead
     final = None
     for message in messages:
         plan = processor.handle(stream, encode(message))

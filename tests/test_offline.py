@@ -65,3 +65,19 @@ def test_offline_takes_the_inputs_the_estimators_take():
             s["feature"] for s in cls(**params).fit(mixed, y).selection()]]
     with pytest.raises(InputDataError, match="duplicate column names: c0"):
         run_offline("saola", frame.rename(columns={"c1": "c0"}), y)  # two features named c0
+
+
+def test_a_warning_of_the_checks_and_of_the_algorithm_is_given_once():
+    """run_offline warned of a budget over d twice: once as the producer's checks advise, once
+    as the algorithm starts; it is said once, to the caller."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 5))
+    with warnings.catch_warnings(record=True) as given:
+        warnings.simplefilter("always")
+        run_offline("ofs", X, (X[:, 0] > 0).astype(int), {"n_features_to_select": 8})
+    said = [str(w.message) for w in given]
+    assert said == ["n_features_to_select=8 is greater than n_features=5: all the features "
+                    "will be kept"]
+    assert given[0].filename == __file__
