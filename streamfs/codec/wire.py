@@ -120,12 +120,15 @@ def _default(obj: Any) -> Any:
         if fmt not in ("csc", "csr"):
             obj = obj.tocsc()
             fmt = "csc"
+        # a matrix may hold spare room past its last entry (indptr[-1]): not sent, since a
+        # decoder refuses entries that no column's slice holds
+        end = int(obj.indptr[-1]) if len(obj.indptr) else 0
         payload = [
             fmt,
             list(obj.shape),
             _pack_ndarray(np.asarray(obj.indptr)),
-            _pack_ndarray(np.asarray(obj.indices)),
-            _pack_ndarray(np.asarray(obj.data)),
+            _pack_ndarray(np.asarray(obj.indices[:end])),
+            _pack_ndarray(np.asarray(obj.data[:end])),
         ]
         return msgpack.ExtType(_EXT_SPARSE, msgpack.packb(payload, use_bin_type=True))
     if isinstance(obj, np.generic):
@@ -262,6 +265,11 @@ def _unpack_sparse(data: bytes) -> sp.spmatrix:
             raise ValueError("indptr or indices out of range")
     except Exception as exc:  # noqa: BLE001
         raise CodecError(f"inconsistent sparse matrix: {exc}") from None
+    if not int(indptr[-1]) == indices.size == values.size:
+        # scipy takes entries past indptr[-1] as spare room: a third party's would be lost
+        raise CodecError(f"inconsistent sparse matrix: indptr ends at {int(indptr[-1])}, but "
+                         f"indices has {indices.size} entries and values {values.size}: the "
+                         f"last indptr must equal both")
     # known now: scipy need not scan the indices again when a consumer asks
     mat.has_canonical_format = verdict == CANONICAL
     return mat

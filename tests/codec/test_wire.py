@@ -386,3 +386,32 @@ def test_a_lenient_decode_keeps_undecodable_ext_values_in_their_fields():
     assert out["extra"].reason == "unknown msgpack ext type 7"
     assert out["y"].reason.startswith("unsupported array dtype '>f8': one of |b1, |i1,")
     assert np.shares_memory(out["X"], np.frombuffer(data, np.uint8)) and _same_bits(out["X"], X)
+
+
+def test_sparse_entries_past_the_last_indptr_are_refused_not_dropped():
+    """A third party's sparse block whose indptr ends before its indices and values was
+    decoded with those entries silently lost (scipy takes them as spare room); refused. A
+    scipy matrix with spare room is sent without it."""
+    import msgpack
+    import scipy.sparse as sp
+
+    from streamfs.codec import CodecError, packb, unpackb
+    from streamfs.codec.wire import _EXT_SPARSE, _pack_ndarray
+
+    def sparse(indptr, indices, values):
+        return msgpack.ExtType(_EXT_SPARSE, msgpack.packb(
+            ["csc", [20, 2], *(_pack_ndarray(np.array(a)) for a in (indptr, indices, values))],
+            use_bin_type=True))
+
+    short = msgpack.packb({"X": sparse([0, 1, 2], [2, 4, 5], [1.0, 2.0, 3.0])},
+                          use_bin_type=True)
+    with pytest.raises(CodecError, match=r"indptr ends at 2, but indices has 3 entries and "
+                                         r"values 3: the last indptr must equal both"):
+        unpackb(short)
+    exact = unpackb(msgpack.packb({"X": sparse([0, 1, 3], [2, 4, 5], [1.0, 2.0, 3.0])},
+                                  use_bin_type=True))["X"]
+    assert exact.toarray()[[2, 4, 5], [0, 1, 1]].tolist() == [1.0, 2.0, 3.0]
+    roomy = sp.csc_matrix((np.array([1.0, 2.0, 3.0, 9.0]), np.array([2, 4, 5, 0]),
+                           np.array([0, 1, 3])), shape=(20, 2))
+    back = unpackb(packb(roomy))
+    assert (back != roomy).nnz == 0 and back.data.tolist() == [1.0, 2.0, 3.0]
