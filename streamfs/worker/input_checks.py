@@ -135,8 +135,16 @@ def continue_from(message: dict) -> tuple[int, int] | None:
 def group_runs(groups: Any, n_columns: int) -> dict:
     """The groups and group ids of a group-saola block from its ``groups`` (one id a column):
     a group is a run of equal ids, so an id that comes back after another is refused."""
-    if not isinstance(groups, list) or len(groups) != n_columns:
+    if isinstance(groups, np.ndarray) and groups.ndim == 1 and groups.dtype.kind in "iu":
+        groups = groups.tolist()  # an integer array, as 'columns' may be one
+    if groups is None:
         raise InvalidInput("a group-saola block needs 'groups': one group id per column")
+    if not isinstance(groups, list) or len(groups) != n_columns:
+        got = (f"{len(groups)} ids" if isinstance(groups, list) else
+               f"an array of shape {groups.shape} and dtype {groups.dtype}"
+               if isinstance(groups, np.ndarray) else type(groups).__name__)
+        raise InvalidInput(f"a group-saola block's 'groups' must give one group id (an integer "
+                           f"or a string) per column, {n_columns} here; got {got}")
     # a block of no columns has no group (the first run began at index 0 even without one)
     starts = [i for i in range(len(groups)) if i == 0 or groups[i] != groups[i - 1]]
     ids = [groups[a] for a in starts]

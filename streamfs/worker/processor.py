@@ -391,7 +391,7 @@ class StreamProcessor:
             if verdict == "replace":
                 return self._open(stream, message, digest, timestamp, origin,
                                   previous=header)
-        if kind == "open":
+        if kind == "open" and header is None:
             if seq != 0:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
             return self._open(stream, message, digest, timestamp, origin)
@@ -421,6 +421,10 @@ class StreamProcessor:
         rebuild_seconds = time.perf_counter() - t0 if rebuilt else None
         self._mutating = False
         try:
+            if kind == "open":  # of its own run, at its next seq: refused as a block is
+                raise InvalidInput(f"stream {stream!r} is already open: an 'open' starts a "
+                                   f"run, at seq 0; refused, its seq {seq} consumed, and the "
+                                   f"stream goes on")
             if kind not in ("close", self.kind):
                 raise InvalidInput(f"{kind!r} message on the {self.kind} topic")
             undecodable = undecodable_field(message)
@@ -510,9 +514,7 @@ class StreamProcessor:
                     and not (run is None and None in header.get("past_runs", []))):
                 return "apply"
             return "skip"
-        if kind == "open":
-            raise InvalidInput(f"stream {stream!r} is already open (seq {seq})")
-        return "apply"
+        return "apply"  # an open here is refused by _apply, its seq consumed
 
     def _tokenless_open(self, stream: str, header: dict, message: dict, digest: str) -> str:
         """``"skip"``, ``"replace"`` or :class:`InvalidInput` for an ``open`` without a run token

@@ -63,7 +63,11 @@ def test_groups_are_group_saola_s_only():
 
 @pytest.mark.parametrize("groups, reason", [
     (None, "a group-saola block needs 'groups': one group id per column"),
-    ([0, 0], "a group-saola block needs 'groups': one group id per column"),
+    ([0, 0], "a group-saola block's 'groups' must give one group id (an integer or a string) "
+             "per column, 3 here; got 2 ids"),
+    (np.array([0.0, 0.0, 1.0]), "a group-saola block's 'groups' must give one group id (an "
+                                "integer or a string) per column, 3 here; got an array of shape "
+                                "(3,) and dtype float64"),
     ([0, 1.5, 1.5], "group ids must be integers or strings, got 1.5"),
     ([True, True, False], "group ids must be integers or strings, got True"),
     ([0, 1, 0], "group id 0 comes back after another group in 'groups'"),
@@ -72,6 +76,12 @@ def test_bad_groups_are_refused(groups, reason):
     with pytest.raises(InvalidInput) as exc:
         group_runs(groups, 3)
     assert str(exc.value).startswith(reason)
+
+
+def test_groups_may_come_as_an_integer_array_as_columns_may():
+    # a third party's numpy ids were refused as missing ("needs 'groups'")
+    runs = group_runs(np.array([4, 4, 7]), 3)
+    assert runs["group_ids"] == [4, 7] and [g.tolist() for g in runs["groups"]] == [[0, 1], [2]]
 
 
 def test_an_empty_block_has_no_group():

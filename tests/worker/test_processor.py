@@ -132,6 +132,27 @@ def test_rejected_data_consumes_its_sequence_number_and_stream_goes_on():
     assert decode(results[-1])["counters"]["rejected_messages"] == 1
 
 
+def test_a_second_open_of_the_run_consumes_its_seq_as_refused_data_does():
+    """An 'open' at the next seq of an open stream (its own run) was refused without using up
+    that seq: every later message of the stream was then a sequence gap."""
+    X, y = _data()
+    ok = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    again = dict(ok[0], seq=1)
+    shifted = [dict(m, seq=m["seq"] + 1) for m in ok[1:]]
+    results, dead = _run(StreamProcessor("features", {}), [ok[0], again] + shifted)
+    assert [d["reason"] for d in dead] == [
+        "stream 's' is already open: an 'open' starts a run, at seq 0; refused, its seq 1 "
+        "consumed, and the stream goes on"]
+    final = decode(results[-1])
+    assert final["final"] and final["counters"]["rejected_messages"] == 1
+    expected = decode(_run(StreamProcessor("features", {}), ok)[0][-1])["selection"]
+    assert final["selection"] == expected
+    # its redelivery is skipped, as any message's at a consumed seq
+    processor = StreamProcessor("features", {})
+    _run(processor, [ok[0], again])
+    assert processor.handle("s", encode(again)).skipped
+
+
 def test_oversized_message_is_refused_clearly():
     processor = StreamProcessor("features", {}, max_message_bytes=1000)
     plan = processor.handle("s", b"\x00" * 2000)
