@@ -396,6 +396,9 @@ class StreamProcessor:
                 raise InvalidInput(f"'open' must carry seq 0, got {seq}")
             return self._open(stream, message, digest, timestamp, origin)
         if header is None:
+            if kind not in ("close", self.kind):  # the other topic's data, or an output kind
+                raise InvalidInput(f"{kind!r} message on the {self.kind} topic (stream "
+                                   f"{stream!r} has no 'open' here)")
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open', "
                                f"or after an 'open' that was refused)")
         if header["status"] == "closed":

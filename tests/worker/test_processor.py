@@ -103,6 +103,11 @@ def test_invalid_inputs_become_dead_letters_with_reasons():
         "sequence gap": [ok[0], dict(ok[2])],
         "after 'close'": [ok[0], dict(ok[-1], seq=1), dict(ok[1], seq=2)],
         "instances": [ok[0], {"kind": "instances", "stream": "s", "seq": 1, "X": X, "y": y}],
+        # sent to the wrong topic (its stream open on the other): not "data before 'open'"
+        "'instances' message on the features topic (stream 's' has no 'open' here)":
+            [{"kind": "instances", "stream": "s", "seq": 1, "X": X, "y": y}],
+        "'result' message on the features topic (stream 's' has no 'open' here)":
+            [{"kind": "result", "stream": "s", "seq": 1}],
     }
     for needle, messages in cases.items():
         reasons = _reasons(messages)
