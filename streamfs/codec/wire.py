@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -177,7 +178,7 @@ def _array_fields(data: bytes) -> tuple[Any, Any, Any, list]:
     try:
         key, shape, raw, *order = msgpack.unpackb(data, raw=False)
     except Exception as exc:  # noqa: BLE001 - any malformed payload is the same error
-        raise CodecError(f"malformed array payload: {exc}") from None
+        raise CodecError(f"malformed array payload: {_unpack_problem(exc)}") from None
     return key, shape, raw, order
 
 
@@ -197,7 +198,7 @@ def _unpack_ndarray(data: bytes, writeable: bool = True) -> np.ndarray:
     ):
         raise CodecError(f"malformed array header: shape={shape!r}")
     dtype = _DTYPES[key]
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)  # Python integers: numpy's int64 product wrapped around to 0
     if count * dtype.itemsize != len(raw):
         raise CodecError(
             f"array of shape {tuple(shape)} and dtype {key} needs {count * dtype.itemsize} "
@@ -235,7 +236,7 @@ def _sparse_fields(data: bytes) -> list:
     try:
         return msgpack.unpackb(data, raw=False)
     except Exception as exc:  # noqa: BLE001 - any malformed payload is the same error
-        raise CodecError(f"malformed sparse payload: {exc}") from None
+        raise CodecError(f"malformed sparse payload: {_unpack_problem(exc)}") from None
 
 
 def _unpack_sparse(data: bytes) -> sp.spmatrix:
@@ -249,6 +250,10 @@ def _unpack_sparse(data: bytes) -> sp.spmatrix:
     fmt, shape, indptr, indices, values = fields
     if fmt not in ("csc", "csr") or not isinstance(shape, list) or len(shape) != 2:
         raise CodecError(f"malformed sparse header: format={fmt!r} shape={shape!r}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63
+               for n in shape):  # what scipy's int64 index arrays can hold
+        raise CodecError(f"malformed sparse header: shape {shape!r} must be two integers from "
+                         f"0 to 2^63 - 1")
     indptr, indices, values = (_unpack_ndarray(b) for b in (indptr, indices, values))
     for name, arr in (("indptr", indptr), ("indices", indices)):
         # scipy would cast a float or bool array to integers: an index of 0.5 became 0
@@ -332,7 +337,8 @@ def _unpack_problem(exc: Exception) -> str:
         return "values nested too deeply (over msgpack's limit of nested arrays and maps)"
     if isinstance(exc, msgpack.FormatError):
         return "not msgpack: a byte that msgpack never uses where a value should start"
-    if "incomplete input" in str(exc):
+    if "incomplete input" in str(exc) or "exceeds max_" in str(exc):
+        # (msgpack refuses a length past the payload's end before it runs out of bytes)
         return "truncated: the bytes end inside a msgpack value"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 

@@ -415,3 +415,22 @@ def test_sparse_entries_past_the_last_indptr_are_refused_not_dropped():
                            np.array([0, 1, 3])), shape=(20, 2))
     back = unpackb(packb(roomy))
     assert (back != roomy).nnz == 0 and back.data.tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("ext, said", [
+    # a payload cut short: msgpack said "3 exceeds max_array_len(2)"
+    (msgpack.ExtType(2, b"\x93\x01"),
+     "malformed sparse payload: truncated: the bytes end inside a msgpack value"),
+    # numpy's int64 product of the shape wrapped around: "needs 0 bytes"
+    (msgpack.ExtType(1, msgpack.packb(["<f8", [2**62, 4], b"\0" * 16], use_bin_type=True)),
+     "array of shape (4611686018427387904, 4) and dtype <f8 needs 147573952589676412928 "
+     "bytes, got 16"),
+    # scipy said "Python int too large to convert to C long"
+    (msgpack.ExtType(2, msgpack.packb(["csr", [10, 2**63], b"", b"", b""], use_bin_type=True)),
+     "malformed sparse header: shape [10, 9223372036854775808] must be two integers from 0 "
+     "to 2^63 - 1"),
+])
+def test_bad_array_payloads_are_said_in_a_producers_words(ext, said):
+    with pytest.raises(CodecError) as exc:
+        unpackb(msgpack.packb({"X": ext}, use_bin_type=True))
+    assert str(exc.value) == said
