@@ -204,6 +204,9 @@ def _unpack_ndarray(data: bytes, writeable: bool = True) -> np.ndarray:
             f"array of shape {tuple(shape)} and dtype {key} needs {count * dtype.itemsize} "
             f"bytes, got {len(raw)}"
         )
+    if dtype.kind == "b" and count and np.frombuffer(raw, dtype=np.uint8).max() > 1:
+        # numpy reads any non-zero byte as True: a producer's 2 is a bug, not a truth value
+        raise CodecError(f"bool array of dtype {key} holds bytes other than 0 and 1")
     if order == ["F"]:
         arr = np.frombuffer(raw, dtype=dtype).reshape(shape[::-1]).T
     else:

@@ -434,3 +434,17 @@ def test_bad_array_payloads_are_said_in_a_producers_words(ext, said):
     with pytest.raises(CodecError) as exc:
         unpackb(msgpack.packb({"X": ext}, use_bin_type=True))
     assert str(exc.value) == said
+
+
+def test_a_bool_array_of_bytes_other_than_0_and_1_is_refused():
+    """numpy took the byte 2 of a third party's `|b1` array as True; the contract says one
+    byte, 0 or 1."""
+    def ext(raw: bytes):
+        return msgpack.ExtType(1, msgpack.packb(["|b1", [len(raw)], raw], use_bin_type=True))
+
+    with pytest.raises(CodecError, match=r"^bool array of dtype \|b1 holds bytes other than 0 "
+                                         r"and 1$"):
+        unpackb(msgpack.packb({"X": ext(b"\x00\x02\x01")}, use_bin_type=True))
+    ok = unpackb(msgpack.packb({"X": ext(b"\x00\x01\x01")}, use_bin_type=True))["X"]
+    assert ok.tolist() == [False, True, True]
+    assert unpackb(packb(np.array([True, False]))).tolist() == [True, False]
