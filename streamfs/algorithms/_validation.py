@@ -20,13 +20,17 @@ Numbers must be real numbers: strings, booleans and NaN are refused whatever the
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 from streamfs.algorithms._suggest import did_you_mean
+
+T = TypeVar("T")
 
 __all__ = [
     "check_number",
@@ -226,6 +230,31 @@ def check_state_algorithm(state: Any, owner: str, accepted: Sequence[str], *,
     return found
 
 
+def reads_state(from_state: Callable[..., T]) -> Callable[..., T]:
+    """A ``from_state`` whose state lacks an entry it reads (not a ``to_state()`` dict, or a
+    damaged one) raises ``ValueError`` naming the entry, not a bare ``KeyError``.
+
+    >>> class Model:
+    ...     @classmethod
+    ...     @reads_state
+    ...     def from_state(cls, state):
+    ...         return state["params"]
+    >>> Model.from_state({"algorithm": "Model"})
+    Traceback (most recent call last):
+    ...
+    ValueError: Model.from_state was given a state without its 'params' entry (not a to_state() dict, or a damaged one)
+    """
+    @functools.wraps(from_state)
+    def read(cls: Any, state: Any, *args: Any, **kwargs: Any) -> T:
+        try:
+            return from_state(cls, state, *args, **kwargs)
+        except KeyError as e:
+            raise ValueError(
+                f"{cls.__name__}.from_state was given a state without its {e.args[0]!r} entry "
+                "(not a to_state() dict, or a damaged one)") from e
+    return read
+
+
 # ------------------------------------------------------------------------------------ labels
 
 
@@ -395,6 +424,9 @@ def label_array(y: Any, what: str = "y") -> np.ndarray:
     ...
     ValueError: y: integer labels from -1 to 18446744073709551615, which no 64-bit integer type holds together (as floats, neighbouring labels would be one class): map them to smaller classes first
     """
+    if sp.issparse(y):  # numpy would make it a 0-d array of one object
+        raise ValueError(f"{what} is a scipy.sparse matrix: pass the class labels as a dense "
+                         "1-D array")
     arr = np.asarray(y)
     if not isinstance(y, np.ndarray):
         check_integers_not_floats(y, arr, what)
@@ -599,7 +631,7 @@ def group_members(groups: Any, n_columns: int, what: str = "the block's columns"
             if bad:
                 raise ValueError(f"{head} (integers): group {g} has {shown(bad[0])}")
         if not len(group):
-            raise ValueError(f"groups must not be empty: group {g} is")
+            raise ValueError(f"groups must not be empty: group {g} has no columns")
         members.append(np.asarray(group, dtype=np.int64))
     flat = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
     if flat.size == n_columns and np.array_equal(np.sort(flat), np.arange(n_columns)):

@@ -131,8 +131,18 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self._validate_params()
         self._check_stream_params()
         X, names = self._begin_block(X, batch=False)
+        started = hasattr(self, "n_features_seen_")
         before = int(getattr(self, "n_features_seen_", 0))
-        self._partial_fit(X, y, **kwargs)
+        try:
+            self._partial_fit(X, y, **kwargs)
+        except BaseException:
+            # a refused first block leaves no stream behind (its y, parameters and an empty
+            # selection would otherwise stay: a retry with a corrected y was refused as "y
+            # differs", and the selector looked fitted); later blocks are refused before
+            # they change anything
+            if not started:
+                self._reset()
+            raise
         self._end_block(names, before)
         return self
 
@@ -143,10 +153,14 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
         self._reset()
-        X, names = self._begin_block(X, batch=True)
-        self._partial_fit(X, y, **kwargs)
-        self._end_block(names, 0)
-        return self.finish()
+        try:
+            X, names = self._begin_block(X, batch=True)
+            self._partial_fit(X, y, **kwargs)
+            self._end_block(names, 0)
+            return self.finish()
+        except BaseException:
+            self._reset()  # a refused fit leaves no half-started stream
+            raise
 
     def _begin_block(self, X: Any, batch: bool) -> tuple[Any, list[str] | None]:
         """Convert a block to a numeric ndarray or sparse matrix; check its column names."""

@@ -42,6 +42,7 @@ from sklearn.utils.validation import (
 )
 
 from ._validation import (
+    reads_state,
     _listed,
     binary_sparse_tags,
     check_int,
@@ -653,6 +654,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         return state
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "GDM":
         """Rebuild a model from :meth:`to_state` output."""
         # states written before they recorded the algorithm: GDMStream's have refit_every

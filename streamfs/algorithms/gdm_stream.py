@@ -76,7 +76,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._stream_params import StreamParamsMixin
 from ._validation import (_listed, check_int, check_frame, check_state_algorithm,
-                          check_targets, label_array)
+                          check_targets, label_array, reads_state)
 from .gdm import GDM, _unnamed_gdm_state, selection_items
 from .measures.columns import column_abs_max, value_problem
 
@@ -498,6 +498,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         return self._put_stream_params(state)
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "GDMStream":
         """Rebuild a learner from :meth:`to_state` output."""
         check_state_algorithm(state, cls.__name__, ["GDMStream"], default=_unnamed_gdm_state(state))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import group_members
+from ._validation import group_members, reads_state
 from .measures.columns import ColumnBlock
 from .saola import SAOLABase
 
@@ -310,6 +310,7 @@ class GroupSAOLA(SAOLABase):
         return state
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "GroupSAOLA":
         obj = cls._from_base_state(state)
         if state["started"]:

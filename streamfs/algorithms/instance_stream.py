@@ -12,10 +12,11 @@ learner defines its update rule through ``_kernel_params`` and checks its own pa
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import numbers
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,6 +38,7 @@ from streamfs.algorithms.instance_advice import DataAdviceMixin
 from streamfs.algorithms.instance_input import CSR, InstanceInputMixin, is_series
 from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
+    reads_state,
     binary_sparse_tags,
     check_budget,
     check_int,
@@ -317,6 +319,23 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
             if (name.endswith("_") and not name.startswith("__")) or name in self._STATE:
                 delattr(self, name)
 
+    @contextlib.contextmanager
+    def _unopened_unless_learned(self, learns: bool = True) -> Iterator[None]:
+        """Leave a learner that had not started (no ``d_``) as it was when the call in this
+        block is refused before it learned a row (a partial-input learner keeps the rows
+        before a refused one), or, for a call that does not learn (``learns=False``), in any
+        case: a refused first block must not fix the dimension, the names or the parameters
+        (a retry was then refused for them), and a prediction must not start a stream."""
+        started = hasattr(self, "d_")
+        try:
+            yield
+        except BaseException:
+            if not started and not getattr(self, "n_seen_", 0):
+                self._reset()
+            raise
+        if not learns and not started:
+            self._reset()
+
     @staticmethod
     def _check_classes(classes: list) -> list:
         cl = sorted({np.asarray(c).item() for c in classes})
@@ -504,11 +523,23 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         self._validate_params()
         self._check_stream_params()
         first = not hasattr(self, "d_")
+        named = False
         if not first and self.n_seen_ == 0 and self._known_names() is None:
             # opened early (n_features=, attributes_to_observe) but not fed yet: take names
             names = column_names(X)
             if names is not None and len(names) == self.d_:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
+                named = True
+        try:
+            with self._unopened_unless_learned():
+                self._partial_fit(X, y, classes, first)
+        except BaseException:
+            if named:  # the names of a refused block are not the stream's
+                del self.feature_names_in_
+            raise
+        return self
+
+    def _partial_fit(self, X: Any, y: Any, classes: Any, first: bool) -> None:
         check_frame(X)
         validate_data(self, X, reset=first, skip_check_array=True)
         if not (sp.issparse(X) or isinstance(X, np.ndarray)):
@@ -523,7 +554,6 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
             raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
         if n:
             self._learn_block(M, y)
-        return self
 
     def _set_classes(self, classes: Any) -> None:
         try:
@@ -550,12 +580,12 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         a dict, see :meth:`predict_one`).
         """
         if isinstance(X, dict) and not sp.issparse(X):
-            M = self._as_csr(X, single=True)
-        else:
-            check_is_fitted(self, "d_")
-            X = validate_data(self, X, reset=False, accept_sparse=_SPARSE, dtype="numeric",
-                              ensure_all_finite=True)
-            M = self._as_csr(X, single=False)
+            with self._unopened_unless_learned(learns=False):
+                return self._run(self._as_csr(X, single=True), np.zeros(1), False)
+        check_is_fitted(self, "d_")
+        X = validate_data(self, X, reset=False, accept_sparse=_SPARSE, dtype="numeric",
+                          ensure_all_finite=True)
+        M = self._as_csr(X, single=False)
         return self._run(M, np.zeros(M[0].size - 1), False)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -592,11 +622,12 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         (2, [1], ['ham', 'spam'])
         """
         self._check_stream_params()
-        M, new, slots = self._one_to_learn(x)
-        if self._pending is not None:
-            self.learn_observed(self._pending, _values_at(M, self._pending), y)
-        else:
-            self._learn_block(M, _one_label(y, self._labels))
+        with self._unopened_unless_learned():
+            M, new, slots = self._one_to_learn(x)
+            if self._pending is not None:
+                self.learn_observed(self._pending, _values_at(M, self._pending), y)
+            else:
+                self._learn_block(M, _one_label(y, self._labels))
         if new:
             self._name_features(new, slots)
         return self
@@ -618,8 +649,9 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         """
         if not self._knows_a_label():
             return None
-        M = self._as_csr(x, single=True, method="predict_one")
-        return self._decode(self._run(M, np.zeros(1), False))[0].item()
+        with self._unopened_unless_learned(learns=False):
+            M = self._as_csr(x, single=True, method="predict_one")
+            return self._decode(self._run(M, np.zeros(1), False))[0].item()
 
     def transform_one(self, x: Any) -> dict:
         """The entries of ``x`` (a dict, keys as in :meth:`learn_one`, or a pandas Series,
@@ -738,6 +770,7 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         return self._put_stream_params(state)
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "InstanceStreamSelector":
         """Rebuild a learner from :meth:`to_state` output."""
         from streamfs.algorithms.ofs import _REGISTRY  # the learners' module imports this

@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from streamfs.algorithms._validation import (
+    reads_state,
     check_choice,
     check_finite_labels,
     check_int,
@@ -285,6 +286,7 @@ class KOFSD(FeatureStreamSelector):
         return self._put_stream_params(state)
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "KOFSD":
         """Rebuild a selector that continues exactly where ``to_state`` was taken."""
         check_state_algorithm(state, cls.__name__, ["kofsd"])

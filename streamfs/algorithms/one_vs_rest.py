@@ -3,7 +3,8 @@ instance streams of more than two classes."""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,6 +15,7 @@ from sklearn.utils.validation import (
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
+    validate_data,
 )
 
 from streamfs.algorithms._stream_params import StreamParamsMixin
@@ -30,6 +32,7 @@ from streamfs.algorithms.instance_stream import (
 )
 from streamfs.algorithms.ofs import _REGISTRY, _PartialMixin
 from streamfs.algorithms._validation import (
+    reads_state,
     check_frame,
     check_label_types,
     check_state_algorithm,
@@ -119,6 +122,23 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
                     if self._labels else 0
                 self._labels.insert(at, label)
                 self.learners_.insert(at, self._new_learner())
+
+    @contextlib.contextmanager
+    def _classes_kept_on_refusal(self) -> Iterator[None]:
+        """Undo the classes (and learners) a refused call opened: a label that came with a
+        refused instance is not a class of the stream (``predict`` then failed on its
+        learner, which had learned nothing)."""
+        had = "learners_" in vars(self)
+        labels, learners = (list(self._labels), list(self.learners_)) if had else ([], [])
+        try:
+            yield
+        except BaseException:
+            if had:
+                self._labels, self.learners_ = labels, learners
+            else:
+                for attr in ("learners_", "_labels", "_stream_params_"):
+                    self.__dict__.pop(attr, None)
+            raise
 
     def _new_learner(self) -> InstanceStreamSelector:
         learner = clone(self.estimator).set_params(classes=[False, True])
@@ -223,6 +243,18 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         if n != y.shape[0]:
             # before any learner learns: the rows are cut by the positions of the labels
             raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
+        # the names, the width and the values of every row checked before any learner
+        # learns the first ones (the learners check only their own segment of the block)
+        peer = next((m for m in getattr(self, "learners_", ()) if hasattr(m, "d_")), None)
+        if peer is not None:
+            validate_data(peer, X, reset=False, skip_check_array=True)
+        check_array(X, accept_sparse=_SPARSE, dtype="numeric", ensure_all_finite=True,
+                    ensure_min_samples=0, ensure_min_features=0, input_name="X")
+        with self._classes_kept_on_refusal():
+            self._partial_fit(X, y, classes)
+        return self
+
+    def _partial_fit(self, X: Any, y: np.ndarray, classes: Any) -> None:
         if classes is not None:
             self._open([np.asarray(c).item() for c in classes])
         if sp.issparse(X) and not sp.isspmatrix_csr(X) and not isinstance(X, sp.csr_array):
@@ -242,7 +274,6 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
             if c is not None:
                 self._open([c])
             start = i
-        return self
 
     def _scores(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "learners_")
@@ -277,9 +308,10 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         """Learn ``(x, y)`` in every binary learner."""
         self._check_stream_params()
         label = _py(_one_label(y, getattr(self, "_labels", ()))[0])
-        self._open([label])
-        for c, m in zip(self._labels, self.learners_):
-            m.learn_one(x, c == label)
+        with self._classes_kept_on_refusal():
+            self._open([label])
+            for c, m in zip(self._labels, self.learners_):
+                m.learn_one(x, c == label)
         return self
 
     def predict_one(self, x: Any) -> Any:
@@ -345,6 +377,7 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
         return state
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "OneVsRest":
         check_state_algorithm(state, cls.__name__, ["OneVsRest"])
         obj = cls(InstanceStreamSelector.from_state(state["estimator"]), state["classes"])

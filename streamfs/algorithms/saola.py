@@ -54,6 +54,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
+    reads_state,
     check_choice,
     check_int,
     check_number,
@@ -817,6 +818,7 @@ class SAOLA(SAOLABase):
         return state
 
     @classmethod
+    @reads_state
     def from_state(cls, state: dict) -> "SAOLA":
         obj = cls._from_base_state(state)
         if state["started"]:

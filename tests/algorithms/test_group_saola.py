@@ -244,7 +244,7 @@ def test_used_group_ids_as_ranges():
     ([[0, 1], [1, 2]], r"partition the block's columns 0\.\.2 \(each exactly once\): column 1 "
                        r"is in groups 0 and 1$"),
     ([[0, 1], [3]], r"\(each exactly once\): group 1 has column 3$"),
-    ([[0, 1, 2], []], r"^groups must not be empty: group 1 is$"),
+    ([[0, 1, 2], []], r"^groups must not be empty: group 1 has no columns$"),
 ])
 def test_group_saola_refuses_groups_that_are_not_lists_of_column_indices(groups, message):
     """Group indices were cast with np.asarray(g, dtype=int64): 1.5 was read as column 1 and

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from streamfs.algorithms.ofs import OFS, OFSPartial
+from streamfs.algorithms.one_vs_rest import OneVsRest
 
 
 def test_one_vs_rest_matches_binary_learners_and_round_trips():
@@ -141,3 +142,36 @@ def test_fit_opens_every_class_at_the_first_row_whatever_their_order():
         assert m.mistakes_ == ref.mistakes_
     given = OneVsRest(OFS(2), classes=[0, 1, 2]).fit(X, y)
     assert ovr.get_support(indices=True).tolist() == given.get_support(indices=True).tolist()
+
+
+def test_a_refused_instance_opens_no_class():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    m = OneVsRest(OFS(n_features_to_select=2)).fit(X, y)
+    before = m.predict(X)
+    with pytest.raises(ValueError, match="NaN"):
+        m.partial_fit(np.array([[np.nan, 1.0, 1.0, 1.0]]), [7])
+    with pytest.raises(ValueError, match="not a number"):
+        m.learn_one({0: "oops"}, 9)
+    assert m.classes_.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(m.predict(X), before)
+    fresh = OneVsRest(OFS(n_features_to_select=2, n_features=4))
+    with pytest.raises(ValueError, match="not a number"):
+        fresh.learn_one({0: "bad"}, "b")
+    assert fresh.predict_one({0: 1.0}) is None
+
+
+def test_a_bad_row_late_in_a_block_is_refused_before_any_learner_learns():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    bad = X.copy()
+    bad[120, 0] = np.nan  # after every class has opened
+    m = OneVsRest(OFS(n_features_to_select=2))
+    with pytest.raises(ValueError, match="NaN"):
+        m.partial_fit(bad, y)
+    assert not hasattr(m, "learners_")
+    m.partial_fit(X, y)
+    ref = OneVsRest(OFS(n_features_to_select=2)).partial_fit(X, y)
+    np.testing.assert_array_equal(m.predict(X), ref.predict(X))

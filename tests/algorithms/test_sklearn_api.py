@@ -721,3 +721,86 @@ def test_transform_names_and_indices_keep_one_column_order(estimator):
     assert idx.size > 0
     np.testing.assert_array_equal(est.transform(pd.DataFrame(X, columns=names)), X[:, idx])
     assert est.get_feature_names_out().tolist() == names[idx].tolist()
+
+
+@pytest.mark.parametrize("cls", [SAOLA, KOFSD])
+def test_a_refused_first_block_leaves_no_stream(cls):
+    # the first call's y, its parameters and an empty selection used to stay: the retry with
+    # a corrected y was refused as "y differs", and the selector looked fitted
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    sel = cls()
+    with pytest.raises(ValueError, match="60"):
+        sel.partial_fit(X[:-1], y)
+    with pytest.raises(NotFittedError):
+        sel.get_support()
+    assert sel.partial_fit(X[:-1], y[:-1]).n_features_seen_ == 5
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    sel = cls()
+    with pytest.raises(ValueError, match="NaN"):
+        sel.partial_fit(bad, y)
+    with pytest.raises(ValueError, match="first partial_fit"):
+        sel.partial_fit(X)  # the refused call's y is not the stream's
+
+
+def test_a_refused_fit_leaves_the_selector_unfitted():
+    X, y = make_classification(n_samples=60, n_features=5, random_state=0)
+    sel = SAOLA().fit(X, y)
+    X[3, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        sel.fit(X, y)
+    with pytest.raises(NotFittedError):
+        sel.get_support()
+
+
+def test_a_refused_first_instance_block_fixes_nothing():
+    X, y = make_classification(n_samples=10, n_features=6, random_state=0)
+    m = OFS(n_features_to_select=3)
+    with pytest.raises(ValueError, match="10 rows but y has 9"):
+        m.partial_fit(X, y[:9])
+    assert not hasattr(m, "n_features_in_")
+    m.set_params(eta=0.5)  # the stream has not started: parameters may still change
+    assert m.partial_fit(X[:, :4], y).n_features_in_ == 4
+
+
+def test_names_of_a_refused_block_do_not_stay_on_an_opened_learner():
+    X, y = make_classification(n_samples=10, n_features=4, random_state=0)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    m = OFSPartial(n_features_to_select=2, n_features=4, random_state=0)
+    m.attributes_to_observe()  # opens the stream, not fed yet
+    with pytest.raises(ValueError, match="10 rows but y has 9"):
+        m.partial_fit(frame, y[:9])
+    assert not hasattr(m, "feature_names_in_")
+
+
+def test_predict_one_does_not_start_an_unfitted_learner():
+    m = OFS(n_features_to_select=2, n_features=4, classes=[0, 1])
+    assert m.predict_one({0: 1.0}) in (0, 1)
+    assert m.decision_function({0: 1.0}).shape == (1,)
+    with pytest.raises(NotFittedError):
+        m.predict(np.ones((2, 4)))
+    m.set_params(eta=0.5)  # not "parameters changed after the stream started"
+    assert m.learn_one({0: 1.0}, 1).n_seen_ == 1
+
+
+def test_a_refused_first_learn_one_starts_nothing():
+    m = OFS(n_features_to_select=2, n_features=4)
+    with pytest.raises(ValueError, match="not a number"):
+        m.learn_one({0: "bad"}, 1)
+    assert not hasattr(m, "d_") and m.predict_one({0: 1.0}) is None
+
+
+@pytest.mark.parametrize("estimator", [SAOLA(), KOFSD(), GroupSAOLA(), GDM(), GDMStream(),
+                                       OFS(), OneVsRest(OFS())], ids=lambda e: type(e).__name__)
+def test_from_state_names_a_missing_entry(estimator):
+    name = "kofsd" if isinstance(estimator, KOFSD) else type(estimator).__name__
+    with pytest.raises(ValueError, match=r"without its '\w+' entry"):
+        type(estimator).from_state({"algorithm": name})
+
+
+@pytest.mark.parametrize("estimator", [SAOLA(), KOFSD(), OFS(), GDM()],
+                         ids=lambda e: type(e).__name__)
+def test_sparse_labels_are_refused_saying_so(estimator):
+    X, y = make_classification(n_samples=30, n_features=4, random_state=0)
+    with pytest.raises(ValueError, match="y is a scipy.sparse matrix"):
+        estimator.fit(X, sp.csr_matrix(y[:, None]))
