@@ -54,12 +54,15 @@ def _labels_refused(exc: ValueError, source: str, label: str | None,
 def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | None = None,
                 y: Any = None, X: Any = None, names: Any = None, source: str = "",
                 label: str | None = None, header: bool | None = None,
-                advise: bool = False, buffer_cap: int | None = None) -> dict:
+                advise: bool = False, buffer_cap: int | None = None,
+                naming: dict | None = None) -> dict:
     """The worker's own checks of an ``open`` and, given the whole data ``X`` of ``source``
     (read with ``label`` and ``header``), of its values (columns shown with their ``names``),
     before anything is published or run (exit 2). ``advise``: warn as the algorithm will at
     the stream's start, for a caller that does not run it (``produce``; ``select`` runs it).
-    ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (``produce``)."""
+    ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (``produce``). ``naming``: the
+    source's naming rule, which names the columns where it has no names (a LIBSVM file's
+    indices as written: its column 1 is feature 2 of a 1-based file)."""
     from streamfs.algorithms.opening import check_open, check_open_data, check_values, open_advice
     from streamfs.algorithms.registry import LabelError
     from streamfs.producers.files import guessed_label_warning, row_id_warnings
@@ -83,6 +86,10 @@ def _check_open(kind: str, algorithm: str, params: dict, *, n_features: int | No
     if X is not None:
         for said in row_id_warnings(source, X, names) if source else []:
             warnings.warn(said, UserWarning, stacklevel=2)
+        if names is None and naming:  # a LIBSVM file's features: their indices as written
+            from streamfs.producers.names import RuleNames
+
+            names = RuleNames(naming, X.shape[1])
         try:
             check_values(kind, algo, X, names=names)
         except ValueError as exc:  # the data's fault: say whose

@@ -13,7 +13,8 @@ from streamfs.broker import (EXIT_DENIED, EXIT_UNREACHABLE, AccessDenied, Broker
                              ClientConfigRefused, interrupting_signal, lost_interrupt,
                              remember_interrupts)
 from streamfs.cli.advice import _log_warning, _warned
-from streamfs.cli.errors import EXIT_BROKEN_PIPE, EXIT_KAFKA, EXIT_USAGE, UsageProblem
+from streamfs.cli.errors import (EXIT_BROKEN_PIPE, EXIT_KAFKA, EXIT_NO_MEMORY, EXIT_USAGE,
+                                 UsageProblem)
 from streamfs.cli.options import EnvOption
 from streamfs.cli.stdout import stdout_to_devnull
 from streamfs.settings import Settings
@@ -45,7 +46,8 @@ class _Main(click.Group):
     that Kafka refuses into one line and exit code 77, a topic to read that does
     not exist yet or was deleted while being read into one line and exit code 1, a client
     configuration that librdkafka refuses and a topic catalogue that cannot be used into one
-    line and exit code 2, Ctrl-C into exit code 130 and a closed output pipe into 141, in
+    line and exit code 2, running out of memory into one line and exit code 71, Ctrl-C into
+    exit code 130 and a closed output pipe into 141, in
     every command; imports the commands of :data:`_LAZY_COMMANDS` when they are asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -97,6 +99,13 @@ class _Main(click.Group):
             if not lost_interrupt(exc):
                 raise
             ctx.exit(128 + interrupting_signal())  # one confluent-kafka lost in a callback
+        except MemoryError as exc:
+            # numpy says what it could not allocate; a traceback adds nothing but noise (a
+            # LIBSVM index of 10**11 among small ones makes that many features)
+            click.echo(f"Error: out of memory: {exc or 'an allocation failed'} (the data as "
+                       "read, or what the algorithm keeps of it, is larger than this machine's "
+                       "memory: its shape, or a LIBSVM index far beyond the others?)", err=True)
+            ctx.exit(EXIT_NO_MEMORY)
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
             # click would exit 1, which reads as a Kafka error or "no selection"

@@ -107,13 +107,16 @@ def _write_results(results: list[dict], as_json: bool) -> None:
             table.add_column(col, overflow="fold")
         for i, item in enumerate(r["selection"][:TABLE_ROWS]):
             affiliated = item.get("affiliated", [])
-            aff = ", ".join(str(a[2] if len(a) > 2 else a[0]) for a in affiliated[:8])
+            aff = ", ".join(_shown(a[2] if len(a) > 2 else a[0]) for a in affiliated[:8])
             more = len(affiliated) - 8
             score = item.get("score")
             group = (str(item.get("group", "")),) if grouped else ()
-            table.add_row(str(i), str(item["feature"]), str(item.get("name", "")), *group,
-                          "" if score is None else f"{score:.4g}",
-                          aff + (f" (+{more})" if more > 0 else ""))
+            # cells as Text: a feature name is the user's text, not rich markup ("[mg/L]"
+            # vanished, "x [/]" raised MarkupError after the whole selection had run)
+            table.add_row(*map(Text, (str(i), str(item["feature"]),
+                                      _shown(item.get("name", "")), *group,
+                                      "" if score is None else f"{score:.4g}",
+                                      aff + (f" (+{more})" if more > 0 else ""))))
         console.print(table)
         if (more := len(r["selection"]) - TABLE_ROWS) > 0:
             console.print(f"... and {more} more selected features (--json lists every one)",

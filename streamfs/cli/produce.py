@@ -193,7 +193,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
             X, y, names, naming = _load_data(source, label, header, n_features, zb, drop)
             params = _check_open(kind, algorithm, params, y=y, X=X, names=names, source=source,
                                  label=label, header=header, advise=True,
-                                 buffer_cap=s.max_buffer_bytes)
+                                 buffer_cap=s.max_buffer_bytes, naming=naming)
             groups = _groups(groups_file, X.shape[1])
             try:  # a column alone over it would go in a message of its own, over the budget
                 check_budget(block_bytes, largest_column_bytes(

@@ -12,6 +12,7 @@ from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, H
 from streamfs.cli.output import _print_results
 from streamfs.cli.params import PARAM_HELP, _parse_params
 from streamfs.compile_notice import COMPILING, notice_while_compiling
+from streamfs.producers.errors import InputDataError
 
 
 @main.command()
@@ -54,13 +55,15 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     groups = _groups(groups_file, X.shape[1])
     params = _check_open(kind, algorithm, offline_params(algorithm, params, X.shape[0]),
                          n_features=X.shape[1], y=y, X=X, names=names, source=source,
-                         label=label, header=header)
+                         label=label, header=header, naming=naming)
     params.pop("n_features", None)
     try:
         with notice_while_compiling(lambda m: click.echo(m, err=True),
                                     COMPILING.format(what="up to 20 s")):
             result = run_offline(algorithm, X, y, params, stream=as_stream, groups=groups,
                                  feature_names=names, naming=naming)
+    except InputDataError as exc:  # the data's fault: say whose
+        raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     _print_results([result], as_json)

@@ -36,7 +36,7 @@ def sendable(X: Any, what: str = "X") -> Any:
         return X.astype(np.float32)
     if dtype.kind not in _NUMERIC_KINDS:
         raise InputDataError(f"{what} has dtype {dtype}: only bool, integer and float values can "
-                             f"be published; convert it first (e.g. X.astype(float))")
+                             f"be selected from; convert it first (e.g. X.astype(float))")
     return X
 
 

@@ -54,7 +54,11 @@ def label_index(header: list[str] | None, label: str | int | None, width: int, p
     if label is None:
         return width - 1
     if header is not None and str(label) in header:
-        return header.index(str(label))
+        at = header.index(str(label))
+        if is_index(label) and -width <= int(label) < width and int(label) % width != at:
+            _note(f"{path}: --label {label} is the column named {str(label)!r} (column {at}), "
+                  f"not column {label}: a header's names come before indices")
+        return at
     try:
         idx = int(label)
     except ValueError:
@@ -374,9 +378,10 @@ class DelimitedReader:
         """The columns whose first-row field the header guess does not look at: the label's
         and those dropped by index (a text id in a file without a header is no header; a
         column dropped by name is the header's, whose text makes the first row the header)."""
-        li = label_index(None, label, self.width, self.path)
-        return {li, *(int(c) % self.width for c in drop
-                      if is_index(c) and -self.width <= int(c) < self.width)}
+        # (an index out of range may still be a header's name, "31" of columns 1..31: the
+        # label is resolved once the header is known)
+        return {int(c) % self.width for c in (label, *drop)
+                if c is not None and is_index(c) and -self.width <= int(c) < self.width}
 
     def _first_row(self) -> list[str]:
         try:

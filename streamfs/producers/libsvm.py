@@ -330,7 +330,9 @@ class LibsvmReader:
                 raise InputFileError(f"{self.path}: no feature on any line (labels alone)")
             X = sp.csr_matrix((values, indices.astype(index_dtype), indptr.astype(index_dtype)),
                               shape=(labels.size, d))
-            X.sum_duplicates()
+            X.sort_indices()  # (lines may list their indices in any order)
+            if _has_duplicates(X):  # scipy would add the values up without a word
+                self._duplicate_error(block, first_line)
             yield X, _labels(labels)
         if d == 0:
             raise InputFileError(f"{self.path}: empty file (no instance)")
@@ -346,3 +348,23 @@ class LibsvmReader:
                     raise InputFileError(f"{self.path}, line {lineno}: feature index {idx} "
                                          f"{bound}")
         raise AssertionError("an index beyond d was seen but not found again")
+
+    def _duplicate_error(self, block: bytes, first_line: int) -> None:
+        for lineno, raw in enumerate(block.split(b"\n"), first_line):
+            seen: set[int] = set()
+            for item in _feature_tokens(raw.split(b"#", 1)[0].split()):
+                idx = int(item.partition(b":")[0])
+                if idx in seen:
+                    raise InputFileError(
+                        f"{self.path}, line {lineno}: feature index {idx} appears twice (a "
+                        "LIBSVM line gives each feature once; which value is meant?)")
+                seen.add(idx)
+        raise AssertionError("a duplicate index was seen but not found again")
+
+
+def _has_duplicates(X: sp.csr_matrix) -> bool:
+    """Whether a row of ``X`` (indices sorted within rows) holds an index twice."""
+    same = X.indices[1:] == X.indices[:-1]
+    starts = X.indptr[1:-1]  # a pair across a row's start is two rows' entries
+    same[starts[(starts > 0) & (starts < X.indices.size)] - 1] = False
+    return bool(same.any())

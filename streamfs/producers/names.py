@@ -58,6 +58,32 @@ def rule_names(naming: dict, n_features: int) -> list[str]:
     return [f"{prefix}{j + base}" for j in range(n_features)]
 
 
+class RuleNames(Sequence[str]):
+    """:func:`rule_names` made one at a time where they are read (a message naming a few of
+    a million features makes no list of a million names).
+
+    >>> names = RuleNames({"name_prefix": "", "name_base": 1}, 3)
+    >>> len(names), names[0], list(names)
+    (3, '1', ['1', '2', '3'])
+    """
+
+    def __init__(self, naming: dict, n_features: int) -> None:
+        self._prefix = naming.get("name_prefix", "x")
+        self._base = naming.get("name_base", 0)
+        self._n = n_features
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, j: Any) -> Any:
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(self._n))]
+        j = int(j)
+        if not -self._n <= j < self._n:
+            raise IndexError(j)
+        return f"{self._prefix}{j % self._n + self._base}"
+
+
 def naming_rule(source: str, index_base: int | None = None) -> dict:
     """The ``open`` fields that name unnamed features of ``source`` (empty: ``x<index>``)."""
     if Path(source).suffix.lower() in LIBSVM_SUFFIXES:

@@ -457,3 +457,42 @@ def test_a_table_shows_its_first_rows_and_says_how_many_more(tmp_path, monkeypat
     rows = [line for line in out.stdout.splitlines() if line.startswith("│")]
     assert [int(r.split("│")[2]) for r in rows] == [s["feature"] for s in full["selection"][:2]]
     assert f"... and {n - 2} more selected features (--json lists every one)" in out.stdout
+
+
+def test_feature_names_print_as_they_are_not_as_markup(tmp_path):
+    from sklearn.datasets import load_breast_cancer
+
+    frame = load_breast_cancer(as_frame=True).frame
+    names = {c: f"{c} [mg/L]" for c in frame.columns[:-1]}
+    names[frame.columns[21]] = "x [/]"  # a closing tag with nothing to close: MarkupError
+    path = tmp_path / "units.csv"
+    frame.rename(columns=names).to_csv(path, index=False)
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "--label", "target"])
+    assert out.exit_code == 0, out.output
+    assert "x [/]" in out.output and "[mg/L]" in out.output
+
+
+def test_a_libsvm_file_s_bad_value_is_named_by_its_index_as_written(tmp_path):
+    path = tmp_path / "nan.svm"  # 1-based: column 1 is feature 2
+    path.write_text("1 1:0.5 2:1\n-1 1:0.25 2:nan\n1 2:3\n-1 1:1\n1 1:2 2:1\n-1 2:0.5\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
+    assert out.exit_code == 2
+    assert "X contains NaN or infinite values in columns [1] ('2')" in out.output
+
+
+def test_data_beyond_any_memory_is_one_line_and_exit_71(tmp_path):
+    # 10**15 features: 8 PB for one array, beyond any address space (overcommit or not)
+    path = tmp_path / "huge.svm"
+    path.write_text("1 1:1 1000000000000000:1\n-1 2:1\n1 1:0.5\n-1 2:0.3\n")
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
+    assert out.exit_code == 71, out.output
+    assert out.output.startswith("Error: out of memory: Unable to allocate ")
+    assert "Traceback" not in out.output and len(out.output.splitlines()) == 1
+
+
+def test_a_text_array_names_the_file(tmp_path):
+    path = tmp_path / "text.npz"
+    np.savez(path, X=np.array([["1", "2"], ["3", "4"], ["5", "6"], ["7", "9"]]), y=[0, 1, 0, 1])
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
+    assert out.exit_code == 2
+    assert out.output.startswith(f"Error: {path}: X has dtype <U1: only bool, integer and float")

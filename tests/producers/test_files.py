@@ -99,11 +99,17 @@ def test_libsvm_index_beyond_n_features_is_named(tmp_path):
         list(LibsvmReader(path, n_features=10).chunks())
 
 
-def test_libsvm_duplicates_are_summed_like_the_whole_file_reader(tmp_path):
+def test_libsvm_unsorted_indices_are_read_and_a_duplicate_is_refused(tmp_path):
     path = tmp_path / "d.svm"
-    path.write_text("1 3:1 1:2 3:0.5\n")
+    path.write_text("1 3:1 1:2 2:0.5\n-1 3:1\n1\n-1 3:2\n")  # 3 ends and starts rows
     X, _ = load_file(str(path))
-    assert X.toarray().tolist() == [[2.0, 0.0, 1.5]]
+    assert X.toarray().tolist() == [[2.0, 0.5, 1.0], [0, 0, 1.0], [0, 0, 0], [0, 0, 2.0]]
+    # scipy added the two values up without a word
+    path.write_text("1 3:1 1:2\n# a comment line\n-1 2:1 3:0.5 2:0.25\n")
+    with pytest.raises(InputFileError, match=r"d.svm, line 3: feature index 2 appears twice"):
+        load_file(str(path))
+    with pytest.raises(InputFileError, match=r"line 3: feature index 2 appears twice"):
+        list(LibsvmReader(path, n_features=3).chunks())
 
 
 # --- CSV / TSV --------------------------------------------------------------------------------
@@ -208,6 +214,20 @@ def test_csv_header_of_column_numbers_is_a_header(tmp_path, caplog):
     assert DelimitedReader(path).header
     path.write_text("1,2,1\n5,6,0\n")  # repeats: data
     assert not DelimitedReader(path).header
+
+
+def test_a_label_given_as_a_number_is_a_header_s_name_first(tmp_path, caplog):
+    """With a header 1, 2, 3, --label 3 (the last column's name, past the last index) was
+    refused as out of range, and --label 2 took the column named 2 without a word."""
+    path = tmp_path / "numbered.csv"
+    path.write_text("1,2,3\n0.5,0.25,a\n1.5,2.5,b\n")
+    reader = DelimitedReader(path, label="3")
+    assert reader.label_col == 2 and reader.feature_names == ["1", "2"]
+    assert "--label 3" not in caplog.text  # no column 3: nothing to mix up
+    reader = DelimitedReader(path, label="2")
+    assert reader.label_col == 1
+    assert ("--label 2 is the column named '2' (column 1), not column 2: a header's names "
+            "come before indices") in caplog.text
 
 
 def test_a_doubtful_header_guess_is_noted_and_the_rule_unchanged(tmp_path, caplog):
