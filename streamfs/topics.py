@@ -77,6 +77,9 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None,
     cannot be read, is not TOML, or a topic lacks a suffix or a partition count of 1 or
     more; looking up a role the file lacks raises it too (:class:`Catalogue`)."""
     path, where = _catalogue_file(path)
+    if os.environ.get("STREAMFS_TOPICS") == "":  # Path("") is ".": "Is a directory"
+        raise CatalogueError("STREAMFS_TOPICS is empty (a template left unfilled?): name the "
+                             "topic catalogue's file, or unset it for the project's")
     prefix = os.environ.get("STREAMFS_TOPIC_PREFIX", "streamfs.") if prefix is None else prefix
     try:
         with open(path, "rb") as fh:

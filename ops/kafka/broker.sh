@@ -121,6 +121,12 @@ start() {
     log "already running at $(cat "$run/bootstrap")"
     cat "$run/bootstrap"; return 0
   fi
+  # the run directory is wiped for a fresh broker: only one this script made (its nodes file)
+  # or an empty one, never whatever STREAMFS_RUN names ($HOME, a shared directory)
+  if [ -d "$run" ] && [ ! -f "$run/nodes" ] && [ -n "$(ls -A "$run")" ]; then
+    log "STREAMFS_RUN=$run: not empty and not a run directory of this script (no 'nodes' file); name a new or empty directory"
+    exit 2
+  fi
   fetch
   rm -rf "$run" && mkdir -p "$run"
   echo "$n" > "$run/nodes"
@@ -171,7 +177,12 @@ log4j.logger.org.apache=WARN
 L4J
   jvm
   local cluster
-  cluster=$("${JVM[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  if ! cluster=$("${JVM[@]}" kafka.tools.StorageTool random-uuid 2> "$run/uuid.log" | tail -n 1) \
+      || [ -z "$cluster" ]; then
+    log "java could not run Kafka's StorageTool ($(java -version 2>&1 | head -n 1 || echo 'no java on PATH')):"
+    cat "$run/uuid.log" >&2
+    exit 1
+  fi
   local scram=() pair
   for pair in ${KAFKA_SASL_USERS:-}; do  # the same users for SCRAM, kept in the metadata log
     scram+=(--add-scram "SCRAM-SHA-512=[name=${pair%%:*},password=${pair#*:}]")

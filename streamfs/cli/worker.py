@@ -88,6 +88,10 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
         settings.web_port = web_port
     if web_host is not None:
         settings.web_host = web_host
+    if not settings.web_host.strip():  # the server would bind every interface
+        raise UsageProblem("STREAMFS_WEB_HOST is empty (a template left unfilled?): give the "
+                           "address of /health and /metrics (default 127.0.0.1; 0.0.0.0 for "
+                           "every interface)")
     if instance_id is not None:
         settings.instance_id = instance_id
     settings.log_level = log_level

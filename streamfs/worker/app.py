@@ -291,6 +291,9 @@ class Worker:
         with self.health.lock:
             self.health.ready = False
         committed = self._restore_committed(partitions)
+        for tp in committed:  # their open streams' series, dropped at the revoke
+            if (state := self.partitions.get((self.roles[tp.topic], tp.partition))) is not None:
+                metrics.restore_stream_series(state.store)
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)

@@ -118,6 +118,22 @@ def count_committed(plan: Plan, topic: str, role: str) -> None:
             SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
 
 
+def restore_stream_series(store: dict[str, bytes]) -> None:
+    """Set the selection-size series of the open streams in a partition's restored ``store``
+    (their series were dropped with the partition at a revoke or a restart, and came back
+    only with a stream's next result: an abandoned stream's never)."""
+    from streamfs.codec import unpackb
+
+    for key, value in store.items():
+        stream = header_stream(key)
+        if stream is None:
+            continue
+        header = unpackb(value)
+        size = header.get("selection_size")  # (headers written before it have none)
+        if header.get("status") == "open" and size is not None:
+            SELECTION_SIZE.labels(stream=stream).set(size)
+
+
 def drop_stream_series(store: dict[str, bytes]) -> None:
     """Remove the per-stream metric series of every stream in a partition's ``store``."""
     for key in store:

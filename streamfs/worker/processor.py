@@ -688,7 +688,9 @@ class StreamProcessor:
         selection = self._naming.name_selection(stream, header, selection)
         packed_selection = packb(selection)
         sel_digest = content_digest(packed_selection)
-        header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items)
+        # the selection's size too: /metrics shows it again after a restart or rebalance
+        header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items,
+                      selection_size=len(selection))
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
                     n_items=n_items, selection_size=len(selection))
         if close or sel_digest != header["selection"]:

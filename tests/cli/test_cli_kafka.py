@@ -538,3 +538,16 @@ def test_select_table_shows_the_group_of_each_feature_as_json_does(grouped_csv):
     plain = streamfs(*args, "-a", "saola", env={**os.environ, "COLUMNS": "200"})
     assert "group" not in next(line for line in plain.stdout.splitlines()
                                if line.startswith("┃"))  # no column for other algorithms
+
+
+@pytest.mark.parametrize("env,line", [
+    ({"STREAMFS_WEB_HOST": ""}, "Error: STREAMFS_WEB_HOST is empty (a template left unfilled?)"),
+    ({"STREAMFS_TOPICS": ""}, "Error: STREAMFS_TOPICS is empty (a template left unfilled?)"),
+])
+def test_an_empty_web_host_or_catalogue_is_refused_before_anything_runs(env, line):
+    """An empty STREAMFS_WEB_HOST served /health and /metrics on every interface; an empty
+    STREAMFS_TOPICS said "STREAMFS_TOPICS '.': ... Is a directory"."""
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1", **env}
+    out = streamfs("worker", env=env, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith(line), out.stderr

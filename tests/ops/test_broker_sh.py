@@ -61,3 +61,12 @@ def test_kill_node_names_the_nodes_there_are(tmp_path):
         assert proc.returncode == 2, proc.stderr
         assert f"no node '{node}' in {tmp_path} (nodes 1 to 1)" in proc.stderr
 
+
+
+def test_start_refuses_a_run_directory_it_did_not_make(tmp_path):
+    """It wiped whatever STREAMFS_RUN named ($HOME, a shared directory) for its data."""
+    (tmp_path / "important.txt").write_text("operator data")
+    proc = _broker(tmp_path, "start")
+    assert proc.returncode == 2, proc.stderr
+    assert "not empty and not a run directory of this script" in proc.stderr
+    assert (tmp_path / "important.txt").read_text() == "operator data"

@@ -56,3 +56,45 @@ def test_a_step_is_observed_unless_skipped_or_dead_lettered():
     metrics.observe_step(Plan(algorithm="metrics-test-algorithm", skipped=True), 0.0)
     metrics.observe_step(Plan(algorithm="metrics-test-algorithm", dead_letter=b"d"), 0.0)
     assert count() == before + 1
+
+
+def test_an_open_stream_s_series_comes_back_with_its_restored_partition():
+    """Dropped at a revoke (or gone with a restart), an open stream's series came back only
+    with its next result: a stream whose producer had stopped never showed again."""
+    import numpy as np
+
+    from streamfs.codec import decode, encode
+    from streamfs.producers import feature_stream_messages
+    from streamfs.worker.processor import StreamProcessor
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 100)
+    X = rng.normal(size=(100, 20))
+    X[:, :3] += 2.0 * y[:, None]
+    store: dict = {}
+    processor = StreamProcessor("features", store)
+    messages = list(feature_stream_messages("restored-open", X, y, "saola", {},
+                                            block_bytes=4000))
+    results = []
+    for message in messages[:-1]:  # no close: the stream stays open
+        plan = processor.handle("restored-open", encode(message))
+        results += [plan.result] if plan.result else []
+        for key, value in plan.writes:
+            store[key] = value
+    for key, value in processor.flush():
+        store[key] = value
+    closed = StreamProcessor("features", {})  # a closed stream has no series to restore
+    for message in messages:
+        for key, value in closed.handle("restored-closed", encode(message)).writes:
+            if value is not None:
+                closed.store[key] = value
+    size = len(decode(results[-1])["selection"])
+    assert size > 0
+    metrics.drop_stream_series(store)
+    assert REGISTRY.get_sample_value("streamfs_selection_size", {"stream": "restored-open"}) \
+        is None
+    metrics.restore_stream_series({**store, **closed.store})
+    assert _value("streamfs_selection_size", stream="restored-open") == size
+    assert REGISTRY.get_sample_value("streamfs_selection_size",
+                                     {"stream": "restored-closed"}) is None
+    metrics.drop_stream("restored-open")
