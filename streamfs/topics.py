@@ -222,6 +222,23 @@ def _setting_differs(key: str, have: str, wanted: str) -> bool:
         return have != wanted
 
 
+def refused_settings(spec: TopicSpec, have: dict[str, str]) -> list[str]:
+    """The settings of :data:`REQUIRED` an existing topic of ``spec`` has (``have``, as the
+    broker describes them) that the worker and ``topics create`` refuse, one phrase each.
+
+    >>> spec = TopicSpec("selected", "s.sel", 4, 1, {"cleanup.policy": "compact"})
+    >>> refused_settings(spec, {"cleanup.policy": "delete"})
+    ['cleanup.policy=delete (streamfs needs compact)']
+    """
+    found = []
+    for key, wanted in spec.config.items():
+        value = have.get(key)
+        if key in REQUIRED and value is not None and _setting_differs(key, value, wanted):
+            need = wanted if key == "cleanup.policy" else f"at least {wanted}"
+            found.append(f"{key}={value} (streamfs needs {need})")
+    return found
+
+
 def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
                     timeout: float = 30.0) -> tuple[list[str], list[str]]:
     """``(refusals, warnings)``, one line each, for the existing topics ``specs`` whose

@@ -56,7 +56,8 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
     them, or as they would be created."""
     from confluent_kafka import KafkaException
 
-    from streamfs.topics import changelog_specs, describe_topics, load_catalogue
+    from streamfs.cli.errors import EXIT_KAFKA
+    from streamfs.topics import changelog_specs, describe_topics, load_catalogue, refused_settings
 
     s = _settings(ctx)
     if app_id:
@@ -73,12 +74,21 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
 
     hidden = (f" (hidden from {principal(s.kafka_config())} by the broker's ACLs, which allow "
               "no DESCRIBE on it: it may exist; as it would be created)")
+    refused = 0
     for role, (exists, settings) in described.items():
         click.echo(f"{role:19} {specs[role].name:40} "
                    f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
         note = ("" if exists else hidden if exists is None
                 else " (not created yet: as it would be created)")
+        wrong = refused_settings(specs[role], settings) if exists else []
         if exists and settings.get("partitions") != str(specs[role].partitions):
-            note += (f" (the catalogue asks for {specs[role].partitions} partitions: the worker "
-                     "and `topics create` refuse it)")
+            wrong.insert(0, f"{settings.get('partitions')} partitions (the catalogue asks for "
+                         f"{specs[role].partitions})")
+        if wrong:
+            refused += 1
+            note += f" (REFUSED by the worker and `topics create`: {'; '.join(wrong)})"
         click.echo(f"{'':19} {specs[role].description}{note}")
+    if refused:  # a read-only check a script can act on (README, Exit codes: 1)
+        click.echo(f"Error: {refused} topic(s) have settings the worker refuses (above); "
+                   "`streamfs topics create` says how to fix each", err=True)
+        ctx.exit(EXIT_KAFKA)

@@ -87,11 +87,25 @@ def test_partitions_added_to_a_topic_in_use_get_advice_that_works(kafka_bootstra
             f"were added to '{prefix}features'") in out.stderr
     assert "Kafka cannot take them away" in out.stderr and "Something else" not in out.stderr
     assert "no worker runs on the topic now" in out.stderr
+    # describe, the read-only check, flags every setting the worker refuses, and exits 1
+    # (it flagged the partitions only, and exited 0)
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    from streamfs.topics import load_catalogue
+
+    selected = load_catalogue(prefix)["selected"].name
+    policy = ConfigResource(ResourceType.TOPIC, selected, incremental_configs=[ConfigEntry(
+        "cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([policy])[policy].result(30)
     described = streamfs("topics", "describe", env=env, timeout=120)
-    assert described.returncode == 0, described.stderr
-    assert ("(the catalogue asks for 8 partitions: the worker and `topics create` refuse it)"
-            in described.stdout.split(f"{prefix}features ", 1)[1].split("\n")[1])
-    assert described.stdout.count("the catalogue asks for") == 1, described.stdout
+    assert described.returncode == 1, described.stderr
+    assert ("(REFUSED by the worker and `topics create`: 12 partitions (the catalogue asks "
+            "for 8))" in described.stdout.split(f"{prefix}features ", 1)[1].split("\n")[1])
+    assert ("(REFUSED by the worker and `topics create`: cleanup.policy=delete (streamfs needs "
+            "compact))" in described.stdout.split(f"{selected} ", 1)[1].split("\n")[1])
+    assert described.stdout.count("REFUSED") == 2, described.stdout
+    assert described.stderr.startswith("Error: 2 topic(s) have settings the worker refuses")
 
 
 def test_partitions_added_under_a_running_worker_stop_it_in_one_line(kafka_config,
