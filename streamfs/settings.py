@@ -362,7 +362,12 @@ class Settings:
             if not name.startswith("STREAMFS_") or name in known:
                 continue
             # the suffixes alone: the shared prefix would make every pair look alike
-            close = closest(name[len("STREAMFS_"):], list(suffixes), cutoff=0.8)
+            suffix = name[len("STREAMFS_"):]
+            close = closest(suffix, list(suffixes), cutoff=0.8)
+            if close is None:  # a word left out: STREAMFS_BOOTSTRAP, STREAMFS_PREFIX
+                words = [s for s in suffixes
+                         if s.startswith(suffix + "_") or s.endswith("_" + suffix)]
+                close = words[0] if len(words) == 1 else None
             if close is not None:
                 found.append(f"{name} is not a streamfs setting, and is ignored: did you mean "
                              f"{suffixes[close]}?")

@@ -260,6 +260,11 @@ def test_a_mistyped_streamfs_variable_is_named_with_the_setting_it_resembles():
         "STREAMFS_KERNEL_THREAD is not a streamfs setting, and is ignored: did you mean "
         "STREAMFS_KERNEL_THREADS?"]
     assert Settings.mistyped({name: "1" for name in Settings.variables()}) == []
+    # a word left out of the name (STREAMFS_BOOTSTRAP was ignored without a word, and the
+    # worker went to 127.0.0.1:9092); a word two settings end with (ID) names neither
+    assert [line.split(" is ")[0] + line.split("did you mean")[1] for line in Settings.mistyped(
+        {"STREAMFS_BOOTSTRAP": "k:9092", "STREAMFS_PREFIX": "x.", "STREAMFS_ID": "a"})] == [
+        "STREAMFS_BOOTSTRAP STREAMFS_BOOTSTRAP_SERVERS?", "STREAMFS_PREFIX STREAMFS_TOPIC_PREFIX?"]
 
 
 def test_every_streamfs_variable_the_project_names_is_known():
@@ -280,7 +285,8 @@ def test_every_streamfs_variable_the_project_names_is_known():
             except (UnicodeDecodeError, OSError):
                 continue  # not text
             named |= set(re.findall(r"STREAMFS_[A-Z0-9_]*[A-Z0-9]", text))
-    named -= {"STREAMFS_BOOTSTRAP_SERVER", "STREAMFS_KERNEL_THREAD", "STREAMFS_MY_OWN"}  # above
+    named -= {"STREAMFS_BOOTSTRAP_SERVER", "STREAMFS_KERNEL_THREAD", "STREAMFS_MY_OWN",
+              "STREAMFS_BOOTSTRAP", "STREAMFS_PREFIX", "STREAMFS_ID"}  # typos, above
     assert named, "no file read"
     assert sorted(named - Settings.variables()) == []
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Callable
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -108,7 +109,7 @@ def count_committed(plan: Plan, topic: str, role: str) -> None:
         RESULTS.labels(final=str(plan.final).lower()).inc()
     if plan.dead_letter is not None:
         DEAD_LETTERS.labels(topic=topic).inc()
-        log.warning("dead letter for stream %r: %s", plan.stream, plan.reason)
+        DEAD_LETTER_LOG.say(plan.stream, plan.reason)
     if plan.n_items:
         ITEMS.labels(kind=role).inc(plan.n_items)
     if plan.selection_size is not None and plan.stream:
@@ -116,6 +117,38 @@ def count_committed(plan: Plan, topic: str, role: str) -> None:
             drop_stream(plan.stream)
         else:
             SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
+
+
+class DeadLetterLog:
+    """The log's WARNING lines for dead letters: at most ``per_minute`` a minute, each reason
+    cut at ``chars`` characters (1,000 junk records made 1,000 lines, 242 KB; the dead-letter
+    topic keeps every one whole, ``streamfs dead-letters`` shows them, and /metrics counts
+    them); the number left out is said with the next line after the minute."""
+
+    def __init__(self, per_minute: int = 10, chars: int = 300,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute, self.chars, self.clock = per_minute, chars, clock
+        self.window = -float("inf")
+        self.said = self.left_out = 0
+
+    def say(self, stream: str | None, reason: str | None) -> None:
+        now = self.clock()
+        if now - self.window >= 60.0:
+            if self.left_out:
+                log.warning("%d more dead letters in the minute before, not logged one by one "
+                            "(streamfs dead-letters lists them)", self.left_out)
+            self.window, self.said, self.left_out = now, 0, 0
+        if self.said >= self.per_minute:
+            self.left_out += 1
+            return
+        self.said += 1
+        reason = str(reason)
+        if len(reason) > self.chars:
+            reason = reason[:self.chars] + f"... ({len(reason)} characters)"
+        log.warning("dead letter for stream %r: %s", stream, reason)
+
+
+DEAD_LETTER_LOG = DeadLetterLog()
 
 
 def restore_stream_series(store: dict[str, bytes]) -> None:

@@ -26,7 +26,9 @@ def test_a_revoked_partition_s_streams_lose_their_series():
     metrics.drop_stream("kept")
 
 
-def test_a_committed_plan_counts_its_outcome_items_and_selection(caplog):
+def test_a_committed_plan_counts_its_outcome_items_and_selection(caplog, monkeypatch):
+    # a log of its own: other tests of this process may have used up the minute's lines
+    monkeypatch.setattr(metrics, "DEAD_LETTER_LOG", metrics.DeadLetterLog())
     topic = "metrics-test-topic"
     before = (_value("streamfs_messages_total", topic=topic, outcome="applied"),
               _value("streamfs_items_total", kind="features"))
@@ -98,3 +100,20 @@ def test_an_open_stream_s_series_comes_back_with_its_restored_partition():
     assert REGISTRY.get_sample_value("streamfs_selection_size",
                                      {"stream": "restored-closed"}) is None
     metrics.drop_stream("restored-open")
+
+
+def test_dead_letters_are_logged_a_few_a_minute_and_cut(caplog):
+    """1,000 junk records made 1,000 WARNING lines of up to 2,000 characters each."""
+    now = [0.0]
+    said = metrics.DeadLetterLog(per_minute=3, chars=20, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="streamfs.worker"):
+        for i in range(10):
+            said.say("junk", f"bad record {i} " + "x" * 50)
+        now[0] = 61.0
+        said.say("junk", "short")
+    assert caplog.messages == [
+        *(f"dead letter for stream 'junk': {f'bad record {i} ' + 'x' * 50:.20}... "
+          f"({len(f'bad record {i} ') + 50} characters)" for i in range(3)),
+        "7 more dead letters in the minute before, not logged one by one (streamfs "
+        "dead-letters lists them)",
+        "dead letter for stream 'junk': short"]
