@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any, Callable, Sequence
 
-from streamfs import broker
+from streamfs import __version__, broker
 from streamfs.broker import AccessDenied, ClientConfigRefused
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.settings import Settings
@@ -169,6 +169,12 @@ def run_worker(settings: Settings) -> None:
     health = Health(loop_stall_seconds(settings.session_timeout))  # /health: 503 until restored
     metrics.report_health(health)
     server = serve_http(settings, health)  # first: a port in use fails at once, not after setup
+    # what it runs with, before the minutes a first start may spend compiling: where the
+    # probes answer (--web-port 0 too), and the settings a typo would have left at default
+    log.info("streamfs %s worker %s: Kafka at %s, topics %s*, group %s, state in %s, "
+             "/health and /metrics on %s:%d", __version__, os.getpid(),
+             settings.bootstrap_servers, settings.topic_prefix, settings.app_id,
+             settings.data_dir or "<tmp>/streamfs-state", *server.server_address[:2])
     try:
         with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
             warm_up(lambda: _start_up_step(health))

@@ -133,6 +133,11 @@ def test_an_algorithm_s_warning_in_the_worker_log_names_its_stream(kafka_config,
                      "implementation does): with 3 classes the selection depends on how they "
                      "are coded; test='mi' treats them as categories"
                      for stream in ("wine1", "wine2")], worker.log_tail()
+    # its first line says what it runs with, before a first start's minutes of compiling
+    first = worker.log_path.read_text().splitlines()[0].split("] ", 1)[-1]
+    assert first.startswith("INFO streamfs.worker: streamfs ") and (
+        f"Kafka at {kafka_config['bootstrap.servers']}, topics {topic_prefix}*, group " in first
+        and "/health and /metrics on 127.0.0.1:" in first), first
 
 
 def test_partitions_with_input_waiting_are_assigned_first(kafka_config, topic_prefix, tmp_path):
