@@ -111,6 +111,12 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
             f"{exc}; install the evaluation extra: pip install 'streamfs[eval]'") from None
     from streamfs.producers.names import load_named, rule_names
 
+    if twice := sorted({a for a in algorithms if algorithms.count(a) > 1}):
+        from streamfs.cli.errors import UsageProblem
+
+        raise UsageProblem(f"--algorithm {twice[0]} given twice: its rows would be the same "
+                           "run (one setting per algorithm: -p ALGORITHM:KEY=VALUE)")
+    _check_writable(md_out, plots_dir)  # before the run, not after it (the output was lost)
     json_fh: Any = None
     try:
         with _progress(show_progress) as progress, contextlib.ExitStack() as stack:
@@ -181,6 +187,27 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
         with writing_output():
             for path in paths:
                 click.echo(f"wrote {path}", err=json_out == "-")
+
+
+def _check_writable(md_out: str | None, plots_dir: str | None) -> None:
+    """One line and exit 1 now, not after the run, for a ``--markdown`` file or ``--plots``
+    directory that cannot be written (a file that did not exist is not left behind)."""
+    import errno
+
+    if md_out:
+        with writing_output(md_out):
+            path = Path(md_out)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            existed = path.exists()
+            open(path, "a").close()
+            if not existed:
+                path.unlink()
+    if plots_dir:
+        with writing_output(plots_dir):
+            if Path(plots_dir).exists() and not Path(plots_dir).is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, "a file, not a directory for the plots",
+                                         plots_dir)
+            Path(plots_dir).mkdir(parents=True, exist_ok=True)
 
 
 def _stability_runs(value: int) -> int:

@@ -154,7 +154,9 @@ def su_matrix(codes: np.ndarray) -> np.ndarray:
 def matching_similarity(W: np.ndarray) -> float:
     """Similarity of two selections from their feature-similarity matrix ``W``
     (``|S1| x |S2|``): weight of the maximum weighted bipartite matching (Hungarian
-    algorithm) divided by ``(|S1| + |S2|) / 2``. Two empty selections: 1; one empty: 0.
+    algorithm) divided by ``(|S1| + |S2|) / 2``. Two empty selections: ``nan`` (nothing to
+    compare: as 1, an algorithm that never selects anything showed perfect stability); one
+    empty: 0.
 
     Identical selections score 1 (each feature matched to itself with weight 1); unmatched
     features of the larger set contribute 0, which penalises different sizes.
@@ -167,7 +169,7 @@ def matching_similarity(W: np.ndarray) -> float:
     W = np.asarray(W, dtype=np.float64)
     n1, n2 = W.shape
     if n1 == 0 and n2 == 0:
-        return 1.0
+        return float("nan")
     if n1 == 0 or n2 == 0:
         return 0.0
     rows, cols = linear_sum_assignment(W, maximize=True)
@@ -186,7 +188,8 @@ def selection_stability(
     ``"su"`` (symmetrical uncertainty of :func:`discretize`-d columns, Yu et al. 2008) or
     ``"correlation"`` (``|rho|``). ``nan`` for fewer than two selections, or when the
     selections together hold more than ``max_union`` features (the pairwise weights would
-    take too long: e.g. OFS keeping 10% of dorothea's 100000 features).
+    take too long: e.g. OFS keeping 10% of dorothea's 100000 features), or when every
+    selection is empty; pairs of two empty selections are left out of the mean.
 
     >>> X = np.array([[0, 0, 1], [0, 0, 0], [1, 1, 1], [1, 1, 0]])  # columns 0 and 1 equal
     >>> round(selection_stability(X, [[0], [1], [0, 2]]), 4)  # pairs: 1, 2/3 (0~0), 2/3 (1~0)
@@ -212,4 +215,5 @@ def selection_stability(
         ia = [pos[int(f)] for f in a]
         ib = [pos[int(f)] for f in b]
         sims.append(matching_similarity(S[np.ix_(ia, ib)]))
-    return float(np.mean(sims))
+    sims = [v for v in sims if not np.isnan(v)]  # pairs of empty selections compare nothing
+    return float(np.mean(sims)) if sims else float("nan")

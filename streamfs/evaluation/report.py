@@ -96,9 +96,13 @@ def describe(result: dict) -> str:
     """One line: data, shape, classes, protocol."""
     p = result["protocol"]
     classes = ", ".join(f"{k}:{v}" for k, v in result["classes"].items())
+    cut = p.get("n_folds_used")
     proto = {"holdout": f"1 split, test {p['test_size']}",
-             "repeated": f"{p['n_repeats']} random splits, test {p['test_size']}",
-             "kfold": f"stratified {p['n_folds']}-fold"}[p["name"]]
+             "repeated": f"{p['n_repeats']} random split{'s' * (p['n_repeats'] != 1)}, "
+                         f"test {p['test_size']}",
+             "kfold": f"stratified {p['n_folds']}-fold" + (
+                 f" ({' or '.join(map(str, cut))} folds where the smallest class has fewer "
+                 "instances: every fold sees every class)" if cut else "")}[p["name"]]
     note = f"; {result['note']}" if result.get("note") else ""
     return (f"{result['data']}: {result['n_instances']}x{result['n_features']}"
             f"{' discrete' if result['discrete'] else ''}, classes {classes}; {proto}, "

@@ -64,12 +64,16 @@ def _accepted(name: str) -> list[str]:
 
 def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]]:
     """Per-algorithm parameters from ``ALGO:key=value`` (that algorithm) and ``key=value``
-    (every listed algorithm that accepts ``key``; an error if none does).
+    (every listed algorithm that accepts ``key``; an error if none does). A setting that
+    names its algorithm wins over a general one, in whatever order they come (the later of
+    the two won).
 
-    >>> parse_params(["saola", "kofsd"], ["alpha=0.05", "saola:test=mi", "k=5"])
-    {'saola': {'alpha': 0.05, 'test': 'mi'}, 'kofsd': {'alpha': 0.05, 'k': 5}}
+    >>> parse_params(["saola", "kofsd"], ["saola:alpha=0.01", "alpha=0.05", "k=5"])
+    {'saola': {'alpha': 0.01}, 'kofsd': {'alpha': 0.05, 'k': 5}}
     """
     out: dict[str, dict[str, Any]] = {n: {} for n in names}
+    # general settings first, then the named ones over them
+    items = sorted(items, key=lambda item: ":" in item.partition("=")[0])
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -255,6 +259,11 @@ def evaluate_dataset(
         label = name + (" (" + ", ".join(f"{k}={v}" for k, v in given.items()) + ")"
                         if given else "")
         plans.append((name, label, params, algo, kind, yk, task, splits, units))
+    if protocol == "kfold" and (cut := sorted({len(plan[7]) for plan in plans
+                                               if len(plan[7]) < n_folds})):
+        # fewer folds than asked where a class has fewer instances (the report said the
+        # number asked for)
+        result["protocol"]["n_folds_used"] = cut
     report = progress or (lambda description, advance: None)
     report("start", sum(sum(p[-1].values()) for p in plans))
 

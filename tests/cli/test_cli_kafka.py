@@ -469,7 +469,9 @@ def assert_stopped_at_once(script: str, signame: str) -> None:
     out = subprocess.run([sys.executable, "-c", script], env=env, text=True,
                          capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    lines = out.stderr.strip().splitlines()
+    # (from its web server on, the worker's first line says what it runs with)
+    lines = [line for line in out.stderr.strip().splitlines()
+             if "INFO streamfs.worker: streamfs " not in line or " worker " not in line]
     assert len(lines) == 1, out.stderr
     assert lines[0].endswith(f"INFO streamfs.worker: {signame}: stopped during start-up")
 

@@ -278,3 +278,34 @@ def test_evaluate_shows_a_selector_s_advice_once_not_once_per_split(tmp_path):
     advice = [line for line in out.stderr.splitlines()
               if line.startswith("WARNING streamfs: PerceptronTruncation(normalize=True) scales")]
     assert 1 <= len(advice) == len(set(advice)) < 10, out.stderr
+
+
+def test_evaluate_checks_its_outputs_and_algorithms_before_the_run(tmp_path):
+    """A --plots path that is a file, or a --markdown file that cannot be made, was said
+    only after the whole run; the same algorithm twice gave two identical rows."""
+    path = _data(tmp_path)
+    args = [str(path), "-a", "saola", "--protocol", "holdout", "--stability-runs", "0",
+            "--no-baselines", "--no-progress"]
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    res = CliRunner().invoke(evaluate, [*args, "--plots", str(afile)])
+    assert res.exit_code == 1 and "a file, not a directory for the plots" in res.output
+    assert "saola" not in res.output.split("Error:")[0], res.output  # no table: no run
+    res = CliRunner().invoke(evaluate, [*args, "--markdown", str(afile / "x.md")])
+    assert res.exit_code == 1 and res.output.startswith("Error: cannot write "), res.output
+    res = CliRunner().invoke(evaluate, [*args, "-a", "saola"])
+    assert res.exit_code == 2 and "--algorithm saola given twice" in res.output
+    md = tmp_path / "new" / "report.md"
+    res = CliRunner().invoke(evaluate, [*args, "--markdown", str(md)])
+    assert res.exit_code == 0 and md.read_text().startswith(f"{path}: "), res.output
+
+
+def test_a_kfold_cut_by_the_smallest_class_says_so(tmp_path):
+    path = _data(tmp_path)
+    res = CliRunner().invoke(evaluate, [str(path), "-a", "saola", "--protocol", "kfold",
+                                        "--folds", "1000", "--stability-runs", "0",
+                                        "--no-baselines", "--no-progress", "--json", "-"])
+    assert res.exit_code == 0, res.output
+    line = json.loads(res.output.splitlines()[0])
+    n_splits = line["algorithms"][0]["n_splits"]
+    assert line["protocol"]["n_folds_used"] == [n_splits] and n_splits == 40  # 40 of a class

@@ -64,7 +64,7 @@ def test_matching_similarity_is_the_optimal_matching_not_greedy():
     assert M.matching_similarity(W) == pytest.approx((0.8 + 0.7) / 2)  # greedy: 1.0 / 2
     # identical pair plus one extra feature: 2 / ((2 + 3) / 2)
     assert M.matching_similarity(np.array([[1, 0, 0.0], [0, 1, 0.0]])) == pytest.approx(0.8)
-    assert M.matching_similarity(np.zeros((0, 0))) == 1.0
+    assert math.isnan(M.matching_similarity(np.zeros((0, 0))))  # was 1: "perfectly stable"
     assert M.matching_similarity(np.zeros((0, 3))) == 0.0
 
 
@@ -80,6 +80,8 @@ def test_selection_stability_correlation_and_su_weights():
     # SU: columns 0 and 1 carry the same information; 4 distinct values, n_bins=4 keeps them
     assert M.selection_stability(X, [[0], [1]], weight="su", n_bins=4) == 1.0
     assert math.isnan(M.selection_stability(X, [[0]]))
+    assert math.isnan(M.selection_stability(X, [[], [], []]))  # never selects: no stability
+    assert M.selection_stability(X, [[], [], [0]]) == 0.0  # the empty pair left out
     with pytest.raises(ValueError, match="weight"):
         M.selection_stability(X, [[0], [1]], weight="bogus")
 
