@@ -42,16 +42,16 @@ from sklearn.utils.validation import (
 )
 
 from ._validation import (
-    reads_state,
     _listed,
     binary_sparse_tags,
+    check_frame,
     check_int,
     check_number,
     check_state_algorithm,
-    check_frame,
     check_targets,
     label_array,
     label_problem,
+    reads_state,
 )
 from .base import _SPARSE, _check_width, _input_names, _inverse, take_columns
 from .gdm_solver import constraint_values, solve_reduced, subset_lipschitz

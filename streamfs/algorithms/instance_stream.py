@@ -38,17 +38,17 @@ from streamfs.algorithms.instance_advice import DataAdviceMixin
 from streamfs.algorithms.instance_input import CSR, InstanceInputMixin, is_series
 from streamfs.algorithms.rounding import round_half_away
 from streamfs.algorithms._validation import (
-    reads_state,
     binary_sparse_tags,
     check_budget,
+    check_frame,
     check_int,
     check_label_types,
     check_state_algorithm,
     check_targets,
-    check_frame,
     column_names,
     is_missing,
     label_array,
+    reads_state,
     shown,
     writable,
 )

@@ -54,7 +54,6 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from streamfs.algorithms._validation import (
-    reads_state,
     check_choice,
     check_finite_labels,
     check_int,
@@ -62,6 +61,7 @@ from streamfs.algorithms._validation import (
     check_state_algorithm,
     check_targets,
     label_array,
+    reads_state,
     shown,
 )
 from streamfs.algorithms.base import FeatureStreamSelector

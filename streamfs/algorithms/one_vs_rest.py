@@ -32,13 +32,13 @@ from streamfs.algorithms.instance_stream import (
 )
 from streamfs.algorithms.ofs import _REGISTRY, _PartialMixin
 from streamfs.algorithms._validation import (
-    reads_state,
     check_frame,
     check_label_types,
     check_state_algorithm,
     check_targets,
     column_names,
     label_array,
+    reads_state,
     shown,
 )
 

@@ -54,11 +54,11 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import (
-    reads_state,
     check_choice,
     check_int,
     check_number,
     check_state_algorithm,
+    reads_state,
 )
 from .base import FeatureStreamSelector
 from .measures.columns import (
