@@ -12,7 +12,6 @@ from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, H
 from streamfs.cli.output import _print_results
 from streamfs.cli.params import PARAM_HELP, _parse_params
 from streamfs.compile_notice import COMPILING, notice_while_compiling
-from streamfs.producers.errors import InputDataError
 
 
 @main.command()
@@ -57,6 +56,8 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
                          n_features=X.shape[1], y=y, X=X, names=names, source=source,
                          label=label, header=header, naming=naming)
     params.pop("n_features", None)
+    from streamfs.producers.errors import InputDataError  # (the package imports scikit-learn)
+
     try:
         with notice_while_compiling(lambda m: click.echo(m, err=True),
                                     COMPILING.format(what="up to 20 s")):
