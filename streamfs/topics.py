@@ -234,9 +234,13 @@ def refused_settings(spec: TopicSpec, have: dict[str, str]) -> list[str]:
     for key, wanted in spec.config.items():
         value = have.get(key)
         if key in REQUIRED and value is not None and _setting_differs(key, value, wanted):
-            need = wanted if key == "cleanup.policy" else f"at least {wanted}"
-            found.append(f"{key}={value} (streamfs needs {need})")
+            found.append(f"{key}={value} (streamfs needs {_needed(key, wanted)})")
     return found
+
+
+def _needed(key: str, wanted: str) -> str:
+    """What streamfs needs of a setting of :data:`REQUIRED`: the policy itself, else a bound."""
+    return wanted if key == "cleanup.policy" else f"at least {wanted}"
 
 
 def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
@@ -271,7 +275,7 @@ def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
             command = (f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type "
                        f"topics --entity-name {spec.name} --add-config {key}={value}")
             if key in REQUIRED:
-                need = wanted if key == "cleanup.policy" else f"at least {wanted}"
+                need = _needed(key, wanted)
                 refusals.append(f"existing topic {spec.name!r} has {key}={have}, streamfs needs "
                                 f"{need} ({REQUIRED[key]}): set it with {command}, or delete "
                                 "the topic if it holds nothing you need")

@@ -140,9 +140,13 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
                     self.__dict__.pop(attr, None)
             raise
 
+    def _started_peer(self) -> InstanceStreamSelector | None:
+        """A learner that has started (its dimension and names are every learner's)."""
+        return next((m for m in getattr(self, "learners_", ()) if hasattr(m, "d_")), None)
+
     def _new_learner(self) -> InstanceStreamSelector:
         learner = clone(self.estimator).set_params(classes=[False, True])
-        peer = next((m for m in self.learners_ if hasattr(m, "d_")), None)
+        peer = self._started_peer()
         if peer is not None:
             # the learners see the same instances and must number their features alike: one
             # opened mid-stream takes the others' dimension (dict input needs it) and names
@@ -245,8 +249,7 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
             raise ValueError(f"X has {n} rows but y has {y.shape[0]} labels")
         # the names, the width and the values of every row checked before any learner
         # learns the first ones (the learners check only their own segment of the block)
-        peer = next((m for m in getattr(self, "learners_", ()) if hasattr(m, "d_")), None)
-        if peer is not None:
+        if (peer := self._started_peer()) is not None:
             validate_data(peer, X, reset=False, skip_check_array=True)
         check_array(X, accept_sparse=_SPARSE, dtype="numeric", ensure_all_finite=True,
                     ensure_min_samples=0, ensure_min_features=0, input_name="X")

@@ -54,8 +54,7 @@ def rule_names(naming: dict, n_features: int) -> list[str]:
     >>> rule_names({}, 3), rule_names({"name_prefix": "", "name_base": 1}, 2)
     (['x0', 'x1', 'x2'], ['1', '2'])
     """
-    prefix, base = naming.get("name_prefix", "x"), naming.get("name_base", 0)
-    return [f"{prefix}{j + base}" for j in range(n_features)]
+    return list(RuleNames(naming, n_features))
 
 
 class RuleNames(Sequence[str]):
