@@ -56,7 +56,7 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
 
         settings = _worker_settings(ctx, app_id, web_port, web_host, log_level, instance_id)
     try:
-        # from here SIGINT/SIGTERM stop the start-up with one log line; one noted before
+        # from here SIGTERM/SIGINT/SIGHUP stop the start-up with one log line; one noted before
         # (`stops`) stops it here
         begin_startup(settings, stops)
         _reachable(settings)
@@ -118,7 +118,7 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
 
 @contextmanager
 def _noting_stops() -> Iterator[list[int]]:
-    """Note SIGINT and SIGTERM (their numbers, in the list yielded) until the worker's own
+    """Note the stop signals (their numbers, in the list yielded) until the worker's own
     handlers replace these (:func:`~streamfs.worker.startup.begin_startup`, which then stops the
     start-up as for a signal that came during it); the handlers before come back if the
     block raises (a setting refused: exit 2). Without it, a signal that came while Python
@@ -126,8 +126,10 @@ def _noting_stops() -> Iterator[list[int]]:
     SIGTERM, click's "Aborted!" and exit 1 for SIGINT, without a log line."""
     import signal
 
+    from streamfs.worker import STOP_SIGNALS
+
     stops: list[int] = []
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     for sig in before:
         signal.signal(sig, lambda signum, _frame: stops.append(signum))
     try:

@@ -18,7 +18,7 @@ from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.settings import Settings
 from streamfs.topics import (CatalogueError, TopicMismatch, TopicsNotCreated, changelog_specs,
                              check_catalogue, create_topics, load_catalogue, wait_for_topics)
-from streamfs.worker import metrics
+from streamfs.worker import STOP_SIGNALS, metrics
 from streamfs.worker.app import Worker
 from streamfs.worker.errors import InstanceFenced, RestoreHeld, StoppedWhileUnreachable
 from streamfs.worker.health import Health, loop_stall_seconds, serve_http
@@ -93,17 +93,17 @@ def freeze_startup_objects() -> None:
 
 
 class StoppedDuringStartup(BaseException):
-    """SIGINT or SIGTERM before the worker started: nothing is in flight, so it stops at once.
+    """A stop signal before the worker started: nothing is in flight, so it stops at once.
     A BaseException, as KeyboardInterrupt is: no ``except Exception`` on the way takes it for a
     failure."""
 
 
-#: set by the first SIGINT or SIGTERM of the start-up (see :func:`_stopped_yet`)
+#: set by the first stop signal of the start-up (see :func:`_stopped_yet`)
 _STOP_ASKED = threading.Event()
 
 
 def _stop_during_startup(signum: int, _frame: Any) -> None:
-    for sig in (signal.SIGTERM, signal.SIGINT):  # one is enough: a second would cut the shutdown
+    for sig in STOP_SIGNALS:  # one is enough: a second would cut the shutdown
         signal.signal(sig, signal.SIG_IGN)
     log.info("%s: stopped during start-up", signal.Signals(signum).name)
     _STOP_ASKED.set()
@@ -129,15 +129,15 @@ def _start_up_step(health: Health) -> None:
 
 def begin_startup(settings: Settings, stops: Sequence[int] = ()) -> None:
     """The worker's log lines; and until :func:`run_worker` has started the worker (and stops
-    it on SIGINT or SIGTERM once the batch in progress is committed), either signal logs one
+    it on SIGTERM, SIGINT or SIGHUP once the batch in progress is committed), each logs one
     line and raises :class:`StoppedDuringStartup`, for the caller to end as a stopped worker
     ends (exit 0). ``stops``: signals that came before (noted by the caller while the
     program loaded): the first stops the start-up here, in the same way."""
     logging.basicConfig(level=settings.log_level.upper(),
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", force=True)
     log_warnings()  # an algorithm's warning names the stream it is about
-    signal.signal(signal.SIGTERM, _stop_during_startup)
-    signal.signal(signal.SIGINT, _stop_during_startup)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop_during_startup)
     _quiet_lost_stops()
     if stops:
         _stop_during_startup(stops[0], None)
@@ -158,8 +158,8 @@ def _quiet_lost_stops() -> None:
 
 
 def run_worker(settings: Settings) -> None:
-    """Run the worker until SIGINT/SIGTERM; the batch in progress is committed first. Either
-    signal before it has started raises :class:`StoppedDuringStartup` (see
+    """Run the worker until SIGTERM, SIGINT or SIGHUP; the batch in progress is committed
+    first. One it has started raises :class:`StoppedDuringStartup` (see
     :func:`begin_startup`)."""
     begin_startup(settings)  # again if the caller did, to cover its own checks
     _stopped_yet()
@@ -189,8 +189,8 @@ def run_worker(settings: Settings) -> None:
                      signal.Signals(signum).name)
             worker.running = False
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, stop)
         _stopped_yet()  # a signal of the start-up that came before these
         instance = f", instance {settings.instance_id}" if settings.instance_id else ""
         log.info("worker %s started (group %s%s, web %s:%d)", os.getpid(), settings.app_id,

@@ -401,7 +401,7 @@ def test_the_worker_s_own_clients_refused_by_librdkafka_are_one_line_not_a_crash
         "Error: STREAMFS_SSL_CA_LOCATION: the Kafka client refused it: "), out.stderr
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker(signame):
     """The signal came while the collector ran a weakref callback (seen: `kill` during the
     warm-up), where Python prints an exception and drops it: the worker logged that it
@@ -428,7 +428,7 @@ def test_a_start_up_signal_whose_exception_python_ignores_still_stops_the_worker
     assert "worker failed" not in out.stderr and "started" not in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize("during", ["_reachable", "warm_up"])
 def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(signame, during):
     """Once started, SIGINT and SIGTERM log a line and exit 0 after the batch in progress;
@@ -444,7 +444,7 @@ def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(sign
     assert_stopped_at_once(script, signame)
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_while_the_worker_modules_load_stops_it_as_one_during_start_up(signame):
     """Loading the worker's modules takes about two seconds, before its own handlers exist: a
     SIGTERM then ended it with exit 143 and no line, a SIGINT with click's "Aborted!" and

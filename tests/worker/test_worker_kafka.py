@@ -85,6 +85,35 @@ def test_sigkill_halfway_then_restart_reaches_same_selection(kafka_config, topic
     assert [r["version"] for r in results] == list(range(1, final["version"] + 1))
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_halfway_stops_cleanly_and_a_restart_goes_on(kafka_config, topic_prefix,
+                                                                    start_worker, signame):
+    """SIGTERM (a supervisor) and SIGHUP (the terminal or ssh session of a worker run by hand
+    closed; it ended the worker at once, exit 129, its batch uncommitted) stop it after the
+    batch in progress: exit 0, and the next worker goes on where it stopped."""
+    import signal
+
+    from streamfs.algorithms.saola import SAOLA
+
+    X, y = _dataset()
+    topics = _topics(topic_prefix)
+    stream = f"wdbc-{signame.lower()}"
+    worker, msgs, half = _first_half_applied(kafka_config, topics, stream, start_worker,
+                                             lambda half: half // 2)
+    worker.proc.send_signal(getattr(signal, signame))
+    assert worker.proc.wait(60) == 0, worker.log_tail()
+    log = worker.log_path.read_text()
+    assert f"{signame}: stopping once the batch in progress is committed" in log
+    assert log.rstrip().endswith("INFO streamfs.worker: worker stopped"), worker.log_tail()
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(msgs[half:])
+    start_worker()
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        results = list(reader.updates(stream, until_final=True, timeout=180))
+    assert [s["feature"] for s in results[-1]["selection"]] == SAOLA().fit(X, y).selected_.tolist()
+    assert [r["version"] for r in results] == list(range(1, results[-1]["version"] + 1))
+
+
 def test_invalid_message_goes_to_dead_letter_and_worker_goes_on(kafka_config, topic_prefix,
                                                                  start_worker):
     from confluent_kafka import Consumer, TopicPartition
