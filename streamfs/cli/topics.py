@@ -16,9 +16,10 @@ def topics() -> None:
 
 
 @topics.command("create")
-@click.option("--app-id", default=None, callback=_app_id,
+@click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="Also create the changelogs of the worker with this app id: for a worker "
-              "whose Kafka user may not create topics (README, Kafka security).")
+              "whose Kafka user may not create topics (README, Kafka security). Default: none, "
+              "or STREAMFS_APP_ID, as the worker reads it.")
 @click.pass_context
 def topics_create(ctx: click.Context, app_id: str | None) -> None:
     """Create the catalogue's topics that do not exist yet (idempotent)."""

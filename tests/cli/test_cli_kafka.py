@@ -27,6 +27,21 @@ def test_topics_create_is_idempotent(cli_env):
     assert second.stdout.count(": exists") == 4
 
 
+def test_topics_create_makes_the_changelogs_of_the_app_id_in_the_environment(cli_env):
+    """`--app-id` read STREAMFS_APP_ID for `topics describe` and the worker, not for `topics
+    create`: an administrator with the worker's environment made no changelogs."""
+    import uuid
+
+    app = f"app-{uuid.uuid4().hex[:8]}"
+    out = streamfs("topics", "create", env={**cli_env, "STREAMFS_APP_ID": app})
+    assert out.returncode == 0, out.stderr
+    made = [line for line in out.stdout.splitlines() if line.startswith(f"{app}-")]
+    assert len(made) == 2 and all(line.endswith(": created") for line in made), out.stdout
+    described = streamfs("topics", "describe", env={**cli_env, "STREAMFS_APP_ID": app})
+    assert described.returncode == 0 and "would be created" not in described.stdout, \
+        described.stdout + described.stderr
+
+
 @pytest.mark.parametrize("command", [("topics", "create"), ("worker",)])
 def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, tmp_path, command):
     """What a broker's auto-creation leaves behind (one partition where the catalogue asks for
