@@ -496,6 +496,16 @@ def changelog_specs(app_id: str, partitions: int, replication_factor: int,
     }
 
 
+def create_with_changelogs(admin_config: dict, catalogue: dict[str, TopicSpec],
+                           changelogs: dict[str, TopicSpec]) -> dict[str, str]:
+    """:func:`create_topics` of the catalogue's topics, then of the worker's changelogs: an
+    existing input topic refused (:class:`TopicMismatch`) leaves no changelogs made with a
+    partition count it does not have (a worker refused so made them all the same)."""
+    outcome = create_topics(admin_config, catalogue)
+    outcome.update(create_topics(admin_config, changelogs) if changelogs else {})
+    return outcome
+
+
 def wait_for_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 60.0) -> None:
     """Block until the broker's metadata shows every topic with its partitions, and every
     partition's leader serves it (:func:`unserved_partitions`)."""

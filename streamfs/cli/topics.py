@@ -26,17 +26,16 @@ def topics_create(ctx: click.Context, app_id: str | None) -> None:
     from confluent_kafka import KafkaException
 
     from streamfs.topics import (TopicMismatch, TopicsNotCreated, changelog_specs,
-                                 check_catalogue, create_topics, load_catalogue)
+                                 check_catalogue, create_with_changelogs, load_catalogue)
 
     s = _settings(ctx)
     check_catalogue(s.topic_prefix)  # no topics the worker would refuse (exit 2: _Main)
     _reachable(s)
     specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
-    if app_id:
-        specs.update(changelog_specs(app_id, specs["features"].partitions,
-                                     s.replication_factor, s.max_message_bytes))
+    changelogs = changelog_specs(app_id, specs["features"].partitions, s.replication_factor,
+                                 s.max_message_bytes) if app_id else {}
     try:
-        outcomes = create_topics(s.kafka_config(), specs)
+        outcomes = create_with_changelogs(s.kafka_config(), specs, changelogs)
     except ClientConfigRefused:
         raise  # one line naming the setting, exit 2 (_Main)
     except KafkaException as exc:

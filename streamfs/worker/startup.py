@@ -17,7 +17,8 @@ from streamfs.broker import AccessDenied, ClientConfigRefused
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 from streamfs.settings import Settings
 from streamfs.topics import (CatalogueError, TopicMismatch, TopicsNotCreated, changelog_specs,
-                             check_catalogue, create_topics, load_catalogue, wait_for_topics)
+                             check_catalogue, create_with_changelogs, load_catalogue,
+                             wait_for_topics)
 from streamfs.worker import STOP_SIGNALS, metrics
 from streamfs.worker.app import Worker
 from streamfs.worker.errors import InstanceFenced, RestoreHeld, StoppedWhileUnreachable
@@ -35,10 +36,10 @@ def prepare_topics(settings: Settings) -> None:
     """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
     check_catalogue(settings.topic_prefix)  # CatalogueError: checked by `streamfs worker` too
     specs = load_catalogue(settings.topic_prefix, replication_factor=settings.replication_factor)
-    partitions = specs["features"].partitions
-    specs.update(changelog_specs(settings.app_id, partitions, settings.replication_factor,
-                                 settings.max_message_bytes))
-    outcome = create_topics(settings.kafka_config(), specs)
+    changelogs = changelog_specs(settings.app_id, specs["features"].partitions,
+                                 settings.replication_factor, settings.max_message_bytes)
+    outcome = create_with_changelogs(settings.kafka_config(), specs, changelogs)
+    specs.update(changelogs)
     if made := sorted(name for name, what in outcome.items() if what == "created"):
         log.info("created topics %s", ", ".join(made))  # an operator's own are not made twice
     wait_for_topics(settings.kafka_config(), specs)

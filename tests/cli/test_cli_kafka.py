@@ -55,11 +55,19 @@ def test_a_topic_with_other_partitions_is_refused_in_one_line(kafka_bootstrap, t
     create_topics({"bootstrap.servers": kafka_bootstrap},
                   {"f": TopicSpec("f", f"{prefix}features", 1, 1)})
     env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
-           "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_DATA_DIR": str(tmp_path)}
+           "STREAMFS_TOPIC_PREFIX": prefix, "STREAMFS_DATA_DIR": str(tmp_path),
+           "STREAMFS_APP_ID": prefix.rstrip(".")}  # `topics create` makes its changelogs too
     out = streamfs(*command, env=env, timeout=120)
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"'{prefix}features' has 1 partition(s), the catalogue asks for 8" in out.stderr
     assert "Traceback" not in out.stderr
+    # and nothing was made for partitions the input does not have: the worker made its
+    # changelogs with 8 before it refused
+    from confluent_kafka.admin import AdminClient
+
+    listed = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=30).topics
+    assert not [name for name in listed if name.startswith(prefix.rstrip("."))
+                and name.endswith("-changelog")], sorted(listed)
 
 
 def test_a_partition_count_and_a_setting_refused_are_said_in_one_run(kafka_bootstrap):
