@@ -117,6 +117,8 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
         raise UsageProblem(f"--algorithm {twice[0]} given twice: its rows would be the same "
                            "run (one setting per algorithm: -p ALGORITHM:KEY=VALUE)")
     _check_writable(md_out, plots_dir)  # before the run, not after it (the output was lost)
+    for line in _ignored_options(protocol, algorithms, baselines, stability_runs):
+        click.echo(f"warning: {line}", err=True)
     json_fh: Any = None
     try:
         with _progress(show_progress) as progress, contextlib.ExitStack() as stack:
@@ -187,6 +189,29 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
         with writing_output():
             for path in paths:
                 click.echo(f"wrote {path}", err=json_out == "-")
+
+
+def _ignored_options(protocol: str, algorithms: tuple[str, ...], baselines: bool,
+                     stability_runs: int) -> list[str]:
+    """A line for each option given on the command line that this run does not use (a
+    ``--folds 5`` with the default protocol ran 10 random splits without a word)."""
+    from streamfs.algorithms.registry import ALGORITHMS
+
+    given = click.get_current_context().get_parameter_source
+    # (an unknown name is refused later, with the known ones)
+    instances = any(a not in ALGORITHMS or ALGORITHMS[a].kind == "instances" for a in algorithms)
+    unused = {
+        "repeats": (protocol != "repeated", f"--protocol {protocol}", "repeated"),
+        "test_size": (protocol == "kfold", "--protocol kfold", "holdout and repeated"),
+        "folds": (protocol != "kfold", f"--protocol {protocol}", "kfold"),
+        "mi_bins": (not baselines, "--no-baselines", "the mutual_info_classif baseline"),
+        "stability_weight": (stability_runs == 0, "--stability-runs 0", "the stability measure"),
+        "permutations": (not instances,
+                         "feature-stream algorithms only", "instance-stream learners"),
+    }
+    return [f"--{name.replace('_', '-')} is ignored with {why}: it is for {what}"
+            for name, (ignored, why, what) in unused.items()
+            if ignored and given(name) is click.core.ParameterSource.COMMANDLINE]
 
 
 def _check_writable(md_out: str | None, plots_dir: str | None) -> None:

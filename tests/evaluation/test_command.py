@@ -309,3 +309,24 @@ def test_a_kfold_cut_by_the_smallest_class_says_so(tmp_path):
     line = json.loads(res.output.splitlines()[0])
     n_splits = line["algorithms"][0]["n_splits"]
     assert line["protocol"]["n_folds_used"] == [n_splits] and n_splits == 40  # 40 of a class
+
+
+def test_options_given_that_the_run_does_not_use_are_warned_about(tmp_path):
+    """`--folds 5` with the default protocol ran 10 random splits without a word."""
+    path = _data(tmp_path)
+    args = [str(path), "--stability-runs", "0", "--no-baselines", "--no-progress",
+            "--json", "-"]
+    res = CliRunner().invoke(evaluate, [*args, "-a", "saola", "--folds", "5", "--repeats", "2",
+                                        "--permutations", "3", "--mi-bins", "4"])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines()[:3] == [
+        "warning: --folds is ignored with --protocol repeated: it is for kfold",
+        "warning: --mi-bins is ignored with --no-baselines: it is for the mutual_info_classif "
+        "baseline",
+        "warning: --permutations is ignored with feature-stream algorithms only: it is for "
+        "instance-stream learners"], res.stderr
+    assert json.loads(res.stdout.splitlines()[0])["algorithms"][0]["n_splits"] == 2
+    # what the run uses is not warned about, nor what was left at its default
+    res = CliRunner().invoke(evaluate, [*args, "-a", "ofs", "--protocol", "kfold", "--folds",
+                                        "3", "--permutations", "2"])
+    assert res.exit_code == 0 and "warning: --" not in res.stderr, res.stderr
