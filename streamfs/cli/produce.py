@@ -27,10 +27,12 @@ from streamfs.settings import Settings
 
 def _instance_params(src: Any, source: str, algorithm: str, params: dict,
                      record_limit: int, block_bytes: int | None, label: str | None,
-                     header: bool | None, buffer_cap: int | None = None) -> dict:
-    """The parameters of an instance stream, its source's values and labels (and rows, against
-    the ``--block-bytes`` given) checked as the worker checks them, in a pass over the file
-    ahead of publishing (exit 2 naming the rows, features or labels)."""
+                     header: bool | None, buffer_cap: int | None = None
+                     ) -> tuple[dict, Any]:
+    """The parameters of an instance stream and the chunks to publish, its source's values and
+    labels (and rows, against the ``--block-bytes`` given) checked as the worker checks them,
+    in a pass over the file ahead of publishing (exit 2 naming the rows, features or labels;
+    see :func:`~streamfs.producers.checks.check_instance_source`)."""
     from streamfs.algorithms.registry import LabelError
     from streamfs.producers.checks import check_instance_source
     from streamfs.producers.errors import BlockBytesTooSmall, InputDataError, InputFileError
@@ -212,12 +214,12 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         else:
             src = open_instances(source, label=label, header=header, n_features=n_features,
                                  zero_based=zb, drop=drop)
-            params = _instance_params(src, source, algorithm, params, record_limit,
-                                      block_bytes, label, header, s.max_buffer_bytes)
+            params, chunks = _instance_params(src, source, algorithm, params, record_limit,
+                                              block_bytes, label, header, s.max_buffer_bytes)
             _warn_row_ids(source, src)
             budget_bytes = budget()  # before record_limit is read below
             messages = instance_messages_from_chunks(
-                stream_id, src.chunks(), src.n_features, algorithm, params,
+                stream_id, chunks, src.n_features, algorithm, params,
                 feature_names=src.feature_names, block_bytes=budget_bytes,
                 max_rows=items_per_message(rate), record_limit=record_limit,
                 naming=naming_rule(source, getattr(src, "index_base", None)), **open_kw)

@@ -9,8 +9,10 @@ never started.
 
 from __future__ import annotations
 
+import itertools
+import numbers
 import warnings
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +21,9 @@ from streamfs.algorithms import registry
 from streamfs.algorithms.opening import check_open, check_values, open_advice
 from streamfs.producers.errors import (BlockBytesOverLimit, BlockBytesTooSmall, InputDataError,
                                       InputLabelError)
+
+#: a chunk of an instance source: rows ``X`` and their labels ``y``
+Chunk = tuple[Any, Any]
 
 #: dtype kinds the codec carries (bool, signed and unsigned integers, floats)
 _NUMERIC_KINDS = "biuf"
@@ -192,7 +197,11 @@ def continuing(messages: Iterator[dict], existing: dict | None) -> Iterator[dict
 
 
 def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
-    """A payload budget per message must be positive and within the record limit."""
+    """A payload budget per message must be a whole number of bytes, positive and within the
+    record limit."""
+    if block_bytes is not None and (isinstance(block_bytes, bool)
+                                    or not isinstance(block_bytes, numbers.Integral)):
+        raise ValueError(f"block_bytes must be a whole number of bytes, got {block_bytes!r}")
     if block_bytes is not None and not 0 < block_bytes <= record_limit:
         raise BlockBytesOverLimit(block_bytes, record_limit)
 
@@ -217,15 +226,30 @@ def row_bytes(X: Any) -> np.ndarray:
     return np.full(X.shape[0], X.shape[1] * X.dtype.itemsize + 8)
 
 
-def widest_row(src: Any) -> int:
-    """The bytes of the widest row of an instance source (see :func:`row_bytes`), in a pass
-    over it."""
-    widest = 0
-    for X, _ in src.chunks():
-        X = sendable(X.tocsr() if sp.issparse(X) else np.asarray(X))
-        if X.shape[0]:
-            widest = max(widest, int(row_bytes(X).max()))
-    return widest
+
+#: what an instance source owes the two passes over it (a check, then the publish)
+_SECOND_PASS = ("InstanceSource.chunks() must return a new iterator over the same rows on each "
+                "call (a generator function, not a generator): the source is read once to "
+                "check it (unless params gives the 'classes' and no block_bytes is given) and "
+                "again to publish it")
+
+
+def same_rows(chunks: Iterable[Chunk], expected: int) -> Iterator[Chunk]:
+    """``chunks`` of the pass that publishes a source checked in a pass before: an
+    :class:`InputDataError` as soon as they differ in their number of rows from the
+    ``expected`` of that pass — before the ``open`` when they are none (a one-shot generator,
+    used up by the check: its rows were silently lost), else once they pass it or end short
+    (a source that yields other rows each time, such as a queue: they were never checked)."""
+    rows = 0
+    for X, y in chunks:
+        rows += np.shape(X)[0]
+        if rows > expected:
+            break
+        yield X, y
+    if rows != expected:
+        gave = f"more than {expected}" if rows > expected else str(rows)
+        raise InputDataError(f"the source gave {gave} rows to publish, {expected} to the check "
+                             f"before: {_SECOND_PASS}")
 
 
 def check_groups_apply(algorithm: str, groups: Any, option: str = "groups=") -> None:
@@ -261,7 +285,14 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
     if problem is not None:
         raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
     if classes is not None:  # the first pass over the source is skipped for them
-        known = {np.asarray(c).item() for c in classes}
+        given = [np.asarray(c).item() for c in classes]
+        # as one set, True and 1 are one class; the worker refuses the mix of types
+        both = np.empty(len(given) + len(np.unique(y)), dtype=object)
+        both[:] = given + np.unique(y).tolist()
+        if (problem := label_problem(both, spec.name, min_classes=1)) is not None:
+            raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1} and the "
+                                  f"classes {given} the stream was given: {problem}")
+        known = set(given)
         other = sorted(set(np.unique(y).tolist()) - known, key=str)
         if other:
             row = _first_row_of(y, set(other))
@@ -336,8 +367,8 @@ def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
 def scan_instances(src: Any, algorithm: str, params: dict | None,
                    record_limit: int | None = None, block_bytes: int | None = None,
                    buffer_cap: int | None = None, advice: list[str] | None = None
-                   ) -> np.ndarray:
-    """The distinct labels of an instance source, every chunk checked as the worker checks it
+                   ) -> tuple[np.ndarray, int]:
+    """The distinct labels of an instance source and its number of rows, every chunk checked as the worker checks it
     (:func:`check_chunk`), in a pass over the source ahead of publishing; and, given the
     ``block_bytes`` the caller chose, every row within it (:func:`check_budget`, naming the
     widest row of the whole source). ``buffer_cap``: see :func:`check_open`. ``advice``, if
@@ -356,24 +387,28 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
             widest = max(widest, int(row_bytes(X).max()))
         rows += X.shape[0]
     check_budget(block_bytes, widest, "instance")
-    return np.array(sorted(seen, key=str))
+    return np.array(sorted(seen, key=str)), rows
 
 
-def first_rows_advice(src: Any, algorithm: str, params: dict | None,
+def first_rows_advice(src: Any, chunks: Iterator[Chunk], algorithm: str, params: dict | None,
                       record_limit: int | None = None, buffer_cap: int | None = None
-                      ) -> list[str]:
+                      ) -> tuple[list[str], list[Chunk]]:
     """What the algorithm will warn of at the start of a stream from ``src``
     (:func:`open_advice` on its first rows), for a source that is not read whole ahead of
-    publishing (its ``classes`` given): only its first chunk is read, and checked as the worker
-    checks it first, so that no advice stands beside a refusal of those rows."""
+    publishing (its ``classes`` given), and the chunks read for it from ``chunks`` (the
+    publish's own iterator: they are published first, so a one-shot source loses none). Only
+    the chunks up to the first with rows are read, and checked as the worker checks them
+    first, so that no advice stands beside a refusal of those rows."""
     spec, algo, _ = check_open("instances", algorithm, params, n_features=src.n_features,
                                buffer_cap=buffer_cap)
-    for X, y in src.chunks():
+    read: list[Chunk] = []
+    for X, y in chunks:
+        read.append((X, y))
         X, _ = check_chunk(spec, algo, X, y, src.n_features, 0, src.feature_names, set(),
                            record_limit)
         if X.shape[0]:
-            return open_advice(algo, X=X, names=src.feature_names)
-    return []
+            return open_advice(algo, X=X, names=src.feature_names), read
+    return [], read
 
 
 def result_size_advice(algo: Any, d: int, names: Any, record_limit: int | None) -> str | None:
@@ -415,31 +450,44 @@ def result_size_advice(algo: Any, d: int, names: Any, record_limit: int | None) 
 
 def check_instance_source(src: Any, algorithm: str, params: dict | None,
                           record_limit: int | None = None,
-                          block_bytes: int | None = None, buffer_cap: int | None = None) -> dict:
-    """The parameters to send for an instance stream from ``src``, its labels checked whole as
-    the worker would check them (a pass over the source: :func:`scan_instances`) unless
-    ``params`` gives the ``classes``; what the algorithm will warn of at the stream's start
-    (found in that pass, or with ``classes`` in the first chunk: :func:`first_rows_advice`)
-    is warned of here, once every check passed. A ``block_bytes`` the caller chose is checked
-    against the source's widest row (:func:`check_budget`), in that pass or, without it, a
-    pass of its own. ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
-    :func:`streamfs.algorithms.opening.check_open`)."""
+                          block_bytes: int | None = None, buffer_cap: int | None = None
+                          ) -> tuple[dict, Iterator[Chunk]]:
+    """The parameters to send for an instance stream from ``src`` and the chunks to publish
+    (see below), every chunk checked as the worker would check it, its labels whole, in a pass
+    over the source (:func:`scan_instances`) — unless ``params`` gives the ``classes`` and
+    no ``block_bytes`` is given (checked against the source's widest row: :func:`check_budget`),
+    when only the first chunk is read ahead, and the others are checked as they are published.
+    What the algorithm will warn of at the stream's start (found in that pass, or in the
+    first chunk: :func:`first_rows_advice`) is warned of here, once every check passed.
+    ``buffer_cap``: the worker's cap on ``max_buffer_bytes`` (see
+    :func:`streamfs.algorithms.opening.check_open`).
+
+    The chunks to publish are a new call of ``src.chunks()`` after a pass, held to that
+    pass's rows (:func:`same_rows`); with the ``classes`` and no ``block_bytes``, the one
+    call's, the first chunks read for the advice included: a one-shot source is read once."""
     params = dict(params or {})
     advice: list[str] = []
-    if params.get("classes") is not None:
-        labels = None
-        if block_bytes is not None:
-            check_budget(block_bytes, widest_row(src), "instance")
-        advice = first_rows_advice(src, algorithm, params, record_limit, buffer_cap)
-    else:
-        labels = scan_instances(src, algorithm, params, record_limit, block_bytes, buffer_cap,
-                                advice)
-    _, algo, params = check_open("instances", algorithm, params, n_features=src.n_features,
-                                 y=labels, buffer_cap=buffer_cap)
+    labels = None
+    if params.get("classes") is not None and block_bytes is None:
+        chunks: Iterator[Chunk] = iter(src.chunks())
+        advice, read = first_rows_advice(src, chunks, algorithm, params, record_limit,
+                                         buffer_cap)
+        chunks = itertools.chain(read, chunks)
+    else:  # a pass that checks every chunk (against the classes, if given)
+        labels, rows = scan_instances(src, algorithm, params, record_limit, block_bytes,
+                                      buffer_cap, advice)
+        chunks = same_rows(src.chunks(), rows)
+    try:
+        _, algo, params = check_open("instances", algorithm, params,
+                                     n_features=src.n_features, y=labels, buffer_cap=buffer_cap)
+    except registry.LabelError as exc:  # the data's labels (one class): the data's fault
+        if isinstance(exc, InputLabelError):
+            raise
+        raise InputLabelError(str(exc)) from None
     if (text := result_size_advice(algo, src.n_features, src.feature_names,
                                    record_limit)) is not None:
         advice.append(text)
     for text in advice:  # once the stream passed every check: no advice beside a refusal
         warnings.warn(text, UserWarning, stacklevel=3)  # produce_instances's caller
     params.pop("n_features", None)  # the worker takes d from the open message
-    return params
+    return params, chunks

@@ -17,6 +17,16 @@ class DeliveryError(RuntimeError):
     """A message could not be delivered to the broker."""
 
 
+#: how long a publish waits for the broker to acknowledge what it sent (its ``close`` waits for
+#: every message before it) before it gives up
+ACK_TIMEOUT_SECONDS = 120.0
+
+
+class DeliveryTimeout(DeliveryError):
+    """The broker did not acknowledge the messages in flight within the time given."""
+
+
+
 def admin_config(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """The connection settings of ``kafka_config`` for an AdminClient: without callbacks and
     statistics (they belong to the producer)."""
@@ -174,11 +184,16 @@ class StreamPublisher:
         """Messages handed to the client that are neither acknowledged nor refused yet."""
         return len(self._producer)
 
-    def flush(self, timeout: float = 120.0) -> None:
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait for every message sent to be acknowledged, up to ``timeout`` seconds (default
+        :data:`ACK_TIMEOUT_SECONDS`): :class:`DeliveryTimeout` after it, else
+        :meth:`raise_failures`."""
+        timeout = ACK_TIMEOUT_SECONDS if timeout is None else timeout
         with self._denials():
             remaining = self._producer.flush(timeout)
         if remaining:
-            raise DeliveryError(f"{remaining} message(s) still undelivered after {timeout} s")
+            raise DeliveryTimeout(f"{remaining} message(s) still unacknowledged after "
+                                  f"{timeout:g} s: the broker does not answer")
         self.raise_failures()
 
     def raise_failures(self) -> None:

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from numbers import Real
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from streamfs.algorithms import registry
+from streamfs.algorithms.opening import open_advice
 from streamfs.broker import AccessDenied, lost_interrupt
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
-                                       instance_messages_from_chunks)
+                                       instance_messages_from_chunks, largest_column_bytes)
 from streamfs.codec import encode
-from streamfs.producers.checks import (check_block_bytes, check_instance_source, continuing,
-                                       exists_problem, existing_stream, results_topic)
+from streamfs.producers.checks import (check_block_bytes, check_budget, check_instance_source,
+                                       continuing, exists_problem, existing_stream,
+                                       results_topic)
 from streamfs.producers.errors import InputDataError, PublishInterrupted, StreamLeftOpen
-from streamfs.producers.kafka import (PUBLISHER_MESSAGE_BYTES, DeliveryError, StreamPublisher,
-                                      topic_message_limit)
+from streamfs.producers.kafka import (PUBLISHER_MESSAGE_BYTES, DeliveryError, DeliveryTimeout,
+                                      StreamPublisher, topic_message_limit)
 from streamfs.producers.objects import from_objects
 from streamfs.producers.rate import TokenBucket, throttle
 from streamfs.producers.sources import InstanceSource
@@ -90,15 +94,18 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
                 delivered = (pub.delivered if pub.delivered_before_failure is None
                              else pub.delivered_before_failure)
             raise PublishInterrupted(stream, delivered, pub.unsettled()) from exc
-        delivered, after = _settle(pub)
+        # after a wait that timed out, what is still in flight is not waited for again (a
+        # broker gone for good kept the caller waiting twice as long as the error said)
+        delivered, after = _settle(pub, 0.0 if isinstance(exc, DeliveryTimeout) else None)
         if not delivered or not isinstance(exc, Exception):  # e.g. SystemExit
             raise
         raise StreamLeftOpen(stream, delivered, exc, after=after) from exc
     return count
 
 
-def _settle(pub: StreamPublisher, timeout: float = 120.0) -> tuple[int, int]:
-    """Wait (up to ``timeout`` seconds) for what is in flight after a failure; how many
+def _settle(pub: StreamPublisher, timeout: float | None = None) -> tuple[int, int]:
+    """Wait (up to ``timeout`` seconds, default the publish's acknowledgement timeout) for
+    what is in flight after a failure; how many
     messages were delivered before the first refused one, and how many after it (queued
     behind it, they went out all the same: the worker refuses them as a sequence gap)."""
     try:
@@ -208,13 +215,20 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     publish stopped after some messages went out."""
     results = results_topic(topic, "features")  # the wrong topic is refused before all else
     X, y, names = from_objects(X, y, label=label)
-    block_bytes, limit = _limits(kafka_config, topic, block_bytes)
+    budget, limit = _limits(kafka_config, topic, block_bytes)
+    # a column alone over a budget chosen would go in a message of its own, over it
+    check_budget(block_bytes, largest_column_bytes(X, feature_names=names, groups=groups,
+                                                   shuffle_seed=shuffle_seed), "column")
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
-                                       block_bytes=block_bytes, shuffle_seed=shuffle_seed,
+                                       block_bytes=budget, shuffle_seed=shuffle_seed,
                                        feature_names=names, replace=replace, record_limit=limit,
                                        max_columns=items_per_message(rate),
                                        buffer_cap=worker_buffer_cap())
-    return _publish(kafka_config, topic, "features", messages, replace, rate, limit, results)
+    head = next(messages)  # every check passed: what the worker will warn of is said here
+    for text in open_advice(registry.get(algorithm).build(params), y):
+        warnings.warn(text, UserWarning, stacklevel=2)
+    return _publish(kafka_config, topic, "features", itertools.chain([head], messages), replace,
+                    rate, limit, results)
 
 
 def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: Any,
@@ -228,12 +242,13 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     results = results_topic(topic, "instances")  # before the data's checks and advice
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
-    block_bytes, limit = _limits(kafka_config, topic, block_bytes)
+    budget, limit = _limits(kafka_config, topic, block_bytes)
     cap = worker_buffer_cap()
-    params = check_instance_source(source, algorithm, params, limit, buffer_cap=cap)
+    # (block_bytes: the one chosen, checked against the widest row; None if not)
+    params, chunks = check_instance_source(source, algorithm, params, limit, block_bytes, cap)
     messages = instance_messages_from_chunks(
-        stream, source.chunks(), source.n_features, algorithm, params,
-        feature_names=source.feature_names, block_bytes=block_bytes,
+        stream, chunks, source.n_features, algorithm, params,
+        feature_names=source.feature_names, block_bytes=budget,
         max_rows=items_per_message(rate), replace=replace, record_limit=limit, buffer_cap=cap)
     return _publish(kafka_config, topic, "instances", messages, replace, rate, limit, results)
 

@@ -32,6 +32,9 @@ Chunk = tuple[Any, np.ndarray]
 class InstanceSource:
     """What an instance stream needs: d up front, then row chunks ``(X, y)``.
 
+    ``chunks()`` returns a new iterator over the same rows on each call (a generator
+    function, not a generator): a publish reads the source once to check it, and again to
+    send it (see :func:`~streamfs.producers.checks.check_instance_source`).
     ``progress()`` returns ``(done, total)`` in ``unit`` ("bytes" of the file, or "rows").
     """
 

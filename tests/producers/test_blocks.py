@@ -219,8 +219,9 @@ def test_an_instance_block_the_worker_would_refuse_is_not_yielded():
 def test_labels_outside_the_given_classes_are_refused_at_their_block(classes):
     # two labels, so no "3 classes": the worker dead-lettered the block after produce exited 0
     X, y = np.ones((10, 3)), np.where(np.arange(10) % 2, 1, -1)
-    needle = f"data row 0 (counted from 0): label -1 not among the classes {classes} the " \
-             f"stream was given{'; rows 0..9 also have 1' if classes[0] == 'a' else ''}"
+    needle = ("data row 0 (counted from 0): label -1 not among the classes [1, 2] the stream "
+              "was given" if classes[0] == 1 else "data rows 0..9 and the classes ['a', 'b'] "
+              "the stream was given: the labels mix strings and numbers")
     with pytest.raises(InputDataError, match=re.escape(needle)):
         next(instance_messages_from_chunks("s", [(X, y)], 3, "ofs", {"classes": classes}))
     assert len(list(instance_messages_from_chunks("s", [(X, y)], 3, "ofs",

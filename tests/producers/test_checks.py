@@ -279,3 +279,97 @@ def test_a_selection_too_large_for_a_result_is_warned_of_before_publishing(tmp_p
         entries = [{"feature": int(j), "name": f"x{j}", "score": float(w), "affiliated": []}
                    for j, w in zip(chosen, np.random.default_rng(seed).normal(size=300))]
         assert len(packb(entries)) >= floor
+
+
+def _one_shot(n_chunks: int = 4, rows: int = 50):
+    """An InstanceSource whose chunks() hands out the same generator each time (a user's
+    ``lambda: gen``): a pass over it uses it up."""
+    from streamfs.producers.sources import InstanceSource
+
+    rng = np.random.default_rng(0)
+    chunks = [(rng.normal(size=(rows, 5)), np.arange(rows) % 2) for _ in range(n_chunks)]
+    gen = iter(chunks)
+    return InstanceSource(5, lambda: gen)
+
+
+def test_a_one_shot_source_checked_whole_is_refused_before_its_open_not_lost():
+    """produce_instances published an open and a close and nothing between: the check's pass
+    had used the generator up (the worker's final: n_seen 0)."""
+    from streamfs.producers.blocks import instance_messages_from_chunks
+    from streamfs.producers.checks import check_instance_source
+
+    src = _one_shot()
+    params, chunks = check_instance_source(src, "ofs", {})
+    messages = instance_messages_from_chunks("s", chunks, 5, "ofs", params)
+    with pytest.raises(InputDataError, match=r"^the source gave 0 rows to publish, 200 to the "
+                                             r"check before: InstanceSource.chunks\(\) must "
+                                             r"return a new iterator"):
+        next(messages)  # before the 'open'
+
+
+def test_a_one_shot_source_with_its_classes_is_read_once_and_published_whole():
+    """With the classes given, the first chunk read for the advice was lost (n_seen 150 of
+    200)."""
+    from streamfs.producers.blocks import instance_messages_from_chunks
+    from streamfs.producers.checks import check_instance_source
+
+    params, chunks = check_instance_source(_one_shot(), "ofs", {"classes": [0, 1]})
+    messages = list(instance_messages_from_chunks("s", chunks, 5, "ofs", params))
+    assert sum(m["X"].shape[0] for m in messages if m["kind"] == "instances") == 200
+    # a budget chosen needs a pass of its own: then it is refused as above
+    _, chunks = check_instance_source(_one_shot(), "ofs", {"classes": [0, 1]},
+                                      block_bytes=10_000)
+    with pytest.raises(InputDataError, match=r"gave 0 rows to publish, 200 to the check"):
+        next(chunks)
+
+
+def test_a_source_that_gives_other_rows_the_second_time_is_stopped_where_it_differs():
+    """Rows from a queue: those published were never checked."""
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import InstanceSource
+
+    X, y = np.ones((30, 3)), np.arange(30) % 2
+    calls = []
+
+    def chunks():
+        calls.append(1)
+        n = 30 if len(calls) == 1 else 40
+        yield np.ones((n, 3)), np.arange(n) % 2
+
+    _, published = check_instance_source(InstanceSource(3, chunks), "ofs", {})
+    with pytest.raises(InputDataError, match=r"gave more than 30 rows to publish, 30 to the"):
+        list(published)
+    # the same rows each time pass as they are
+    src = InstanceSource.from_arrays(X, y)
+    _, published = check_instance_source(src, "ofs", {})
+    assert [len(c[0]) for c in published] == [30]
+
+
+@pytest.mark.parametrize("classes,bools", [([False, True], False), ([0, 1], True)])
+def test_classes_of_another_label_type_than_the_data_are_refused_before_publishing(classes,
+                                                                                   bools):
+    """As a set, {False, True} holds 0 and 1: the stream was published, and the worker
+    refused every block ("Mix of label input types (boolean and number)")."""
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import InstanceSource
+
+    X, y = np.ones((60, 5)), np.arange(60) % 2
+    src = InstanceSource.from_arrays(X, y.astype(bool) if bools else y)
+    with pytest.raises(InputDataError, match=r"^data rows 0..59 and the classes \[.*\] the "
+                                             r"stream was given: the labels mix booleans and "
+                                             r"numbers"):
+        check_instance_source(src, "ofs", {"classes": classes})
+    # of one type they pass
+    check_instance_source(InstanceSource.from_arrays(X, y.astype(bool) if bools else y), "ofs",
+                          {"classes": [False, True] if bools else [0, 1]})
+
+
+def test_a_source_of_one_class_is_a_data_error_as_for_feature_streams():
+    """It raised the plain LabelError, not InputDataError as the README says data errors do
+    (and as a feature stream's one class does)."""
+    from streamfs.producers.checks import check_instance_source
+    from streamfs.producers.sources import InstanceSource
+
+    with pytest.raises(InputDataError, match="class"):
+        check_instance_source(InstanceSource.from_arrays(np.ones((10, 3)), np.zeros(10)), "ofs",
+                              {})

@@ -97,7 +97,8 @@ def test_a_refused_delivery_stops_the_publish_and_never_closes(kafka_config, top
             "the refused one, which the worker refuses as a sequence gap") in str(info.value)
 
 
-def test_an_error_mid_source_says_how_many_messages_went_out(kafka_config, topic_prefix):
+def test_an_error_mid_source_says_how_many_messages_went_out(kafka_config, topic_prefix,
+                                                            monkeypatch):
     topic = load_catalogue(topic_prefix)["instances"].name
     X, y = _data(n=400, d=4)
     X[350, 2] = np.nan
@@ -110,15 +111,21 @@ def test_an_error_mid_source_says_how_many_messages_went_out(kafka_config, topic
         produce_instances(kafka_config, topic, "raise", _chunks(X, y, 100, fail_at=2), None,
                           "ofs", params, block_bytes=1000)
     assert records_on(kafka_config, topic) == 0
-    # with the classes given there is no first pass: the publish stops at the bad chunk
+    # so with the classes given, and a block_bytes, which needs a pass for the widest row
     params["classes"] = [0, 1]
+    with pytest.raises(InputDataError, match=r"data rows \[350\]"):
+        produce_instances(kafka_config, topic, "nan", _chunks(X, y, 100), None, "ofs", params,
+                          block_bytes=1000)
+    assert records_on(kafka_config, topic) == 0
+    # with the classes and no block_bytes there is no first pass: the publish stops at the bad
+    # chunk (blocks of about 7,000 bytes: the record limit's budget)
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", "8000")
     for stream, source, cause in [("nan", _chunks(X, y, 100), InputDataError),
                                   ("raise", _chunks(X, y, 100, fail_at=2), RuntimeError)]:
         before = records_on(kafka_config, topic)
         with pytest.raises(StreamLeftOpen, match=f"of stream '{stream}' were already "
                            "published; it stays open") as info:
-            produce_instances(kafka_config, topic, stream, source, None, "ofs", params,
-                              block_bytes=1000)
+            produce_instances(kafka_config, topic, stream, source, None, "ofs", params)
         assert isinstance(info.value.__cause__, cause) and info.value.messages_sent > 1
         assert records_on(kafka_config, topic) - before == info.value.messages_sent
 
@@ -140,7 +147,7 @@ def test_labels_are_checked_before_the_open(kafka_config, topic_prefix, algorith
     assert records_on(kafka_config, topic) == 0
 
 
-def test_labels_of_every_chunk_are_checked(kafka_config, topic_prefix):
+def test_labels_of_every_chunk_are_checked(kafka_config, topic_prefix, monkeypatch):
     topic = load_catalogue(topic_prefix)["instances"].name
     X, y = _data(n=300, d=4)
     short = InstanceSource(4, lambda: iter([(X, y[:290])]))
@@ -151,12 +158,18 @@ def test_labels_of_every_chunk_are_checked(kafka_config, topic_prefix):
                                              "the labels have 3 classes"):
         produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
                           "ofs")
-    assert records_on(kafka_config, topic) == 0
-    with pytest.raises(StreamLeftOpen, match=re.escape("data row 200 (counted from 0): label 2 "
-                                                       "not among the classes [0, 1] the "
-                                                       "stream was given")) as info:
+    said = re.escape("data row 200 (counted from 0): label 2 not among the classes [0, 1] the "
+                     "stream was given")
+    # the classes given and a block_bytes (a pass for the widest row): refused before the open
+    with pytest.raises(InputDataError, match=said):
         produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
                           "ofs", {"classes": [0, 1]}, block_bytes=1000)
+    assert records_on(kafka_config, topic) == 0
+    # without the block_bytes, no pass ahead: refused where the publish meets it
+    monkeypatch.setenv("STREAMFS_MAX_MESSAGE_BYTES", "8000")  # blocks of about 7,000 bytes
+    with pytest.raises(StreamLeftOpen, match=said) as info:
+        produce_instances(kafka_config, topic, "third", _chunks(X, y, 100, labels=third), None,
+                          "ofs", {"classes": [0, 1]})
     assert records_on(kafka_config, topic) == info.value.messages_sent > 1
 
 
@@ -190,6 +203,14 @@ def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, 
          f"'{instances}'"),
         (produce_features, features, (X, y), "saola", {"block_bytes": 0},
          "block_bytes must be between 1 and the record limit of 65536 bytes, got 0"),
+        # a budget under one column or row: the CLI refused it, the Python API sent 7 and 62
+        # messages, each over it
+        (produce_features, features, (X, y), "saola", {"block_bytes": 10},
+         r"block_bytes 10 is smaller than one column of this stream \(1600 bytes\)"),
+        (produce_instances, instances, (X, y), "ofs", {"block_bytes": 10},
+         r"block_bytes 10 is smaller than one instance of this stream \(56 bytes\)"),
+        (produce_instances, instances, (X, y), "ofs", {"block_bytes": 1000.5},
+         r"block_bytes must be a whole number of bytes, got 1000.5"),
     ]
     for produce, topic, (data, labels), algorithm, kw, needle in cases:
         with pytest.raises(ValueError, match=needle):
@@ -296,7 +317,7 @@ def test_a_message_that_fits_only_without_kafka_s_framing_is_refused_before_the_
 
     def open_bytes(pad: int) -> int:
         src = source(pad)
-        sent = check_instance_source(src, "ofs", params, limit)
+        sent, _ = check_instance_source(src, "ofs", params, limit)
         head = next(instance_messages_from_chunks("edge", src.chunks(), src.n_features, "ofs",
                                                   sent, feature_names=src.feature_names))
         return len(encode(head))
@@ -331,3 +352,55 @@ def test_a_catalogue_topic_of_the_other_kind_is_refused_before_the_data_s_advice
         with pytest.raises(ValueError, match=f"topic '{topic}' is the catalogue's {wrong} "
                                              "topic"):
             getattr(publish, produce)(dead, topic, "s", X, y, algorithm)
+
+
+def test_produce_features_warns_as_the_worker_will_once_its_checks_pass(kafka_config,
+                                                                        topic_prefix):
+    """The README promises the algorithm's advice through Python's warnings; only the CLI
+    gave it for a feature stream (the worker logged it, where the publisher did not look)."""
+    import warnings
+
+    topic = load_catalogue(topic_prefix)["features"].name
+    X, _ = _data(n=60)
+    with pytest.warns(UserWarning, match=r"^SAOLA\(test='fisher_z'\) correlates the features "
+                                         r"with the class as a number") as said:
+        produce_features(kafka_config, topic, "three", X, np.arange(60) % 3)
+    assert len(said) == 1
+    with warnings.catch_warnings():  # no advice beside a refusal, nor for two classes
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(InputDataError):
+            produce_features(kafka_config, topic, "bad", np.r_[X[:-1], [[np.nan] * 6]],
+                             np.arange(60) % 3)
+        produce_features(kafka_config, topic, "two", X, np.arange(60) % 2)
+
+
+def test_a_broker_gone_mid_publish_is_said_after_one_wait(kafka_config, topic_prefix,
+                                                          broker_outage, monkeypatch):
+    """The close's wait for the acknowledgements timed out, then the count of what got in
+    waited as long again: 261 s for a broker that stopped, and an error that said 120 s."""
+    from streamfs.producers import kafka as producer_kafka, publish
+
+    monkeypatch.setattr(producer_kafka, "ACK_TIMEOUT_SECONDS", 5.0)
+    waits: list = []
+    settle = publish._settle
+    monkeypatch.setattr(publish, "_settle",
+                        lambda pub, timeout=None: waits.append(timeout) or settle(pub, timeout))
+    topic = load_catalogue(topic_prefix)["features"].name
+    X, y = _data(n=200, d=40)
+    messages = feature_stream_messages("gone", X, y, "saola", block_bytes=200 * 8 * 5)
+    outage = broker_outage()
+
+    def stopping_the_broker():
+        for i, message in enumerate(messages):
+            if i == 2:  # the open and a block are out: the broker goes away
+                outage.__enter__()
+            yield message
+
+    try:
+        with pytest.raises(StreamLeftOpen) as info:
+            send_messages(stopping_the_broker(), kafka_config, topic)
+    finally:
+        outage.__exit__(None, None, None)
+    assert "still unacknowledged after 5 s: the broker does not answer" in str(info.value)
+    assert isinstance(info.value.__cause__, producer_kafka.DeliveryTimeout)
+    assert waits == [0.0]  # what was in flight was not waited for a second time
