@@ -468,6 +468,9 @@ class OutputReader:
         kafka_config = with_kafka_logger(kafka_config)
         self._kafka_config = kafka_config
         self._offset = first_offset if start == "beginning" else end_offset
+        #: start="end": where the first read began, per partition; a later call reads from
+        #: there again (from the end as it was then, it lost what came between the calls)
+        self._began: dict[tuple[str, int], int] | None = None if start == "beginning" else {}
         self.topic = topic
         self.topics = (topic, *more_topics)
         self.skipped = Skipped()
@@ -497,12 +500,21 @@ class OutputReader:
                 from streamfs.topics import missing_topic_message
 
                 raise TopicMissing(missing_topic_message(topic))
-            assignment += [TopicPartition(topic, p, self._offset(self._consumer, topic, p))
+            assignment += [TopicPartition(topic, p, self._start(topic, p))
                            for p in meta.partitions]
         self._consumer.assign(assignment)
         self._topic_check.wait(30)  # answered by now, as a rule: a later answer is taken then
         self._n_partitions = len(assignment)
         return self._n_partitions
+
+    def _start(self, topic: str, partition: int) -> int:
+        """The offset a read of ``partition`` starts at: its first, or (``start="end"``) its
+        end when the reader first assigned it."""
+        if self._began is None:
+            return self._offset(self._consumer, topic, partition)
+        if (topic, partition) not in self._began:
+            self._began[topic, partition] = self._offset(self._consumer, topic, partition)
+        return self._began[topic, partition]
 
     def messages(self, *, to_end: bool = False, timeout: float | None = None,
                  poll: float = 0.5) -> Iterator[tuple[str, dict] | None]:
@@ -514,7 +526,9 @@ class OutputReader:
         time the caller holds what was yielded does not count. A topic deleted
         (or re-created) while being read raises :class:`TopicDeleted` (a
         :class:`TopicMissing`), at most ``topic_check`` seconds and a broker's answer after.
-        ``ValueError`` at once for a ``timeout`` or ``poll`` out of range."""
+        ``ValueError`` at once for a ``timeout`` or ``poll`` out of range. Each call reads
+        from the start again: the topics' beginning, or (``start="end"``) where the first
+        read began."""
         _check_timeout(timeout)
         if not (_is_number(poll) and 0 <= poll < math.inf):
             raise ValueError(f"poll must be a finite number of seconds, 0 or more, not {poll!r}")
@@ -709,7 +723,9 @@ class SelectionReader(OutputReader):
     Dead letters of a run the stream never accepted (its id re-used) are logged once per stream
     and run, and counted in ``refused.counts``.
 
-    ``start="end"``: only results published after :meth:`assign` (or the first read).
+    ``start="end"``: only results published after :meth:`assign` (or the first read); each
+    call of :meth:`updates` reads from there again, as with the default start each reads from
+    the topic's beginning.
 
     >>> from streamfs.topics import load_catalogue
     >>> topics = load_catalogue("streamfs.")   # the topic names of a --topic-prefix

@@ -295,6 +295,10 @@ def test_start_at_the_end_reads_only_what_comes_after(kafka_config, topic_prefix
         reader.assign()
         _put(kafka_config, topic, _result("new", 1, final=True))
         assert _versions(reader.updates(until_final=True, timeout=60)) == [("new", 1)]
+        # what comes between two reads is not lost: the second began at the end as it was
+        # then, past "later" (a subscriber that takes control back with a timeout)
+        _put(kafka_config, topic, _result("later", 1, final=True))
+        assert _versions(reader.updates(to_end=True)) == [("new", 1), ("later", 1)]
 
 
 @pytest.mark.parametrize("key,value", [("enable.partition.eof", False),
