@@ -33,21 +33,32 @@ _PLURAL = {"features": "feature streams", "instances": "instance streams"}
 
 #: joins a stream id to the parts of its state keys, so no id may contain it
 STATE_KEY_SEP = "\x1f"
+#: the longest stream id, in characters (at most 4,000 bytes of UTF-8): the id is the key and
+#: part of the value of each of its messages, of its results and of its state records
+MAX_STREAM_ID_CHARS = 1000
 
 
 def check_stream_id(stream: Any) -> str:
-    """``stream`` if the worker takes it as a stream id: a non-empty string without the
-    ``\\x1f`` character; otherwise :class:`ValueError` saying why.
+    """``stream`` if the worker takes it as a stream id: a non-empty string of at most
+    :data:`MAX_STREAM_ID_CHARS` characters without the ``\\x1f`` character; otherwise
+    :class:`ValueError` saying why.
 
     >>> check_stream_id("")
     Traceback (most recent call last):
     ...
     ValueError: the stream id is empty
+    >>> check_stream_id("s" * 1001)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the stream id is 1001 characters long ('sss...'...), over the limit of 1000: ...
     """
     if not isinstance(stream, str):
         raise ValueError(f"the stream id must be a string, got {type(stream).__name__}")
     if not stream:
         raise ValueError("the stream id is empty")
+    if len(stream) > MAX_STREAM_ID_CHARS:  # its start only: the messages below quote it whole
+        raise ValueError(f"the stream id is {len(stream)} characters long ({stream[:20]!r}...), "
+                         f"over the limit of {MAX_STREAM_ID_CHARS}: choose a shorter id")
     if STATE_KEY_SEP in stream:
         raise ValueError("the stream id must not contain the \\x1f character")
     try:

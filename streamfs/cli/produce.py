@@ -100,7 +100,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               "instance (instance streams) of the data (default: 7/8 of what the topic and "
               "the worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be "
               "read).")
-@click.option("--shuffle-seed", type=int, default=None,
+@click.option("--shuffle-seed", type=click.IntRange(min=0), default=None,
               help="Features: send the columns in a seeded random order (blocks carry `columns`).")
 @GROUPS_OPTION
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,

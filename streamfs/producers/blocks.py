@@ -21,13 +21,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms import registry
-from streamfs.algorithms._validation import lazy_problem
+from streamfs.algorithms._validation import lazy_problem, shown
 from streamfs.codec import run_token_problem
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
-from streamfs.producers.checks import (check_chunk, check_groups_apply, row_bytes, sendable,
-                                       sendable_labels, wire_params)
-from streamfs.producers.errors import InputDataError, InputLabelError
+from streamfs.producers.checks import (ENVELOPE_BYTES, check_chunk, check_groups_apply,
+                                       row_bytes, sendable, sendable_labels, wire_params)
+from streamfs.producers.delimited import refuse_duplicate_names
+from streamfs.producers.errors import InputDataError, InputFileError, InputLabelError
 
 #: payload budget per message when the topic's limit is unknown; below the 1 MiB default limit
 #: of Kafka brokers
@@ -48,6 +49,72 @@ def _matrix(X: Any, sparse_format: str) -> Any:
     if X.ndim != 2:
         raise InputDataError(f"X must be 2-D (instances x features), got shape {X.shape}")
     return X
+
+
+def _labels(y: Any) -> np.ndarray:
+    """``y`` as sent (:func:`~streamfs.producers.checks.sendable_labels`);
+    :class:`InputLabelError` for none at all (numpy makes ``None`` one label)."""
+    if y is None:
+        raise InputLabelError("the labels are missing (y is None): give one label per row of X")
+    return sendable_labels(y)
+
+
+def _feature_names(names: Sequence[Any] | None, n: int, of: str) -> list[str] | None:
+    """``names`` as they travel, one ``str`` per column (integers as their digits, as a
+    DataFrame's columns are named), or :class:`InputDataError` when there are not ``n`` of them
+    (``of``: what there are ``n`` of) or the worker would refuse them, or take two features for
+    one: a name that is not text, is not valid Unicode or repeats.
+
+    >>> _feature_names(["a", 1], 2, "2 columns")
+    ['a', '1']
+    >>> _feature_names(["a", "b", "a"], 3, "3 columns")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    streamfs.producers.errors.InputDataError: feature_names: duplicate feature name 'a' ...
+    """
+    if names is None:
+        return None
+    if len(names) != n:
+        raise InputDataError(f"{len(names)} feature names for {of}")
+    texts = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    if set(map(type, texts)) - {str}:  # one by one only then: millions of columns
+        bad = next((j for j, v in enumerate(texts) if isinstance(v, bool)
+                    or not isinstance(v, (str, int, np.integer))), None)
+        if bad is not None:  # the worker takes text only; str() made None "None", b"a" "b'a'"
+            raise InputDataError(f"feature_names: the name at position {bad} is "
+                                 f"{type(texts[bad]).__name__} {shown(texts[bad])}, not text: "
+                                 f"give each feature a str (or an integer)")
+        texts = [str(v) for v in texts]
+    try:
+        "".join(texts).encode("utf-8")  # one pass in C; the loop below names the culprit
+    except UnicodeEncodeError:
+        for j, text in enumerate(texts):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputDataError(f"feature_names: the name at position {j} "
+                                     f"({shown(text)}) is not valid Unicode text (a lone "
+                                     f"surrogate): names travel as UTF-8") from None
+    if len(set(texts)) != n:
+        try:
+            refuse_duplicate_names(texts, "feature_names", kind="feature")
+        except InputFileError as exc:  # no file here: the caller's argument
+            raise InputDataError(str(exc)) from None
+    return texts
+
+
+def _check_shuffle_seed(seed: Any) -> None:
+    """``ValueError`` naming ``shuffle_seed`` unless it is None or an integer >= 0 (the
+    seed of numpy's generator).
+
+    >>> _check_shuffle_seed(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: shuffle_seed must be None or an integer >= 0, got -1
+    """
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or seed < 0):
+        raise ValueError(f"shuffle_seed must be None or an integer >= 0, got {shown(seed)}")
 
 
 def block_budget(message_limit: int | None) -> int:
@@ -150,12 +217,13 @@ def largest_column_bytes(X: Any, *, feature_names: Sequence[str] | None = None,
     """
     X = sendable(_matrix(X, "csc"))
     n = X.shape[1]
+    checked = _feature_names(feature_names, n, f"{n} columns")
     if not n:
         return 0
     values = column_value_bytes(X)
     order, gid, _ = feature_order(n, groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(n))
-    names = None if feature_names is None else [str(feature_names[j]) for j in order]
+    names = None if checked is None else [checked[j] for j in order]
     extra = _column_extra(n, names, int(reordered) + int(gid is not None))
     return int((values[order] + (0 if extra is None else extra)).max())
 
@@ -197,6 +265,7 @@ def feature_order(n_columns: int, groups: Sequence[Sequence[int]] | None = None,
     >>> order.tolist(), gid.tolist(), bounds
     ([1, 0, 2, 3], [1, 1, 0, 0], [2, 4])
     """
+    _check_shuffle_seed(shuffle_seed)
     rng = np.random.default_rng(shuffle_seed) if shuffle_seed is not None else None
     if groups is None:
         order = rng.permutation(n_columns) if rng is not None else np.arange(n_columns)
@@ -254,15 +323,15 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     ``shuffle_seed`` sends the columns in a seeded random order (see :func:`feature_order`).
     Whenever the sent order is not the source order, each block has ``columns``: the source
     column index of each of its columns. ``record_limit``: the largest record the worker
-    stores (a stream whose kept columns would not fit is refused). ``max_columns``: the most
-    columns a block carries (a group is never split). ``buffer_cap``: the most the worker lets
-    ``max_buffer_bytes`` be (STREAMFS_MAX_BUFFER_BYTES; a stream asking for more is refused,
-    and one that sets none is checked with the cap where it is below the algorithm's
-    default, as the worker runs it).
+    stores (a stream whose kept columns, or any one column's message, would not fit is
+    refused). ``max_columns``: the most columns a block carries (a group is never split).
+    ``buffer_cap``: the most the worker lets ``max_buffer_bytes`` be
+    (STREAMFS_MAX_BUFFER_BYTES; a stream asking for more is refused, and one that sets none is
+    checked with the cap where it is below the algorithm's default, as the worker runs it).
     """
     check_stream_id(stream)
     X = sendable(_matrix(X, "csc"))
-    y = sendable_labels(y)  # float16 widened; complex, dates refused before the 'open'
+    y = _labels(y)  # float16 widened; complex, dates refused before the 'open'
     if y.ndim == 0 or y.shape[0] != X.shape[0]:
         # the open would carry N = len(y) and every block columns of another length, each
         # block dead-lettered and the stream closed with an empty selection
@@ -279,19 +348,20 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
     sent_params = wire_params(params)  # before the 'open': every value must encode
     if record_limit is not None:
         check_stored_column(y.shape[0], record_limit)
+    names = _feature_names(feature_names, X.shape[1], f"{X.shape[1]} columns")
     try:
-        check_values("features", algo, X, names=feature_names)
+        check_values("features", algo, X, names=names)
     except ValueError as exc:  # the data's fault
         raise InputDataError(str(exc)) from None
     labels = y.tolist() if y.dtype.kind in "OUS" else y
     order, gid, boundaries = feature_order(X.shape[1], groups, shuffle_seed)
     reordered = not np.array_equal(order, np.arange(X.shape[1]))
-    if feature_names is not None and len(feature_names) != X.shape[1]:
-        raise ValueError(f"{len(feature_names)} feature names for {X.shape[1]} columns")
     if reordered:
         X = X[:, order]
-    sent_names = None if feature_names is None else [str(feature_names[j]) for j in order]
+    sent_names = None if names is None else [names[j] for j in order]
     extra = _column_extra(X.shape[1], sent_names, int(reordered) + int(gid is not None))
+    if record_limit is not None:
+        _check_column_messages(X, extra, order, sent_names, stream, record_limit)
     blocks = list(column_blocks(X, block_bytes, boundaries, extra, max_columns))
     if record_limit is not None and gid is not None:
         _check_group_blocks(X, blocks, extra, gid, order, record_limit)
@@ -313,6 +383,38 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
             msg["names"] = sent_names[a:b]
         yield msg
     yield {"kind": "close", "stream": stream, "seq": seq + 1, "run": head["run"]}
+
+
+def _check_column_messages(X: Any, extra: np.ndarray | None, order: np.ndarray,
+                           names: list[str] | None, stream: str, record_limit: int) -> None:
+    """``InputDataError`` before the ``open`` when a column (``X``'s, in the order sent) is
+    alone more bytes than a record may hold: its values as a block carries them, its name and
+    source index (``extra``) and an envelope. A column travels whole in one message, and
+    :func:`~streamfs.algorithms.opening.check_stored_column` counts 8 bytes a value where a
+    sparse block takes 12 a non-zero: found only at its block, it left the stream open."""
+    values = column_value_bytes(X)
+    own = values + (0 if extra is None else extra)
+    envelope = ENVELOPE_BYTES + 2 * len(stream.encode())  # the id is the key and in the value
+    over = np.flatnonzero(own + envelope > record_limit)
+    if not over.size:
+        return
+    k = int(over[np.argmin(order[over])])  # the first in the source's order
+    rest = int(own[k] - values[k])
+    named = "" if names is None else f" ({shown(names[k])})"
+    others = f" (and {over.size - 1} more)" if over.size > 1 else ""
+    parts = f"{int(values[k])} of values, " + (f"{rest} of name and index, " if rest else "")
+    dense = X.shape[0] * X.dtype.itemsize
+    if rest > values[k]:
+        advice = "shorten its name"
+    elif sp.issparse(X) and dense + rest + envelope <= record_limit:
+        advice = f"send X dense (X.toarray()): a column would take {dense} bytes of values"
+    else:
+        advice = "raise STREAMFS_MAX_MESSAGE_BYTES and the topics' max.message.bytes"
+    raise InputDataError(
+        f"column {int(order[k])}{named}{others} needs {int(own[k]) + envelope} bytes in one "
+        f"message ({parts}{envelope} of envelope), over the record limit of {record_limit} "
+        f"bytes (the topic's max.message.bytes, or the worker's STREAMFS_MAX_MESSAGE_BYTES): "
+        f"a column travels whole in one message; {advice}")
 
 
 def _check_group_blocks(X: Any, blocks: list[tuple[int, int]], extra: np.ndarray | None,
@@ -340,7 +442,7 @@ def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
     """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``.
     ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`)."""
     X = _matrix(X, "csr")
-    y = sendable_labels(y)  # as np.asarray, but a list's ints spanning int64 and uint64 refused
+    y = _labels(y)  # as np.asarray, but a list's ints spanning int64 and uint64 refused
     yield from instance_messages_from_chunks(stream, [(X, y)], X.shape[1], algorithm,
                                              params, feature_names=feature_names,
                                              block_bytes=block_bytes, max_rows=max_rows,
@@ -382,15 +484,13 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
                                buffer_cap=buffer_cap)
     sent_params = wire_params(params)  # before the 'open': every value must encode
     head = open_fields(run=run, replace=replace, naming=naming)
-    if feature_names is not None and len(feature_names) != n_features:
-        raise ValueError(f"{len(feature_names)} feature names for d = {n_features}")
+    names = _feature_names(feature_names, n_features, f"d = {n_features}")
     rows = 0
     seen: set = set()
 
     def checked(X: Any, y: Any) -> tuple[Any, np.ndarray]:
         nonlocal rows
-        X, y = check_chunk(spec, algo, X, y, n_features, rows, feature_names, seen,
-                           record_limit)
+        X, y = check_chunk(spec, algo, X, y, n_features, rows, names, seen, record_limit)
         rows += X.shape[0]
         return X, y
 
@@ -401,8 +501,7 @@ def instance_messages_from_chunks(stream: str, chunks: Iterable[tuple[Any, Any]]
         first = checked(*first)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": sent_params, "n_features": int(n_features),
-           "feature_names": None if feature_names is None else [str(v) for v in feature_names],
-           **head}
+           "feature_names": names, **head}
     seq = 0
     pending: list[tuple[Any, np.ndarray]] = []
     later = (checked(*chunk) for chunk in it)

@@ -345,8 +345,8 @@ def check_chunk(spec: Any, algo: Any, X: Any, y: Any, n_features: int, first_row
     return X, y
 
 
-#: room for the envelope of an instance block besides its values
-_ENVELOPE_BYTES = 4096
+#: room for the envelope of a block (an instance block, a feature column) besides its values
+ENVELOPE_BYTES = 4096
 
 
 def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
@@ -356,7 +356,7 @@ def check_row_width(X: Any, first_row: int, record_limit: int) -> None:
         width = np.diff(X.indptr) * (X.data.itemsize + X.indices.itemsize)
     else:
         width = np.full(X.shape[0], X.shape[1] * X.dtype.itemsize)
-    wide = np.flatnonzero(width + _ENVELOPE_BYTES > record_limit)
+    wide = np.flatnonzero(width + ENVELOPE_BYTES > record_limit)
     if wide.size:
         raise InputDataError(
             f"data rows {(wide[:10] + first_row).tolist()}{' ...' if wide.size > 10 else ''} "

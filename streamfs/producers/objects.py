@@ -74,14 +74,23 @@ def _numpy_values(values: Any, what: str) -> np.ndarray:
 
 
 def _labels(y: Any) -> np.ndarray:
-    if _is_frame(y) and y.shape[1] == 1:
+    if _is_frame(y):
+        if y.shape[1] != 1:
+            raise InputLabelError(f"y must be one label column (1-D), got a frame of shape "
+                                  f"{tuple(y.shape)}: pass the label column alone")
         y = _column(y, 0)  # a one-column frame: the column vector scikit-learn takes
+    categorical = getattr(getattr(y, "dtype", None), "categories", None) is not None  # pandas
     try:
         # label_array: a list of ints spanning int64 and uint64 would become floats
         arr = (_numpy_values(y, "the labels") if hasattr(y, "to_numpy")
                else label_array(y, "the labels"))
     except ValueError as exc:
         raise InputLabelError(str(exc)) from None
+    if arr.dtype.kind == "U" and not isinstance(y, np.ndarray) and not hasattr(y, "to_numpy"):
+        # numpy made every label of a list text: [1, "1"] would be one class
+        items = np.asarray(y, dtype=object)
+        if not all(isinstance(v, str) for v in items.ravel()):
+            arr = items
     arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
     if arr.ndim != 1:
         raise InputDataError(f"labels must be 1-D, got shape {arr.shape}")
@@ -89,11 +98,15 @@ def _labels(y: Any) -> np.ndarray:
         # pandas text / categorical labels: numpy text for the codec; numbers as numbers,
         # integers as integers (as floats, 2**53 and 2**53 + 1 were one class; beyond 64
         # bits they stay objects, which sendable_labels refuses naming one; booleans among
-        # other numbers too, which label_problem names)
-        numbers = all(isinstance(v, Real) for v in arr)
+        # other numbers too, which label_problem names). Strings beside other values stay
+        # objects, for label_problem to refuse: as text 1 and "1" were one class
         try:
-            arr = (numbers_of_objects(arr, "the labels") if numbers
-                   else np.array([str(v) for v in arr]))
+            if all(isinstance(v, Real) for v in arr):
+                arr = numbers_of_objects(arr, "the labels")
+            else:
+                strings = [isinstance(v, str) for v in arr]
+                if all(strings) or (categorical and not any(strings)):  # pd.cut's intervals
+                    arr = np.array([str(v) for v in arr])
         except ValueError as exc:
             raise InputLabelError(str(exc)) from None
     return arr  # missing or bytes labels stay as they are: label_problem names them

@@ -318,3 +318,85 @@ def test_a_run_token_the_worker_would_refuse_is_refused_before_publishing(run):
     y = np.array([0, 1, 0, 1])
     with pytest.raises(ValueError, match="'run' must be a non-empty string of at most 128"):
         next(feature_stream_messages("s", X, y, "saola", run=run))
+
+
+@pytest.mark.parametrize("X, names, needle", [
+    # 12 bytes a non-zero: passed the 8-bytes-a-value check of the open, failed at its block
+    (sp.csc_matrix(np.random.default_rng(0).normal(size=(10000, 3))), None,
+     "column 0 (and 2 more) needs 124106 bytes in one message (120008 of values, 4098 of "
+     "envelope), over the record limit of 100000 bytes"),
+    (np.ones((50, 3)), ["a", "b" * 200000, "c"],
+     "column 1 ('bbbbbbbb"),
+])
+def test_a_column_over_the_record_limit_is_refused_before_the_open(X, names, needle):
+    y = np.arange(X.shape[0]) % 2
+    with pytest.raises(InputDataError, match=re.escape(needle)):
+        next(feature_stream_messages("s", X, y, "saola", feature_names=names,
+                                     record_limit=100000))
+    advice = "send X dense (X.toarray())" if names is None else "shorten its name"
+    with pytest.raises(InputDataError, match=re.escape(advice)):
+        next(feature_stream_messages("s", X, y, "saola", feature_names=names, shuffle_seed=1,
+                                     record_limit=100000))
+
+
+def test_the_columns_a_record_limit_lets_through_fit_their_messages():
+    from streamfs.codec import encode
+    from streamfs.producers.blocks import block_budget
+
+    limit, rng = 100000, np.random.default_rng(1)
+    X = sp.csc_matrix(rng.normal(size=(7991, 3)))  # 95900 bytes a column, and 4098 around it
+    msgs = list(feature_stream_messages("s", X, np.arange(7991) % 2, "saola",
+                                        block_bytes=block_budget(limit), record_limit=limit))
+    # as send_messages counts a record: its value, its key and Kafka's framing (80 bytes)
+    assert max(len(encode(m)) + 1 + 80 for m in msgs) <= limit
+    with pytest.raises(InputDataError, match="needs 100010 bytes in one message"):
+        next(feature_stream_messages("s", sp.csc_matrix(rng.normal(size=(7992, 3))),
+                                     np.arange(7992) % 2, "saola", record_limit=limit))
+
+
+@pytest.mark.parametrize("names, needle", [
+    (list("aabcd"), "feature_names: duplicate feature name 'a' (features 0 and 1): name each "
+                    "feature once"),
+    ([0, "0", "b", "c", "d"], "duplicate feature name '0' (features 0 and 1)"),
+    (["a", None, "c", "d", "e"], "the name at position 1 is NoneType None, not text"),
+    (["a", "b", b"c", "d", "e"], "the name at position 2 is bytes b'c', not text"),
+    (["a", "b", "c", 1.5, "e"], "the name at position 3 is float 1.5, not text"),
+    (["a", "b", "c", "d", "e\ud800"], "the name at position 4 ('e\\ud800') is not valid "
+                                      "Unicode text"),
+])
+@pytest.mark.parametrize("build, algorithm", [(feature_stream_messages, "saola"),
+                                              (instance_stream_messages, "ofs")])
+def test_feature_names_the_worker_would_refuse_are_refused_before_the_open(build, algorithm,
+                                                                           names, needle):
+    X, y = np.random.default_rng(2).normal(size=(50, 5)), np.arange(50) % 2
+    with pytest.raises(InputDataError, match=re.escape(needle)):
+        next(build("s", X, y, algorithm, feature_names=names))
+
+
+def test_feature_names_travel_as_text():
+    X, y = np.random.default_rng(2).normal(size=(50, 3)), np.arange(50) % 2
+    names = np.array([10, 11, 12])  # numbers name columns as a DataFrame's do: their digits
+    features = list(feature_stream_messages("s", X, y, "saola", feature_names=names))
+    assert [type(n) for n in features[1]["names"]] == [str] * 3
+    assert features[1]["names"] == ["10", "11", "12"]
+    opened = next(instance_stream_messages("s", X, y, "ofs", feature_names=np.array(list("abc"))))
+    assert opened["feature_names"] == ["a", "b", "c"] and type(opened["feature_names"][0]) is str
+
+
+@pytest.mark.parametrize("seed", [-1, "a", True, 1.5])
+def test_a_shuffle_seed_that_is_not_a_seed_is_refused_naming_it(seed):
+    X, y = np.ones((4, 3)), np.arange(4) % 2
+    needle = f"shuffle_seed must be None or an integer >= 0, got {seed!r}"
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        next(feature_stream_messages("s", X, y, "saola", shuffle_seed=seed))
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        largest_column_bytes(X, shuffle_seed=seed)
+    assert largest_column_bytes(X, shuffle_seed=np.uint8(3)) == 32 + 9  # and its source index
+
+
+@pytest.mark.parametrize("build, algorithm", [(feature_stream_messages, "saola"),
+                                              (instance_stream_messages, "ofs")])
+def test_missing_labels_are_said_missing(build, algorithm):
+    # was "X has 50 rows but there are 1 labels" (numpy makes None one label)
+    with pytest.raises(InputLabelError, match=re.escape("the labels are missing (y is None)")):
+        next(build("s", np.ones((50, 3)), None, algorithm))

@@ -1,14 +1,18 @@
 """from_objects (and so run_offline, produce_features, produce_instances) on polars and pyarrow
-data: the same values, labels and names as the same data in pandas, or one InputDataError."""
+data: the same values, labels and names as the same data in pandas, or one InputDataError; and
+labels as the producers send them."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from streamfs.offline import run_offline
-from streamfs.producers.errors import InputDataError
+from streamfs.producers.blocks import feature_stream_messages
+from streamfs.producers.errors import InputDataError, InputLabelError
 from streamfs.producers.objects import from_objects
 
 pa = pytest.importorskip("pyarrow")
@@ -76,3 +80,37 @@ def test_a_mistyped_label_name_gets_the_close_column_suggested():
         from_objects(frame, None, label="clas")
     with pytest.raises(InputDataError, match=r"^label column 'zzz' is not in the frame \(columns"):
         from_objects(frame, None, label="zzz")
+
+
+@pytest.mark.parametrize("held", ["list", "series", "category", "label column"])
+def test_labels_mixing_strings_and_numbers_are_not_merged_as_text(held):
+    # were ['1' '1' '0' '0']: two classes written two ways each, accepted as one each
+    X, mixed = np.arange(12.0).reshape(4, 3), [1, "1", 0, "0"]
+    if held == "label column":
+        _, y, _ = from_objects(pd.DataFrame({"a": X[:, 0], "cls": mixed}), label="cls")
+    else:
+        _, y, _ = from_objects(X, {"list": mixed, "series": pd.Series(mixed),
+                                   "category": pd.Series(mixed, dtype="category")}[held])
+    assert y.tolist() == mixed
+    with pytest.raises(InputLabelError, match="the labels mix strings and numbers"):
+        next(feature_stream_messages("s", X, y, "saola"))
+
+
+def test_text_labels_stay_text():
+    X = np.arange(12.0).reshape(4, 3)
+    for labels in (["a", "b", "a", "b"], [["a"], ["b"], ["a"], ["b"]], pd.Series(list("abab")),
+                   pd.Series(list("abab"), dtype="string")):
+        _, y, _ = from_objects(X, labels)
+        assert y.dtype.kind == "U" and y.tolist() == list("abab")
+    _, y, _ = from_objects(X, pd.cut(np.arange(4.0), 2))  # categories that are not text
+    assert y.tolist() == ["(-0.003, 1.5]"] * 2 + ["(1.5, 3.0]"] * 2
+
+
+def test_labels_of_two_columns_are_refused_naming_their_shape():
+    # was AttributeError: 'DataFrame' object has no attribute 'dtype'
+    frame = pd.DataFrame({"u": [0, 1, 0, 1], "v": [1, 0, 1, 0]})
+    needle = "y must be one label column (1-D), got a frame of shape (4, 2)"
+    with pytest.raises(InputLabelError, match=re.escape(needle)):
+        from_objects(np.ones((4, 3)), frame)
+    with pytest.raises(InputLabelError, match=re.escape(needle)):
+        from_objects(np.ones((4, 3)), pa.table(frame))
