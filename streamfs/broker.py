@@ -150,6 +150,14 @@ def say_still_trying(kind: str, what: str) -> None:
     logging.getLogger("streamfs").warning("%s; still trying%s", what, STOP_HINT)
 
 
+def say_answers_again() -> None:
+    """The broker answered a client: if :func:`say_unreachable` had said that it does not, one
+    WARNING line that it does again (a ``watch`` that said "still trying" said nothing more,
+    although it went on reading)."""
+    if _unreachable_said_at.pop("broker", None) is not None:
+        logging.getLogger("streamfs").warning("the broker answers again")
+
+
 def lapsed_login(kafka_config: dict[str, Any], err: KafkaError) -> str | None:
     """What ``err`` says when it refuses the OAUTHBEARER login of a client that had logged in
     (the caller knows that it had): its token expired and no new one came, the token endpoint

@@ -17,9 +17,9 @@ import math
 import time
 import uuid
 from numbers import Integral, Real
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Callable, Iterable, Iterator, Literal
 
-from streamfs.broker import denied, is_denied, lapsed_login, say_still_trying
+from streamfs.broker import denied, is_denied, lapsed_login, say_answers_again, say_still_trying
 from streamfs.codec import CodecError, decode, decode_any
 
 log = logging.getLogger("streamfs.client")
@@ -325,6 +325,11 @@ class TopicCheck:
             concurrent.futures.wait(list(self._asked.values()), timeout=timeout)
         self()
 
+    def close(self) -> None:
+        """Drop the admin client (its threads and broker connection went on after the reader
+        closed) and the question in flight."""
+        self._admin, self._asked, self._due = None, None, math.inf
+
     def _ask(self) -> dict[str, Any]:
         from confluent_kafka import TopicCollection
 
@@ -354,6 +359,7 @@ class TopicCheck:
                 if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART and not self._first:
                     raise TopicDeleted(f"topic {name!r} was deleted while being read") from None
                 continue
+            say_answers_again()  # after "the broker does not answer", if that was said
             known = self.ids.setdefault(name, topic_id)
             if known != topic_id:
                 raise TopicDeleted(f"topic {name!r} was deleted and re-created while being read "
@@ -391,9 +397,11 @@ def _check_run(run: Any) -> None:
 
 
 def _check_stream(stream: Any, *, optional: bool = True) -> None:
+    every = ", or None for every stream" if optional else ""
     if not (isinstance(stream, str) or (optional and stream is None)):
-        every = ", or None for every stream" if optional else ""
         raise ValueError(f"stream must be a stream id (a string){every}, not {stream!r}")
+    if stream == "":  # no stream has it: a wait for it never ends
+        raise ValueError(f"stream must be a stream id{every}, not '' (empty)")
 
 
 def at_partition_end(msg: Any, kafka_config: dict[str, Any], topic: str) -> bool:
@@ -588,6 +596,7 @@ class OutputReader:
 
     def close(self) -> None:
         self._consumer.close()
+        self._topic_check.close()
 
     def __enter__(self) -> "OutputReader":
         return self
@@ -745,7 +754,8 @@ class SelectionReader(OutputReader):
 
     def updates(self, stream: str | None = None, *, until_final: bool = False,
                 timeout: float | None = None, to_end: bool = False,
-                run: int | None = None) -> Iterator[dict]:
+                run: int | None = None,
+                on_caught_up: Callable[[], None] | None = None) -> Iterator[dict]:
         """Yield results in arrival order (per partition), from the start of the topic.
 
         ``to_end``: stop at the end of the topic as it is now. ``until_final``: read every
@@ -765,8 +775,10 @@ class SelectionReader(OutputReader):
         raises :class:`RunReplaced` (its final will not come; or, with no result of ``run``
         read, compaction left only the newer run's). A topic deleted or re-created while being
         read raises :class:`TopicDeleted` (a :class:`TopicMissing`; see
-        :meth:`OutputReader.messages`). ``ValueError`` at once for a parameter out of range,
-        and for ``until_final`` with ``to_end`` (which stops at the end, final or not).
+        :meth:`OutputReader.messages`). ``on_caught_up``: called once, when every partition
+        has first been read to its end (what was on the topic has been yielded). ``ValueError``
+        at once for a parameter out of range, and for ``until_final`` with ``to_end`` (which
+        stops at the end, final or not).
         """
         _check_stream(stream)
         _check_timeout(timeout)
@@ -774,10 +786,11 @@ class SelectionReader(OutputReader):
         if until_final and to_end:
             raise ValueError("until_final and to_end do not go together: to_end stops at the "
                              "topic's end whether the results are final or not")
-        return self._updates(stream, until_final, timeout, to_end, run)
+        return self._updates(stream, until_final, timeout, to_end, run, on_caught_up)
 
     def _updates(self, stream: str | None, until_final: bool, timeout: float | None,
-                 to_end: bool, run: int | None) -> Iterator[dict]:
+                 to_end: bool, run: int | None,
+                 on_caught_up: Callable[[], None] | None = None) -> Iterator[dict]:
         finals = _Finals(stream, run, self.refused)
         try:
             for item in self.messages(to_end=to_end, timeout=timeout):
@@ -785,6 +798,9 @@ class SelectionReader(OutputReader):
                     result = self._taken(*item, finals, run)
                     if result is not None:
                         yield result
+                if on_caught_up is not None and self.caught_up:
+                    on_caught_up()
+                    on_caught_up = None
                 if until_final and self.caught_up:
                     if finals.all_final():
                         return
@@ -827,14 +843,15 @@ class SelectionReader(OutputReader):
             return f"no final result for {watched} on {self.topic} after {timeout} s"
         return f"time is up: watched {watched} on {self.topic} for {timeout} s"
 
-    def current_selections(self, stream: str | None = None, *,
-                           run: int | None = None) -> dict[str, dict]:
+    def current_selections(self, stream: str | None = None, *, run: int | None = None,
+                           timeout: float | None = None) -> dict[str, dict]:
         """The latest result of every stream on the topic now (of ``stream`` only, given it);
         ``run``: the latest result of that run (a replaced stream starts run 2, ...), for the
-        streams that have one on the topic. ``ValueError`` for a ``stream`` or ``run`` that
-        is not one."""
+        streams that have one on the topic. ``timeout``: ``TimeoutError`` if the topic is not
+        read to its end within this many seconds (None: no limit). ``ValueError`` for a
+        ``stream``, ``run`` or ``timeout`` that is not one."""
         latest: dict[str, dict] = {}
-        for result in self.updates(stream, to_end=True, run=run):
+        for result in self.updates(stream, to_end=True, run=run, timeout=timeout):
             prev = latest.get(result["stream"])
             if prev is None or result["version"] >= prev["version"]:
                 latest[result["stream"]] = result

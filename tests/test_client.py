@@ -387,6 +387,33 @@ def test_reader_topics_and_current_selection_s_arguments_are_checked(kafka_confi
         current_selection(None, kafka_config, "t")
     with pytest.raises(ValueError, match="run must be .*, not 0"):
         current_selection("s", kafka_config, "t", run=0)
+    # no stream has the id '' (an unset variable): a wait for it never ended
+    with pytest.raises(ValueError, match=r"stream must be a stream id, or None for every "
+                                         r"stream, not '' \(empty\)"):
+        SelectionReader(kafka_config, "t").updates("")
+    with pytest.raises(ValueError, match=r"stream must be a stream id, not '' \(empty\)"):
+        current_selection("", kafka_config, "t")
+
+
+def _native_threads() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_a_closed_reader_leaves_no_kafka_client_running(kafka_config, topic_prefix):
+    """Its topic check's admin client went on (threads, a broker connection) until the reader
+    was collected: a service that keeps its readers piled them up (22 threads for 5)."""
+    from streamfs.client import SelectionReader
+
+    topic = load_catalogue(topic_prefix)["selected"].name
+    before = _native_threads()
+    kept = []
+    for _ in range(3):
+        with SelectionReader(kafka_config, topic) as reader:
+            reader.current_selections()
+        kept.append(reader)
+    assert _native_threads() - before < 3, "a closed reader's client threads still run"
 
 
 # --- topics deleted (or deleted and re-created) under a reader ------------------------------
@@ -540,3 +567,27 @@ def test_the_time_a_caller_holds_a_result_is_not_the_readers(kafka_config, topic
             seen.append(result["version"])
             jump[0] += 100.0  # the caller's time: drawing, writing, its own work
     assert seen == [1, 2]
+
+
+def test_a_reader_says_when_the_broker_answers_again(kafka_config, topic_prefix, broker_outage,
+                                                     monkeypatch, caplog):
+    """It said "the broker does not answer ...; still trying" and then nothing, although it
+    went on reading once the broker was back."""
+    from streamfs import broker
+
+    monkeypatch.setattr(broker, "_unreachable_said_at", {})  # nothing said before this test
+    topic = load_catalogue(topic_prefix)["dead_letter"].name
+    with OutputReader(kafka_config, topic, topic_check=1.0) as reader:
+        reader.assign()
+        messages = reader.messages(timeout=300)
+
+        def read_until(words: str) -> None:
+            for _ in messages:
+                if any(words in record.getMessage() for record in caplog.records):
+                    return
+
+        with broker_outage():
+            read_until("the broker does not answer")
+        read_until("the broker answers again")
+    said = [r.getMessage() for r in caplog.records if r.name == "streamfs"]
+    assert said[-1] == "the broker answers again", said

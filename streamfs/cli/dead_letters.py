@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from streamfs.cli.broker_checks import _reachable
+from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
 from streamfs.cli.output import _json_line, _shown
 from streamfs.cli.stdout import writing_output
@@ -23,6 +24,9 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     from streamfs.client import OutputReader, original_bytes
     from streamfs.topics import load_catalogue
 
+    if stream == "":  # `--stream "$SID"` with the variable unset: it matched nothing
+        raise UsageProblem("--stream is empty: give a stream id, or leave it out for every "
+                           "stream's dead letters")
     s = _settings(ctx)
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name

@@ -3,10 +3,23 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
 from click.core import ParameterSource
+
+
+class Seconds(click.FloatRange):
+    """A range of seconds that also refuses NaN (which compares false with every bound, so
+    ``click.FloatRange`` lets it through: ``--timeout nan`` meant no limit, or a traceback)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
+        return seconds
 
 
 class SettingProblem(click.ClickException):

@@ -10,7 +10,7 @@ import click
 from streamfs.cli.broker_checks import _reachable, _warn_without_worker, _without_worker
 from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
 from streamfs.cli.group import _settings, main
-from streamfs.cli.options import EnvOption
+from streamfs.cli.options import EnvOption, Seconds
 from streamfs.cli.output import _print_results, _shown
 from streamfs.settings import Settings
 
@@ -32,10 +32,12 @@ if TYPE_CHECKING:
               help="Only results of this run of STREAM (after `produce --replace`); needs "
               "STREAM.")
 @click.option("--from-now", is_flag=True,
-              help="Only results published from now on (default: from the topic's start, so "
-              "every stream's latest selection comes first).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Give up after this many seconds (> 0; exit 3).")
+              help="Only results published from now on (default: from the topic's start: "
+              "every version it still holds comes first, at least each stream's latest, as "
+              "the topic is compacted).")
+@click.option("--timeout", type=Seconds(min=0, min_open=True), default=None,
+              help="Give up after this many seconds (> 0; exit 3); with --once, if the topic "
+              "is not read to its end by then.")
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", default=None,
               help="The workers' consumer group, to warn when none is running.")
 @click.pass_context
@@ -46,6 +48,9 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     from streamfs.client import SelectionReader
     from streamfs.topics import load_catalogue
 
+    if stream == "":  # `watch "$SID"` with the variable unset: no stream has that id
+        raise UsageProblem("STREAM is empty: give a stream id, or leave it out to watch every "
+                           "stream")
     if run is not None and stream is None:
         raise UsageProblem(f"--run {run} needs a STREAM: runs are numbered per stream "
                            f"(streamfs watch STREAM --run {run})")
@@ -55,26 +60,36 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     topic = catalogue["selected"].name
     group = app_id or s.app_id
     if once:
-        if from_now:
-            raise UsageProblem("--once shows the current selections: --from-now does not apply")
-        sys.exit(_watch_once(s, topic, stream, run, as_json, group))
+        ignored = [name for name, given in (("--from-now", from_now),
+                                            ("--until-final", until_final)) if given]
+        if ignored:
+            raise UsageProblem(f"--once shows the current selections and exits: "
+                               f"{' and '.join(ignored)} do{'es' * (len(ignored) == 1)} not "
+                               f"apply")
+        sys.exit(_watch_once(s, topic, stream, run, as_json, group, timeout))
     dead = catalogue["dead_letter"].name if until_final else None
     with SelectionReader(s.kafka_config(), topic, dead_letters=dead,
                          start="end" if from_now else "beginning") as reader:
         reader.assign()  # a missing topic: one line (exit 1), before the worker warning
         _warn_without_worker(s, group)
         sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout,
-                                lambda: _without_worker(s, group)))
+                                lambda: _without_worker(s, group), from_now))
 
 
 def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | None,
-                as_json: bool, group: str) -> int:
-    """Print the current selections (of ``stream``, of its run ``run``); 1 if there is none."""
+                as_json: bool, group: str, timeout: float | None = None) -> int:
+    """Print the current selections (of ``stream``, of its run ``run``); 1 if there is none,
+    3 if the topic was not read to its end within ``timeout`` seconds."""
     from streamfs.client import SelectionReader
 
-    with SelectionReader(settings.kafka_config(), topic) as reader:
-        latest = reader.current_selections(stream, run=run)
-        newest = reader.current_selections(stream) if run is not None and not latest else {}
+    try:
+        with SelectionReader(settings.kafka_config(), topic) as reader:
+            latest = reader.current_selections(stream, run=run, timeout=timeout)
+            newest = (reader.current_selections(stream, timeout=timeout)
+                      if run is not None and not latest else {})
+    except TimeoutError:
+        click.echo(f"time is up: {topic} not read to its end within {timeout} s", err=True)
+        return EXIT_TIMEOUT
     results = [latest[k] for k in sorted(latest)]
     if not results:
         what = _shown(stream) if stream else "any stream"
@@ -96,17 +111,33 @@ def _watch_once(settings: Settings, topic: str, stream: str | None, run: int | N
 
 def _print_updates(reader: SelectionReader, stream: str | None, until_final: bool, run: int | None,
                    as_json: bool, timeout: float | None,
-                   without_worker: Callable[[], str | None] = lambda: None) -> int:
+                   without_worker: Callable[[], str | None] = lambda: None,
+                   from_now: bool = False) -> int:
     """Print ``reader``'s updates; the exit code: 0 (the final results, see
     :meth:`SelectionReader.updates`), 3 (time is up), 4 (input dead-lettered: seen before
     the final, or counted in a final result with ``until_final``) or 5 (``until_final`` of
     run ``run``, replaced before its final result). ``without_worker``: what to say at a
-    timeout if no worker consumes (the cause, rather than a mistyped stream id)."""
+    timeout if no worker consumes (the cause, rather than a mistyped stream id). A
+    ``stream`` with no result on the topic once it has been read (unless ``from_now``) is
+    said once, on stderr: a mistyped id sat silent until Ctrl-C."""
     from streamfs.client import ID_HINT, NEW_ONLY_HINT, RunReplaced, StreamRejected
 
     partial: dict[str, int] = {}  # final results computed without some input of their run
+    printed: set[str] = set()
+
+    def caught_up() -> None:
+        # without a worker no id has results to come: the warning said so, not the id
+        if stream is not None and stream not in printed and not from_now \
+                and not without_worker():
+            of_run = "" if run is None else f" run {run} of"
+            click.echo(f"no result of{of_run} {stream!r} on {reader.topic} yet: waiting (is "
+                       f"{stream!r} the stream's id? `streamfs watch --once` lists every "
+                       f"stream's latest)", err=True)
+
     try:
-        for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run):
+        for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run,
+                                     on_caught_up=caught_up):
+            printed.add(result["stream"])
             _print_results([result], as_json)
             if result.get("final"):
                 partial.pop(result["stream"], None)  # a newer run's final replaces it

@@ -9,7 +9,23 @@ and the ``close`` of the instance stream have both been read (and the topics are
 their end); a topic deleted (or deleted and re-created) while it reads ends it with one line,
 exit 1.
 
-    python -m streamfs.examples.downstream --selection-stream s1 --instance-stream s2
+The two streams must describe the same columns: feature ``j`` of the selection is column ``j``
+of the instances. Either follow the selection an instance stream computes on its own instances
+(the README's ``s2``, OFS on ``a8a.svm``)::
+
+    python -m streamfs.examples.downstream --selection-stream s2 --instance-stream s2
+
+or the selection of a feature stream of the same data, as the Compose demo does (its feature
+stream ``demo-breast-cancer`` and instance stream ``demo-bc-instances`` both stream the breast
+cancer set). A selection and an instance stream of different data (the README's ``s1``, breast
+cancer, with ``s2``, a8a) are refused (:class:`DownstreamError`, exit 1) where the instance
+stream's ``open`` names its columns and the selection names a feature otherwise, where the
+selection counts more (or, once final, other) columns than the instances have, or where it
+names a column beyond them; without names or counts it cannot tell.
+
+Replaying finished streams from their beginning scores instances with a selection computed
+from those same instances' labels, so its "prequential accuracy" on a replay is optimistic,
+not an estimate of the accuracy on instances the selection has not seen.
 
 The logic lives in :class:`Downstream`, fed decoded messages, without Kafka:
 
@@ -46,13 +62,16 @@ import click
 import numpy as np
 import scipy.sparse as sp
 
+from streamfs.cli.options import Seconds
 from streamfs.client import InvalidRecord, Skipped, read_record
 
 __all__ = ["Downstream", "DownstreamError", "LabelCodes", "RestrictedModel", "follow", "main"]
 
 
 class DownstreamError(ValueError):
-    """The selection does not fit the instances (a feature beyond their width)."""
+    """The selection does not fit the instances: a feature beyond their width, a feature whose
+    name differs from the instances' name of that column, or a selection over another number
+    of columns."""
 
 
 class LabelCodes:
@@ -160,7 +179,9 @@ class Downstream:
                  make_classifier: Callable[[], Any] | None = None) -> None:
         self.selection_stream = selection_stream
         self.instance_stream = instance_stream
-        self.replay = max(0, replay)
+        if isinstance(replay, bool) or not isinstance(replay, (int, np.integer)) or replay < 0:
+            raise ValueError(f"replay must be a whole number of instances from 0, got {replay!r}")
+        self.replay = int(replay)
         self.make_classifier = make_classifier
         self._initial_classes = list(classes)
         self.selection: dict | None = None  # latest result of the selection stream
@@ -235,10 +256,13 @@ class Downstream:
         for c in (message.get("params") or {}).get("classes") or []:
             self.labels.encode([c])
         if self.selection is not None:  # a fresh model for the new run
+            self._check_selection(self.selection, self.n_features)
             self._start_model()
         return lines
 
     def _on_result(self, message: dict) -> list[str]:
+        # checked before it is taken: a selection of other columns never trains a model
+        self._check_selection(message, self.n_features)
         self.selection = message
         self.final = bool(message.get("final"))
         features = [int(item["feature"]) for item in message.get("selection") or []]
@@ -266,6 +290,8 @@ class Downstream:
             return [f"{self.n_instances} instances buffered (no selection of "
                     f"{self.selection_stream} yet)"]
         self._check_features(self.model.features, X.shape[1])
+        if self.n_features is None and self.selection is not None:  # no open read: its width
+            self._check_selection(self.selection, X.shape[1])
         if len(self.labels) > self.model.n_classes:  # new label(s): rebuild, then predict
             self._start_model()
         self._prequential(X, codes, score=True)
@@ -281,6 +307,53 @@ class Downstream:
             raise DownstreamError(
                 f"selection of {self.selection_stream} names feature {max(features)}, but "
                 f"the instances of {self.instance_stream} have {width} features")
+
+    def _check_selection(self, message: dict, width: int | None) -> None:
+        """Refuse a selection that does not describe the instance stream's columns: an item
+        whose ``name`` differs from the instance stream's name of that column (its ``open``'s
+        ``feature_names``), or a selection computed over another number of columns than the
+        instances' ``width`` (an instance stream's result: ``params.n_features``; a feature
+        stream's: ``counters.n_features_seen``, which grows to the total by the final result),
+        or naming a column beyond them."""
+        items = message.get("selection") or []
+        self._check_features([int(item["feature"]) for item in items], width)
+        advice = (f"follow a selection computed on the same columns as {self.instance_stream}'s "
+                  f"(a feature stream of the same data, or {self.instance_stream} itself)")
+        seen, exact = self._selection_width(message)
+        if width is not None and seen is not None and (seen > width or exact and seen != width):
+            raise DownstreamError(
+                f"selection v{message.get('version')} of {self.selection_stream} was computed "
+                f"on {seen} features, but the instances of {self.instance_stream} have {width}: "
+                f"the two streams are not of the same data; {advice}")
+        names = self.feature_names
+        if names is None:
+            return
+        for item in items:
+            j, name = int(item["feature"]), item.get("name")
+            theirs = names[j] if 0 <= j < len(names) else None
+            if name is not None and theirs is not None and str(name) != str(theirs):
+                raise DownstreamError(
+                    f"selection v{message.get('version')} of {self.selection_stream} names "
+                    f"feature {j} {name!r}, but column {j} of the instances of "
+                    f"{self.instance_stream} is {theirs!r}: the two streams do not describe the "
+                    f"same columns; {advice}")
+
+    @staticmethod
+    def _selection_width(message: dict) -> tuple[int | None, bool]:
+        """``(number of columns, exact)`` the selection was computed on, as its result says:
+        an instance stream's ``params.n_features`` (its d: exact), a feature stream's
+        ``counters.n_features_seen`` (exact once final; a lower bound before); else None."""
+        def whole(value: Any) -> bool:
+            return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+        params, counters = message.get("params"), message.get("counters")
+        d = params.get("n_features") if isinstance(params, dict) else None
+        if whole(d):
+            return int(d), True
+        seen = counters.get("n_features_seen") if isinstance(counters, dict) else None
+        if whole(seen):
+            return int(seen), bool(message.get("final"))
+        return None, False
 
     def _start_model(self) -> int:
         """A new model on the current selection and labels, warmed up on the replay buffer
@@ -372,23 +445,37 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
     ``enable.partition.eof``) into ``downstream`` until it has finished and every partition
     has been read to its end, or ``grace`` seconds after it finished (``"finished"``), or
     ``max_blocks`` instance blocks were read (``"max-blocks"``), or ``timeout`` seconds
-    passed (``"timeout"``). Records the readers cannot use are skipped as the client skips
-    them, counted in ``skipped``. ``check`` is called at every turn: a
-    :class:`~streamfs.client.TopicCheck`, which raises ``TopicDeleted`` for a topic deleted
-    (or re-created) meanwhile, that the consumer's polls would never tell. An ACL that denies
-    the reads raises :class:`~streamfs.broker.AccessDenied`, naming the user of
-    ``kafka_config``."""
+    passed reading (``"timeout"``): as the client's readers count it, the time ``downstream``
+    takes to handle what was read (training the model) and ``echo`` are not counted, so a long
+    block does not time out a stream whose end is the next record. Records the readers cannot
+    use are skipped as the client skips them, counted in ``skipped``. ``check`` is called at
+    every turn: a :class:`~streamfs.client.TopicCheck`, which raises ``TopicDeleted`` for a
+    topic deleted (or re-created) meanwhile, that the consumer's polls would never tell. An ACL
+    that denies the reads raises :class:`~streamfs.broker.AccessDenied`, naming the user of
+    ``kafka_config``. A ``timeout`` not above 0 or a ``max_blocks`` below 1 is refused
+    (``ValueError``)."""
     from streamfs.broker import AccessDenied
     from streamfs.client import at_partition_end
 
+    if timeout is not None and (isinstance(timeout, bool)
+                                or not isinstance(timeout, (int, float))
+                                or not timeout > 0):  # NaN is not > 0 either
+        raise ValueError(f"timeout must be a number of seconds above 0 (or None), got {timeout!r}")
+    if max_blocks is not None and (isinstance(max_blocks, bool) or not isinstance(max_blocks, int)
+                                   or max_blocks < 1):
+        raise ValueError(f"max_blocks must be a whole number from 1 (or None), got {max_blocks!r}")
     kafka_config = kafka_config or {}
     skipped = Skipped() if skipped is None else skipped
 
-    deadline = None if timeout is None else time.monotonic() + timeout
     at_end: set[tuple[str, int]] = set()
     finished_at: float | None = None
+    # the reader's own time, as the client's readers count it: the model's (a block of 5,000
+    # instances took 3.5 s to learn) moves the deadline on, or a close that is the next
+    # record could time out
+    spent, mark = 0.0, time.monotonic()
     while True:
         now = time.monotonic()
+        spent, mark = spent + now - mark, now
         if downstream.finished:
             finished_at = finished_at or now
             if len(at_end) >= n_partitions or now - finished_at >= grace:
@@ -397,8 +484,11 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
             finished_at = None
         if max_blocks is not None and downstream.n_blocks >= max_blocks:
             return "max-blocks"
-        if deadline is not None and now > deadline:
-            echo(f"timed out after {timeout} s")
+        if timeout is not None and spent > timeout:
+            echo(f"timed out after {timeout} s of reading (the model's own time not counted) "
+                 f"before the final result of {downstream.selection_stream} and the close of "
+                 f"{downstream.instance_stream} were both read: check that both streams exist "
+                 f"and a worker runs, or give a longer --timeout")
             return "timeout"
         if check is not None:
             check()
@@ -423,8 +513,10 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
         except InvalidRecord as problem:  # logged once per kind, counted
             skipped(problem, msg.topic(), msg.partition(), msg.offset())
             continue
+        spent += time.monotonic() - mark
         for line in downstream.handle(body):
             echo(line)
+        mark = time.monotonic()
 
 
 class _Command(click.Command):
@@ -447,12 +539,15 @@ class _Command(click.Command):
 @click.option("--classes", default=None,
               help="Comma-separated labels known up front (others are learned from the "
                    "stream as they appear).")
-@click.option("--max-blocks", type=int, default=None, help="Stop after this many blocks.")
-@click.option("--timeout", type=float, default=None,
-              help="Give up after this many seconds (exit code 1).")
-@click.option("--replay", type=int, default=10_000, show_default=True,
-              help="Recent instances kept to warm up a new model.")
-@click.option("--grace", type=float, default=10.0, show_default=True,
+@click.option("--max-blocks", type=click.IntRange(min=1), default=None,
+              help="Stop after this many instance blocks (>= 1).")
+@click.option("--timeout", type=Seconds(min=0, min_open=True), default=None,
+              help="Give up after this many seconds of reading (> 0; exit code 1). Time spent "
+                   "training the model on what was read is not counted, as `streamfs watch` "
+                   "does not count its own.")
+@click.option("--replay", type=click.IntRange(min=0), default=10_000, show_default=True,
+              help="Recent instances kept to warm up a new model (0: none).")
+@click.option("--grace", type=Seconds(min=0), default=10.0, show_default=True,
               help="Seconds to wait, once finished, for the topics' ends to be reached.")
 def main(selection_stream: str, instance_stream: str, classes: str | None,
          max_blocks: int | None, timeout: float | None, replay: int, grace: float) -> None:

@@ -384,3 +384,46 @@ def test_a_timeout_without_a_worker_says_so_not_that_the_id_may_be_wrong(cli_env
                            "streamfs worker is consuming (consumer group "), last
     assert last.endswith("has no members): start `streamfs worker`"), last
     assert "the stream's id?" not in out.stderr
+
+
+def test_an_empty_stream_id_and_options_once_ignores_are_refused(cli_env):
+    """`watch "$SID"` with the variable unset waited for the stream '' forever (or said "no
+    selection yet for any stream" with --once); --once ran ignoring --until-final and
+    --timeout."""
+    out = streamfs("watch", "", env=cli_env)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        "Error: STREAM is empty: give a stream id, or leave it out to watch every stream")
+    out = streamfs("dead-letters", "--stream", "", env=cli_env)
+    assert out.returncode == 2 and "--stream is empty" in out.stderr, out.stderr
+    out = streamfs("watch", "--timeout", "nan", env=cli_env)  # was a ValueError traceback
+    assert out.returncode == 2 and "'nan' is not a number of seconds" in out.stderr, out.stderr
+    out = streamfs("watch", "s", "--once", "--until-final", env=cli_env)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        "Error: --once shows the current selections and exits: --until-final does not apply")
+
+
+def test_a_live_watch_of_an_id_without_results_says_so_once_it_has_read_the_topic(
+        cli_env, kafka_config, topic_prefix, selected):
+    """A mistyped id sat silent until Ctrl-C; --once and --timeout said it. A member in the
+    workers' consumer group stands for a running worker (without one, that is what is said)."""
+    from confluent_kafka import Consumer
+
+    _put(kafka_config, selected, _result("s9", 1, final=True))
+    hint = (f"no result of 's9x' on {selected} yet: waiting (is 's9x' the stream's id? "
+            "`streamfs watch --once` lists every stream's latest)")
+    out = streamfs("watch", "s9x", "--timeout", "3", env=cli_env)
+    assert out.returncode == 3 and hint not in out.stderr, out.stderr  # no worker: not the id
+    member = Consumer({**kafka_config, "group.id": topic_prefix.strip(".")})
+    try:
+        member.subscribe([selected])
+        for _ in range(240):  # until it has joined: the group has a member
+            if member.assignment():
+                break
+            member.poll(0.5)
+        assert member.assignment(), "the stand-in worker never joined its group"
+        out = streamfs("watch", "s9x", "--timeout", "3", env=cli_env)
+        assert out.returncode == 3 and hint in out.stderr.splitlines(), out.stderr
+        out = streamfs("watch", "s9", "--timeout", "3", env=cli_env)  # it has results
+        assert out.returncode == 3 and "yet: waiting" not in out.stderr, out.stderr
+    finally:
+        member.close()

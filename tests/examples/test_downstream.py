@@ -110,14 +110,14 @@ def test_numeric_labels_and_classes_given_up_front():
 def test_instances_before_the_selection_are_buffered_then_learned_and_exit():
     X, y = separable(120, seed=3)
     ds = Downstream(SEL, INST)
-    ds.handle(opened(4, ["f0", "f1", "f2", "f3"]))
+    ds.handle(opened(4, ["radius", "f1", "f2", "area"]))
     ds.handle(block(X[:60], y[:60]))
     ds.handle(block(X[60:], y[60:]))
     assert ds.model is None and ds.n_scored == 0 and ds.history_rows == 120
     ds.handle(CLOSE)
     assert ds.closed and not ds.finished  # no final selection yet
     lines = ds.handle(result(1, [0, 3]))
-    assert "warmed up on 120 buffered instances" in lines[0] and "f0, f3" in lines[0]
+    assert "warmed up on 120 buffered instances" in lines[0] and "radius, area" in lines[0]
     assert ds.model.trained == 120 and ds.n_scored == 119  # buffered ones counted once
     assert not ds.finished
     ds.handle(result(2, [0, 3], final=True, names=["radius", "area"]))
@@ -144,7 +144,7 @@ def test_instances_before_the_selection_are_buffered_then_learned_and_exit():
 
 def test_feature_names_fall_back_to_the_open_message_then_indices():
     ds = Downstream(SEL, INST)
-    ds.handle(opened(3, ["a", None, "c"]))
+    ds.handle(opened(3, [None, None, "c"]))
     ds.handle({**result(1, [2, 1, 0]), "selection": [
         {"feature": 2}, {"feature": 1}, {"feature": 0, "name": "zero"}]})
     assert ds.selected_names() == ["c", "x1", "zero"]
@@ -328,3 +328,176 @@ def test_help_takes_both_spellings_as_the_streamfs_commands_do(flag):
     out = CliRunner().invoke(main, [flag])
     assert out.exit_code == 0, out.output
     assert "Train an online classifier" in out.output and "--selection-stream" in out.output
+
+
+# --- a selection of other columns than the instances' is refused ---------------------------
+
+def test_the_documented_command_follows_a_selection_of_the_same_columns():
+    """The docstring's command took the selection of s1 (the README's breast-cancer feature
+    stream) for the instances of s2 (a8a)."""
+    import re
+    from pathlib import Path
+
+    import streamfs.examples.downstream as module
+
+    commands = re.findall(r"--selection-stream (\S+) --instance-stream (\S+)", module.__doc__)
+    assert commands
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for selection, instances in commands:
+        # the selection an instance stream computes on its own instances
+        assert selection == instances, commands
+        assert re.search(rf"streamfs produce instances \S+ --stream {instances}\b", readme)
+    assert "must describe the same columns" in module.__doc__
+
+
+def test_a_selection_naming_a_column_otherwise_than_the_instances_is_refused():
+    """The selection of s1 (breast cancer) trained on s2's a8a columns with s1's names."""
+    ds = Downstream(SEL, INST)
+    ds.handle(opened(4, ["age", "workclass", "fnlwgt", "education"]))
+    with pytest.raises(DownstreamError, match=r"selection v1 of sel names feature 3 'mean area', "
+                                              r"but column 3 of the instances of inst is "
+                                              r"'education'.*same columns"):
+        ds.handle(result(1, [0, 3], names=["age", "mean area"]))
+    assert ds.selection is None and ds.model is None  # nothing trained on it
+    # read in the other order: refused at the instance stream's open
+    ds = Downstream(SEL, INST)
+    ds.handle(result(1, [2], names=["mean perimeter"]))
+    with pytest.raises(DownstreamError, match="names feature 2 'mean perimeter', but column 2 "
+                                              "of the instances of inst is 'fnlwgt'"):
+        ds.handle(opened(4, ["age", "workclass", "fnlwgt", "education"]))
+    # names that agree, or that either side does not give, pass
+    ds = Downstream(SEL, INST)
+    ds.handle(opened(4, ["age", None, "fnlwgt", "education"]))
+    ds.handle(result(1, [0, 1, 3], names=["age", "x1", "education"]))
+    ds.handle({**result(2, [0, 2]), "selection": [{"feature": 0, "name": "age"}, {"feature": 2}]})
+    assert ds.model.features == [0, 2]
+
+
+def result_of(version, features, *, final=False, n_features=None, n_features_seen=None):
+    """A result as the worker writes it: an instance stream's carries its d in params, a
+    feature stream's the columns seen so far in its counters."""
+    message = result(version, features, final=final)
+    if n_features is not None:
+        message["params"] = {"n_features_to_select": 12, "n_features": n_features}
+    if n_features_seen is not None:
+        message["counters"] = {"rejected_messages": 0, "n_features_seen": n_features_seen}
+    return message
+
+
+def test_a_selection_computed_on_another_number_of_columns_is_refused():
+    """The README's s1 (30 breast-cancer columns) and s2 (a8a, 123 columns, no names)."""
+    ds = Downstream(SEL, INST)
+    ds.handle(opened(123))
+    ds.handle(result_of(1, [7], n_features_seen=10))  # a feature stream still arriving
+    ds.handle(result_of(2, [7, 13], n_features_seen=20))
+    with pytest.raises(DownstreamError, match="selection v3 of sel was computed on 30 features, "
+                                              "but the instances of inst have 123"):
+        ds.handle(result_of(3, [7, 13], final=True, n_features_seen=30))
+    ds = Downstream(SEL, INST)
+    ds.handle(opened(30))
+    with pytest.raises(DownstreamError, match="computed on 31 features, but the instances of "
+                                              "inst have 30"):
+        ds.handle(result_of(1, [7], n_features_seen=31))
+    # an instance stream's selection: its d, final or not
+    ds = Downstream(SEL, INST)
+    ds.handle(result_of(1, [7], n_features=123))
+    with pytest.raises(DownstreamError, match="computed on 123 features, but the instances of "
+                                              "inst have 30"):
+        ds.handle(opened(30))
+    # without an open read, the blocks' width
+    ds = Downstream(SEL, INST)
+    ds.handle(result_of(1, [1], n_features=123))
+    with pytest.raises(DownstreamError, match="computed on 123 features, but the instances of "
+                                              "inst have 4"):
+        ds.handle(block(np.zeros((2, 4)), [0, 1]))
+    # widths that agree pass
+    ds = Downstream(SEL, INST)
+    ds.handle(opened(30))
+    ds.handle(result_of(1, [7], final=True, n_features_seen=30))
+    ds.handle(result_of(2, [7, 8], final=True, n_features=30))
+    assert ds.model.features == [7, 8]
+
+
+# --- options --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["--timeout", "-1"], ["--timeout", "0"], ["--timeout", "nan"],
+                                  ["--max-blocks", "0"], ["--max-blocks", "-3"],
+                                  ["--replay", "-5"], ["--grace", "-1"], ["--grace", "nan"]])
+def test_options_out_of_their_range_are_refused(args):
+    """--timeout -1 timed out at once, nan never; --max-blocks 0 exited 0 with nothing read;
+    --replay -5 was taken as 0."""
+    from click.testing import CliRunner
+
+    from streamfs.examples.downstream import main
+
+    out = CliRunner().invoke(main, ["--selection-stream", "s2", "--instance-stream", "s2",
+                                    *args], env={"STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert out.exit_code == 2, out.output
+    assert f"Invalid value for '{args[0]}'" in out.output and args[1] in out.output, out.output
+
+
+def test_help_says_what_the_timeout_counts():
+    from click.testing import CliRunner
+
+    from streamfs.examples.downstream import main
+
+    text = " ".join(CliRunner().invoke(main, ["--help"]).output.split())
+    assert "after this many seconds of reading (> 0; exit code 1)" in text, text
+    assert "training the model on what was read is not counted" in text, text
+
+
+def test_the_python_api_refuses_what_the_options_refuse():
+    with pytest.raises(ValueError, match="replay must be a whole number of instances from 0"):
+        Downstream(SEL, INST, replay=-5)
+    for bad in (-1, 0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a number of seconds above 0"):
+            follow(Downstream(SEL, INST), FakeConsumer([]), 1, timeout=bad)
+    with pytest.raises(ValueError, match="max_blocks must be a whole number from 1"):
+        follow(Downstream(SEL, INST), FakeConsumer([]), 1, max_blocks=0)
+
+
+def test_the_models_own_time_does_not_count_against_the_timeout(monkeypatch):
+    """--timeout 3 on a finished stream: learning a 5,000-instance block took 3.5 s, then the
+    example said "timed out after 3.0 s", exit 1, with the stream's close the next record."""
+    from types import SimpleNamespace
+
+    import streamfs.examples.downstream as module
+
+    clock = [1000.0]
+    monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+
+    class SlowModel(Downstream):
+        def handle(self, message):
+            if message.get("kind") == "instances":
+                clock[0] += 3.5  # the model learning the block
+            return super().handle(message)
+
+    class TimedConsumer(FakeConsumer):
+        def poll(self, timeout):
+            clock[0] += 0.01 if self.messages else timeout  # an idle poll waits it out
+            return super().poll(timeout)
+
+    X, y = separable(40, seed=5)
+    msgs = [_Msg("sel", 0, encode(result(1, [0], final=True))), _Msg("sel", 0, eof=True),
+            _Msg("inst", 0, encode(opened(4))), _Msg("inst", 0, encode(block(X, y))),
+            _Msg("inst", 0, encode(CLOSE)), _Msg("inst", 0, eof=True)]
+    out = []
+    ds = SlowModel(SEL, INST)
+    assert follow(ds, TimedConsumer(msgs), 2, echo=out.append, timeout=3) == "finished", out
+    assert ds.n_instances == 40 and not any("timed out" in line for line in out)
+    # time spent reading still counts: nothing more arrives, and it times out
+    ds = SlowModel(SEL, INST)
+    start = clock[0]
+    assert follow(ds, TimedConsumer([]), 2, echo=out.append, timeout=3) == "timeout"
+    assert 3 < clock[0] - start <= 3.5
+    assert out[-1].startswith("timed out after 3 s of reading (the model's own time not "
+                              "counted) before the final result of sel and the close of inst")
+
+
+def test_the_docstring_says_a_replays_accuracy_is_optimistic():
+    import streamfs.examples.downstream as module
+
+    doc = " ".join(module.__doc__.split())
+    assert ("Replaying finished streams from their beginning scores instances with a selection "
+            "computed from those same instances' labels, so its \"prequential accuracy\" on a "
+            "replay is optimistic") in doc
