@@ -364,7 +364,7 @@ def feature_stream_messages(stream: str, X: Any, y: Any, algorithm: str, params:
         _check_column_messages(X, extra, order, sent_names, stream, record_limit)
     blocks = list(column_blocks(X, block_bytes, boundaries, extra, max_columns))
     if record_limit is not None and gid is not None:
-        _check_group_blocks(X, blocks, extra, gid, order, record_limit)
+        _check_group_blocks(X, blocks, extra, gid, order, stream, record_limit)
     head = open_fields(run=run, replace=replace, naming=naming)
     yield {"kind": "open", "stream": stream, "seq": 0, "algorithm": algorithm,
            "params": sent_params, "y": labels, **head}
@@ -418,13 +418,16 @@ def _check_column_messages(X: Any, extra: np.ndarray | None, order: np.ndarray,
 
 
 def _check_group_blocks(X: Any, blocks: list[tuple[int, int]], extra: np.ndarray | None,
-                        gid: np.ndarray, order: np.ndarray, record_limit: int) -> None:
-    """``InputDataError`` before the ``open`` when a group's columns alone are more bytes than
-    a record may hold: a group travels in one message, so the stream could not be sent whole
-    (found only after the ``open``, it left the stream open on the topic)."""
+                        gid: np.ndarray, order: np.ndarray, stream: str,
+                        record_limit: int) -> None:
+    """``InputDataError`` before the ``open`` when a group's columns and a block's envelope
+    (as for one column: :func:`_check_column_messages`) are more bytes than a record may hold:
+    a group travels in one message, so the stream could not be sent whole (found only after
+    the ``open``, it left the stream open on the topic)."""
     total = _cumulative_bytes(X, extra)
+    envelope = ENVELOPE_BYTES + 2 * len(stream.encode())
     for a, b in blocks:
-        size = int(total[b] - total[a])
+        size = int(total[b] - total[a]) + envelope
         if size > record_limit and gid[a] == gid[b - 1]:
             columns = order[a:b].tolist()
             shown = ", ".join(map(str, columns[:5])) + (", ..." if len(columns) > 5 else "")

@@ -232,13 +232,14 @@ def test_a_group_larger_than_a_record_is_refused_before_the_open():
     X = np.ones((100, 20))  # 800 bytes a column
     y = np.arange(100) % 2
     groups = [list(range(12)), list(range(12, 20))]  # 9,600 and 6,400 bytes
+    # 9,600 bytes of values and an envelope's allowance (4,096 and the id twice) over 13,000
     msgs = feature_stream_messages("s", X, y, "group-saola", groups=groups, shuffle_seed=2,
-                                   block_bytes=2000, record_limit=9000)
-    with pytest.raises(InputDataError, match=r"group 0 \(12 columns: .*\) needs 9\d{3} bytes "
-                                             r"in one message, over the record limit of 9000"):
+                                   block_bytes=2000, record_limit=13000)
+    with pytest.raises(InputDataError, match=r"group 0 \(12 columns: .*\) needs 13\d{3} bytes "
+                                             r"in one message, over the record limit of 13000"):
         next(msgs)  # the open is never yielded
     fits = list(feature_stream_messages("s", X, y, "group-saola", groups=groups,
-                                        block_bytes=2000, record_limit=10000))
+                                        block_bytes=2000, record_limit=14000))
     assert [len(m["groups"]) for m in fits[1:-1]] == [12, 8]  # a message of its own each
 
 

@@ -140,7 +140,7 @@ def test_a_group_over_the_topics_limit_exits_2_before_the_open(kafka_config, top
     result = _run(kafka_config, topic_prefix, "features", tmp_path / "wide.npy", "--stream", "g",
                   "-a", "group-saola", "--groups", groups)
     assert result.exit_code == 2, result.output
-    assert ("group 0 (1200 columns: 0, 1, 2, 3, 4, ...) needs 9610800 bytes in one message, over "
+    assert ("group 0 (1200 columns: 0, 1, 2, 3, 4, ...) needs 9614898 bytes in one message, over "
             "the record limit of 8388608 bytes") in result.output
     assert "already published" not in result.output
 
