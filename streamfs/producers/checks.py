@@ -226,7 +226,6 @@ def row_bytes(X: Any) -> np.ndarray:
     return np.full(X.shape[0], X.shape[1] * X.dtype.itemsize + 8)
 
 
-
 #: what an instance source owes the two passes over it (a check, then the publish)
 _SECOND_PASS = ("InstanceSource.chunks() must return a new iterator over the same rows on each "
                 "call (a generator function, not a generator): the source is read once to "
@@ -368,8 +367,9 @@ def scan_instances(src: Any, algorithm: str, params: dict | None,
                    record_limit: int | None = None, block_bytes: int | None = None,
                    buffer_cap: int | None = None, advice: list[str] | None = None
                    ) -> tuple[np.ndarray, int]:
-    """The distinct labels of an instance source and its number of rows, every chunk checked as the worker checks it
-    (:func:`check_chunk`), in a pass over the source ahead of publishing; and, given the
+    """The distinct labels of an instance source and its number of rows, every chunk checked
+    as the worker checks it (:func:`check_chunk`), in a pass over the source ahead of
+    publishing; and, given the
     ``block_bytes`` the caller chose, every row within it (:func:`check_budget`, naming the
     widest row of the whole source). ``buffer_cap``: see :func:`check_open`. ``advice``, if
     given, gets what the algorithm will warn of at the stream's start (:func:`open_advice`

@@ -18,14 +18,13 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from streamfs.producers.checks import sendable_labels
+from streamfs.producers.checks import Chunk, sendable_labels
 from streamfs.producers.delimited import DelimitedReader, feature_columns, label_index
 from streamfs.producers.errors import InputFileError
 from streamfs.producers.files import (LIBSVM_SUFFIXES, check_source, load_file, open_parquet,
                                       parquet_columns)
 from streamfs.producers.libsvm import DEFAULT_CHUNK_BYTES, LibsvmReader
 
-Chunk = tuple[Any, np.ndarray]
 
 
 @dataclass
