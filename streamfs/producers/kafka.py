@@ -26,7 +26,6 @@ class DeliveryTimeout(DeliveryError):
     """The broker did not acknowledge the messages in flight within the time given."""
 
 
-
 def admin_config(kafka_config: dict[str, Any]) -> dict[str, Any]:
     """The connection settings of ``kafka_config`` for an AdminClient: without callbacks and
     statistics (they belong to the producer)."""

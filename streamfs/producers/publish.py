@@ -105,9 +105,9 @@ def send_messages(messages: Iterable[dict], kafka_config: dict[str, Any], topic:
 
 def _settle(pub: StreamPublisher, timeout: float | None = None) -> tuple[int, int]:
     """Wait (up to ``timeout`` seconds, default the publish's acknowledgement timeout) for
-    what is in flight after a failure; how many
-    messages were delivered before the first refused one, and how many after it (queued
-    behind it, they went out all the same: the worker refuses them as a sequence gap)."""
+    what is in flight after a failure; how many messages were delivered before the first
+    refused one, and how many after it (queued behind it, they went out all the same: the
+    worker refuses them as a sequence gap)."""
     try:
         pub.flush(timeout)
     except (DeliveryError, AccessDenied):
@@ -216,9 +216,9 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
     results = results_topic(topic, "features")  # the wrong topic is refused before all else
     X, y, names = from_objects(X, y, label=label)
     budget, limit = _limits(kafka_config, topic, block_bytes)
-    # a column alone over a budget chosen would go in a message of its own, over it
-    check_budget(block_bytes, largest_column_bytes(X, feature_names=names, groups=groups,
-                                                   shuffle_seed=shuffle_seed), "column")
+    if block_bytes is not None:  # a column alone over it would go in a message of its own
+        check_budget(block_bytes, largest_column_bytes(X, feature_names=names, groups=groups,
+                                                       shuffle_seed=shuffle_seed), "column")
     messages = feature_stream_messages(stream, X, y, algorithm, params, groups=groups,
                                        block_bytes=budget, shuffle_seed=shuffle_seed,
                                        feature_names=names, replace=replace, record_limit=limit,
