@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 import warnings
 from dataclasses import dataclass, field, fields
 
@@ -67,7 +66,8 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
     if key.endswith(".location") and key != "ssl.ca.location" and not os.path.isfile(value):
         return f"{env} must name a file, but {value!r} " + (
             "is a directory" if os.path.isdir(value) else "does not exist")
-    if key == "sasl.oauthbearer.token.endpoint.url" and not re.match(r"https?://[^/\s]+", value):
+    if key == "sasl.oauthbearer.token.endpoint.url" and not re.fullmatch(r"https?://[^/\s]+(/\S*)?",
+                                                                          value):
         return f"{env} must be the http:// or https:// URL of a token endpoint, got {value!r}"
     return None
 
@@ -172,6 +172,9 @@ class _Range:
 #: librdkafka takes at most 1,000,000,000 bytes (message.max.bytes, max.partition.fetch.bytes)
 MAX_MESSAGE_BYTES_LIMIT = 1_000_000_000 - 65536
 
+#: the longest a batch gathers input (STREAMFS_BATCH_MS)
+MAX_BATCH_MS = 10_000
+
 #: the most messages one fetch may ask for: confluent-kafka's Consumer.consume() raises
 #: ValueError above it, which stopped the worker (exit 70) at its first input
 MAX_BATCH_MESSAGES = 1_000_000
@@ -187,8 +190,10 @@ _RANGES = {
                                 "(librdkafka's limit less 64 KiB)", 1, MAX_MESSAGE_BYTES_LIMIT),
     "session_timeout": _Range("a number of seconds from 6 to 1800 (the broker's "
                               "group.min/max.session.timeout.ms defaults)", 6, 1800),
-    "batch_ms": _Range("a finite number of milliseconds more than 0", 0, sys.float_info.max,
-                       low_open=True),
+    # longer batches are no use, and a worker waiting minutes for a first message stalls its
+    # liveness and its stop (from 2**31 ms on the consumer's wait returns at once: a busy loop)
+    "batch_ms": _Range(f"a number of milliseconds more than 0, at most {MAX_BATCH_MS}", 0,
+                       MAX_BATCH_MS, low_open=True),
     "batch_bytes": _Range("a whole number more than 0", 1),
     "batch_messages": _Range(f"a whole number from 1 to {MAX_BATCH_MESSAGES} (the most "
                              "confluent-kafka fetches in one call)", 1, MAX_BATCH_MESSAGES),
@@ -383,7 +388,9 @@ class Settings:
             if f.name == "security":
                 continue
             value = env.get(f"STREAMFS_{f.name.upper()}")
-            if value is not None:
+            # a flag given wins over its variable, even one that would not parse (a
+            # Kubernetes service link's STREAMFS_WEB_PORT=tcp://...: --web-port did not help)
+            if value is not None and overrides.get(f.name) is None:
                 kwargs[f.name] = _parse(f.name, f.type, value)
         kwargs["security"] = {k: env[e] for e, k in _SECURITY_ENV.items() if env.get(e)}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
@@ -404,6 +411,17 @@ class Settings:
         if not self.bootstrap_servers.replace(",", " ").strip():
             return (f"STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must name at least one "
                     f"broker as host:port, got {self.bootstrap_servers!r}")
+        for entry in self.bootstrap_servers.split(","):
+            # librdkafka takes a port out of range modulo 65536 (99999: port 34463), and a
+            # bad one as a host name: exit 69 "is the broker running?", restarted forever
+            address = re.sub(r"^[A-Za-z_]+://", "", entry.strip())
+            port = address.rsplit(":", 1)[1] if ":" in address else "9092"
+            if (not (port.isdigit() and 1 <= int(port) <= 65535) or not address.strip(":")
+                    or ";" in entry):
+                sep = " (brokers are separated by ',', not ';')" if ";" in entry else ""
+                return (f"STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must list brokers as "
+                        f"host:port (port 1 to 65535), separated by ',': {entry.strip()!r} is "
+                        f"not one{sep}")
         return None
 
     def check(self) -> None:

@@ -33,9 +33,9 @@ def test_the_app_id_follows_the_topic_prefix_unless_set(monkeypatch):
 
 
 @pytest.mark.parametrize("name,value,needle", [
-    ("STREAMFS_BATCH_MS", "0", "STREAMFS_BATCH_MS must be a finite number of milliseconds more "
-                               "than 0"),
-    ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be a finite number"),
+    ("STREAMFS_BATCH_MS", "0", "STREAMFS_BATCH_MS must be a number of milliseconds more than "
+                               "0, at most 10000"),
+    ("STREAMFS_BATCH_MS", "inf", "STREAMFS_BATCH_MS must be a number of milliseconds"),
     ("STREAMFS_BATCH_MESSAGES", "0", "STREAMFS_BATCH_MESSAGES must be a whole number from 1 to "
                                      "1000000"),
     ("STREAMFS_MAX_MESSAGE_BYTES", "0", "STREAMFS_MAX_MESSAGE_BYTES must be a whole number from 1"),
@@ -58,8 +58,9 @@ def test_settings_a_worker_cannot_run_with_are_refused_by_name(monkeypatch, name
      "a whole number from 1 to 999934464"),
     ("STREAMFS_BATCH_BYTES", ["-5", "0", "1.5"], "a whole number more than 0"),
     ("STREAMFS_BATCH_MESSAGES", ["0", "1.5", "1000001"], "a whole number from 1 to 1000000"),
-    ("STREAMFS_BATCH_MS", ["-1", "0", "inf", "nan", "abc"],
-     "a finite number of milliseconds more than 0"),
+    # 3e9 made the consumer's wait return at once (a busy loop), 400000 stalled liveness
+    ("STREAMFS_BATCH_MS", ["-1", "0", "inf", "nan", "abc", "10000.5", "3e9"],
+     "a number of milliseconds more than 0, at most 10000"),
     ("STREAMFS_REPLICATION_FACTOR", ["-1", "x", "10001"], "a whole number from 0 to 10000"),
     ("STREAMFS_WEB_PORT", ["-1", "65536"], "a whole number from 0 to 65535"),
     ("STREAMFS_SESSION_TIMEOUT", ["abc", "-1", "5"], "a number of seconds from 6 to 1800"),
@@ -322,6 +323,10 @@ OAUTH = {"STREAMFS_SECURITY_PROTOCOL": "SASL_SSL", "STREAMFS_SASL_MECHANISM": "O
     ([], {"STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": "idp.example/token"},
      "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL must be the http:// or https:// URL of a "
      "token endpoint, got 'idp.example/token'"),
+    # a Secret's trailing newline, a space: taken, then "could not get a token" (exit 77)
+    ([], {"STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL": "https://idp.example/token\n"},
+     "must be the http:// or https:// URL of a token endpoint, got "
+     "'https://idp.example/token\\n'"),
     (["STREAMFS_SASL_MECHANISM"], {},
      "STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, STREAMFS_SASL_OAUTHBEARER_CLIENT_ID, "
      "STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET are for STREAMFS_SASL_MECHANISM=OAUTHBEARER, "
@@ -395,6 +400,23 @@ def test_security_settings_the_protocol_does_not_use_are_refused(monkeypatch, en
     Settings.from_env()
 
 
+@pytest.mark.parametrize("value", ["host:abc", "127.0.0.1:99999", "127.0.0.1:1;127.0.0.1:2",
+                                   "h:9092,", "h:0"])
+def test_a_bootstrap_list_librdkafka_would_misread_is_a_setting_mistake(value):
+    """A port over 65535 connected to it modulo 65536 (99999: 34463), a bad one or ';' was
+    taken as a host name: exit 69, "is the broker running?", restarted by a supervisor."""
+    from click.testing import CliRunner
+
+    from streamfs.cli import main
+
+    out = CliRunner().invoke(main, ["watch", "--once"],
+                             env={"STREAMFS_BOOTSTRAP_SERVERS": value})
+    assert out.exit_code == 2 and "STREAMFS_BOOTSTRAP_SERVERS (--bootstrap-servers) must list " \
+        "brokers as host:port (port 1 to 65535), separated by ','" in out.output, out.output
+    for fine in ("localhost", "h1:9092,h2:9093", "SSL://h:9093", "[::1]:9092"):
+        assert Settings(bootstrap_servers=fine).bootstrap_problem() is None, fine
+
+
 @pytest.mark.parametrize("value", ["", " ", ",", " , "])
 def test_no_bootstrap_server_is_a_setting_mistake(monkeypatch, value):
     # an empty variable (a template left unfilled) tried to connect to nothing for 14 s and
@@ -410,3 +432,41 @@ def test_no_bootstrap_server_is_a_setting_mistake(monkeypatch, value):
         f"host:port, got {value!r}\n"), out.output
     assert CliRunner().invoke(main, ["topics", "describe"], env=env).exit_code == 2
     assert CliRunner().invoke(main, ["algorithms"], env=env).exit_code == 0  # offline
+
+
+def test_a_flag_wins_over_a_variable_that_would_not_parse_and_help_needs_none():
+    """A Kubernetes service named streamfs-web puts STREAMFS_WEB_PORT=tcp://10.96.0.12:6066
+    in every pod: the worker was refused even with --web-port, and so was every command's
+    --help, and `select` (offline), which uses no such setting."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STREAMFS_WEB_PORT": "tcp://10.96.0.12:6066",
+           "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+
+    def streamfs(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "streamfs.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    for args in (("worker", "--help"), ("select", "--help"), ("algorithms",)):
+        out = streamfs(*args)
+        assert out.returncode == 0, (args, out.stderr)
+    out = streamfs("worker", "--web-port", "0")  # on to the broker: unreachable, 69
+    assert out.returncode == 69 and "cannot reach Kafka at 127.0.0.1:1" in out.stderr, \
+        out.stderr
+    out = streamfs("worker")  # without the flag the variable is the setting: refused
+    assert out.returncode == 2 and "STREAMFS_WEB_PORT" in out.stderr, out.stderr
+
+
+def test_a_blank_data_dir_is_refused_not_made(tmp_path, monkeypatch):
+    """STREAMFS_DATA_DIR=" " made a directory named " " where the worker ran."""
+    from click.testing import CliRunner
+
+    from streamfs.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    out = CliRunner().invoke(main, ["worker"], env={"STREAMFS_DATA_DIR": " ",
+                                                    "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert out.exit_code == 2 and "STREAMFS_DATA_DIR is blank (' ')" in out.output, out.output
+    assert not (tmp_path / " ").exists()

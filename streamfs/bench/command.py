@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from streamfs.bench.pipeline import PHASES, SCENARIOS
+from streamfs.cli.group import _settings
 from streamfs.worker.process import REPO
 
 
@@ -52,7 +53,7 @@ def bench(ctx: click.Context, scenarios: tuple[str, ...], scale: float, local_br
     from streamfs.bench.summary import median_of_runs
     from streamfs.broker import check_reachable
 
-    settings = ctx.obj["settings"]
+    settings = _settings(ctx)
     names = list(scenarios) or sorted(SCENARIOS) + ["recovery"]
     if json_out:
         # the figures are written once every run is done, many minutes on: make the file's

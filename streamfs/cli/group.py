@@ -4,6 +4,7 @@ and an exit code; its commands are registered on it by the other modules of the 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from typing import Any
 
@@ -161,12 +162,12 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     _warned.clear()  # (a process may run several commands: tests, CliRunner)
     # librdkafka logs every failed connection attempt: shown with --verbose only
     logging.getLogger("streamfs.kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
-    try:
-        settings = Settings.from_env(bootstrap_servers=bootstrap_servers,
-                                     topic_prefix=topic_prefix)
-    except ValueError as exc:  # a STREAMFS_* variable that is not a number
-        raise UsageProblem(str(exc)) from None
-    ctx.obj = {"settings": settings, "verbose": verbose}
+    # the settings are read when a command asks for them (:func:`_settings`), with its own
+    # flags: `--help` and the offline commands do not depend on a worker's variables
+    ctx.obj = {"overrides": {"bootstrap_servers": bootstrap_servers,
+                             "topic_prefix": topic_prefix}, "verbose": verbose}
+    for problem in Settings.mistyped(dict(os.environ)):  # every command, first (once: _warned)
+        warnings.warn(problem, UserWarning, stacklevel=1)
     from streamfs.algorithms.parallel import kernel_threads
 
     try:  # the algorithms read it at every step: a bad value is a setup mistake, said once
@@ -175,5 +176,13 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
         raise UsageProblem(str(exc)) from None
 
 
-def _settings(ctx: click.Context) -> Settings:
+def _settings(ctx: click.Context, **flags: Any) -> Settings:
+    """The settings from the environment, the group's flags and the command's ``flags`` (a
+    flag given wins over its variable); read once, :class:`UsageProblem` (exit 2) naming a
+    variable that cannot be used."""
+    if "settings" not in ctx.obj:
+        try:
+            ctx.obj["settings"] = Settings.from_env(**ctx.obj["overrides"], **flags)
+        except ValueError as exc:  # a STREAMFS_* variable that is not a number
+            raise UsageProblem(str(exc)) from None
     return ctx.obj["settings"]

@@ -76,7 +76,8 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
     cannot work, before any start-up step."""
     from streamfs.settings import app_id_problem
 
-    settings = _settings(ctx)
+    settings = _settings(ctx, app_id=app_id or None, web_port=web_port, web_host=web_host,
+                         instance_id=instance_id, log_level=log_level)
     if app_id:
         settings.app_id = app_id
     elif problem := app_id_problem(settings.app_id):
@@ -100,6 +101,9 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
     if settings.result_format not in FORMATS:
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
+    if settings.data_dir and not settings.data_dir.strip():  # it made a directory named " "
+        raise UsageProblem(f"STREAMFS_DATA_DIR is blank ({settings.data_dir!r}): give a "
+                           f"directory, or leave it unset for <tmp>/streamfs-state")
     if settings.data_dir:  # else every partition would warn and fall back to the changelog
         import tempfile
 

@@ -206,6 +206,8 @@ def run_worker(settings: Settings) -> None:
     except StoppedWhileUnreachable as exc:  # the stop that was asked for
         log.warning("%s", exc)
     except Exception:  # noqa: BLE001 - anything unexpected: exit so a supervisor restarts us
+        if _STOP_ASKED.is_set():  # the stop's exception, taken by a library and raised as
+            raise StoppedDuringStartup from None  # its own (numba, mid-compile)
         log.critical("worker failed", exc_info=True)
         os._exit(EXIT_FATAL)
     finally:

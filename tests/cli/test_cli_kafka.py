@@ -467,6 +467,24 @@ def test_a_worker_stopped_during_start_up_says_so_and_exits_as_once_started(sign
     assert_stopped_at_once(script, signame)
 
 
+def test_a_start_up_stop_a_library_raised_as_its_own_error_still_stops_the_worker():
+    """SIGTERM 35 s into a first start's compile: numba took the stop's exception and raised
+    "RuntimeError: no compiled object yet for <Library '_nb_saola_fisher'>": "worker failed",
+    a traceback and exit 70, where a stop exits 0."""
+    script = ("import os, signal\n"
+              "import streamfs.cli as cli, streamfs.cli.worker as cmd, streamfs.worker.startup as startup\n"
+              "def compiling(progress):\n"
+              "    try:\n"
+              "        os.kill(os.getpid(), signal.SIGTERM)\n"
+              "        sum(range(1000))  # the handler runs here\n"
+              "    except BaseException:\n"
+              "        raise RuntimeError('no compiled object yet')  # as numba does\n"
+              "cmd._reachable = lambda settings: None\n"
+              "startup.warm_up = compiling\n"
+              "cli.main(['worker', '--web-port', '0'])\n")
+    assert_stopped_at_once(script, "SIGTERM")
+
+
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_a_signal_while_the_worker_modules_load_stops_it_as_one_during_start_up(signame):
     """Loading the worker's modules takes about two seconds, before its own handlers exist: a
