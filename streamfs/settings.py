@@ -431,6 +431,14 @@ class Settings:
             if not allowed.holds(getattr(self, name)):
                 raise ValueError(f"STREAMFS_{name.upper()} must be {allowed.words}, got "
                                  f"{getattr(self, name)!r}")
+        # a producer whose call hung is replaced once its transaction timed out (+ 5 s), a
+        # wait on the loop: past the loop's poll interval the consumer leaves its group and
+        # /live says the loop stalled (as health.loop_stall_seconds)
+        stall = max(300.0, self.session_timeout)
+        if self.transaction_timeout + 5 >= stall:
+            raise ValueError(f"STREAMFS_TRANSACTION_TIMEOUT must be under {stall - 5:g} seconds "
+                             f"(the worker's poll interval, max(300, STREAMFS_SESSION_TIMEOUT), "
+                             f"less 5), got {self.transaction_timeout:g}")
         if self.instance_id is not None and (problem := instance_id_problem(self.instance_id)):
             raise ValueError(f"STREAMFS_INSTANCE_ID {problem}")
         if problem := topic_prefix_problem(self.topic_prefix):

@@ -470,3 +470,12 @@ def test_a_blank_data_dir_is_refused_not_made(tmp_path, monkeypatch):
                                                     "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
     assert out.exit_code == 2 and "STREAMFS_DATA_DIR is blank (' ')" in out.output, out.output
     assert not (tmp_path / " ").exists()
+
+
+def test_a_transaction_timeout_past_the_loop_s_poll_interval_is_refused(monkeypatch):
+    """A hung producer is replaced once its transaction timed out: with 900 s the loop waited
+    past its 300 s poll interval (the consumer left its group, /live said it stalled)."""
+    assert _refusal(monkeypatch, STREAMFS_TRANSACTION_TIMEOUT="900").startswith(
+        "STREAMFS_TRANSACTION_TIMEOUT must be under 295 seconds")
+    monkeypatch.setenv("STREAMFS_SESSION_TIMEOUT", "1800")  # a longer interval: it fits
+    assert Settings.from_env().transaction_timeout == 900

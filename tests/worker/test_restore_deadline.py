@@ -75,8 +75,8 @@ def test_records_that_are_not_there_are_restored_without(kafka_config, topic_pre
     tp, changelog = committed_input(kafka_config, app_id, features)
     claim_changelog_end(kafka_config, app_id, tp, 10_000)  # far past the changelog's end
     # records not there are told from the log's end at once: the restore waited the
-    # transaction timeout + 10 s for them (here 910 s: past _wait_for_line's two minutes)
-    second = make_worker(topic_prefix, app_id, STREAMFS_TRANSACTION_TIMEOUT="900")
+    # transaction timeout + 10 s for them (here 300 s: past _wait_for_line's two minutes)
+    second = make_worker(topic_prefix, app_id, STREAMFS_TRANSACTION_TIMEOUT="290")
     _wait_for_line(second, f"changelog {changelog}:{tp.partition} ends before offset 10000")
     # its local copy holds the log there is: used (it was dropped, for a later save would
     # have claimed the target)
