@@ -296,6 +296,20 @@ DEFAULT_WORDS = {
 }
 
 
+def _service_link(name: str, value: str) -> bool:
+    """Whether ``name`` is one of the variables Kubernetes gives every pod for a service (a
+    service named ``streamfs`` makes ``STREAMFS_PORT=tcp://…``, ``STREAMFS_SERVICE_HOST``):
+    not a setting mistyped.
+
+    >>> _service_link("STREAMFS_PORT", "tcp://10.96.0.12:6066")
+    True
+    >>> _service_link("STREAMFS_PORT", "1")
+    False
+    """
+    return bool(re.fullmatch(r"(?:TCP|UDP|SCTP)://.*", value.strip(), re.IGNORECASE)
+                or re.search(r"_SERVICE_(?:HOST|PORT)|_PORT_\d+_(?:TCP|UDP|SCTP)", name))
+
+
 @dataclass
 class Settings:
     bootstrap_servers: str = "127.0.0.1:9092"
@@ -364,11 +378,16 @@ class Settings:
         suffixes = {name[len("STREAMFS_"):]: name for name in known}
         found = []
         for name in sorted(env):
-            if not name.startswith("STREAMFS_") or name in known:
+            if not name.upper().startswith("STREAMFS_") or name in known \
+                    or _service_link(name, env[name]):
                 continue
             # the suffixes alone: the shared prefix would make every pair look alike
-            suffix = name[len("STREAMFS_"):]
-            close = closest(suffix, list(suffixes), cutoff=0.8)
+            suffix = name[len("STREAMFS_"):].upper()
+            # a word shortened (SSL_CERT_LOCATION), or the name in lower case, before a
+            # likeness of letters that took CERT for CA
+            short = [s for s in suffixes if len(s.split("_")) == len(suffix.split("_"))
+                     and all(k.startswith(w) for w, k in zip(suffix.split("_"), s.split("_")))]
+            close = short[0] if len(short) == 1 else closest(suffix, list(suffixes), cutoff=0.8)
             if close is None:  # a word left out: STREAMFS_BOOTSTRAP, STREAMFS_PREFIX
                 words = [s for s in suffixes
                          if s.startswith(suffix + "_") or s.endswith("_" + suffix)]

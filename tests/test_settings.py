@@ -287,7 +287,9 @@ def test_every_streamfs_variable_the_project_names_is_known():
                 continue  # not text
             named |= set(re.findall(r"STREAMFS_[A-Z0-9_]*[A-Z0-9]", text))
     named -= {"STREAMFS_BOOTSTRAP_SERVER", "STREAMFS_KERNEL_THREAD", "STREAMFS_MY_OWN",
-              "STREAMFS_BOOTSTRAP", "STREAMFS_PREFIX", "STREAMFS_ID"}  # typos, above
+              "STREAMFS_BOOTSTRAP", "STREAMFS_PREFIX", "STREAMFS_ID",  # typos, above
+              "STREAMFS_SSL_CERT_LOCATION", "STREAMFS_PORT", "STREAMFS_SERVICE_HOST",
+              "STREAMFS_PORT_6066_TCP_ADDR"}  # a typo and Kubernetes' service links, below
     assert named, "no file read"
     assert sorted(named - Settings.variables()) == []
 
@@ -479,3 +481,16 @@ def test_a_transaction_timeout_past_the_loop_s_poll_interval_is_refused(monkeypa
         "STREAMFS_TRANSACTION_TIMEOUT must be under 295 seconds")
     monkeypatch.setenv("STREAMFS_SESSION_TIMEOUT", "1800")  # a longer interval: it fits
     assert Settings.from_env().transaction_timeout == 900
+
+
+def test_mistyped_names_get_the_setting_meant_and_service_links_none():
+    """SSL_CERT_LOCATION was taken for SSL_CA_LOCATION, a name in lower case went unnoticed,
+    and the STREAMFS_PORT=tcp://... that Kubernetes gives every pod for a service named
+    streamfs was "did you mean STREAMFS_WEB_PORT?" on every command."""
+    said = Settings.mistyped({"STREAMFS_SSL_CERT_LOCATION": "c.pem",
+                              "streamfs_bootstrap_servers": "k:9092",
+                              "STREAMFS_PORT": "tcp://10.96.0.12:6066",
+                              "STREAMFS_SERVICE_HOST": "10.96.0.12",
+                              "STREAMFS_PORT_6066_TCP_ADDR": "10.96.0.12"})
+    assert [line.rsplit(" ", 1)[1] for line in said] == [
+        "STREAMFS_SSL_CERTIFICATE_LOCATION?", "STREAMFS_BOOTSTRAP_SERVERS?"], said
