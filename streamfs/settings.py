@@ -422,6 +422,13 @@ class Settings:
         settings.check()
         return settings
 
+    def state_dir(self) -> str:
+        """Where the worker keeps its local copies: ``data_dir``, or the temporary
+        directory's ``streamfs-state``."""
+        import tempfile
+
+        return self.data_dir or os.path.join(tempfile.gettempdir(), "streamfs-state")
+
     def bootstrap_problem(self) -> str | None:
         """What is wrong with ``bootstrap_servers`` before any connection (None: nothing
         known). An empty variable (a template left unfilled) said "cannot reach Kafka at

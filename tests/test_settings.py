@@ -494,3 +494,11 @@ def test_mistyped_names_get_the_setting_meant_and_service_links_none():
                               "STREAMFS_PORT_6066_TCP_ADDR": "10.96.0.12"})
     assert [line.rsplit(" ", 1)[1] for line in said] == [
         "STREAMFS_SSL_CERTIFICATE_LOCATION?", "STREAMFS_BOOTSTRAP_SERVERS?"], said
+
+
+def test_the_state_dir_is_a_real_path():
+    """The worker's first log line said "state in <tmp>/streamfs-state", not where it was."""
+    import tempfile
+
+    assert Settings().state_dir() == f"{tempfile.gettempdir()}/streamfs-state"
+    assert Settings(data_dir="/srv/state").state_dir() == "/srv/state"

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections import deque
@@ -169,8 +168,8 @@ class Worker:
         # (topic, partition) -> offset: after StateLost, replay up to it checkpointing after
         # every message (see StreamProcessor.handle)
         self.eager_until: dict[tuple[str, int], int] = {}
-        self.local = LocalCopies(os.path.join(settings.data_dir or os.path.join(
-            tempfile.gettempdir(), "streamfs-state"), settings.app_id), self.changelog)
+        self.local = LocalCopies(os.path.join(settings.state_dir(), settings.app_id),
+                                 self.changelog)
         self.changelog_end: dict[tuple[str, int], int] = {}  # next offset, from delivery reports
         # (role, partition) -> the changelog offset that every record written for it (restored,
         # or committed by this worker) lies before; committed with the partition's offsets

@@ -175,7 +175,7 @@ def run_worker(settings: Settings) -> None:
     log.info("streamfs %s worker %s: Kafka at %s, topics %s*, group %s, state in %s, "
              "/health and /metrics on %s:%d", __version__, os.getpid(),
              settings.bootstrap_servers, settings.topic_prefix, settings.app_id,
-             settings.data_dir or "<tmp>/streamfs-state", *server.server_address[:2])
+             settings.state_dir(), *server.server_address[:2])
     try:
         with notice_while_compiling(log.info, COMPILING.format(what="a minute or two")):
             warm_up(lambda: _start_up_step(health))
