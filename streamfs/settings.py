@@ -287,7 +287,7 @@ DESCRIPTIONS = {
     "security": "Kafka security of every client (librdkafka's {key}).",
 }
 DEFAULT_WORDS = {
-    "app_id": "the topic prefix without its trailing '.'",
+    "app_id": "the topic prefix without the '.', '-' and '_' at its ends",
     "data_dir": "<temporary directory>/streamfs-state",
     "instance_id": "none (dynamic membership)",
     "security": "not set",
