@@ -81,7 +81,8 @@ def test_worker_help_lists_every_setting_with_its_default_and_flag():
     assert rows["STREAMFS_MAX_MESSAGE_BYTES"].endswith(" Default: 8 MiB.")
     assert rows["STREAMFS_CLOSED_RETENTION"].endswith(" Default: 7 days.")
     assert rows["STREAMFS_BATCH_MS"].endswith(" Default: 100 ms.")
-    assert rows["STREAMFS_APP_ID"].endswith("Default: the topic prefix without the '.', '-' and '_' at its ends.")
+    assert rows["STREAMFS_APP_ID"].endswith(
+        "Default: the topic prefix without the '.', '-' and '_' at its ends.")
     assert rows["STREAMFS_SASL_MECHANISM"] == ("Kafka security of every client (librdkafka's "
                                                "sasl.mechanism). Default: not set.")
 
