@@ -66,8 +66,8 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
     if key.endswith(".location") and key != "ssl.ca.location" and not os.path.isfile(value):
         return f"{env} must name a file, but {value!r} " + (
             "is a directory" if os.path.isdir(value) else "does not exist")
-    if key == "sasl.oauthbearer.token.endpoint.url" and not re.fullmatch(r"https?://[^/\s]+(/\S*)?",
-                                                                          value):
+    url = r"https?://[^/\s]+(/\S*)?"  # whole: a Secret's trailing newline, a space
+    if key == "sasl.oauthbearer.token.endpoint.url" and not re.fullmatch(url, value):
         return f"{env} must be the http:// or https:// URL of a token endpoint, got {value!r}"
     return None
 

@@ -160,7 +160,7 @@ def _quiet_lost_stops() -> None:
 
 def run_worker(settings: Settings) -> None:
     """Run the worker until SIGTERM, SIGINT or SIGHUP; the batch in progress is committed
-    first. One it has started raises :class:`StoppedDuringStartup` (see
+    first. One before it has started raises :class:`StoppedDuringStartup` (see
     :func:`begin_startup`)."""
     begin_startup(settings)  # again if the caller did, to cover its own checks
     _stopped_yet()
