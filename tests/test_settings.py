@@ -502,3 +502,14 @@ def test_the_state_dir_is_a_real_path():
 
     assert Settings().state_dir() == f"{tempfile.gettempdir()}/streamfs-state"
     assert Settings(data_dir="/srv/state").state_dir() == "/srv/state"
+
+
+def test_the_result_format_is_taken_in_any_case_as_the_log_level_is():
+    from click.testing import CliRunner
+
+    from streamfs.cli import main
+
+    out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker"],
+                             env={"STREAMFS_RESULT_FORMAT": "JSON"})
+    # past the settings (it was exit 2, "must be one of msgpack, json"), on to the broker
+    assert out.exit_code == 69 and "cannot reach Kafka" in out.output, out.output

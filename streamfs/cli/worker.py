@@ -98,6 +98,7 @@ def _worker_settings(ctx: click.Context, app_id: str | None, web_port: int | Non
     settings.log_level = log_level
     from streamfs.codec import FORMATS
 
+    settings.result_format = settings.result_format.strip().lower()  # as the log level's case
     if settings.result_format not in FORMATS:
         raise UsageProblem(f"STREAMFS_RESULT_FORMAT must be one of {', '.join(FORMATS)}, "
                            f"got {settings.result_format!r}")
