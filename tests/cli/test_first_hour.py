@@ -310,8 +310,8 @@ def test_produce_warns_when_no_worker_consumes(cli_env, tmp_path, breast_cancer)
     ([], {"STREAMFS_SESSION_TIMEOUT": "0.5"},
      "STREAMFS_SESSION_TIMEOUT must be a number of seconds from 6 to 1800"),
     ([], {"STREAMFS_DATA_DIR": "/proc/nope"}, "STREAMFS_DATA_DIR '/proc/nope' is not a writable"),
-    ([], {"STREAMFS_INSTANCE_ID": "worker 0"},
-     "STREAMFS_INSTANCE_ID must be 1 to 249 characters, each an ASCII letter or digit"),
+    ([], {"STREAMFS_INSTANCE_ID": "worker 0"},  # said by --instance-id, whose variable it is
+     "STREAMFS_INSTANCE_ID: must be 1 to 249 characters, each an ASCII letter or digit"),
     (["--instance-id", "worker/0"], {},
      "Invalid value for '--instance-id': must be 1 to 249 characters, each an ASCII letter"),
 ])
