@@ -86,4 +86,9 @@ def moving_codes() -> frozenset[int]:
     return unreachable_codes() | {
         KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
         KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError._UNKNOWN_PARTITION}
+        KafkaError._UNKNOWN_PARTITION,
+        # a leader just elected whose high watermark has not caught up (the offsets of a
+        # rewind, as two crashed nodes of three came back: the worker had exited 70), and a
+        # leader epoch that moved on under the request
+        KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH}
