@@ -283,16 +283,17 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
     problem = label_problem(y, spec.name, min_classes=1, continuous=spec.continuous_labels)
     if problem is not None:
         raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1}: {problem}")
+    distinct = np.unique(y).tolist()
     if classes is not None:  # the first pass over the source is skipped for them
         given = [np.asarray(c).item() for c in classes]
         # as one set, True and 1 are one class; the worker refuses the mix of types
-        both = np.empty(len(given) + len(np.unique(y)), dtype=object)
-        both[:] = given + np.unique(y).tolist()
+        both = np.empty(len(given) + len(distinct), dtype=object)
+        both[:] = given + distinct
         if (problem := label_problem(both, spec.name, min_classes=1)) is not None:
             raise InputLabelError(f"data rows {first_row}..{first_row + n_rows - 1} and the "
                                   f"classes {given} the stream was given: {problem}")
         known = set(given)
-        other = sorted(set(np.unique(y).tolist()) - known, key=str)
+        other = sorted(set(distinct) - known, key=str)
         if other:
             row = _first_row_of(y, set(other))
             rest = [label for label in other if label != y[row].item()]
@@ -302,7 +303,7 @@ def check_labels_of_block(spec: Any, y: Any, n_rows: int, first_row: int, seen: 
                                   + (f"; rows {first_row}..{first_row + n_rows - 1} also have "
                                      f"{', '.join(map(repr, rest[:5]))}" if rest else ""))
     before = set(seen)
-    seen.update(np.unique(y).tolist())
+    seen.update(distinct)
     problem = label_problem(sorted(seen, key=str), spec.name, spec.binary_only, min_classes=1)
     if problem is not None:  # a class too many, counted over the blocks so far
         if not (spec.binary_only and len(seen) > 2):
