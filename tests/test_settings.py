@@ -510,6 +510,6 @@ def test_the_result_format_is_taken_in_any_case_as_the_log_level_is():
     from streamfs.cli import main
 
     out = CliRunner().invoke(main, ["-b", "127.0.0.1:1", "worker"],
-                             env={"STREAMFS_RESULT_FORMAT": "JSON"})
+                             env={"STREAMFS_RESULT_FORMAT": "JSON", "STREAMFS_WEB_PORT": "0"})
     # past the settings (it was exit 2, "must be one of msgpack, json"), on to the broker
     assert out.exit_code == 69 and "cannot reach Kafka" in out.output, out.output

@@ -50,7 +50,7 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
     """Run the stream-processing worker until interrupted."""
     with _noting_stops() as stops:  # loading the worker's modules takes about two seconds
         from streamfs.worker.errors import InstanceFenced
-        from streamfs.worker.health import CannotServe
+        from streamfs.worker.health import CannotServe, check_web_address
         from streamfs.worker.startup import StoppedDuringStartup, begin_startup, run_worker
         from streamfs.topics import TopicMismatch, TopicsNotCreated
 
@@ -59,6 +59,7 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
         # from here SIGTERM/SIGINT/SIGHUP stop the start-up with one log line; one noted before
         # (`stops`) stops it here
         begin_startup(settings, stops)
+        check_web_address(settings)  # a mistake in the command (2) before a broker away (69)
         _reachable(settings)
         run_worker(settings)
     except StoppedDuringStartup:

@@ -147,18 +147,30 @@ def serve_http(settings: Settings, health: Health) -> ThreadingHTTPServer:
         def log_message(self, *args: Any) -> None:  # quiet: health probes every few seconds
             pass
 
+    server = _bound(settings, Handler)
+    threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
+    return server
+
+
+def check_web_address(settings: Settings) -> None:
+    """Raise :class:`CannotServe` now if the web address cannot be bound (a port in use, a
+    host not of this machine): checked before the broker is asked, so a worker given both a
+    wrong web address and an unreachable broker says the first (exit 2), not only the second
+    (exit 69) and this one after the broker is fixed."""
+    _bound(settings, BaseHTTPRequestHandler).server_close()
+
+
+def _bound(settings: Settings, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     class Server(ThreadingHTTPServer):
         # an IPv6 address ('::1', '::' for every interface) needs its own family: it was
         # refused as "Address family for hostname not supported"; names stay IPv4, as before
         address_family = socket.AF_INET6 if ":" in settings.web_host else socket.AF_INET
 
     try:
-        server = Server((settings.web_host, settings.web_port), Handler)
+        return Server((settings.web_host, settings.web_port), handler)
     except OSError as exc:
         raise CannotServe(f"cannot serve /health and /metrics on {settings.web_host}:"
                           f"{settings.web_port}: {exc.strerror}{_web_hint(exc)}") from None
-    threading.Thread(target=server.serve_forever, name="streamfs-web", daemon=True).start()
-    return server
 
 
 def _web_hint(exc: OSError) -> str:

@@ -137,7 +137,8 @@ def test_mistakes_exit_2_with_one_line_and_publish_nothing(kafka_config, topic_p
 
 
 def test_unreachable_broker_is_one_line_within_15_s(tmp_path):
-    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+           "STREAMFS_WEB_PORT": "0"}  # the worker's web port is checked first: any free one
     data = tmp_path / "d.csv"
     data.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
     for args in (["topics", "create"], ["watch", "--once"], ["dead-letters"],
@@ -151,6 +152,22 @@ def test_unreachable_broker_is_one_line_within_15_s(tmp_path):
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot reach Kafka at 127.0.0.1:1" in lines[0], out.stderr
         assert out.stdout == ""
+
+
+def test_a_worker_web_port_in_use_is_said_before_an_unreachable_broker():
+    """It said "cannot reach Kafka" (69); once the broker was fixed, the port in use (2)."""
+    import socket
+
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    with socket.socket() as busy:  # a port another process holds, e.g. a second worker's
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = streamfs("worker", "--web-port", str(port), env=env, timeout=60)
+    assert out.returncode == 2, out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert f"cannot serve /health and /metrics on 127.0.0.1:{port}" in line, out.stderr
+    assert "cannot reach Kafka" not in out.stderr and "Traceback" not in out.stderr
 
 
 def test_first_hour_through_the_worker(cli_env, kafka_config, topic_prefix, tmp_path,

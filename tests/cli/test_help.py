@@ -102,12 +102,14 @@ def signal_handlers():
 def test_worker_web_host_flag_overrides_its_variable(monkeypatch, signal_handlers):
     """--web-host, as --web-port: the flag, else STREAMFS_WEB_HOST, else 127.0.0.1."""
     import streamfs.cli.worker as command
+    import streamfs.worker.health as health
     import streamfs.worker.startup as startup
 
     ran = []
     monkeypatch.setattr(command, "_reachable", lambda settings: None)
     monkeypatch.setattr(startup, "begin_startup", lambda settings, stops: None)
     monkeypatch.setattr(startup, "run_worker", ran.append)
+    monkeypatch.setattr(health, "check_web_address", lambda settings: None)  # 10.1.2.3: none
     monkeypatch.delenv("STREAMFS_WEB_HOST", raising=False)
     for args, env, host in ((["--web-host", "0.0.0.0"], {}, "0.0.0.0"),
                             ([], {"STREAMFS_WEB_HOST": "10.1.2.3"}, "10.1.2.3"),
