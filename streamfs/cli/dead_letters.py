@@ -7,11 +7,12 @@ import click
 from streamfs.cli.broker_checks import _reachable
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
+from streamfs.cli.settings_help import SettingsCommand
 from streamfs.cli.output import _json_line, _shown
 from streamfs.cli.stdout import writing_output
 
 
-@main.command("dead-letters")
+@main.command("dead-letters", cls=SettingsCommand)
 @click.option("--stream", help="Only dead letters of this stream.")
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new dead letters.")
 @click.option("--json", "as_json", is_flag=True,

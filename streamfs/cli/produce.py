@@ -18,6 +18,7 @@ from streamfs.cli.broker_checks import _reachable, _warn_without_worker
 from streamfs.cli.data import _check_open, _groups, _labels_refused, _load_data, _said
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
+from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
                                   LABEL_OPTION, N_FEATURES_OPTION, ZERO_BASED_OPTION, EnvOption)
 from streamfs.cli.params import PARAM_HELP, _parse_params
@@ -86,7 +87,8 @@ def _finite_rate(ctx: click.Context, param: click.Parameter, value: float | None
 _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
 
 
-@main.command()
+@main.command(cls=SettingsCommand, reads=CLIENT_READS | {
+    "app_id", "max_message_bytes", "STREAMFS_DATASETS"})
 @click.argument("kind", type=click.Choice(["features", "instances"]))
 @click.argument("source")
 @click.option("--stream", "stream_id", required=True, help="Stream id (the record key).")

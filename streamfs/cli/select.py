@@ -11,10 +11,11 @@ from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, H
                                   LABEL_OPTION, N_FEATURES_OPTION, ZERO_BASED_OPTION)
 from streamfs.cli.output import _print_results
 from streamfs.cli.params import PARAM_HELP, _parse_params
+from streamfs.cli.settings_help import OFFLINE_READS, SettingsCommand
 from streamfs.compile_notice import COMPILING, notice_while_compiling
 
 
-@main.command()
+@main.command(cls=SettingsCommand, reads=OFFLINE_READS)
 @click.argument("source")
 @click.option("--algorithm", "-a", required=True, help=ALGORITHMS_HELP)
 @click.option("--param", "-p", multiple=True, metavar="KEY=VALUE", help=PARAM_HELP)

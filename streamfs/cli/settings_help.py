@@ -27,19 +27,32 @@ def _default_words(name: str, value: Any) -> str:
 #: default
 OTHER_VARIABLES = (("STREAMFS_KERNEL_THREADS", "Threads of the per-column kernels.",
                     "the CPUs this process may use"),
-                   ("STREAMFS_TOPICS", "The topic catalogue's file.", "topics/catalogue.toml"))
+                   ("STREAMFS_TOPICS", "The topic catalogue's file.", "topics/catalogue.toml"),
+                   ("STREAMFS_DATASETS", "Directory of the papers' datasets, which the data of a command may name (colon, madelon, ...).",
+                    "../shared/datasets beside the project"))
 
 
-def settings_help(flags: dict[str, str]) -> list[tuple[str, str]]:
+#: what every command that talks to Kafka reads: :class:`Settings` fields (``security``:
+#: every security variable) and other variables; a command adds its own (``reads=``)
+CLIENT_READS = frozenset({"bootstrap_servers", "topic_prefix", "security", "STREAMFS_TOPICS"})
+#: what the offline commands (``select``, ``evaluate``) read
+OFFLINE_READS = frozenset({"STREAMFS_DATASETS", "STREAMFS_KERNEL_THREADS"})
+
+
+def settings_help(flags: dict[str, str], reads: frozenset[str] | None = None
+                  ) -> list[tuple[str, str]]:
     """``(variable, words)`` of every ``STREAMFS_*`` setting, from :class:`Settings`'s fields,
     their :data:`~streamfs.settings.DESCRIPTIONS` and defaults, and of
-    :data:`OTHER_VARIABLES`; ``flags`` maps a variable to the flag that overrides it."""
+    :data:`OTHER_VARIABLES`; ``flags`` maps a variable to the flag that overrides it.
+    ``reads``: only these fields and other variables (None: all, the worker's)."""
     from dataclasses import MISSING, fields
 
     from streamfs.settings import _SECURITY_ENV, DEFAULT_WORDS, DESCRIPTIONS, Settings
 
     rows = []
     for f in fields(Settings):
+        if reads is not None and f.name not in reads:
+            continue
         if f.name == "security":
             for env, key in _SECURITY_ENV.items():
                 rows.append((env, DESCRIPTIONS["security"].format(key=key),
@@ -50,7 +63,8 @@ def settings_help(flags: dict[str, str]) -> list[tuple[str, str]]:
             value = f.default if f.default is not MISSING else f.default_factory()
             default = _default_words(f.name, value)
         rows.append((f"STREAMFS_{f.name.upper()}", DESCRIPTIONS[f.name], default))
-    rows += OTHER_VARIABLES
+    rows += [row for row in OTHER_VARIABLES
+             if (row[0] != "STREAMFS_DATASETS" if reads is None else row[0] in reads)]
     # the flag first: the help wraps lines after hyphens, which would split it
     return [(env, (f"({flags[env]}) " if env in flags else "") + f"{words} Default: {default}.")
             for env, words, default in rows]
@@ -59,16 +73,27 @@ def settings_help(flags: dict[str, str]) -> list[tuple[str, str]]:
 class SettingsCommand(click.Command):
     """A command whose help ends with the ``STREAMFS_*`` variables it reads, each with a few
     words, its default and the flag that overrides it (the command's own, or the main
-    command's: ``streamfs --topic-prefix``)."""
+    command's: ``streamfs --topic-prefix``). ``reads``: as :func:`settings_help`'s (default
+    :data:`CLIENT_READS`; None: every variable but the datasets', the worker's)."""
+
+    def __init__(self, *args: Any, reads: frozenset[str] | None = CLIENT_READS,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads = reads
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         flags: dict[str, str] = {}
-        for where, prefix in ((ctx.parent, f"{ctx.parent.info_name} " if ctx.parent else ""),
-                              (ctx, "")):
-            for param in where.command.params if where is not None else ():
+        chain = []  # the main command's context first: a command's own flag wins
+        where: click.Context | None = ctx
+        while where is not None:
+            chain.insert(0, where)
+            where = where.parent
+        for where in chain:
+            prefix = "" if where is ctx else f"{where.info_name} "
+            for param in where.command.params:
                 if isinstance(param, click.Option) and isinstance(param.envvar, str):
                     flags[param.envvar] = prefix + max(param.opts, key=len)
         with formatter.section("Environment variables (a flag in parentheses overrides its "
                                "variable)"):
-            formatter.write_dl(settings_help(flags))
+            formatter.write_dl(settings_help(flags, self.reads))
         super().format_epilog(ctx, formatter)

@@ -8,6 +8,7 @@ from streamfs.broker import ClientConfigRefused
 from streamfs.cli.broker_checks import _reachable
 from streamfs.cli.group import _settings, main
 from streamfs.cli.options import EnvOption, _app_id
+from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 
 
 @main.group()
@@ -15,7 +16,11 @@ def topics() -> None:
     """Manage the topics of the catalogue (topics/catalogue.toml)."""
 
 
-@topics.command("create")
+#: the changelogs' names and sizes, and the replication of the topics made
+TOPICS_READS = CLIENT_READS | {"app_id", "max_message_bytes", "replication_factor"}
+
+
+@topics.command("create", cls=SettingsCommand, reads=TOPICS_READS)
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="Also create the changelogs of the worker with this app id: for a worker "
               "whose Kafka user may not create topics (README, Kafka security). Default: none, "
@@ -46,7 +51,7 @@ def topics_create(ctx: click.Context, app_id: str | None) -> None:
         click.echo(f"{name}: {outcome}")
 
 
-@topics.command("describe")
+@topics.command("describe", cls=SettingsCommand, reads=TOPICS_READS)
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="The worker's app id (its changelogs).")
 @click.pass_context

@@ -10,6 +10,7 @@ import click
 from streamfs.cli.broker_checks import _reachable, _warn_without_worker, _without_worker
 from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
 from streamfs.cli.group import _settings, main
+from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.cli.options import EnvOption, Seconds
 from streamfs.cli.output import _print_results, _shown
 from streamfs.settings import Settings
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from streamfs.client import SelectionReader
 
 
-@main.command()
+@main.command(cls=SettingsCommand, reads=CLIENT_READS | {"app_id"})
 @click.argument("stream", required=False)
 @click.option("--once", is_flag=True,
               help="Print the current selections (of STREAM, of its run --run) and exit.")

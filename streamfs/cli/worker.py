@@ -26,7 +26,7 @@ def _instance_id(_ctx: click.Context, _param: click.Parameter, value: str | None
     return value
 
 
-@main.command(cls=SettingsCommand)
+@main.command(cls=SettingsCommand, reads=None)  # every variable
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
               help="Consumer group / app id.")
 @click.option("--web-port", cls=EnvOption, type=click.IntRange(0, 65535),

@@ -22,6 +22,7 @@ import click
 
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
                                   LABEL_OPTION)
+from streamfs.cli.settings_help import OFFLINE_READS, SettingsCommand
 from streamfs.cli.stdout import writing_output
 
 from .report import (
@@ -40,7 +41,7 @@ from .runner import Progress, evaluate_dataset, parse_params
 __all__ = ["evaluate"]
 
 
-@click.command("evaluate")
+@click.command("evaluate", cls=SettingsCommand, reads=OFFLINE_READS)
 @click.argument("data")
 @click.option("-a", "--algorithm", "algorithms", multiple=True, required=True,
               help=ALGORITHMS_HELP + " Repeat for a side-by-side table.")

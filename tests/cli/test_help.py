@@ -87,6 +87,42 @@ def test_worker_help_lists_every_setting_with_its_default_and_flag():
                                                "sasl.mechanism). Default: not set.")
 
 
+@pytest.mark.parametrize("command,extra", [
+    (["produce"], {"STREAMFS_APP_ID", "STREAMFS_MAX_MESSAGE_BYTES", "STREAMFS_DATASETS"}),
+    (["watch"], {"STREAMFS_APP_ID"}),
+    (["dead-letters"], set()),
+    (["topics", "create"], {"STREAMFS_APP_ID", "STREAMFS_MAX_MESSAGE_BYTES",
+                            "STREAMFS_REPLICATION_FACTOR"}),
+    (["topics", "describe"], {"STREAMFS_APP_ID", "STREAMFS_MAX_MESSAGE_BYTES",
+                              "STREAMFS_REPLICATION_FACTOR"}),
+])
+def test_the_kafka_commands_help_lists_the_variables_they_read(command, extra):
+    """Only `worker --help` listed variables: a user of `produce` against a secured cluster
+    found STREAMFS_SECURITY_PROTOCOL & co. under the worker. Each lists what it reads, not
+    the worker's batch sizes; flags of the main command and of the command itself named."""
+    from streamfs.settings import _SECURITY_ENV
+
+    out = CliRunner().invoke(main, [*command, "--help"], prog_name="streamfs",
+                             terminal_width=200)
+    assert out.exit_code == 0, out.output
+    rows = dict(re.findall(r"^  (STREAMFS_[A-Z_]+)\s+(.*)$",
+                           out.output.split("Environment variables")[1], re.MULTILINE))
+    assert set(rows) == ({"STREAMFS_BOOTSTRAP_SERVERS", "STREAMFS_TOPIC_PREFIX",
+                          "STREAMFS_TOPICS"} | set(_SECURITY_ENV) | extra)
+    assert rows["STREAMFS_BOOTSTRAP_SERVERS"].startswith("(streamfs --bootstrap-servers) ")
+    if "STREAMFS_APP_ID" in extra:
+        assert rows["STREAMFS_APP_ID"].startswith("(--app-id) ")
+
+
+@pytest.mark.parametrize("command", ["select", "evaluate"])
+def test_the_offline_commands_help_lists_the_datasets_and_kernel_variables(command):
+    out = CliRunner().invoke(main, [command, "--help"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    section = out.output.split("Environment variables")[1]
+    assert set(re.findall(r"^  (STREAMFS_[A-Z_]+)", section, re.MULTILINE)) == {
+        "STREAMFS_DATASETS", "STREAMFS_KERNEL_THREADS"}
+
+
 @pytest.fixture
 def signal_handlers():
     """SIGINT's and SIGTERM's handlers as they are, put back after the test (a worker command
