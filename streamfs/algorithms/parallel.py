@@ -65,6 +65,10 @@ def available_cpus() -> int:
     return max(1, min(cpus, math.ceil(quota)) if quota else cpus)
 
 
+#: more threads than this is a typo, not a machine (one thread per CPU is the default)
+MAX_KERNEL_THREADS = 1024
+
+
 def kernel_threads() -> int:
     """Threads for the column-parallel kernels: ``STREAMFS_KERNEL_THREADS``, or
     :func:`available_cpus`.
@@ -79,8 +83,9 @@ def kernel_threads() -> int:
         threads = int(value)
     except ValueError:
         threads = 0
-    if threads < 1:
-        raise ValueError(f"STREAMFS_KERNEL_THREADS must be a whole number >= 1, got {value!r}")
+    if not 1 <= threads <= MAX_KERNEL_THREADS:  # 99999 made as many threads for a wide block
+        raise ValueError(f"STREAMFS_KERNEL_THREADS must be a whole number from 1 to "
+                         f"{MAX_KERNEL_THREADS}, got {value!r}")
     return threads
 
 

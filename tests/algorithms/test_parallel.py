@@ -24,7 +24,7 @@ def test_column_ranges_cover_every_column_once(n, threads):
         assert min(b - a for a, b in ranges) >= MIN_COLUMNS_PER_THREAD
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5"])
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "1025", "99999"])  # 99999: a typo
 def test_bad_thread_count_is_refused_by_name(monkeypatch, value):
     monkeypatch.setenv("STREAMFS_KERNEL_THREADS", value)
     with pytest.raises(ValueError, match=f"STREAMFS_KERNEL_THREADS .* got '{value}'"):

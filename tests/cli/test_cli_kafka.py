@@ -297,7 +297,7 @@ def test_a_bad_kernel_thread_count_is_refused_before_anything_runs(tmp_path, com
     assert out.returncode == 2 and "Traceback" not in out.stderr
     # one line naming the setting, not a rejected stream
     assert out.stderr.strip() == (
-        "Error: STREAMFS_KERNEL_THREADS must be a whole number >= 1, got 'zero'")
+        "Error: STREAMFS_KERNEL_THREADS must be a whole number from 1 to 1024, got 'zero'")
 
 
 @pytest.mark.parametrize("command", [["worker"], ["topics", "create"], ["watch", "--once"]])
