@@ -103,9 +103,12 @@ class _Main(click.Group):
         except MemoryError as exc:
             # numpy says what it could not allocate; a traceback adds nothing but noise (a
             # LIBSVM index of 10**11 among small ones makes that many features)
-            click.echo(f"Error: out of memory: {exc or 'an allocation failed'} (the data as "
-                       "read, or what the algorithm keeps of it, is larger than this machine's "
-                       "memory: its shape, or a LIBSVM index far beyond the others?)", err=True)
+            why = ("a scenario grown by --scale is larger than this machine's memory"
+                   if ctx.invoked_subcommand == "bench" else
+                   "the data as read, or what the algorithm keeps of it, is larger than this "
+                   "machine's memory: its shape, or a LIBSVM index far beyond the others?")
+            click.echo(f"Error: out of memory: {exc or 'an allocation failed'} ({why})",
+                       err=True)
             ctx.exit(EXIT_NO_MEMORY)
         except BrokenPipeError:
             # `streamfs watch --json | head -1`: the reader of stdout has what it wanted.
@@ -153,8 +156,9 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     --run N --until-final: run N was replaced before its final result, 69 the broker is
     unreachable, 70 the worker met an error it cannot recover from (a supervisor restarts it),
     77 Kafka refused the credentials or the TLS handshake, the listener speaks another security
-    protocol, or Kafka's ACLs deny what the command needs, 130 interrupted (Ctrl-C), 141 the
-    output's reader went away (a pipe into `head`), 143 produce stopped by SIGTERM.
+    protocol, or Kafka's ACLs deny what the command needs, 71 out of memory (the data as read,
+    or a bench scenario's --scale, is beyond this machine), 130 interrupted (Ctrl-C), 141 the
+    output's reader went away (a pipe into `head`), 143 produce or bench stopped by SIGTERM.
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
