@@ -22,14 +22,17 @@ def _without_worker(settings: Settings, group: str) -> str | None:
     from streamfs.broker import group_members
 
     if group_members(settings.kafka_config(), group) == 0:
-        return (f"no streamfs worker is consuming (consumer group {group!r} has no members): "
-                f"start `streamfs worker`")
+        return f"no streamfs worker is consuming (consumer group {group!r} has no members)"
     return None
 
 
+def _worker_warning(cause: str) -> str:
+    """The warning for ``cause`` (:func:`_without_worker`'s)."""
+    return (f"warning: {cause}: results arrive once `streamfs worker` runs and has joined it (a "
+            f"worker joins after loading its kernels; its first start after an install "
+            f"compiles them first, a minute or two)")
+
+
 def _warn_without_worker(settings: Settings, group: str) -> None:
-    if _without_worker(settings, group):
-        click.echo(f"warning: no streamfs worker is consuming (consumer group {group!r} has no "
-                   f"members): results arrive once `streamfs worker` runs and has joined it (a "
-                   f"worker joins after loading its kernels; its first start after an install "
-                   f"compiles them first, a minute or two)", err=True)
+    if cause := _without_worker(settings, group):
+        click.echo(_worker_warning(cause), err=True)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Callable
 
 import click
 
-from streamfs.cli.broker_checks import _reachable, _warn_without_worker, _without_worker
+from streamfs.cli.broker_checks import (_reachable, _warn_without_worker, _without_worker,
+                                        _worker_warning)
 from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
 from streamfs.cli.group import _settings, main
 from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
@@ -72,7 +73,6 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     with SelectionReader(s.kafka_config(), topic, dead_letters=dead,
                          start="end" if from_now else "beginning") as reader:
         reader.assign()  # a missing topic: one line (exit 1), before the worker warning
-        _warn_without_worker(s, group)
         sys.exit(_print_updates(reader, stream, until_final, run, as_json, timeout,
                                 lambda: _without_worker(s, group), from_now))
 
@@ -124,12 +124,24 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     from streamfs.client import ID_HINT, NEW_ONLY_HINT, RunReplaced, StreamRejected
 
     partial: dict[str, int] = {}  # final results computed without some input of their run
-    printed: set[str] = set()
+    latest: dict[str, dict] = {}  # each stream's result printed last
+
+    def finished() -> bool:
+        """--until-final has what it waits for (the reader ends now, without a worker)."""
+        if stream is not None:
+            r = latest.get(stream, {})
+            return bool(r.get("final")) and run in (None, r.get("run", 1))
+        return bool(latest) and all(r.get("final") for r in latest.values())
 
     def caught_up() -> None:
-        # without a worker no id has results to come: the warning said so, not the id
-        if stream is not None and stream not in printed and not from_now \
-                and not without_worker():
+        # what was on the topic is shown: only now is a missing worker worth a warning (a
+        # final result already there needs none), and it says why nothing comes, not the id
+        if until_final and finished():
+            return
+        if cause := without_worker():
+            click.echo(_worker_warning(cause), err=True)
+            return
+        if stream is not None and stream not in latest and not from_now:
             of_run = "" if run is None else f" run {run} of"
             click.echo(f"no result of{of_run} {stream!r} on {reader.topic} yet: waiting (is "
                        f"{stream!r} the stream's id? `streamfs watch --once` lists every "
@@ -138,7 +150,7 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
     try:
         for result in reader.updates(stream, until_final=until_final, timeout=timeout, run=run,
                                      on_caught_up=caught_up):
-            printed.add(result["stream"])
+            latest[result["stream"]] = result
             _print_results([result], as_json)
             if result.get("final"):
                 partial.pop(result["stream"], None)  # a newer run's final replaces it
@@ -149,7 +161,7 @@ def _print_updates(reader: SelectionReader, stream: str | None, until_final: boo
         if cause := without_worker():
             for hint in (ID_HINT.format(stream=stream), NEW_ONLY_HINT):
                 said = said.replace(hint, "")
-            said = f"{said}: {cause}"
+            said = f"{said}: {cause}: start `streamfs worker`"
         click.echo(said, err=True)
         return EXIT_TIMEOUT
     except StreamRejected as exc:

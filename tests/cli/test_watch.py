@@ -427,3 +427,25 @@ def test_a_live_watch_of_an_id_without_results_says_so_once_it_has_read_the_topi
         assert out.returncode == 3 and "yet: waiting" not in out.stderr, out.stderr
     finally:
         member.close()
+
+
+def test_until_final_with_the_final_on_the_topic_warns_of_no_missing_worker(
+        cli_env, kafka_config, selected):
+    """`watch --until-final` of a stream whose final result was already on the topic printed
+    it and exited 0, after a warning that no worker was running (nothing was waited for). The
+    warning comes once the topic is read, when a result is still to come."""
+    _put(kafka_config, selected, _result("w1", 1), _result("w1", 2, final=True),
+         _result("w2", 1))
+    warning = "warning: no streamfs worker is consuming (consumer group"
+    for args in (["w1"], ["w1", "--run", "1"]):
+        out = streamfs("watch", *args, "--until-final", "--json", "--timeout", "60",
+                       env=cli_env)
+        assert out.returncode == 0 and warning not in out.stderr, (args, out.stderr)
+        assert _versions(out.stdout)[-1] == ("w1", 2)
+    for args in (["--until-final"], ["w2", "--until-final"], ["w1"]):  # w2: not final
+        out = streamfs("watch", *args, "--json", "--timeout", "3", env=cli_env)
+        assert out.returncode == 3, (args, out.stderr)
+        lines = out.stderr.splitlines()
+        assert lines[0].startswith(warning) and "results arrive once `streamfs worker` runs" \
+            in lines[0], (args, out.stderr)
+        assert lines[-1].endswith("has no members): start `streamfs worker`"), out.stderr
