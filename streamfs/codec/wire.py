@@ -37,18 +37,26 @@ def run_token_problem(run: object) -> str | None:
 
 
 def bin_keys_problem(message: dict) -> str | None:
-    """What a map says of keys written as msgpack bin (another language's msgpack, or bytes
-    keys), or None: the fields under them are missing to a reader.
+    """What a map says of keys that are not msgpack strings, or None: keys written as bin
+    (another language's msgpack, or bytes keys), whose fields are missing to a reader, and
+    keys of other types (a number: a field under it was ignored without a word).
 
     >>> bin_keys_problem({"v": 1, b"seq": 3})
     "map keys must be msgpack strings (str), not bin: 'seq' came as bytes (encode text keys as str, e.g. use_bin_type=True with str keys in Python)"
+    >>> bin_keys_problem({"v": 1, 0: "x"})
+    'map keys must be msgpack strings (str), the field names: 0 (int) is not'
     """
     binary = [key for key in message if isinstance(key, bytes)]
-    if not binary:
-        return None
-    named = ", ".join(repr(key.decode("utf-8", "replace")[:40]) for key in binary[:5])
-    return (f"map keys must be msgpack strings (str), not bin: {named} came as bytes (encode "
-            f"text keys as str, e.g. use_bin_type=True with str keys in Python)")
+    if binary:
+        named = ", ".join(repr(key.decode("utf-8", "replace")[:40]) for key in binary[:5])
+        return (f"map keys must be msgpack strings (str), not bin: {named} came as bytes "
+                f"(encode text keys as str, e.g. use_bin_type=True with str keys in Python)")
+    other = [key for key in message if not isinstance(key, str)]
+    if other:
+        named = ", ".join(f"{str(key)[:40]} ({type(key).__name__})" for key in other[:5])
+        return (f"map keys must be msgpack strings (str), the field names: {named} "
+                f"{'is' if len(other) == 1 else 'are'} not")
+    return None
 
 
 _EXT_NDARRAY = 1

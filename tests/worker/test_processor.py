@@ -1406,6 +1406,21 @@ def test_fields_under_bin_keys_are_named_and_refuse_their_message_only():
         "map keys must be msgpack strings (str), not bin: 'stream'"]
 
 
+def test_a_field_under_a_number_key_refuses_its_message_by_name():
+    """A key of another type than text (a producer that keyed fields by position) was
+    ignored without a word: its block stepped without what it meant to carry."""
+    import msgpack
+
+    X, y = _data()
+    msgs = list(feature_stream_messages("s", X, y, "saola", {}, block_bytes=120 * 8 * 10))
+    fields = msgpack.unpackb(encode(msgs[1]), raw=False, ext_hook=msgpack.ExtType)
+    block = msgpack.packb({**fields, 3: "names?"}, use_bin_type=True)
+    results, dead = _run(StreamProcessor("features", {}), [msgs[0], block, dict(msgs[-1], seq=2)])
+    assert decode(results[-1])["final"] and len(dead) == 1
+    assert dead[0]["reason"].startswith(
+        "map keys must be msgpack strings (str), the field names: 3 (int) is not"), dead
+
+
 @pytest.mark.parametrize("other_run", [7, b"t2"])
 def test_a_later_wire_version_naming_a_run_of_another_type_does_not_lose_the_stream(other_run):
     # a run that is no string is no run of this stream either (the re-audit lost a stream so)
