@@ -11,6 +11,7 @@ import numpy as np
 
 from streamfs.algorithms.instance_advice import naming_columns
 from streamfs.algorithms.registry import LabelError
+from streamfs.cli.params import param_value
 
 from . import protocols as P
 
@@ -28,28 +29,6 @@ Done = Callable[[dict, dict], None]
 SAOLA_FAMILY = ("saola", "saola-max", "group-saola")
 #: the instance-stream learners of Wang et al. (all but GDM)
 OFS_FAMILY = ("ofs", "ofs-partial", "ofs-rand", "pe-trun", "pe-rand", "rand")
-
-
-def _value(text: str) -> Any:
-    """``"0.05"`` -> 0.05, ``"3"`` -> 3, ``"none"`` -> None, ``"true"`` -> True, lists as
-    `select` reads them (:func:`streamfs.cli.params.param_value`), else text.
-
-    >>> [_value(v) for v in ["3", "0.05", "None", "false", "mi", "[a,b]", '["a",2]', "1e-3"]]
-    [3, 0.05, None, False, 'mi', ['a', 'b'], ['a', 2], 0.001]
-    """
-    from streamfs.cli.params import param_value
-
-    low = text.lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return param_value(text)
 
 
 def _accepted(name: str) -> list[str]:
@@ -82,13 +61,13 @@ def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]
         if colon:
             if algo not in out:
                 raise ValueError(f"parameter {item!r} names {algo!r}, not among {names}")
-            out[algo][key] = _value(value)
+            out[algo][key] = param_value(value)
             continue
         takers = [n for n in names if key in _accepted(n)]
         if not takers:
             raise ValueError(f"no algorithm among {names} accepts parameter {key!r}")
         for n in takers:
-            out[n][key] = _value(value)
+            out[n][key] = param_value(value)
     return out
 
 

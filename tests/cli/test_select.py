@@ -318,6 +318,30 @@ def test_python_spellings_of_true_false_none_are_parameter_values(tmp_path):
     assert results["normalize=False"] == results["normalize=false"]
 
 
+def test_select_and_evaluate_read_a_parameter_value_alike(tmp_path):
+    """`-p alpha=.05` was refused by select ("alpha must be a number in (0, 1), got '.05'")
+    and taken by evaluate; `compat=none` the other way round."""
+    from streamfs.evaluation.runner import parse_params
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 6))
+    path = tmp_path / "six.npz"
+    np.savez(path, X=X, y=(X[:, 1] + X[:, 4] > 0).astype(int))
+    chosen = {}
+    for spelled in ("alpha=.05", "alpha=0.05", "alpha=+5e-2"):
+        out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "--json", "-p",
+                                        spelled, "-p", "compat=none"])
+        assert out.exit_code == 0, out.output
+        final = json.loads(out.stdout.splitlines()[0])
+        assert final["params"]["alpha"] == 0.05
+        chosen[spelled] = final["selection"]
+        assert parse_params(["saola"], [spelled, "compat=none"]) == {
+            "saola": {"alpha": 0.05, "compat": None}}
+    assert chosen["alpha=.05"] == chosen["alpha=0.05"] == chosen["alpha=+5e-2"]
+    out = CliRunner().invoke(main, ["select", str(path), "-a", "saola", "-p", "=3"])
+    assert out.exit_code == 2 and "expected key=value, got '=3' (no key)" in out.output
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_output_into_a_pipe_closed_early_exits_141(tmp_path, as_json):
     """`streamfs select ... | head -0`: a table written into the closed pipe exited 1 (rich's
