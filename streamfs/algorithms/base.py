@@ -78,6 +78,37 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         By default only finite values."""
         return DBL_MAX, ""
 
+    def _unused_params(self) -> dict[str, str]:
+        """The parameters the current setting does not use, each with the setting that does
+        (SAOLA's ``delta`` with Fisher's z: ``"test='mi'"``); none by default."""
+        return {}
+
+    def _params_advice(self) -> str | None:
+        """What the stream's start warns of (and a producer before it publishes, see
+        :func:`streamfs.algorithms.opening.open_advice`): parameters set away from their
+        defaults that the setting does not use, silently ignored before; or None.
+
+        >>> from streamfs.algorithms.saola import SAOLA
+        >>> SAOLA(delta=0.1)._params_advice()
+        "SAOLA(test='fisher_z') ignores delta=0.1 (used with test='mi' only)"
+        >>> SAOLA(test="mi", delta=0.1)._params_advice() is None
+        True
+        """
+        import inspect
+
+        defaults = inspect.signature(type(self).__init__).parameters
+        unused = self._unused_params()
+        moved = [f"{name}={getattr(self, name)!r} (used with {users} only)"
+                 for name, users in unused.items()
+                 if getattr(self, name) != defaults[name].default]
+        if not moved:
+            return None
+        setting = ", ".join(f"{key}={getattr(self, key)!r}" for key in self._setting_params)
+        return f"{type(self).__name__}({setting}) ignores {' and '.join(moved)}"
+
+    #: the parameters that decide which others are used (:meth:`_unused_params`)
+    _setting_params: tuple[str, ...] = ()
+
     # ------------------------------------------------------------------ to implement
     @abstractmethod
     def _validate_params(self) -> None:

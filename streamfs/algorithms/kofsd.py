@@ -47,6 +47,7 @@ feature 948 as their code does.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -198,11 +199,21 @@ class KOFSD(FeatureStreamSelector):
         """Consume one block of new columns; ``y`` is required on the first call."""
         return self._stream_step(X, y)
 
+    _setting_params = ("card",)
+
+    def _unused_params(self) -> dict[str, str]:
+        unused = {} if self.card == "weight" else {"gamma": "card='weight'"}
+        if self.card != "distance":
+            unused.update(gamma1="card='distance'", gamma2="card='distance'")
+        return unused
+
     def _partial_fit(self, X: Any, y: Any = None) -> None:
         if not hasattr(self, "n_features_seen_"):
             if y is None:
                 raise ValueError("the first partial_fit call needs the class vector y")
             self._init_labels(y)
+            if (advice := self._params_advice()) is not None:
+                warnings.warn(advice, UserWarning, stacklevel=4)
         elif y is not None:
             self._check_same_y(y)
         X = self._check_block(X)

@@ -183,8 +183,8 @@ def check_open_data(spec: registry.AlgorithmSpec, algo: Any, y: Any, *,
 def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> list[str]:
     """The warnings ``algo`` gives when a stream with the labels ``y`` and the data ``X``
     (an instance stream's first rows; ``names``: its feature names) starts: advice on the
-    data or the parameters, not a refusal (SAOLA's Fisher z on more than two classes, unit-norm
-    scaling where a few columns dominate the norm), for a caller that checks a stream before
+    data or the parameters, not a refusal (SAOLA's Fisher z on more than two classes, a
+    parameter the setting does not use, unit-norm scaling where a few columns dominate the norm), for a caller that checks a stream before
     it runs: the algorithm warns at its first block, which runs in the worker, not where the
     stream is published.
 
@@ -201,6 +201,8 @@ def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> l
     found = []
     if y is not None and (advise := getattr(algo, "_label_advice", None)) is not None:
         found.append(advise(y))
+    if y is not None and (advise := getattr(algo, "_params_advice", None)) is not None:
+        found.append(advise())  # a feature stream's (y at its open): once a stream
     if X is not None and (advise := getattr(algo, "_data_advice", None)) is not None:
         found.append(advise(X, names))
     if X is not None and (advise := getattr(algo, "_budget_advice", None)) is not None:

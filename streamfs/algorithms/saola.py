@@ -155,6 +155,13 @@ class SAOLABase(FeatureStreamSelector):
         check_choice("compat", self.compat, _COMPATS)
         check_int("n_bins", self.n_bins, 2, allow_none=True)
 
+    _setting_params = ("test",)
+
+    def _unused_params(self) -> dict[str, str]:
+        if self.test == "mi":
+            return {"alpha": "test='fisher_z'"}
+        return {"delta": "test='mi'", "n_bins": "test='mi'"}
+
     # -- learned state ----------------------------------------------------------------------
 
     def _reset(self) -> None:
@@ -215,8 +222,9 @@ class SAOLABase(FeatureStreamSelector):
         n = len(num)
         self._check_n_instances(n)
         self._check_target(num)
-        if (advice := self._label_advice(num)) is not None:
-            warnings.warn(advice, UserWarning, stacklevel=3)
+        for advice in (self._label_advice(num), self._params_advice()):
+            if advice is not None:
+                warnings.warn(advice, UserWarning, stacklevel=3)
         self._begin_stream_params()
         self._st_n = n
         self._st_y = num

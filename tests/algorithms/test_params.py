@@ -263,3 +263,33 @@ def test_gdm_is_served_on_instance_streams():
     with pytest.raises(ValueError, match="^gdm window of max_instances=100000 x n_features=2000"):
         spec.build({"n_features": 2000})
     assert not hasattr(registry, "BATCH_ALGORITHMS")
+
+def test_a_parameter_the_setting_does_not_use_is_warned_of_once_at_the_start():
+    """`-p delta=0.1` (the MI test's threshold) with Fisher's z, or KOFSD's gamma with another
+    card, was ignored without a word; a producer says it before it publishes (open_advice)."""
+    import warnings
+
+    from streamfs.algorithms.opening import open_advice
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 8))
+    y = (X[:, 0] > 0).astype(int)
+    cases = [(SAOLA(delta=0.1, n_bins=5), "SAOLA(test='fisher_z') ignores delta=0.1 (used with "
+              "test='mi' only) and n_bins=5 (used with test='mi' only)"),
+             (SAOLA(test="mi", alpha=0.05), "SAOLA(test='mi') ignores alpha=0.05 (used with "
+              "test='fisher_z' only)"),
+             (KOFSD(gamma=0.9, gamma1=0.8), "KOFSD(card='imbalanced') ignores gamma=0.9 (used "
+              "with card='weight' only) and gamma1=0.8 (used with card='distance' only)"),
+             (KOFSD(card="distance", gamma=0.9), "KOFSD(card='distance') ignores gamma=0.9 "
+              "(used with card='weight' only)")]
+    for selector, said in cases:
+        assert open_advice(selector, y) == [said]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            selector.partial_fit(X[:, :4], y)
+            selector.partial_fit(X[:, 4:], y)  # once a stream, at its start
+        assert [str(w.message) for w in caught if "ignores" in str(w.message)] == [said]
+    # the setting that uses them, or defaults: nothing said
+    for selector in (SAOLA(test="mi", delta=0.1, n_bins=5), SAOLA(alpha=0.05),
+                     KOFSD(card="weight", gamma=0.9), KOFSD()):
+        assert selector._params_advice() is None and open_advice(selector, y) == []
