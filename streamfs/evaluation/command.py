@@ -102,6 +102,11 @@ def evaluate(data, algorithms, params, protocol, repeats, test_size, folds, stab
     SelectKBest baselines at the same number of features. Also reported: selection time,
     redundancy rate RED, stability over 4/5 subsamples, and for OFS-like learners the online
     mistake rate over random orders.
+
+    Defaults that depend on the data are written into each row's name: the SAOLA family runs
+    with test=mi on discrete data (integers, each column spanning fewer than 10 values) and
+    Fisher's z otherwise, as the paper does (select and produce take the algorithm's own
+    default, fisher_z; -p test=... decides); gdm runs as batch GDM on each training split.
     """
     try:
         from .protocols import classifiers

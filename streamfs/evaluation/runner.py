@@ -41,6 +41,18 @@ def _accepted(name: str) -> list[str]:
     return registry.get(name).allowed_params()
 
 
+def _refuse_streaming_only(name: str, key: str) -> None:
+    """``ValueError`` for a parameter of ``name``'s streaming learner (the registry's) that
+    evaluate's own does not take (it said "no algorithm among ['gdm'] accepts parameter
+    'refit_every'", which `streamfs algorithms gdm` lists)."""
+    from streamfs.algorithms import registry
+
+    if key in registry.get(name).allowed_params() and key not in _accepted(name):
+        raise ValueError(f"parameter {key!r} is the streaming GDM's (select, produce): "
+                         f"evaluate runs batch GDM on each training split, which takes "
+                         f"{', '.join(_accepted(name))}")
+
+
 def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]]:
     """Per-algorithm parameters from ``ALGO:key=value`` (that algorithm) and ``key=value``
     (every listed algorithm that accepts ``key``; an error if none does). A setting that
@@ -61,9 +73,13 @@ def parse_params(names: list[str], items: list[str]) -> dict[str, dict[str, Any]
         if colon:
             if algo not in out:
                 raise ValueError(f"parameter {item!r} names {algo!r}, not among {names}")
+            if algo == "gdm":
+                _refuse_streaming_only(algo, key)
             out[algo][key] = param_value(value)
             continue
         takers = [n for n in names if key in _accepted(n)]
+        if not takers and "gdm" in names:
+            _refuse_streaming_only("gdm", key)
         if not takers:
             raise ValueError(f"no algorithm among {names} accepts parameter {key!r}")
         for n in takers:

@@ -78,6 +78,17 @@ def test_online_mistakes_matches_a_direct_run():
     assert out["size_curve"][-1][1] == len(direct.selected_) == 1  # B = round(0.1 * 10)
 
 
+@pytest.mark.parametrize("item", ["refit_every=100", "gdm:max_instances=500"])
+def test_a_streaming_gdm_parameter_is_named_as_such(item):
+    """`streamfs algorithms gdm` lists refit_every, max_instances and max_buffer_bytes (the
+    streaming learner's); evaluate said no algorithm accepts them, or GDM.__init__'s
+    TypeError."""
+    with pytest.raises(ValueError, match=r"is the streaming GDM's \(select, produce\): "
+                                         r"evaluate runs batch GDM .* which takes "
+                                         r"n_features_per_step, tau, C"):
+        parse_params(["gdm", "saola"], [item])
+
+
 def test_parse_params():
     assert parse_params(["saola", "ofs"], ["eta=0.5", "saola:alpha=0.1"]) == {
         "saola": {"alpha": 0.1}, "ofs": {"eta": 0.5}}
