@@ -510,9 +510,12 @@ _SHARED_PARAMETERS = """\
         in ``(0, 1]``, or ``None`` for ``round(0.1 d)`` (halves rounded up, as MATLAB's
         ``round``); a budget above ``d`` keeps every feature.
     normalize : bool or {"l2", "standardize"}
-        Scaling of each instance (module docstring, "scaling"); the default is ``True``
-        (unit L2 norm, the paper's ``||x|| <= 1``) for full input and ``False`` (pre-scaled
-        data) for partial input, which cannot compute a norm it does not read.
+        Scaling of each instance: ``True`` or ``"l2"`` (full input only) divides it by its L2
+        norm (the paper's ``||x|| <= 1``), ``"standardize"`` first z-scores every feature with
+        running statistics (then divides by the L2 norm; partial input: by ``sqrt(d)``),
+        ``False`` takes it as given. The default is ``True`` for full input and ``False``
+        (pre-scaled data) for partial input, which cannot compute a norm it does not read;
+        details in the module docstring ("scaling").
     n_features : int or None, default None
         The dimension ``d``, fixed when the stream opens; dict input (``learn_one``) needs it
         up front, otherwise the first instance gives it.

@@ -8,9 +8,9 @@ docstring names.
 >>> from streamfs.algorithms.group_saola import GroupSAOLA
 >>> meanings = parameter_meanings(GroupSAOLA)
 >>> meanings["alpha"]
-"Significance level of Fisher's z test"
+"(float) Significance level of Fisher's z test"
 >>> meanings["n_bins"]
-'test="mi" only: if an int, discretise every column into n_bins equal-width bins over its own range before the test, instead of floor()'
+'(int or None) test="mi" only: if an int, discretise every column into n_bins equal-width bins over its own range before the test, instead of floor()'
 """
 
 from __future__ import annotations
@@ -24,21 +24,25 @@ import sys
 _ROLE = re.compile(r":(?:class|func|meth|attr|mod):`~?([\w.]+)`")
 #: an entry's first line: its names (``a`` or ``a, b``), a colon, then the type if any
 _ENTRY = re.compile(r"([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:")
+#: a type's ", default 0.2" (or "(default 0.2)")
+_DEFAULT = re.compile(r",?\s*\(?default\b[^)]*\)?$")
 #: an entry that only refers to another class's parameters (GDMStream's)
 _REFERRAL = re.compile(r":class:`[^`]+`'s parameters\.?")
 
 
 def parameter_meanings(cls: type) -> dict[str, str]:
     """``{parameter: one line}`` for every parameter ``cls``'s docstring describes, or the
-    classes it names describe."""
-    return {name: one_line(text) for name, text in _described(cls, set()).items()}
+    classes it names describe: its type as the docstring gives it (the values a choice
+    takes: ``{"fisher_z", "mi"}``), then the first sentence of its description."""
+    return {name: (f"({kind}) " if kind else "") + one_line(text)
+            for name, (kind, text) in _described(cls, set()).items()}
 
 
-def _described(cls: type, seen: set[type]) -> dict[str, str]:
+def _described(cls: type, seen: set[type]) -> dict[str, tuple[str, str]]:
     seen.add(cls)
     doc = inspect.getdoc(cls) or ""
-    found = {name: text for name, text in _entries(doc).items()
-             if not _REFERRAL.fullmatch(text)}
+    found = {name: entry for name, entry in _entries(doc).items()
+             if not _REFERRAL.fullmatch(entry[1])}
     for target in dict.fromkeys(_ROLE.findall(doc)):  # the classes it defers to, in order
         other = _resolve(target, cls.__module__)
         if other is not None and other not in seen:
@@ -47,14 +51,15 @@ def _described(cls: type, seen: set[type]) -> dict[str, str]:
     return found
 
 
-def _entries(doc: str) -> dict[str, str]:
-    """``{name: description}`` of the ``Parameters`` section of a numpydoc docstring."""
+def _entries(doc: str) -> dict[str, tuple[str, str]]:
+    """``{name: (type, description)}`` of the ``Parameters`` section of a numpydoc docstring
+    (the type as the entry's first line gives it after the colon, "" if none)."""
     lines = doc.splitlines()
     heading = [i for i in range(len(lines) - 1)
                if lines[i].strip() == "Parameters" and _is_rule(lines[i + 1])]
     if not heading:
         return {}
-    entries: dict[str, list[str]] = {}
+    entries: dict[str, tuple[str, list[str]]] = {}
     names: list[str] = []
     for i in range(heading[0] + 2, len(lines)):
         line = lines[i]
@@ -63,12 +68,16 @@ def _entries(doc: str) -> dict[str, str]:
         if line[:1].strip():  # unindented: a new entry, or the end of the list (an example)
             match = _ENTRY.match(line)
             names = [n.strip() for n in match.group(1).split(",")] if match else []
+            kind = _ROLE.sub(lambda m: m.group(1).rpartition(".")[2],
+                             line[match.end():].strip()).replace("``", "") if match else ""
+            kind = _DEFAULT.sub("", kind)  # the listing shows the default itself
             for name in names:
-                entries[name] = []
+                entries[name] = (kind, [])
         else:
             for name in names:
-                entries[name].append(line.strip())
-    return {name: " ".join(" ".join(text).split()) for name, text in entries.items()}
+                entries[name][1].append(line.strip())
+    return {name: (kind, " ".join(" ".join(text).split()))
+            for name, (kind, text) in entries.items()}
 
 
 def _is_rule(line: str) -> bool:

@@ -108,7 +108,7 @@ _SPECS = [
                   summary="SAOLA with max(dep(Fi), dep(Y)) bounds",
                   continuous_labels=True),
     AlgorithmSpec("group-saola", "features", "streamfs.algorithms.group_saola:GroupSAOLA",
-                  summary="group-SAOLA: features arrive in groups",
+                  summary="group-SAOLA: features arrive in groups (--groups FILE)",
                   continuous_labels=True),
     AlgorithmSpec("kofsd", "features", "streamfs.algorithms.kofsd:KOFSD",
                   summary="K-OFSD (Zhou et al. 2017): k-NN rough-set dependency, imbalanced"),

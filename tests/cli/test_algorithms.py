@@ -57,3 +57,24 @@ def test_python_dash_m_streamfs_is_the_command():
     out = subprocess.run([sys.executable, "-m", "streamfs", "nosuch"], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2 and "Usage: streamfs " in out.stderr, out.stderr
+
+
+def test_a_parameter_s_values_are_listed_not_only_its_first_sentence():
+    """`algorithms saola` never said test takes "mi" nor bound "max", `algorithms ofs-partial`
+    not which normalize values it takes, and group-saola not that it needs --groups: the
+    docstrings' type lines were dropped and the meaning cut at its first full stop."""
+    def rows(name: str) -> str:
+        out = CliRunner().invoke(main, ["algorithms", name])
+        assert out.exit_code == 0, out.output
+        return " ".join(out.output.split())  # the meanings wrap
+
+    saola = rows("saola")
+    assert 'test=fisher_z ({"fisher_z", "mi"}) "fisher_z" for continuous data' in saola
+    assert 'bound=min ({"min", "max"}) ' in saola
+    assert "alpha=0.01 (float) Significance level" in saola
+    partial = rows("ofs-partial")
+    assert '(bool or {"l2", "standardize"}) Scaling of each instance: True or "l2" (full ' \
+        'input only)' in partial and "False takes it as given" in partial
+    assert ", default" not in rows("ofs")  # the listing shows the default after =
+    assert rows("group-saola").startswith("group-saola (feature streams): group-SAOLA: "
+                                          "features arrive in groups (--groups FILE)")
