@@ -61,7 +61,7 @@ def load_file(source: str | os.PathLike, *, label: str | int | None = None,
             return datasets.load(source)
         raise InputFileError(f"{source}: no such file or dataset{did_you_mean(source, names)}")
     suffix = path.suffix.lower()
-    check_source(path, label, drop)
+    check_source(path, label, drop, header=header, n_features=n_features, zero_based=zero_based)
     if suffix == ".npz":
         return read_npz(path)
     if suffix == ".npy":
@@ -79,12 +79,26 @@ def load_file(source: str | os.PathLike, *, label: str | int | None = None,
                          f"{', '.join(sorted(KNOWN_SUFFIXES))})")
 
 
-def check_source(path: Path, label: str | int | None, drop: Sequence[str | int] = ()) -> None:
-    """:class:`InputFileError` for a directory, and for a ``label`` column, or columns to
-    ``drop``, given for a format that carries its labels apart (it would be ignored)."""
+def check_source(path: Path, label: str | int | None, drop: Sequence[str | int] = (), *,
+                 header: bool | None = None, n_features: int | None = None,
+                 zero_based: bool | str = "auto") -> None:
+    """:class:`InputFileError` for a directory, and for a setting the format does not read
+    (it was ignored without a word): a ``label`` column, or columns to ``drop``, for a format
+    that carries its labels apart; ``header`` but for CSV/TSV; ``n_features`` or
+    ``zero_based`` but for LIBSVM."""
     if path.is_dir():
         raise InputFileError(f"{path}: is a directory, not a data file")
     suffix = path.suffix.lower()
+    if header is not None and suffix not in (".csv", ".tsv"):
+        raise InputFileError(f"{path}: --header/--no-header applies to CSV/TSV files; "
+                             f"{suffix or 'these'} files have none")
+    if n_features is not None and suffix not in LIBSVM_SUFFIXES:
+        raise InputFileError(f"{path}: --n-features applies to LIBSVM files, whose width "
+                             f"the file does not say; {suffix or 'these'} files carry their "
+                             f"shape")
+    if zero_based != "auto" and suffix not in LIBSVM_SUFFIXES:
+        raise InputFileError(f"{path}: --zero-based/--one-based applies to LIBSVM files; "
+                             f"{suffix or 'these'} files have no feature indices")
     if label is not None and suffix in OWN_LABELS:
         raise InputFileError(f"{path}: a label column applies to CSV/TSV, Parquet and .npy "
                              f"files; {suffix} files carry their labels")

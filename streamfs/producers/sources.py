@@ -76,7 +76,8 @@ def open_instances(source: str, *, label: str | int | None = None, header: bool 
     path = Path(source)
     suffix = path.suffix.lower()
     if path.exists():
-        check_source(path, label, drop)
+        check_source(path, label, drop, header=header, n_features=n_features,
+                     zero_based=zero_based)
     if path.is_file():
         if suffix in (".csv", ".tsv"):
             return InstanceSource.from_reader(DelimitedReader(

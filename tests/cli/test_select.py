@@ -520,3 +520,29 @@ def test_a_text_array_names_the_file(tmp_path):
     out = CliRunner().invoke(main, ["select", str(path), "-a", "saola"])
     assert out.exit_code == 2
     assert out.output.startswith(f"Error: {path}: X has dtype <U1: only bool, integer and float")
+
+
+@pytest.mark.parametrize("data,args,said", [
+    ("d.csv", ["--n-features", "5"], "--n-features applies to LIBSVM files"),
+    ("d.csv", ["--zero-based"], "--zero-based/--one-based applies to LIBSVM files"),
+    ("d.csv", ["--one-based"], "--zero-based/--one-based applies to LIBSVM files"),
+    ("d.svm", ["--header"], "--header/--no-header applies to CSV/TSV files; .svm files"),
+    ("d.npz", ["--no-header"], "--header/--no-header applies to CSV/TSV files; .npz files"),
+])
+def test_an_option_the_file_s_format_does_not_read_is_refused(tmp_path, data, args, said):
+    """`--label` and `--drop` on a LIBSVM file were refused, but `--n-features` or
+    `--zero-based` on a CSV file and `--header` on others were ignored without a word."""
+    from streamfs.producers.files import load_file
+    from streamfs.producers.errors import InputFileError
+
+    (tmp_path / "d.csv").write_text("a,b,y\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n")
+    (tmp_path / "d.svm").write_text("1 1:0.5 2:1\n0 1:0.2\n1 2:0.1\n0 1:0.9\n")
+    np.savez(tmp_path / "d.npz", X=np.eye(4), y=[0, 1, 0, 1])
+    algorithm = "ofs" if data == "d.svm" else "saola"
+    out = CliRunner().invoke(main, ["select", str(tmp_path / data), "-a", algorithm, *args])
+    assert out.exit_code == 2 and said in out.output, out.output
+    option = {"--n-features": {"n_features": 5}, "--zero-based": {"zero_based": True},
+              "--one-based": {"zero_based": False}, "--header": {"header": True},
+              "--no-header": {"header": False}}[args[0]]
+    with pytest.raises(InputFileError, match=said.split(";")[0]):
+        load_file(tmp_path / data, **option)
