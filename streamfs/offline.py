@@ -29,7 +29,8 @@ def offline_params(algorithm: str, params: dict | None, n_rows: int) -> dict:
 
 def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
                 stream: str = "offline", block_bytes: int | None = None, groups=None,
-                feature_names: list[str] | None = None, naming: dict | None = None) -> dict:
+                feature_names: list[str] | None = None, naming: dict | None = None,
+                shuffle_seed: int | None = None) -> dict:
     """The final result message the worker would publish for this data, computed in-process.
 
     It pushes the very messages a producer would send through :class:`StreamProcessor` over an
@@ -37,7 +38,9 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
     at the end, on the whole data: see :func:`offline_params`). ``X`` and ``y`` are taken
     as :func:`streamfs.producers.objects.from_objects` takes them. ``feature_names``
     and ``naming`` (see :func:`streamfs.producers.blocks.open_fields`) name the features;
-    a data frame's columns do unless ``feature_names`` is given.
+    a data frame's columns do unless ``feature_names`` is given. ``shuffle_seed``: the
+    columns in the seeded order a producer given it sends (feature streams; the selection
+    depends on the order).
     """
     spec = registry.get(algorithm)
     # the data as produce_features / produce_instances take it (lists, frames with nullable,
@@ -49,6 +52,10 @@ def run_offline(algorithm: str, X: Any, y: Any, params: dict | None = None, *,
     kwargs: dict = {"feature_names": feature_names, "naming": naming}
     if block_bytes:
         kwargs["block_bytes"] = block_bytes
+    if shuffle_seed is not None:
+        if spec.kind != "features":
+            raise ValueError("shuffle_seed applies to feature streams only")
+        kwargs["shuffle_seed"] = shuffle_seed
     # the producer's checks warn of what the algorithm then warns of again as it runs: each
     # warning is given once, to the caller, in the order first given
     given: list = []

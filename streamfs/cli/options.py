@@ -93,6 +93,9 @@ ZERO_BASED_OPTION = click.option(
 
 #: group-saola's groups, read and checked the same way by `produce features`, `select`
 #: and `evaluate`
+SHUFFLE_SEED_OPTION = click.option(
+    "--shuffle-seed", type=click.IntRange(min=0), default=None,
+    help="Features: send the columns in a seeded random order (blocks carry `columns`).")
 GROUPS_OPTION = click.option(
     "--groups", "groups_file", type=click.Path(dir_okay=False),
     help="Features: JSON list of lists of column indices (group-saola groups).")

@@ -20,6 +20,7 @@ from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
 from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
+                                  SHUFFLE_SEED_OPTION,
                                   LABEL_OPTION, N_FEATURES_OPTION, ZERO_BASED_OPTION, EnvOption)
 from streamfs.cli.params import PARAM_HELP, _parse_params
 from streamfs.cli.progress import _progress_bar
@@ -102,8 +103,7 @@ _LEFT_OPEN = "{}publish it again with --replace, or under another --stream"
               "instance (instance streams) of the data (default: 7/8 of what the topic and "
               "the worker accept, at most 4 MiB; 900 KiB when the topic's limit cannot be "
               "read).")
-@click.option("--shuffle-seed", type=click.IntRange(min=0), default=None,
-              help="Features: send the columns in a seeded random order (blocks carry `columns`).")
+@SHUFFLE_SEED_OPTION
 @GROUPS_OPTION
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None,
               callback=_finite_rate,

@@ -8,7 +8,8 @@ from streamfs.cli.data import _check_open, _groups, _load_data
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import main
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
-                                  LABEL_OPTION, N_FEATURES_OPTION, ZERO_BASED_OPTION)
+                                  LABEL_OPTION, N_FEATURES_OPTION, SHUFFLE_SEED_OPTION,
+                                  ZERO_BASED_OPTION)
 from streamfs.cli.output import _print_results
 from streamfs.cli.params import PARAM_HELP, _parse_params
 from streamfs.cli.settings_help import OFFLINE_READS, SettingsCommand
@@ -25,16 +26,24 @@ from streamfs.compile_notice import COMPILING, notice_while_compiling
 @N_FEATURES_OPTION
 @ZERO_BASED_OPTION
 @GROUPS_OPTION
+@SHUFFLE_SEED_OPTION
 @click.option("--as-stream", "as_stream", default="offline", show_default=True, metavar="ID",
               help="Run as the worker runs stream ID: the random learners (ofs-partial, rand, "
               "ofs-rand, pe-rand) without a random_state are seeded from the stream id, so the "
-              "result is the worker's final one for stream ID on the same data and parameters.")
+              "result is the worker's final one for stream ID on the same data and parameters "
+              "(and --shuffle-seed, which changes the order of the columns).")
 @click.option("--json", "as_json", is_flag=True, help="The result as one line of JSON.")
 def select(source: str, algorithm: str, param: tuple[str, ...], label: str | None,
            drop: tuple[str, ...], header: bool | None, n_features: int | None,
-           zero_based: bool | None, groups_file: str | None, as_stream: str,
-           as_json: bool) -> None:
-    """Run an algorithm offline on SOURCE (no Kafka) and print the selection."""
+           zero_based: bool | None, groups_file: str | None, shuffle_seed: int | None,
+           as_stream: str, as_json: bool) -> None:
+    """Run an algorithm offline on SOURCE (no Kafka) and print the selection.
+
+    SOURCE is a file (.npz, .npy, .csv/.tsv, LIBSVM .svm/.libsvm/.svmlight/.txt, .mat v5 or
+    v7.3, .parquet), a dataset name from $STREAMFS_DATASETS, or `sklearn:breast_cancer`. The
+    selection is the worker's final one for the same data, parameters and column order: it
+    runs the messages `produce` would publish through the worker's own code.
+    """
     from streamfs.algorithms import registry
     from streamfs.algorithms.opening import check_stream_id
     from streamfs.offline import offline_params, run_offline
@@ -48,6 +57,8 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
     try:
         kind = registry.get(algorithm).kind
         check_groups_apply(algorithm, groups_file, "--groups FILE")
+        if kind == "instances" and shuffle_seed is not None:
+            raise ValueError("--shuffle-seed applies to feature streams only")
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     X, y, names, naming = _load_data(source, label, header, n_features,
@@ -63,7 +74,7 @@ def select(source: str, algorithm: str, param: tuple[str, ...], label: str | Non
         with notice_while_compiling(lambda m: click.echo(m, err=True),
                                     COMPILING.format(what="up to 20 s")):
             result = run_offline(algorithm, X, y, params, stream=as_stream, groups=groups,
-                                 feature_names=names, naming=naming)
+                                 feature_names=names, naming=naming, shuffle_seed=shuffle_seed)
     except InputDataError as exc:  # the data's fault: say whose
         raise UsageProblem(f"{source}: {exc}") from None
     except ValueError as exc:

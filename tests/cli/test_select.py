@@ -546,3 +546,29 @@ def test_an_option_the_file_s_format_does_not_read_is_refused(tmp_path, data, ar
               "--no-header": {"header": False}}[args[0]]
     with pytest.raises(InputFileError, match=said.split(";")[0]):
         load_file(tmp_path / data, **option)
+
+
+def test_select_runs_the_columns_in_produce_s_shuffled_order(tmp_path):
+    """`produce --shuffle-seed` sends the columns in a seeded order, on which SAOLA's
+    selection depends; select had no way to reproduce it."""
+    from sklearn.datasets import load_breast_cancer
+
+    from streamfs.algorithms.saola import SAOLA
+    from streamfs.producers.blocks import feature_order
+
+    X, y = load_breast_cancer(return_X_y=True)
+
+    def selected(*args: str) -> list[int]:
+        out = CliRunner().invoke(main, ["select", "sklearn:breast_cancer", "-a", "saola",
+                                        "--json", *args])
+        assert out.exit_code == 0, out.output
+        return [item["feature"] for item in json.loads(out.stdout)["selection"]]
+
+    order = feature_order(X.shape[1], None, 3)[0]
+    expected = SAOLA().fit(X[:, order], y).selected_
+    assert selected("--shuffle-seed", "3") == [int(order[i]) for i in expected]
+    assert selected() == SAOLA().fit(X, y).selected_.tolist()
+    assert selected("--shuffle-seed", "3") != selected()  # here the order changes it
+    out = CliRunner().invoke(main, ["select", "sklearn:breast_cancer", "-a", "ofs",
+                                    "--shuffle-seed", "3"])
+    assert out.exit_code == 2 and "--shuffle-seed applies to feature streams only" in out.output
