@@ -93,6 +93,10 @@ def budget_for(k: int | float | None, d: int) -> int:
     return min(max(B, 1), d)
 
 
+class _MixedClasses(ValueError):
+    """``classes`` mixes numbers and text (said as such, not as labels that are not two)."""
+
+
 class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
                              InstanceInputMixin, DataAdviceMixin, BaseEstimator):
     """Base class of the instance-stream learners: budgeted linear classifiers whose non-zero
@@ -152,6 +156,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         if self.classes is not None:
             try:
                 self._check_classes(self.classes)
+            except _MixedClasses:
+                raise
             except (TypeError, ValueError):
                 raise ValueError(
                     f"classes must be None or a list of two distinct labels, got "
@@ -251,10 +257,11 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         out-of-memory killer stopping the worker where the memory was promised but not there."""
         per = self._bytes_per_feature()
         if d * per > self.max_buffer_bytes:
+            fits = int(self.max_buffer_bytes) // per
             raise ValueError(
                 f"{type(self).__name__} state of n_features={d} x {per} bytes = {d * per} bytes "
-                f"exceeds max_buffer_bytes={int(self.max_buffer_bytes)}; use n_features <= "
-                f"{int(self.max_buffer_bytes) // per} or a larger max_buffer_bytes")
+                f"exceeds max_buffer_bytes={int(self.max_buffer_bytes)} (room for "
+                f"{fits} feature{'s' * (fits != 1)}): give max_buffer_bytes={d * per} or more")
 
     def _allocate(self, d: int) -> None:
         self._check_memory(d)
@@ -338,7 +345,12 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
 
     @staticmethod
     def _check_classes(classes: list) -> list:
-        cl = sorted({np.asarray(c).item() for c in classes})
+        values = {np.asarray(c).item() for c in classes}
+        if len({isinstance(v, str) for v in values}) > 1:  # sorted() fails: not "distinct"
+            raise _MixedClasses(f"classes mixes numbers and text ({shown(list(classes))}): "
+                                f"the larger in sort order is +1, and a number and a text do "
+                                f"not compare; give both as numbers or both as text")
+        cl = sorted(values)
         if len(cl) != 2:
             raise ValueError(f"binary classifier: classes must name two labels, got {cl}")
         return cl
@@ -558,6 +570,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
     def _set_classes(self, classes: Any) -> None:
         try:
             cl = self._check_classes(list(classes))
+        except _MixedClasses:
+            raise
         except (TypeError, ValueError):
             raise ValueError(
                 f"classes must be a list of two distinct labels, got {shown(classes)}"

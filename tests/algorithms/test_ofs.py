@@ -910,8 +910,10 @@ def test_the_memory_bound_counts_the_arrays_the_learner_holds(cls, params):
     # RandomSelection's draw also uses a temporary array of stamps (8 bytes a feature); the
     # support bitmap's eighth of a byte per feature is counted as a whole byte
     assert d * (per - 1 - 8 * isinstance(model, RandomSelection)) < held <= d * per
-    with pytest.raises(ValueError, match=rf"n_features={d} x {per} bytes .* use n_features <= "
-                                         rf"{(d * per - 1) // per}"):
+    # (it said "use n_features <= 0" for a budget below one feature: the data's d is no choice)
+    with pytest.raises(ValueError, match=rf"n_features={d} x {per} bytes .* \(room for "
+                                         rf"{(d * per - 1) // per} features\): give "
+                                         rf"max_buffer_bytes={d * per} or more"):
         cls(n_features_to_select=10, n_features=d, max_buffer_bytes=d * per - 1,
             **params).partial_fit(np.eye(d)[:2], [1, -1])
     bare = cls(n_features_to_select=10, max_buffer_bytes=d * per - 1, **params)
@@ -1055,3 +1057,14 @@ def test_a_budget_above_the_dimension_keeps_every_feature_with_a_warning():
     assert open_advice(OFS(9, normalize="standardize"), X=X) == [
         "n_features_to_select=9 is greater than n_features=6: all the features will be kept"]
     assert open_advice(OFS(6, normalize="standardize"), X=X) == []
+
+
+def test_classes_mixing_numbers_and_text_is_said_as_such():
+    """`classes=[-1, "1"]` was "classes must be None or a list of two distinct labels": they
+    are distinct, but a number and a text do not sort."""
+    for call in (lambda: OFS(classes=[-1, "1"]).partial_fit(np.eye(3)[:2], [-1, -1]),
+                 lambda: OFS().partial_fit(np.eye(3)[:2], [-1, -1], classes=[-1, "1"])):
+        with pytest.raises(ValueError, match=r"classes mixes numbers and text \(\[-1, '1'\]\)"):
+            call()
+    with pytest.raises(ValueError, match="two distinct labels, got \\[0, 0\\]"):
+        OFS(classes=[0, 0]).partial_fit(np.eye(3)[:2], [0, 0])
