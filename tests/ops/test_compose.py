@@ -136,3 +136,68 @@ def test_compose_smoke_runs_both_profiles():
     proc = subprocess.run(["bash", str(REPO / "ops" / "compose-smoke.sh"), "all"],
                           capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-4000:] + proc.stdout[-4000:]
+
+
+def _variables(text: str) -> set[str]:
+    return set(re.findall(r"\b(STREAMFS_[A-Z0-9_]*[A-Z0-9])\b", text))
+
+
+def test_every_streamfs_variable_compose_and_the_image_set_is_one_streamfs_reads(project):
+    """A renamed setting left in the compose file or the image would be ignored (a typo
+    warning at best), its default used."""
+    from streamfs.settings import Settings
+
+    known = set(Settings.variables())
+    compose_set = {name for service in project["services"].values()
+                   for name in (service.get("environment") or {})}
+    image_set = {name for line in (REPO / "ops" / "Dockerfile").read_text().splitlines()
+                 if line.startswith("ENV ") for name in _variables(line)}
+    assert compose_set | image_set
+    assert {n for n in compose_set | image_set if n.startswith("STREAMFS_")} <= known
+
+
+def test_every_cli_service_command_parses_with_the_cli(project):
+    """Each one-shot's command line as the CLI takes it (`--help` after it: an option that
+    does not exist, or a missing argument, is refused before the help is printed)."""
+    import sys
+
+    for name, service in project["services"].items():
+        command = service.get("command")
+        if not command or name == "kafka":
+            continue
+        entry = service.get("entrypoint") or ["streamfs"]
+        if entry[:2] == ["python", "ops/compose/streams.py"]:
+            continue  # the scale profile's script: its stream list is checked above
+        program = ([sys.executable, *entry[1:]] if entry[0] == "python"
+                   else [sys.executable, "-m", "streamfs.cli"])
+        proc = subprocess.run([*program, *command, "--help"], capture_output=True, text=True,
+                              cwd=REPO, timeout=120)
+        assert proc.returncode == 0, (name, proc.stderr)
+
+
+def test_the_broker_keeps_its_data_and_the_worker_has_time_to_stop(project):
+    """Kafka's default log dir is under /tmp in its container: every topic, result and
+    changelog went with the container (`down`, or `up` after a change of the service). The
+    engine's default grace of 10 s killed a worker stopping during a restore (the transaction
+    timeout + 10 s)."""
+    from streamfs.settings import Settings
+
+    kafka = project["services"]["kafka"]
+    log_dirs = kafka["environment"]["KAFKA_LOG_DIRS"]
+    assert any(v["type"] == "volume" and v["target"] == log_dirs for v in kafka["volumes"])
+    worker = project["services"]["worker"]
+    grace = int(re.fullmatch(r"(\d+)s", worker["stop_grace_period"]).group(1))
+    assert grace >= Settings().transaction_timeout + 10 + 5
+    assert any(v["target"] == "/var/lib/streamfs" for v in worker["volumes"])
+    for name in CLI_SERVICES - {"watch"}:  # one-shots: a failed exit does not mend itself
+        assert project["services"][name].get("restart", "no") == "no", name
+    assert all(project["services"][name].get("init") is True for name in CLI_SERVICES)
+
+
+def test_the_image_checks_liveness_runs_as_a_number_and_owns_its_state_dir():
+    dockerfile = (REPO / "ops" / "Dockerfile").read_text()
+    check = dockerfile[dockerfile.index("HEALTHCHECK"):]
+    assert "--start-period=" in check.split("CMD")[0] and "/live" in check.split("\n\n")[0]
+    assert re.search(r"^USER \d+$", dockerfile, re.MULTILINE)
+    assert "STREAMFS_DATA_DIR=/var/lib/streamfs" in dockerfile
+    assert re.search(r"chown 10001 /var/lib/streamfs", dockerfile)
