@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 import click
 
+from streamfs.broker import remember_interrupts
 from streamfs.cli.broker_checks import _reachable
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
@@ -28,6 +31,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     if stream == "":  # `--stream "$SID"` with the variable unset: it matched nothing
         raise UsageProblem("--stream is empty: give a stream id, or leave it out for every "
                            "stream's dead letters")
+    remember_interrupts(signal.SIGTERM)  # as Ctrl-C: exit 143 (a --follow in a container)
     s = _settings(ctx)
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name

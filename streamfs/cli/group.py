@@ -158,7 +158,7 @@ def main(ctx: click.Context, bootstrap_servers: str | None, topic_prefix: str | 
     77 Kafka refused the credentials or the TLS handshake, the listener speaks another security
     protocol, or Kafka's ACLs deny what the command needs, 71 out of memory (the data as read,
     or a bench scenario's --scale, is beyond this machine), 130 interrupted (Ctrl-C), 141 the
-    output's reader went away (a pipe into `head`), 143 produce or bench stopped by SIGTERM.
+    output's reader went away (a pipe into `head`), 143 stopped by SIGTERM (as by Ctrl-C).
     """
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")

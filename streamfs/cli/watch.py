@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import TYPE_CHECKING, Callable
 
 import click
 
+from streamfs.broker import remember_interrupts
 from streamfs.cli.broker_checks import (_reachable, _warn_without_worker, _without_worker,
                                         _worker_warning)
 from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
@@ -56,6 +58,8 @@ def watch(ctx: click.Context, stream: str | None, once: bool, as_json: bool,
     if run is not None and stream is None:
         raise UsageProblem(f"--run {run} needs a STREAM: runs are numbered per stream "
                            f"(streamfs watch STREAM --run {run})")
+    # SIGTERM (`docker compose stop`, systemd, `timeout`) stops it as Ctrl-C does: exit 143
+    remember_interrupts(signal.SIGTERM)
     s = _settings(ctx)
     _reachable(s)
     catalogue = load_catalogue(s.topic_prefix)

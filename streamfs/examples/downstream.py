@@ -560,12 +560,16 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+    import signal
+
     from streamfs.broker import (EXIT_UNREACHABLE, BrokerUnreachable, check_reachable,
-                                 make_client)
+                                 interrupting_signal, make_client, remember_interrupts)
     from streamfs.client import TopicCheck, TopicMissing, check_topic_access, reader_config
     from streamfs.settings import Settings
     from streamfs.topics import load_catalogue, missing_topic_message
 
+    # SIGTERM (`docker compose stop`, systemd) ends it as Ctrl-C does: its summary, 128 + 15
+    remember_interrupts(signal.SIGTERM)
     # librdkafka's lines (one per failed connection) are for --verbose in the streamfs
     # commands; here the error below says what matters
     logging.getLogger("streamfs.kafka").setLevel(logging.CRITICAL)
@@ -608,9 +612,9 @@ def main(selection_stream: str, instance_stream: str, classes: str | None,
                             kafka_config=settings.kafka_config())
         except (DownstreamError, TopicMissing) as exc:  # TopicMissing: a topic deleted since
             raise click.ClickException(str(exc)) from None
-        except KeyboardInterrupt:  # Ctrl-C: what was learnt so far, and the shell's 130
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was learnt so far, 128 + signal
             click.echo(downstream.summary_text())
-            raise SystemExit(130) from None
+            raise SystemExit(128 + interrupting_signal()) from None
     finally:
         consumer.close()
     click.echo(downstream.summary_text())

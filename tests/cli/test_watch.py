@@ -127,25 +127,37 @@ def test_a_newer_run_s_complete_final_replaces_a_partial_one(cli_env, kafka_conf
     assert _versions(out.stdout) == [("s7", 1), ("s7", 2)]
 
 
-def test_ctrl_c_stops_a_watch_with_exit_130_and_no_error(cli_env, kafka_config, selected):
+@pytest.mark.parametrize("command", [["watch", "s4", "--json"],
+                                     ["dead-letters", "--follow", "--json"]])
+@pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_or_sigterm_stops_a_watch_with_128_plus_the_signal_and_no_error(
+        cli_env, kafka_config, topic_prefix, selected, command, signame, code):
     """Ctrl-C is how a watch without --until-final ends: exit 130 (as an interrupted produce),
-    not click's "Aborted!" and exit 1, which the README gives to Kafka errors."""
+    not click's "Aborted!" and exit 1, which the README gives to Kafka errors. SIGTERM
+    (`docker compose stop`, systemd, `timeout`) was not handled at all: as a container's
+    PID 1 the watch ignored it until the engine's SIGKILL."""
     import signal
     import subprocess
     import sys
 
     _put(kafka_config, selected, _result("s4", 1))
-    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "watch", "s4", "--json"],
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    _put(kafka_config, dead, {"kind": "dead_letter", "stream": "s4", "run": 1, "reason": "why",
+                              "topic": "f", "partition": 0, "offset": 1})
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", *command],
                             env=cli_env, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        first = proc.stdout.readline()  # the watch is reading: interrupt it there
-        proc.send_signal(signal.SIGINT)
+        first = proc.stdout.readline()  # it is reading: interrupt it there
+        proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert _versions(first + out) == [("s4", 1)]
-    assert proc.returncode == 130 and "Aborted" not in err, err
+    if command[0] == "watch":
+        assert _versions(first + out) == [("s4", 1)]
+    else:
+        assert json.loads(first)["reason"] == "why"
+    assert proc.returncode == code and "Aborted" not in err and "Traceback" not in err, err
 
 
 def test_ctrl_c_while_the_broker_is_down_exits_130_without_a_traceback(cli_env, kafka_config,
