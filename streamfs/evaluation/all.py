@@ -1,6 +1,6 @@
 """Evaluate SAOLA, K-OFSD and OFS on every dataset of ``$STREAMFS_DATASETS``.
 
-    python -m streamfs.evaluation.all --out out/eval [--jobs 2] [--datasets a,b] [--timeout 420]
+    python -m streamfs.evaluation.all --out out/eval [--jobs 2] [--datasets a,b] [--timeout 300]
 
 Each dataset runs in its own process (``streamfs evaluate`` with all the algorithms and the
 defaults below) under a hard ``--timeout``; if that fails, each algorithm runs alone under the
@@ -8,7 +8,9 @@ same timeout, and a pair that still exceeds it is reported as such; datasets of 
 2*10^7 cells (dorothea) run each algorithm separately from the start. Results go to
 ``OUT/<dataset>[.<algorithm>].json`` (JSON lines, one per algorithm: read them with
 :func:`streamfs.evaluation.report.load_results`) and the table to ``OUT/README.md``,
-rewritten after every finished dataset.
+rewritten after every finished dataset. Ctrl-C (or SIGTERM) stops the runs at once and
+leaves the table of the datasets done (exit 130, 143); the exit is 1 when a run failed or
+timed out, 2 for a mistake in the command.
 
 Defaults, chosen so that the whole run fits in well under an hour on two cores:
 
@@ -30,8 +32,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,6 +46,11 @@ from .report import COLUMNS, load_results, markdown_table, rows
 ALGORITHMS = ("saola", "kofsd", "ofs")
 ARGS = ["--repeats", "5", "--stability-runs", "5", "--permutations", "10",
         "--max-instances", "2000", "--time-budget", "40", "--mi-bins", "5"]
+#: set once the user stopped the run: no new child starts, no failed one is retried
+_STOPPING = threading.Event()
+#: the children running now, to stop with the run
+_CHILDREN: set[subprocess.Popen] = set()
+_CHILDREN_LOCK = threading.Lock()
 
 
 def command(dataset: str, algorithms: list[str], out: Path) -> list[str]:
@@ -62,11 +72,49 @@ def _size(dataset: str) -> int:
 
 
 def _run(cmd: list[str], timeout: float) -> str:
+    """Run ``cmd``: "ok", "timeout after N s", "interrupted" or "error: <its error line>".
+    In a session of its own, so that a Ctrl-C at the terminal reaches this process only,
+    which stops every child itself (a child left behind by a SIGTERM ran on, its timeout
+    no longer enforced)."""
+    if _STOPPING.is_set():
+        return "interrupted"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    with _CHILDREN_LOCK:
+        _CHILDREN.add(proc)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        _, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"timeout after {timeout:.0f} s"
-    return "ok" if proc.returncode == 0 else f"error: {proc.stderr.strip()[-300:]}"
+        proc.kill()
+        proc.communicate()
+        return f"timeout after {timeout:g} s"
+    finally:
+        with _CHILDREN_LOCK:
+            _CHILDREN.discard(proc)
+    if _STOPPING.is_set():
+        return "interrupted"
+    return "ok" if proc.returncode == 0 else f"error: {_error_line(err, proc.returncode)}"
+
+
+def _error_line(stderr: str, code: int) -> str:
+    r"""What a failed ``streamfs evaluate`` said: its ``Error:`` line (its warnings came first,
+    and the reason was cut off behind one), else its last line; one line.
+
+    >>> _error_line("warning: --permutations is ignored\nError: needs the groups\n", 2)
+    'needs the groups'
+    >>> _error_line("", -9)
+    'exit -9'
+    """
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line.removeprefix("Error: ") for line in lines if line.startswith("Error: ")]
+    return (errors or lines[-1:] or [f"exit {code}"])[-1]
+
+
+def _stop_children() -> None:
+    _STOPPING.set()
+    with _CHILDREN_LOCK:
+        for proc in _CHILDREN:
+            proc.kill()
 
 
 def run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float,
@@ -77,10 +125,14 @@ def run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float,
     record = out / f"{dataset}.runs.json"
     if resume and record.is_file():
         runs = json.loads(record.read_text())
-        if [r["algorithm"] for r in runs] == list(algorithms):
+        # only runs that finished: a failed or timed-out one (an earlier, shorter --timeout)
+        # is run again, not reported under this command
+        if [r["algorithm"] for r in runs] == list(algorithms) and all(
+                r["status"] == "ok" for r in runs):
             return runs
     runs = _run_dataset(dataset, algorithms, out, timeout)
-    record.write_text(json.dumps(runs))
+    if not any(r["status"] == "interrupted" for r in runs):
+        record.write_text(json.dumps(runs))
     return runs
 
 
@@ -91,6 +143,9 @@ def _run_dataset(dataset: str, algorithms: list[str], out: Path, timeout: float)
     # there, run the algorithms separately from the start
     status = _run(cmd, timeout) if _size(dataset) <= SEPARATE_ABOVE else "separately"
     wall = time.perf_counter() - start
+    if status == "interrupted":
+        return [{"dataset": dataset, "algorithm": a, "status": status, "wall": wall,
+                 "command": " ".join(cmd[1:])} for a in algorithms]
     if status == "ok":
         res = load_results(out / f"{dataset}.json")
         return [{"dataset": dataset, "algorithm": a, "status": "ok", "wall": wall,
@@ -120,14 +175,16 @@ def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
                          f"{run['wall']:.0f}"])
         else:
             cells = [""] * len(COLUMNS)
-            cells[0], cells[1] = run["algorithm"], run["status"][:80]
+            cells[0], cells[1] = run["algorithm"], run["status"][:120].replace("|", "/")
             body.append([run["dataset"], "", "", *cells, f"{run['wall']:.0f}"])
+    algorithms = list(dict.fromkeys(r["algorithm"] for r in runs)) or list(ALGORITHMS)
     text = [
         "# streamfs evaluation on the shared datasets",
         "",
         f"Made by `python -m streamfs.evaluation.all {' '.join(argv)}`, which runs per dataset",
         "",
-        "    streamfs evaluate DATASET -a saola -a kofsd -a ofs " + " ".join(ARGS),
+        "    streamfs evaluate DATASET " + " ".join(f"-a {a}" for a in algorithms) + " "
+        + " ".join(ARGS),
         "",
         "(each algorithm alone when that exceeds the timeout; `wall s` is then per algorithm, "
         "else for the whole dataset). Columns: mean over the splits done (`splits`) of the "
@@ -146,45 +203,113 @@ def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
     (out / "README.md").write_text("\n".join(text))
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
+def _names(parser: argparse.ArgumentParser, option: str, text: str, known: list[str]
+           ) -> list[str]:
+    """The comma-separated names of ``text``, each known and once (exit 2 otherwise)."""
+    from streamfs.algorithms._suggest import did_you_mean
+
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        parser.error(f"{option}: an empty name in {text!r}")
+    for name in names:
+        if name not in known:
+            parser.error(f"{option}: unknown {name!r}{did_you_mean(name, known)}")
+    if len(set(names)) != len(names):
+        parser.error(f"{option}: a name given twice in {text!r}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="out/eval")
-    parser.add_argument("--datasets", default=None, help="comma-separated (default: all)")
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per process")
+    parser = argparse.ArgumentParser(prog="python -m streamfs.evaluation.all",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="out/eval",
+                        help="directory of the results and README.md (default: out/eval)")
+    parser.add_argument("--datasets", default=None,
+                        help="comma-separated names (default: every dataset of "
+                        "$STREAMFS_DATASETS)")
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                        help=f"comma-separated (default: {','.join(ALGORITHMS)})")
+    parser.add_argument("--jobs", type=_positive_int, default=1,
+                        help="datasets run at once (default: 1)")
+    parser.add_argument("--timeout", type=_seconds, default=300.0,
+                        help="seconds per process (default: 300)")
     parser.add_argument("--resume", action="store_true",
-                        help="reuse the finished datasets of an earlier run in OUT")
+                        help="reuse the datasets an earlier run in OUT finished (not those "
+                        "that failed or timed out)")
     args = parser.parse_args(argv)
+    from streamfs.algorithms import registry
     from streamfs.datasets import available, datasets_dir, load
 
+    known = available()
+    if not known:
+        parser.error(f"no datasets under {datasets_dir()}: set STREAMFS_DATASETS")
+    datasets = (known if args.datasets is None
+                else _names(parser, "--datasets", args.datasets, known))
+    algos = _names(parser, "--algorithms", args.algorithms, list(registry.ALGORITHMS))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    datasets = args.datasets.split(",") if args.datasets else available()
-    if not datasets:
-        print(f"no datasets under {datasets_dir()}", file=sys.stderr)
-        return 1
-    algos = args.algorithms.split(",")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".writable").touch()
+        (out / ".writable").unlink()
+    except OSError as exc:
+        parser.error(f"--out {out}: cannot write there: {exc.strerror or exc}")
     size = {}
     for d in datasets:  # small datasets first: most of the table early
         X, _ = load(d)
         size[d] = X.shape[0] * X.shape[1]
     order = sorted(datasets, key=size.get)
+    # SIGTERM (`timeout`, a CI's cancel) stops the run as Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda signum, frame: _interrupt(signum))
     done: dict[str, list] = {}
-    with ThreadPoolExecutor(args.jobs) as pool:
+    runs: list[dict] = []
+    pool = ThreadPoolExecutor(args.jobs)
+    try:
         futures = {d: pool.submit(run_dataset, d, algos, out, args.timeout, args.resume)
                    for d in order}
         for d in order:
             done[d] = futures[d].result()
             for r in done[d]:
-                print(f"{d:>28} {r['algorithm']:>6} {r['status'][:60]} {r['wall']:.0f}s",
+                print(f"{d:>28} {r['algorithm']:>11} {r['status'][:80]} {r['wall']:.0f}s",
                       flush=True)
             runs = [r for x in order if x in done for r in done[x]]
             write_readme(out, runs, argv)
+    except KeyboardInterrupt as stop:
+        _stop_children()
+        pool.shutdown(wait=True, cancel_futures=True)
+        finished = [r for r in runs if r["status"] != "interrupted"]
+        print(f"interrupted: {len({r['dataset'] for r in finished})} of {len(order)} datasets "
+              f"done; their table is {out / 'README.md'}", file=sys.stderr)
+        return 128 + (stop.args[0] if stop.args else signal.SIGINT)
+    finally:
+        pool.shutdown(wait=True)
     (out / "runs.json").write_text(json.dumps(
         [{k: v for k, v in r.items() if k != "result"} for r in runs], indent=1))
+    failed = [r for r in runs if r["status"] != "ok"]
+    if failed:
+        print(f"{len(failed)} of {len(runs)} runs did not finish (see {out / 'README.md'})",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _interrupt(signum: int) -> None:
+    raise KeyboardInterrupt(signum)
 
 
 if __name__ == "__main__":

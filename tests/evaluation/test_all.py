@@ -30,3 +30,79 @@ def test_readme_rows_for_results_and_timeouts(tmp_path: Path):
             "0.750 | – | – | – | – | – | – | 3 |") in text
     assert "| big |  |  | kofsd | timeout after 420 s |" in text
     assert "python -m streamfs.evaluation.all --out x" in text
+
+
+def _children(pid: int) -> set[int]:
+    import os
+
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.add(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def test_sigterm_stops_the_runs_and_their_children_at_once(tmp_path):
+    """Ctrl-C went on for a minute (the interrupted dataset was rerun algorithm by algorithm,
+    then the queued ones), ended in a traceback and wrote no table; SIGTERM left the running
+    child without its parent, its timeout no longer enforced."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    from streamfs.datasets import available
+
+    if not {"lofs_spect", "lofs_wdbc"} <= set(available()):
+        pytest.skip("the datasets lofs_spect and lofs_wdbc are not on this machine")
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.evaluation.all", "--out",
+                             str(tmp_path / "ev"), "--datasets", "lofs_spect,lofs_wdbc"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        children: set[int] = set()
+        while not children and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling for the first dataset's `streamfs evaluate`
+            children = _children(proc.pid)
+        assert children, proc.communicate()
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1].startswith("interrupted: 0 of 2 datasets done"), err
+    assert "Traceback" not in err and took < 20, (took, err)
+    for pid in children:
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(
+            f"/proc/{pid}/status").read().lower()
+
+
+def test_resume_runs_again_what_did_not_finish(tmp_path, monkeypatch):
+    """--resume reused a dataset whose runs had failed or timed out (an earlier --timeout 1),
+    and the new table reported them under the new command."""
+    ran = []
+
+    def fake(dataset, algorithms, out, timeout):
+        ran.append(timeout)
+        return [{"dataset": dataset, "algorithm": a, "status": "ok", "wall": 1.0}
+                for a in algorithms]
+
+    monkeypatch.setattr(run_all, "_run_dataset", fake)
+    record = tmp_path / "toy.runs.json"
+    record.write_text('[{"dataset": "toy", "algorithm": "saola", "status": "timeout after 1 s",'
+                      ' "wall": 1}]')
+    assert run_all.run_dataset("toy", ["saola"], tmp_path, 150, resume=True)[0]["status"] == "ok"
+    assert ran == [150]
+    assert run_all.run_dataset("toy", ["saola"], tmp_path, 150, resume=True)[0]["status"] == "ok"
+    assert ran == [150]  # finished now: reused
