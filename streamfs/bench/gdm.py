@@ -28,11 +28,19 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms.gdm import GDM, redundancy_rate
+from streamfs.argtypes import (dataset_names, positive_int, positive_number, run_module,
+                               whole_number)
 
-OUT_DIR = Path(__file__).resolve().parents[2] / "out"
+#: where the digits' picture goes by default: out/ of the working directory (beside the
+#: package it was lib/python3.x/out/ in an installed copy)
+OUT_DIR = Path("out")
 
 
 # ---------------------------------------------------------------------------------- data
+#: the predictive features of :func:`make_synthetic`'s defaults (30 groups of 5, 170 single)
+MIN_SYNTHETIC_FEATURES = 30 * 5 + 170
+
+
 def make_synthetic(
     n: int = 2048,
     n_test: int = 2048,
@@ -358,24 +366,43 @@ def main(argv: list[str] | None = None) -> None:
     rounds = "cutting-plane rounds at most (T)"
     per_round = "features added to the working set per round (B)"
     s = sub.add_parser("synthetic", help="the paper's synthetic study (Sec. 4.1)")
-    s.add_argument("--B", type=int, default=100, help=per_round)
-    s.add_argument("--max-iter", type=int, default=10, help=rounds)
-    s.add_argument("--seed", type=int, default=0, help="seed of the synthetic data")
-    s.add_argument("--m", type=int, default=10_000, help="number of features")
-    s.add_argument("--n", type=int, default=2048, help="training instances (as many to test)")
+    s.add_argument("--B", type=positive_int, default=100, help=per_round)
+    s.add_argument("--max-iter", type=positive_int, default=10, help=rounds)
+    s.add_argument("--seed", type=whole_number, default=0, help="seed of the synthetic data")
+    s.add_argument("--m", type=positive_int, default=10_000,
+                   help="number of features (at least 320: the predictive ones)")
+    s.add_argument("--n", type=positive_int, default=2048,
+                   help="training instances (the test set has 2,048 whatever this is)")
     dg = sub.add_parser("digits", help="support and affiliated pixels of two digits, a picture")
     dg.add_argument("--dataset", default="usps_test2007", help="a dataset of 16x16 digits")
     dg.add_argument("--pair", type=int, nargs=2, default=(3, 8), help="the two digits")
-    dg.add_argument("--B", type=int, default=10, help=per_round)
-    dg.add_argument("--max-iter", type=int, default=10, help=rounds)
-    dg.add_argument("--tau", type=float, default=0.25, help="GDM's correlation threshold tau")
+    dg.add_argument("--B", type=positive_int, default=10, help=per_round)
+    dg.add_argument("--max-iter", type=positive_int, default=10, help=rounds)
+    dg.add_argument("--tau", type=positive_number, default=0.25,
+                    help="GDM's correlation threshold tau, in (0, 1)")
     dg.add_argument("--out", default=None,
                     help=f"where to write the picture (default: {OUT_DIR}/gdm_<dataset>_"
                     "<a>v<b>.png)")
     do = sub.add_parser("dorothea", help="fit time on dorothea (100,000 sparse features)")
-    do.add_argument("--B", type=int, default=50, help=per_round)
-    do.add_argument("--max-iter", type=int, default=10, help=rounds)
+    do.add_argument("--B", type=positive_int, default=50, help=per_round)
+    do.add_argument("--max-iter", type=positive_int, default=10, help=rounds)
     a = p.parse_args(argv)
+    if a.cmd == "synthetic" and a.m < MIN_SYNTHETIC_FEATURES:
+        p.error(f"--m: at least {MIN_SYNTHETIC_FEATURES} features (30 correlated groups of 5 "
+                f"and 170 single predictive features), got {a.m}")
+    if a.cmd == "synthetic" and a.n < 20:  # both classes in the training part
+        p.error(f"--n: at least 20 training instances, got {a.n}")
+    if a.cmd == "digits":
+        dataset_names(p, "--dataset", [a.dataset])
+        if not a.tau < 1:
+            p.error(f"--tau: must be below 1, got {a.tau}")
+        if not all(0 <= d <= 9 for d in a.pair) or a.pair[0] == a.pair[1]:
+            p.error(f"--pair: two different digits from 0 to 9, got {a.pair[0]} {a.pair[1]}")
+        where = Path(a.out).parent if a.out is not None else OUT_DIR
+        try:  # now, not after the fit: a traceback then
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            p.error(f"--out: cannot make {where}: {exc.strerror or exc}")
     if a.cmd == "synthetic":
         res = synthetic_study(a.B, a.max_iter, a.seed, m=a.m, n=a.n)
         _print_table(res)
@@ -388,4 +415,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -30,6 +30,7 @@ Mistake experiment (Wang et al., TKDE 2014, Sec. 4): each dataset is streamed in
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import Any
 
@@ -37,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from streamfs.algorithms.instance_stream import budget_for
+from streamfs.argtypes import dataset_names, positive_int, run_module
 from streamfs.algorithms.ofs import (
     OFS,
     OFSPartial,
@@ -245,25 +247,28 @@ def _print_table(results: list[dict], algs: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m streamfs.bench.ofs", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mistakes", action="store_true", help="run the mistake experiment")
     ap.add_argument("--throughput", action="store_true", help="run the throughput benchmark")
-    ap.add_argument("--datasets", default=",".join(PAPER_DATASETS))
-    ap.add_argument("--permutations", type=int, default=20)
+    ap.add_argument("--datasets", default=",".join(PAPER_DATASETS),
+                    help=f"comma-separated (default: {','.join(PAPER_DATASETS)})")
+    ap.add_argument("--permutations", type=positive_int, default=20,
+                    help="random orders of each dataset (default 20)")
     ap.add_argument("--scaling", default="standardize", choices=["standardize", "offline", "l2"],
                     help="full-input scaling")
     ap.add_argument("--partial-scaling", default="offline", choices=["offline", "standardize"],
                     help="partial-input scaling")
-    ap.add_argument("--partial-budget", default="0.1,0.2,0.3,0.4,0.5",
+    ap.add_argument("--partial-budget", default="0.1,0.2,0.3,0.4,0.5", type=_budgets,
                     help="B for partial input, comma-separated: fractions of d (<1) or counts")
     args = ap.parse_args(argv)
     both = not (args.mistakes or args.throughput)
     if args.mistakes or both:
-        names = [s for s in args.datasets.split(",") if s]
+        names = dataset_names(ap, "--datasets", args.datasets.split(","))
+        budgets = args.partial_budget  # checked before the full-input runs, not after them
         full = [run_full_input(n, args.permutations, scaling=args.scaling) for n in names]
         print("\nFull input: online mistakes, mean ± std over permutations")
         _print_table(full, list(FULL_INPUT))
-        budgets = [float(b) if float(b) < 1 else int(b) for b in args.partial_budget.split(",")]
         part = [
             run_partial_input(n, args.permutations, scaling=args.partial_scaling, budget=b)
             for n in names
@@ -279,5 +284,25 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  sparse {k}: {v:,.0f}" if isinstance(v, float) else f"  sparse {k}: {v}")
 
 
+def _budgets(text: str) -> list[float | int]:
+    """``--partial-budget``: fractions of d in (0, 1) or counts of at least 1.
+
+    >>> _budgets("0.1,3")
+    [0.1, 3]
+    """
+    budgets: list[float | int] = []
+    for item in text.split(","):
+        try:
+            value = float(item)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0 and (value < 1 or value == int(value))):
+            raise argparse.ArgumentTypeError(
+                f"each budget must be a fraction of d in (0, 1) or a whole count of at least 1, "
+                f"got {item!r}")
+        budgets.append(value if value < 1 else int(value))
+    return budgets
+
+
 if __name__ == "__main__":
-    main()
+    run_module(main)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import subprocess
 import sys
@@ -40,6 +39,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from streamfs.argtypes import dataset_names, known_names, positive_int, positive_number
 
 from .report import COLUMNS, load_results, markdown_table, rows
 
@@ -203,36 +204,6 @@ def write_readme(out: Path, runs: list[dict], argv: list[str]) -> None:
     (out / "README.md").write_text("\n".join(text))
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
-    return value
-
-
-def _names(parser: argparse.ArgumentParser, option: str, text: str, known: list[str]
-           ) -> list[str]:
-    """The comma-separated names of ``text``, each known and once (exit 2 otherwise)."""
-    from streamfs.algorithms._suggest import did_you_mean
-
-    names = [n.strip() for n in text.split(",")]
-    if not all(names):
-        parser.error(f"{option}: an empty name in {text!r}")
-    for name in names:
-        if name not in known:
-            parser.error(f"{option}: unknown {name!r}{did_you_mean(name, known)}")
-    if len(set(names)) != len(names):
-        parser.error(f"{option}: a name given twice in {text!r}")
-    return names
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m streamfs.evaluation.all",
@@ -245,23 +216,21 @@ def main(argv: list[str] | None = None) -> int:
                         "$STREAMFS_DATASETS)")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS),
                         help=f"comma-separated (default: {','.join(ALGORITHMS)})")
-    parser.add_argument("--jobs", type=_positive_int, default=1,
+    parser.add_argument("--jobs", type=positive_int, default=1,
                         help="datasets run at once (default: 1)")
-    parser.add_argument("--timeout", type=_seconds, default=300.0,
+    parser.add_argument("--timeout", type=positive_number, default=300.0,
                         help="seconds per process (default: 300)")
     parser.add_argument("--resume", action="store_true",
                         help="reuse the datasets an earlier run in OUT finished (not those "
                         "that failed or timed out)")
     args = parser.parse_args(argv)
     from streamfs.algorithms import registry
-    from streamfs.datasets import available, datasets_dir, load
+    from streamfs.datasets import available, load
 
-    known = available()
-    if not known:
-        parser.error(f"no datasets under {datasets_dir()}: set STREAMFS_DATASETS")
-    datasets = (known if args.datasets is None
-                else _names(parser, "--datasets", args.datasets, known))
-    algos = _names(parser, "--algorithms", args.algorithms, list(registry.ALGORITHMS))
+    datasets = dataset_names(parser, "--datasets", available() if args.datasets is None
+                             else args.datasets.split(","))
+    algos = known_names(parser, "--algorithms", args.algorithms.split(","),
+                        list(registry.ALGORITHMS), "algorithm")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
