@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tests.processes import children_of, gone
+
 pytestmark = pytest.mark.kafka
 
 
@@ -227,20 +229,6 @@ def test_local_broker_leaves_a_running_broker_running(kafka_bootstrap, broker_ru
     assert status.returncode == 0 and status.stdout.strip() == kafka_bootstrap, status.stderr
 
 
-def _children(pid: int) -> set[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.add(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue  # gone meanwhile
-    return found
-
-
 def test_a_bench_stopped_by_sigterm_cleans_up_as_for_ctrl_c(kafka_bootstrap, tmp_path):
     """`timeout` or a CI's cancel (SIGTERM) left the worker running (its parent gone) and the
     run's topics and local copies behind; Ctrl-C cleaned them up."""
@@ -256,7 +244,7 @@ def test_a_bench_stopped_by_sigterm_cleans_up_as_for_ctrl_c(kafka_bootstrap, tmp
         workers: set[int] = set()
         while not workers and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)  # polling for the worker the run starts (after its topics)
-            workers = {p for p in _children(proc.pid) if "worker" in open(
+            workers = {p for p in children_of(proc.pid) if "worker" in open(
                 f"/proc/{p}/cmdline").read().split("\0")} if _topics(kafka_bootstrap) - before \
                 else set()
         assert workers, f"no worker started; exit {proc.poll()}"
@@ -267,8 +255,7 @@ def test_a_bench_stopped_by_sigterm_cleans_up_as_for_ctrl_c(kafka_bootstrap, tmp
             proc.kill()
     assert proc.returncode == 143, stderr
     assert "Traceback" not in stderr, stderr
-    for pid in workers:  # stopped, not left running without its parent
-        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+    assert all(gone(pid) for pid in workers)  # stopped, not left running without its parent
     deadline = time.monotonic() + 60
     while (left := _topics(kafka_bootstrap) - before) and time.monotonic() < deadline:
         time.sleep(0.5)  # polling the broker's metadata: deletion completes asynchronously

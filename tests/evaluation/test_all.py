@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from streamfs.evaluation import all as run_all
+from tests.processes import children_of, gone
 
 
 def test_command_line_per_dataset_or_pair(tmp_path):
@@ -32,26 +33,10 @@ def test_readme_rows_for_results_and_timeouts(tmp_path: Path):
     assert "python -m streamfs.evaluation.all --out x" in text
 
 
-def _children(pid: int) -> set[int]:
-    import os
-
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.add(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    return found
-
-
 def test_sigterm_stops_the_runs_and_their_children_at_once(tmp_path):
     """Ctrl-C went on for a minute (the interrupted dataset was rerun algorithm by algorithm,
     then the queued ones), ended in a traceback and wrote no table; SIGTERM left the running
     child without its parent, its timeout no longer enforced."""
-    import os
     import signal
     import subprocess
     import sys
@@ -71,7 +56,7 @@ def test_sigterm_stops_the_runs_and_their_children_at_once(tmp_path):
         children: set[int] = set()
         while not children and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)  # polling for the first dataset's `streamfs evaluate`
-            children = _children(proc.pid)
+            children = children_of(proc.pid)
         assert children, proc.communicate()
         start = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -83,9 +68,7 @@ def test_sigterm_stops_the_runs_and_their_children_at_once(tmp_path):
     assert proc.returncode == 143, err
     assert err.strip().splitlines()[-1].startswith("interrupted: 0 of 2 datasets done"), err
     assert "Traceback" not in err and took < 20, (took, err)
-    for pid in children:
-        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(
-            f"/proc/{pid}/status").read().lower()
+    assert all(gone(pid) for pid in children)
 
 
 def test_resume_runs_again_what_did_not_finish(tmp_path, monkeypatch):
