@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from streamfs.settings import is_encrypted_key
+from streamfs.settings import Settings, is_encrypted_key
 
 Client = TypeVar("Client")
 
@@ -60,7 +60,9 @@ class RetriedByItself(logging.Filter):
     loading, which librdkafka retries by itself, pass as INFO: every worker's first start on a
     fresh broker logged "Failed to acquire transactional PID from broker TxnCoordinator/1:
     Broker: Not coordinator: retrying", which users read as a fault. A coordinator that never
-    answers is said by the worker itself ("the transaction coordinator does not answer")."""
+    answers is said by the worker itself ("the transaction coordinator does not answer").
+    Relabelled, it is held back where its logger shows no INFO (the logger's level let it
+    through as a WARNING: `make demo`'s worker at --log-level warning logged it)."""
 
     CAUSES = ("Not coordinator", "Coordinator load in progress", "Coordinator not available")
 
@@ -69,8 +71,12 @@ class RetriedByItself(logging.Filter):
             text = record.getMessage()
             if text.rstrip().endswith("retrying") and any(c in text for c in self.CAUSES):
                 record.levelno, record.levelname = logging.INFO, "INFO"
+                return logging.getLogger(record.name).isEnabledFor(logging.INFO)
         return True
 
+
+#: where a client goes without STREAMFS_BOOTSTRAP_SERVERS
+DEFAULT_BOOTSTRAP = Settings.bootstrap_servers
 
 #: librdkafka's log lines go here instead of stderr, each kind at most once a minute
 KAFKA_LOGGER = logging.getLogger("streamfs.kafka")
@@ -464,9 +470,15 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             if down or time.monotonic() >= deadline:
                 transport = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
                 detail = transport[-1] if transport else exc.args[0].str()
+                # the default address, in a shell without the variable: a terminal opened for
+                # the worker, where the project's broker (on a free port) is running
+                local = ("; the project's local broker listens on a port of its own: `bash "
+                         "ops/kafka/broker.sh status` prints its address"
+                         if address == DEFAULT_BOOTSTRAP else "")
                 raise BrokerUnreachable(
                     f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
-                    f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS)") from None
+                    f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS{local})"
+                ) from None
 
 
 def broker_certificate_problem(kafka_config: dict[str, Any]) -> str | None:

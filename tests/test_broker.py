@@ -38,6 +38,7 @@ def test_repeated_client_lines_are_shown_once_a_window_with_a_count():
 def test_coordinator_retries_librdkafka_makes_by_itself_are_info_not_warnings():
     logger = logging.getLogger("test.retried")
     logger.propagate = False
+    logger.setLevel(logging.DEBUG)  # `streamfs --verbose`
     seen: list[tuple[str, str]] = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append((record.levelname, record.getMessage()))
@@ -51,6 +52,13 @@ def test_coordinator_retries_librdkafka_makes_by_itself_are_info_not_warnings():
     logger.warning("FAIL [rdkafka#consumer-1] Connect to 127.0.0.1:9092 failed")
     assert [level for level, _ in seen] == ["INFO", "INFO", "WARNING", "WARNING"]
     assert any(isinstance(f, RetriedByItself) for f in KAFKA_LOGGER.filters)
+    # a logger at WARNING (the worker's streamfs.kafka; --log-level warning) shows none of the
+    # relabelled lines: they passed its level as WARNINGs, and were logged as INFO
+    seen.clear()
+    logger.setLevel(logging.WARNING)
+    logger.warning(getpid.format("Not coordinator"))
+    logger.warning(getpid.format("Transactional Id authorization failed"))
+    assert [level for level, _ in seen] == ["WARNING"]
 
 
 @pytest.mark.parametrize("client", ["admin", "producer", "consumer"])
@@ -245,3 +253,21 @@ def test_a_lost_broker_is_said_without_a_count_that_contradicts_it(caplog, monke
     assert [r.getMessage() for r in caplog.records] == [
         "the broker does not answer; still trying: Ctrl-C stops",
         "the broker does not answer (2/2 brokers are down); still trying: Ctrl-C stops"]
+
+
+def test_the_default_address_unreachable_points_to_the_local_broker_s_own():
+    """A terminal opened for the worker has no STREAMFS_BOOTSTRAP_SERVERS: "is the broker
+    running?" misled, as the project's broker runs on a free port of its own."""
+    import socket
+
+    from streamfs.broker import DEFAULT_BOOTSTRAP, BrokerUnreachable, check_reachable
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 9092)) == 0:
+            pytest.skip("something listens on 127.0.0.1:9092 here")
+    with pytest.raises(BrokerUnreachable, match=r"`bash ops/kafka/broker.sh status` prints its "
+                                                 r"address\)$"):
+        check_reachable({"bootstrap.servers": DEFAULT_BOOTSTRAP}, timeout=5)
+    with pytest.raises(BrokerUnreachable) as other:
+        check_reachable({"bootstrap.servers": "127.0.0.1:1"}, timeout=5)
+    assert "broker.sh" not in str(other.value)
