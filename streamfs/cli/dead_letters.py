@@ -10,8 +10,8 @@ from streamfs.broker import remember_interrupts
 from streamfs.cli.broker_checks import _reachable
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
-from streamfs.cli.settings_help import SettingsCommand
 from streamfs.cli.output import _json_line, _shown
+from streamfs.cli.settings_help import SettingsCommand
 from streamfs.cli.stdout import writing_output
 
 

@@ -91,11 +91,12 @@ ZERO_BASED_OPTION = click.option(
     "file).")
 
 
-#: group-saola's groups, read and checked the same way by `produce features`, `select`
-#: and `evaluate`
+#: a feature stream's columns in a seeded order (`produce features`; `select` runs them so)
 SHUFFLE_SEED_OPTION = click.option(
     "--shuffle-seed", type=click.IntRange(min=0), default=None,
     help="Features: send the columns in a seeded random order (blocks carry `columns`).")
+#: group-saola's groups, read and checked the same way by `produce features`, `select`
+#: and `evaluate`
 GROUPS_OPTION = click.option(
     "--groups", "groups_file", type=click.Path(dir_okay=False),
     help="Features: JSON list of lists of column indices (group-saola groups).")

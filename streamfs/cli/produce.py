@@ -18,12 +18,12 @@ from streamfs.cli.broker_checks import _reachable, _warn_without_worker
 from streamfs.cli.data import _check_open, _groups, _labels_refused, _load_data, _said
 from streamfs.cli.errors import UsageProblem
 from streamfs.cli.group import _settings, main
-from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.cli.options import (ALGORITHMS_HELP, DROP_OPTION, GROUPS_OPTION, HEADER_OPTION,
-                                  SHUFFLE_SEED_OPTION,
-                                  LABEL_OPTION, N_FEATURES_OPTION, ZERO_BASED_OPTION, EnvOption)
+                                  LABEL_OPTION, N_FEATURES_OPTION, SHUFFLE_SEED_OPTION,
+                                  ZERO_BASED_OPTION, EnvOption)
 from streamfs.cli.params import PARAM_HELP, _parse_params
 from streamfs.cli.progress import _progress_bar
+from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.settings import Settings
 
 

@@ -28,7 +28,8 @@ def _default_words(name: str, value: Any) -> str:
 OTHER_VARIABLES = (("STREAMFS_KERNEL_THREADS", "Threads of the per-column kernels.",
                     "the CPUs this process may use"),
                    ("STREAMFS_TOPICS", "The topic catalogue's file.", "topics/catalogue.toml"),
-                   ("STREAMFS_DATASETS", "Directory of the papers' datasets, which the data of a command may name (colon, madelon, ...).",
+                   ("STREAMFS_DATASETS", "Directory of the papers' datasets, which the data "
+                    "of a command may name (colon, madelon, ...).",
                     "../shared/datasets beside the project"))
 
 

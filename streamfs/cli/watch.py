@@ -13,9 +13,9 @@ from streamfs.cli.broker_checks import (_reachable, _warn_without_worker, _witho
                                         _worker_warning)
 from streamfs.cli.errors import EXIT_REJECTED, EXIT_RUN_REPLACED, EXIT_TIMEOUT, UsageProblem
 from streamfs.cli.group import _settings, main
-from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.cli.options import EnvOption, Seconds
 from streamfs.cli.output import _print_results, _shown
+from streamfs.cli.settings_help import CLIENT_READS, SettingsCommand
 from streamfs.settings import Settings
 
 if TYPE_CHECKING:
