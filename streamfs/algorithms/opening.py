@@ -184,9 +184,9 @@ def open_advice(algo: Any, y: Any = None, X: Any = None, names: Any = None) -> l
     """The warnings ``algo`` gives when a stream with the labels ``y`` and the data ``X``
     (an instance stream's first rows; ``names``: its feature names) starts: advice on the
     data or the parameters, not a refusal (SAOLA's Fisher z on more than two classes, a
-    parameter the setting does not use, unit-norm scaling where a few columns dominate the norm), for a caller that checks a stream before
-    it runs: the algorithm warns at its first block, which runs in the worker, not where the
-    stream is published.
+    parameter the setting does not use, unit-norm scaling where a few columns dominate the
+    norm), for a caller that checks a stream before it runs: the algorithm warns at its first
+    block, which runs in the worker, not where the stream is published.
 
     >>> from streamfs.algorithms.registry import get
     >>> open_advice(get("saola").build({}), [0, 1, 2, 1])  # doctest: +ELLIPSIS

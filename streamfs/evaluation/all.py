@@ -77,11 +77,11 @@ def _run(cmd: list[str], timeout: float) -> str:
     In a session of its own, so that a Ctrl-C at the terminal reaches this process only,
     which stops every child itself (a child left behind by a SIGTERM ran on, its timeout
     no longer enforced)."""
-    if _STOPPING.is_set():
-        return "interrupted"
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    with _CHILDREN_LOCK:
+    with _CHILDREN_LOCK:  # a stop comes before this child (none starts) or after (killed)
+        if _STOPPING.is_set():
+            return "interrupted"
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
         _CHILDREN.add(proc)
     try:
         _, err = proc.communicate(timeout=timeout)
