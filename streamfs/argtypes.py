@@ -83,20 +83,16 @@ def dataset_names(parser: argparse.ArgumentParser, option: str, names: Sequence[
 
 def run_module(main: Callable[[], int | None]) -> None:
     """Run a module's ``main`` and exit with its code; Ctrl-C or SIGTERM ends it with one line
-    ("interrupted") and 128 + the signal, not a traceback."""
-    def on_term(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(signum)
+    ("interrupted") and 128 + the signal, not a traceback (the CLI's way:
+    :func:`streamfs.broker.remember_interrupts`)."""
+    from streamfs.broker import interrupting_signal, lost_interrupt, remember_interrupts
 
-    signal.signal(signal.SIGTERM, on_term)
+    remember_interrupts(signal.SIGTERM)
     try:
         code = main()
-    except KeyboardInterrupt as stop:
-        print("interrupted", file=sys.stderr)
-        sys.exit(128 + (stop.args[0] if stop.args else signal.SIGINT))
-    except SystemError as exc:  # an interrupt inside a compiled kernel's call comes back so
-        if not isinstance(exc.__context__ or exc.__cause__, KeyboardInterrupt):
+    except (KeyboardInterrupt, SystemError) as exc:  # SystemError: one a compiled call lost
+        if isinstance(exc, SystemError) and not lost_interrupt(exc):
             raise
-        stop = exc.__context__ or exc.__cause__
         print("interrupted", file=sys.stderr)
-        sys.exit(128 + (stop.args[0] if stop.args else signal.SIGINT))
+        sys.exit(128 + interrupting_signal())
     sys.exit(code or 0)

@@ -41,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from streamfs.argtypes import dataset_names, known_names, positive_int, positive_number
+from streamfs.broker import interrupting_signal, remember_interrupts
 
 from .report import COLUMNS, load_results, markdown_table, rows
 
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         size[d] = X.shape[0] * X.shape[1]
     order = sorted(datasets, key=size.get)
     # SIGTERM (`timeout`, a CI's cancel) stops the run as Ctrl-C does
-    signal.signal(signal.SIGTERM, lambda signum, frame: _interrupt(signum))
+    remember_interrupts(signal.SIGTERM)
     done: dict[str, list] = {}
     runs: list[dict] = []
     pool = ThreadPoolExecutor(args.jobs)
@@ -258,13 +259,13 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
             runs = [r for x in order if x in done for r in done[x]]
             write_readme(out, runs, argv)
-    except KeyboardInterrupt as stop:
+    except KeyboardInterrupt:
         _stop_children()
         pool.shutdown(wait=True, cancel_futures=True)
         finished = [r for r in runs if r["status"] != "interrupted"]
         print(f"interrupted: {len({r['dataset'] for r in finished})} of {len(order)} datasets "
               f"done; their table is {out / 'README.md'}", file=sys.stderr)
-        return 128 + (stop.args[0] if stop.args else signal.SIGINT)
+        return 128 + interrupting_signal()
     finally:
         pool.shutdown(wait=True)
     (out / "runs.json").write_text(json.dumps(
@@ -275,10 +276,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-def _interrupt(signum: int) -> None:
-    raise KeyboardInterrupt(signum)
 
 
 if __name__ == "__main__":
