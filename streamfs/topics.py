@@ -99,18 +99,51 @@ def load_catalogue(prefix: str | None = None, path: Path | None = None,
     if "replication_factor" in data.get("defaults", {}) or any(
             "replication_factor" in t for t in topics.values()):
         _warn_replication_key(str(path))
-    return Catalogue({
+    specs = Catalogue({
         role: TopicSpec(role, prefix + t["suffix"], int(t["partitions"]), replication_factor,
-                        {k: str(v) for k, v in t.get("config", {}).items()},
+                        _topic_config(where, role, t.get("config", {})),
                         t.get("description", ""))
         for role, t in topics.items()
     }, where)
+    roles_of: dict[str, list[str]] = {}
+    for role, spec in specs.items():
+        roles_of.setdefault(spec.name, []).append(f"[topics.{role}]")
+    if shared := {name: roles for name, roles in roles_of.items() if len(roles) > 1}:
+        # one create request naming a topic twice crashed the Kafka client (a segfault)
+        both = "; ".join(f"{' and '.join(roles)} both name {name!r}"
+                         for name, roles in shared.items())
+        raise CatalogueError(f"{where}: {both} in the topic catalogue: give each topic a "
+                             "suffix of its own")
+    return specs
+
+
+def _topic_config(where: str, role: str, config: Any) -> dict[str, str]:
+    """A catalogue topic's ``config`` as Kafka takes it: text, a number or true/false per
+    setting, a list as Kafka's comma-separated one (``["compact", "delete"]``)."""
+    def text(value: Any) -> str | None:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value) if isinstance(value, (str, int, float)) else None
+
+    if not isinstance(config, dict):
+        raise CatalogueError(f"{where}: [topics.{role}] config of the topic catalogue must be a "
+                             "table of Kafka topic settings")
+    out = {}
+    for key, value in config.items():
+        items = value if isinstance(value, list) else [value]
+        texts = [text(v) for v in items]
+        if None in texts or not texts:
+            raise CatalogueError(f"{where}: [topics.{role}] config {key!r} of the topic "
+                                 f"catalogue is {value!r}: a Kafka topic setting takes text, a "
+                                 "number, true/false or a list of those")
+        out[key] = ",".join(texts)
+    return out
 
 
 def check_catalogue(prefix: str) -> dict[str, TopicSpec]:
     """:func:`load_catalogue`, and :class:`CatalogueError` unless it has every role of
     :data:`ROLES`, with as many features as instances partitions (the worker's changelogs
-    are co-partitioned with both)."""
+    are co-partitioned with both), and a compacted results topic and no other."""
     specs = load_catalogue(prefix)
     where = _catalogue_file()[1]
     if missing := [role for role in ROLES if role not in specs]:
@@ -121,6 +154,17 @@ def check_catalogue(prefix: str) -> dict[str, TopicSpec]:
                              f"catalogue must have the same partition count, not "
                              f"{specs['features'].partitions} and "
                              f"{specs['instances'].partitions}")
+    for role in ROLES:  # what REQUIRED's cleanup.policy stands for, whatever the file says
+        policy = specs[role].config.get("cleanup.policy", "")
+        if (role == "selected") != ("compact" in {p.strip() for p in policy.split(",")}):
+            need = ("compact: a late subscriber reads each stream's latest selection"
+                    if role == "selected" else
+                    "delete, not compact: compaction would keep only each key's latest "
+                    "record")
+            has = (f"cleanup.policy={policy!r}" if policy else
+                   "no cleanup.policy (the broker's default: delete)")
+            raise CatalogueError(f"{where}: [topics.{role}] of the topic catalogue has {has}; "
+                                 f"streamfs needs {need}")
     return specs
 
 
@@ -190,18 +234,24 @@ def partition_problems(expected: dict[str, int], topics: dict[str, Any],
     return problems
 
 
-def partitions_added_advice(grown: list[str]) -> str:
-    """What to do about topics of a deployment whose partitions were added (Kafka cannot take
-    them away): the worker and ``streamfs topics create`` refuse such a topic.
+def partitions_added_advice(grown: list[str], added: bool = True) -> str:
+    """What to do about topics of a deployment with more partitions than its catalogue's
+    (Kafka cannot take them away): the worker and ``streamfs topics create`` refuse such a
+    topic. ``added``: partitions were seen added to it (else it may have been made so).
 
     >>> partitions_added_advice(["s.features"])[:54]
     "Partitions were added to 's.features' (kafka-topics.sh"
+    >>> partitions_added_advice(["s.features"], added=False)[:39]
+    'Kafka cannot take partitions away, whet'
     """
-    return (f"Partitions were added to {', '.join(map(repr, grown))} (kafka-topics.sh --alter "
-            "or the admin API), and Kafka cannot take them away: a stream's messages go to "
+    what = (f"Partitions were added to {', '.join(map(repr, grown))} (kafka-topics.sh "
+            "--alter or the admin API), and Kafka cannot take them away" if added else
+            "Kafka cannot take partitions away, whether added (kafka-topics.sh --alter) or "
+            "made so by another tool")
+    return (f"{what}: a stream's messages go to "
             "the partition of its id's hash over the count, and its state to the changelog "
             "partition of that number, so the streams open on it would be split. A "
-            "deployment's partition counts are fixed, and no worker runs on the topic now: "
+            "deployment's partition counts are fixed: stop the workers that use the topic, "
             "delete it (kafka-topics.sh --delete), run `streamfs topics create` and publish "
             "the streams that were open again (streamfs produce --replace); for more "
             "partitions, start another deployment with its own --topic-prefix and "
@@ -295,18 +345,28 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
     setting the project relies on differs (:func:`config_problems`, one line each); other
     settings that differ, and a replication factor below the one it would be created with,
     are logged as warnings. Topics are created with :func:`replication_for` and
-    :func:`creation_config`."""
+    :func:`creation_config`. Nothing is created unless every topic can be: the existing
+    ones are checked first, and the broker is asked to validate the creation of the others
+    before it makes any (:class:`TopicsNotCreated` naming each refusal)."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from streamfs.broker import make_client
 
     admin = make_client(AdminClient, admin_config)
-    brokers = len(admin.list_topics(timeout=timeout).brokers)
+    meta = admin.list_topics(timeout=timeout)
+    brokers = len(meta.brokers)
     rf = {s.name: replication_for(s.replication_factor, brokers) for s in specs.values()}
+    listed = [s for s in specs.values()
+              if s.name in meta.topics and meta.topics[s.name].error is None]
+    _check_existing(admin, admin_config, listed, rf, brokers, timeout)
+    outcome = dict.fromkeys((s.name for s in listed), "exists")
     new = [NewTopic(s.name, num_partitions=s.partitions, replication_factor=rf[s.name],
-                    config=creation_config(s, rf[s.name])) for s in specs.values()]
-    outcome: dict[str, str] = {}
+                    config=creation_config(s, rf[s.name]))
+           for s in specs.values() if s.name not in outcome]
+    if not new:
+        return outcome
+    _validate_creation(admin, new, specs, brokers, timeout)
     not_allowed: dict[str, Any] = {}
     for name, fut in admin.create_topics(new, request_timeout=timeout).items():
         try:
@@ -322,50 +382,102 @@ def create_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: floa
                 raise TopicsNotCreated(f"topic {name!r} not created: {err.str()}") from None
             outcome[name] = "exists"
     outcome.update(_existing_or_denied(admin, admin_config, not_allowed, timeout))
-    existing = {s.name: s.partitions for s in specs.values() if outcome.get(s.name) == "exists"}
-    if existing:
-        # a topic another process has just created is "already exists" to CreateTopics
-        # before this broker's metadata lists it: seen as a KeyError below (exit 70) when
-        # some 35 workers started at once on a new prefix
-        topics, late = _listed(admin, dict.fromkeys(existing), max(timeout, 60.0))
-        if late:
-            raise TopicsNotCreated(f"topics {', '.join(map(repr, late))} exist (the broker "
-                                   f"said so) but its metadata has not listed them after "
-                                   f"{max(timeout, 60.0):.0f} s")
-        wrong = partition_problems(existing, topics, missing_too=False)
-        grown = [name for name, count in existing.items()
-                 if len(topics[name].partitions) > count]
-        refusals = []
-        if grown:
-            refusals.append(f"existing topic {'; '.join(wrong)}. "
-                            + partitions_added_advice(grown))
-        elif wrong:
-            changelogs = any(s.role not in ROLES for s in specs.values() if s.name in existing)
-            refusals.append(
-                f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
-                "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
-                "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix"
-                + (" (a changelog: another STREAMFS_APP_ID)" if changelogs else ""))
-        have = {name: replicas(topics[name]) for name in existing}
-        warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "
-                    f"creates it with {rf[name]}; kept (kafka-reassign-partitions.sh adds "
-                    "replicas)" for name in existing if 0 < have[name] < rf[name]]
-        # min.insync.replicas as it would be created with the replicas the topic has; asked
-        # beside a partition count refused, so that one run names every fix
-        settings, more = config_problems(
-            admin, [replace(s, config=creation_config(s, have[s.name] or rf[s.name]))
-                    for s in specs.values() if s.name in existing],
-            admin_config.get("bootstrap.servers", "HOST:PORT"), timeout)
-        refusals += settings
-        warnings += more
-        for line in warnings:
-            log.warning("%s", line)
-        if refusals:
-            raise TopicMismatch("\n".join(refusals))
+    # made by another process since the metadata above (another worker starting), or hidden
+    # from this user by the broker's ACLs: checked as the listed ones were
+    _check_existing(admin, admin_config, [s for s in specs.values() if s not in listed
+                                          and outcome.get(s.name) == "exists"],
+                    rf, brokers, timeout)
     created = {s.name: s for s in specs.values() if outcome.get(s.name) == "created"}
     if created:
         wait_for_topics(admin_config, created, timeout=max(timeout, 60.0))
     return outcome
+
+
+def _check_existing(admin: Any, admin_config: dict, existing: list[TopicSpec],
+                    rf: dict[str, int], brokers: int, timeout: float) -> None:
+    """:class:`TopicMismatch` naming every fix if a topic of ``existing`` has another partition
+    count than its spec or a setting of :data:`REQUIRED` that differs; other differences
+    (``rf``: the replication factors they would be created with) are logged as warnings."""
+    if not existing:
+        return
+    counts = {s.name: s.partitions for s in existing}
+    # a topic another process has just created is "already exists" to CreateTopics before
+    # this broker's metadata lists it: seen as a KeyError below (exit 70) when some 35
+    # workers started at once on a new prefix
+    topics, late = _listed(admin, dict.fromkeys(counts), max(timeout, 60.0))
+    if late:
+        raise TopicsNotCreated(f"topics {', '.join(map(repr, late))} exist (the broker "
+                               f"said so) but its metadata has not listed them after "
+                               f"{max(timeout, 60.0):.0f} s")
+    wrong = partition_problems(counts, topics, missing_too=False)
+    grown = [name for name, count in counts.items() if len(topics[name].partitions) > count]
+    refusals = []
+    if grown:
+        refusals.append(f"existing topic {'; '.join(wrong)}. "
+                        + partitions_added_advice(grown, added=False))
+    elif wrong:
+        changelogs = any(s.role not in ROLES for s in existing)
+        refusals.append(
+            f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
+            "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
+            "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix"
+            + (" (a changelog: another STREAMFS_APP_ID)" if changelogs else ""))
+    have = {name: replicas(topics[name]) for name in counts}
+    warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "
+                f"creates it with {rf[name]}; kept ("
+                + ("kafka-reassign-partitions.sh adds replicas)" if rf[name] <= brokers else
+                   f"the cluster has {brokers} broker(s), fewer than "
+                   f"STREAMFS_REPLICATION_FACTOR={rf[name]})")
+                for name in counts if 0 < have[name] < rf[name]]
+    # min.insync.replicas as it would be created with the replicas the topic has; asked
+    # beside a partition count refused, so that one run names every fix
+    settings, more = config_problems(
+        admin, [replace(s, config=creation_config(s, have[s.name] or rf[s.name]))
+                for s in existing],
+        admin_config.get("bootstrap.servers", "HOST:PORT"), timeout)
+    refusals += settings
+    for line in warnings + more:
+        log.warning("%s", line)
+    if refusals:
+        raise TopicMismatch("\n".join(refusals))
+
+
+def _validate_creation(admin: Any, new: list[Any], specs: dict[str, TopicSpec], brokers: int,
+                       timeout: float) -> None:
+    """Ask the broker whether it would create ``new`` (``NewTopic``s), creating nothing:
+    :class:`TopicsNotCreated`, a line per topic refused, so that a refusal of one leaves no
+    others made. A topic that exists by now, or that the ACLs do not let this user create,
+    is left to the creation itself."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    by_name = {s.name: s for s in specs.values()}
+    refused, too_few = [], []
+    for name, fut in admin.create_topics(new, request_timeout=timeout,
+                                         validate_only=True).items():
+        try:
+            fut.result(timeout)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() in (KafkaError.TOPIC_ALREADY_EXISTS,
+                              KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                              KafkaError.CLUSTER_AUTHORIZATION_FAILED):
+                continue
+            spec = by_name[name]
+            if err.code() == KafkaError.INVALID_REPLICATION_FACTOR and spec.replication_factor:
+                too_few.append(name)  # the setting's, the same for every topic: said once
+                continue
+            why = ""
+            if (err.code() in (KafkaError.INVALID_CONFIG, KafkaError.INVALID_PARTITIONS)
+                    and spec.role in ROLES):
+                why = f" (the topic catalogue {_catalogue_file()[1]} sets it)"
+            refused.append(f"topic {name!r} not created: {err.str()}{why}")
+    if too_few:
+        factor = by_name[too_few[0]].replication_factor
+        refused.insert(0, f"STREAMFS_REPLICATION_FACTOR is {factor}, and the cluster has "
+                       f"{brokers} broker(s): {', '.join(map(repr, too_few))} cannot be "
+                       f"created with {factor} replicas (0: min(3, brokers))")
+    if refused:
+        raise TopicsNotCreated("\n".join(refused))
 
 
 def _existing_or_denied(admin: Any, admin_config: dict, not_allowed: dict[str, Any],
@@ -408,11 +520,12 @@ def _listed(admin: Any, partitions: dict[str, int | None], timeout: float
         time.sleep(0.2)  # polling the broker's metadata, not waiting for our own work
 
 
-def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
-                    timeout: float = 30.0) -> dict[str, tuple[bool | None, dict[str, str]]]:
-    """``{role: (exists, settings)}``: each topic's partitions, replication factor,
-    min.insync.replicas and the settings its spec names, as the broker has them, or, for a
-    topic that does not exist, as :func:`create_topics` would create it. ``exists`` is None
+def describe_topics(admin_config: dict, specs: dict[str, TopicSpec], timeout: float = 30.0
+                    ) -> tuple[dict[str, tuple[bool | None, dict[str, str]]], int]:
+    """``({role: (exists, settings)}, brokers)``: each topic's partitions, replication factor,
+    min.insync.replicas and the settings its spec names, as the broker has them ("?" where
+    this user may not read them), or, for a topic that does not exist, as
+    :func:`create_topics` would create it; and the number of brokers. ``exists`` is None
     for a topic the broker's ACLs hide from this user (no DESCRIBE): it may exist. One
     metadata and one DescribeConfigs request (and one metadata request per topic not listed)."""
     from confluent_kafka import KafkaException
@@ -454,7 +567,7 @@ def describe_topics(admin_config: dict, specs: dict[str, TopicSpec],
             settings = {"partitions": str(spec.partitions), "replication": str(rf),
                         **creation_config(spec, rf)}
         described[role] = (None if spec.name in hidden else spec.name in found, settings)
-    return described
+    return described, len(meta.brokers)
 
 
 def unserved_partitions(admin: Any, partitions: dict[str, int], timeout: float = 10.0) -> list[str]:

@@ -171,9 +171,14 @@ def test_an_existing_topic_with_fewer_replicas_is_warned_about(kafka_config, cap
     with caplog.at_level(logging.WARNING, logger="streamfs.topics"):
         # three asked for: the broker is not asked to create it, it exists
         assert create_topics(kafka_config, {"t": TopicSpec("t", name, 1, 3)}) == {name: "exists"}
+    from confluent_kafka.admin import AdminClient
+
+    brokers = len(AdminClient(kafka_config).list_topics(timeout=10).brokers)
+    # where the cluster cannot hold 3 copies, adding replicas is no advice
     assert [r.getMessage() for r in caplog.records] == [
         f"existing topic '{name}' has replication factor 1, streamfs creates it with 3; kept "
-        "(kafka-reassign-partitions.sh adds replicas)"]
+        + ("(kafka-reassign-partitions.sh adds replicas)" if brokers >= 3 else
+           f"(the cluster has {brokers} broker(s), fewer than STREAMFS_REPLICATION_FACTOR=3)")]
 
 
 @pytest.mark.parametrize("text,needle", [
@@ -234,3 +239,124 @@ def test_a_wheel_carries_the_catalogue(tmp_path):
     [wheel] = tmp_path.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("streamfs/catalogue.toml") == CATALOGUE.read_bytes()
+
+
+def _catalogue_file(tmp_path, monkeypatch, old: str, new: str):
+    """STREAMFS_TOPICS set to the project's catalogue with ``old`` replaced by ``new``."""
+    from streamfs.topics import CATALOGUE
+
+    path = tmp_path / "catalogue.toml"
+    text = CATALOGUE.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    monkeypatch.setenv("STREAMFS_TOPICS", str(path))
+    return path
+
+
+def test_a_catalogue_naming_a_topic_twice_is_refused(tmp_path, monkeypatch):
+    """Two roles on one topic: the Kafka client crashed (a segfault, exit 139) on a create
+    request naming it twice, `topics create` and the worker alike, some topics made."""
+    from streamfs.topics import CatalogueError
+
+    path = _catalogue_file(tmp_path, monkeypatch, 'suffix = "instances"', 'suffix = "features"')
+    with pytest.raises(CatalogueError) as refused:
+        load_catalogue("p.")
+    assert str(refused.value) == (
+        f"STREAMFS_TOPICS {str(path)!r}: [topics.features] and [topics.instances] both name "
+        "'p.features' in the topic catalogue: give each topic a suffix of its own")
+
+
+def test_catalogue_settings_are_given_to_kafka_as_kafka_reads_them(tmp_path, monkeypatch):
+    """A TOML list went to the broker as Python's text ("['compact', 'delete']"), refused."""
+    from streamfs.topics import CatalogueError
+
+    _catalogue_file(tmp_path, monkeypatch, '"cleanup.policy" = "compact"',
+                    '"cleanup.policy" = ["compact", "delete"], "preallocate" = true, '
+                    '"retention.ms" = 60000')
+    assert load_catalogue("p.")["selected"].config == {
+        "cleanup.policy": "compact,delete", "preallocate": "true", "retention.ms": "60000",
+        "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000",
+        "max.message.bytes": "8388608"}
+    _catalogue_file(tmp_path, monkeypatch, '"cleanup.policy" = "compact"',
+                    '"cleanup.policy" = { a = 1 }')
+    with pytest.raises(CatalogueError, match=r"\[topics.selected\] config 'cleanup.policy' of "
+                                             r"the topic catalogue is \{'a': 1\}: a Kafka topic "
+                                             r"setting takes text, a number"):
+        load_catalogue("p.")
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ('"cleanup.policy" = "compact", ', "",
+     "[topics.selected] of the topic catalogue has no cleanup.policy (the broker's default: "
+     "delete); streamfs needs compact: a late subscriber reads each stream's latest selection"),
+    ('"cleanup.policy" = "compact"', '"cleanup.policy" = "delete"',
+     "[topics.selected] of the topic catalogue has cleanup.policy='delete'; streamfs needs "
+     "compact"),
+    ('"cleanup.policy" = "delete", "retention.ms" = "604800000"',
+     '"cleanup.policy" = "compact,delete", "retention.ms" = "604800000"',
+     "[topics.features] of the topic catalogue has cleanup.policy='compact,delete'; streamfs "
+     "needs delete, not compact: compaction would keep only each key's latest record"),
+])
+def test_a_catalogue_whose_cleanup_policies_lose_data_is_refused(tmp_path, monkeypatch, old,
+                                                                 new, needle):
+    """A custom catalogue could make the results topic delete (late subscribers found no
+    selection) or an input topic compact: the worker measured topics against the catalogue,
+    so it accepted both."""
+    from streamfs.topics import CatalogueError, check_catalogue
+
+    _catalogue_file(tmp_path, monkeypatch, old, new)
+    with pytest.raises(CatalogueError) as refused:
+        check_catalogue("p.")
+    assert needle in str(refused.value)
+
+
+def _exists(kafka_config, *names: str) -> list[str]:
+    from confluent_kafka.admin import AdminClient
+
+    listed = AdminClient(kafka_config).list_topics(timeout=10).topics
+    return [name for name in names if name in listed]
+
+
+def test_a_topic_the_broker_refuses_leaves_none_made(kafka_config):
+    """The broker refused one topic's setting: the others of the request were made all the
+    same, and the error named only the one."""
+    from streamfs.topics import TopicsNotCreated
+
+    good, bad, worse = _name(), _name(), _name()
+    with pytest.raises(TopicsNotCreated) as refused:
+        create_topics(kafka_config, {"g": TopicSpec("g", good, 1, 1),
+                                     "b": TopicSpec("b", bad, 1, 1, {"retention.msx": "1"}),
+                                     "w": TopicSpec("w", worse, 1, 1, {"cleanup.policy": "x"})})
+    lines = str(refused.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == [f"topic {bad!r} not created",
+                                                      f"topic {worse!r} not created"]
+    assert "retention.msx" in lines[0]
+    assert _exists(kafka_config, good, bad, worse) == []
+
+
+def test_a_replication_factor_above_the_brokers_is_said_once_naming_the_setting(kafka_config):
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.topics import TopicsNotCreated
+
+    brokers = len(AdminClient(kafka_config).list_topics(timeout=10).brokers)
+    names = [_name(), _name()]
+    with pytest.raises(TopicsNotCreated) as refused:
+        create_topics(kafka_config, {n: TopicSpec(n, n, 1, brokers + 1) for n in names})
+    assert str(refused.value) == (
+        f"STREAMFS_REPLICATION_FACTOR is {brokers + 1}, and the cluster has {brokers} "
+        f"broker(s): {names[0]!r}, {names[1]!r} cannot be created with {brokers + 1} replicas "
+        "(0: min(3, brokers))")
+    assert _exists(kafka_config, *names) == []
+
+
+def test_an_existing_topic_refused_leaves_the_missing_ones_unmade(kafka_config):
+    """`topics create` with one topic of another partition count made the other topics and
+    said nothing of them."""
+    old, new = _name(), _name()
+    create_topics(kafka_config, {"o": TopicSpec("o", old, 2, 1)})
+    with pytest.raises(TopicMismatch, match=rf"'{old}' has 2 partition\(s\), the catalogue "
+                                            r"asks for 4"):
+        create_topics(kafka_config, {"o": TopicSpec("o", old, 4, 1),
+                                     "n": TopicSpec("n", new, 4, 1)})
+    assert _exists(kafka_config, old, new) == [old]

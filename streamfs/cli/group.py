@@ -64,7 +64,7 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamfs.client import TopicMissing
-        from streamfs.topics import CatalogueError
+        from streamfs.topics import CatalogueError, TopicMismatch
 
         remember_interrupts()
         try:
@@ -86,7 +86,7 @@ class _Main(click.Group):
         except AccessDenied as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_DENIED)
-        except TopicMissing as exc:
+        except (TopicMissing, TopicMismatch) as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(EXIT_KAFKA)
         except ClientConfigRefused as exc:

@@ -145,7 +145,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                            instance_messages_from_chunks, largest_column_bytes)
     from streamfs.producers.checks import (check_block_bytes, check_budget, check_groups_apply,
-                                           continuing, exists_problem)
+                                           check_input_topic, continuing, exists_problem)
     from streamfs.producers.errors import (BlockBytesTooSmall, PublishInterrupted,
                                            StreamLeftOpen, left_open_message)
     from streamfs.producers.names import naming_rule
@@ -173,6 +173,7 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
         nonlocal record_limit
         _reachable(s)
         limit = topic_record_limit(s.kafka_config(), topic, s.max_message_bytes)
+        check_input_topic(s.kafka_config(), topic)  # TopicMismatch: exit 1 (_Main)
         record_limit = limit or record_limit
         check_block_bytes(block_bytes, record_limit)  # --block-bytes over the topic's limit
         return block_bytes or block_budget(limit)

@@ -53,7 +53,8 @@ def topics_create(ctx: click.Context, app_id: str | None) -> None:
 
 @topics.command("describe", cls=SettingsCommand, reads=TOPICS_READS)
 @click.option("--app-id", cls=EnvOption, envvar="STREAMFS_APP_ID", callback=_app_id,
-              help="The worker's app id (its changelogs).")
+              help="The worker's app id (its changelogs). Default: STREAMFS_APP_ID, else the "
+              "worker's: the topic prefix without the '.', '-' and '_' at its ends.")
 @click.pass_context
 def topics_describe(ctx: click.Context, app_id: str | None) -> None:
     """Print the catalogue's topics and the worker's changelogs: partitions, replication factor,
@@ -62,17 +63,19 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
     from confluent_kafka import KafkaException
 
     from streamfs.cli.errors import EXIT_KAFKA
-    from streamfs.topics import changelog_specs, describe_topics, load_catalogue, refused_settings
+    from streamfs.topics import (changelog_specs, check_catalogue, describe_topics, load_catalogue,
+                                 refused_settings)
 
     s = _settings(ctx)
     if app_id:
         s.app_id = app_id
+    check_catalogue(s.topic_prefix)  # what the worker and `topics create` refuse: exit 2
     _reachable(s)
     specs = load_catalogue(s.topic_prefix, replication_factor=s.replication_factor)
     specs.update(changelog_specs(s.app_id, specs["features"].partitions, s.replication_factor,
                                  s.max_message_bytes))
     try:
-        described = describe_topics(s.kafka_config(), specs)
+        described, brokers = describe_topics(s.kafka_config(), specs)
     except KafkaException as exc:
         raise click.ClickException(f"topics not described: {exc.args[0].str()}") from None
     from streamfs.broker import principal
@@ -85,10 +88,16 @@ def topics_describe(ctx: click.Context, app_id: str | None) -> None:
                    f"{' '.join(f'{k}={v}' for k, v in settings.items())}")
         note = ("" if exists else hidden if exists is None
                 else " (not created yet: as it would be created)")
-        wrong = refused_settings(specs[role], settings) if exists else []
+        read = {k: v for k, v in settings.items() if v != "?"}  # "?": not this user's to read
+        if exists and len(read) < len(settings):
+            note += " (settings not readable: not checked)"
+        wrong = refused_settings(specs[role], read) if exists else []
         if exists and settings.get("partitions") != str(specs[role].partitions):
             wrong.insert(0, f"{settings.get('partitions')} partitions (the catalogue asks for "
                          f"{specs[role].partitions})")
+        if exists is False and s.replication_factor > brokers:
+            wrong.append(f"STREAMFS_REPLICATION_FACTOR={s.replication_factor} on a cluster of "
+                         f"{brokers} broker(s): it cannot be created")
         if wrong:
             refused += 1
             note += f" (REFUSED by the worker and `topics create`: {'; '.join(wrong)})"

@@ -129,6 +129,39 @@ def catalogue_role(topic: str, plain: dict | None = None) -> str | None:
     return max(matches)[1] if matches else None
 
 
+def check_input_topic(kafka_config: dict[str, Any], topic: str) -> None:
+    """:class:`~streamfs.topics.TopicMismatch` if ``topic``, an input topic of the catalogue,
+    exists with another partition count than the catalogue's or a setting the worker refuses
+    (``cleanup.policy=compact``, a smaller ``max.message.bytes``): the worker would not start
+    on it, and what was published there would have to be published again once the topic is
+    made anew. Nothing for a topic outside the catalogue's naming, or not created yet (the
+    publish itself says so)."""
+    from confluent_kafka.admin import AdminClient
+
+    from streamfs.broker import make_client
+    from streamfs.producers.kafka import admin_config
+    from streamfs.topics import (TopicMismatch, config_problems, load_catalogue,
+                                 partition_problems)
+
+    plain = load_catalogue("")
+    role = catalogue_role(topic, plain)
+    if role not in ("features", "instances"):
+        return
+    spec = load_catalogue(topic[:len(topic) - len(plain[role].name)])[role]
+    conf = admin_config(kafka_config)
+    # asked for by name, a topic must not be made by a broker with auto.create.topics.enable
+    admin = make_client(AdminClient, {**conf, "allow.auto.create.topics": False})
+    meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+    if meta is None or meta.error is not None:
+        return
+    problems = [f"existing topic {line}" for line in
+                partition_problems({topic: spec.partitions}, {topic: meta})]
+    problems += config_problems(admin, [spec], conf.get("bootstrap.servers", "HOST:PORT"))[0]
+    if problems:
+        raise TopicMismatch("\n".join(problems) + "\nthe worker refuses the topic, so nothing "
+                            "was published (`streamfs topics create` says how to fix it)")
+
+
 def results_topic(topic: str, kind: str) -> str | None:
     """The selected-features topic of the catalogue ``topic`` belongs to (same prefix), where
     a stream id's existing results are; None for a topic outside the catalogue's naming.

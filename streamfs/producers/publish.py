@@ -14,9 +14,9 @@ from streamfs.broker import AccessDenied, lost_interrupt
 from streamfs.producers.blocks import (block_budget, feature_stream_messages,
                                        instance_messages_from_chunks, largest_column_bytes)
 from streamfs.codec import encode
-from streamfs.producers.checks import (check_block_bytes, check_budget, check_instance_source,
-                                       continuing, exists_problem, existing_stream,
-                                       results_topic)
+from streamfs.producers.checks import (check_block_bytes, check_budget, check_input_topic,
+                                       check_instance_source, continuing, exists_problem,
+                                       existing_stream, results_topic)
 from streamfs.producers.errors import InputDataError, PublishInterrupted, StreamLeftOpen
 from streamfs.producers.kafka import (PUBLISHER_MESSAGE_BYTES, DeliveryError, DeliveryTimeout,
                                       StreamPublisher, topic_message_limit)
@@ -170,6 +170,7 @@ def _limits(kafka_config: dict[str, Any], topic: str,
     """``(block budget, record limit)`` of a publish to ``topic``."""
     worker = worker_record_limit()
     limit = topic_record_limit(kafka_config, topic, worker)
+    check_input_topic(kafka_config, topic)
     check_block_bytes(block_bytes, limit or worker)
     return block_bytes or block_budget(limit), limit or worker
 

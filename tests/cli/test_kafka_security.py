@@ -252,6 +252,12 @@ def test_reader_and_publisher_without_acls_are_denied_not_missing(secured_kafka,
     assert described.stdout.count(f"(hidden from user '{USER}' by the broker's ACLs") == 6
     secured_kafka.grant(USER, ("TOPIC", f"{prefix}selected-features", "READ"),
                         ("TOPIC", f"{prefix}*", "DESCRIBE"))
+    # DESCRIBE without DESCRIBE_CONFIGS: settings unread are not checked, not refused (every
+    # topic was flagged REFUSED, exit 1, where `topics create` said "not checked", exit 0)
+    described = streamfs("topics", "describe", env=env)
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert described.stdout.count("(settings not readable: not checked)") == 4
+    assert "REFUSED" not in described.stdout
     produced = streamfs("produce", "features", str(wdbc_csv), "--label", "diagnosis",
                         "--stream", "x", "-a", "saola", env=env)
     one_line_denial(produced, f"publishing to topic '{prefix}features'", "WRITE and DESCRIBE")

@@ -404,3 +404,43 @@ def test_a_broker_gone_mid_publish_is_said_after_one_wait(kafka_config, topic_pr
     assert "still unacknowledged after 5 s: the broker does not answer" in str(info.value)
     assert isinstance(info.value.__cause__, producer_kafka.DeliveryTimeout)
     assert waits == [0.0]  # what was in flight was not waited for a second time
+
+
+def test_an_input_topic_the_worker_refuses_gets_nothing(kafka_config, tmp_path):
+    """An input topic made by hand with 4 partitions, or compacted: `produce` published the
+    stream and said the results would come once a worker runs; the worker refuses the topic,
+    and the streams on it had to be published again once it was made anew."""
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    from streamfs.topics import TopicMismatch
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    topics = load_catalogue(prefix)
+    features, instances = topics["features"], topics["instances"]
+    create_topics(kafka_config, {
+        "f": TopicSpec("f", features.name, 4, 1, features.config),
+        "i": TopicSpec("i", instances.name, 8, 1, {**instances.config,
+                                                   "cleanup.policy": "compact"})})
+    X, y = _data()
+    with pytest.raises(TopicMismatch) as refused:
+        produce_features(kafka_config, features.name, "c", X, y)
+    assert str(refused.value) == (
+        f"existing topic {features.name!r} has 4 partition(s), the catalogue asks for 8\n"
+        "the worker refuses the topic, so nothing was published (`streamfs topics create` "
+        "says how to fix it)")
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, np.c_[X, y], delimiter=",")
+    out = subprocess.run([sys.executable, "-m", "streamfs.cli", "--topic-prefix", prefix,
+                          "produce", "instances", str(csv), "--stream", "c", "-a", "ofs"],
+                         env={**os.environ,
+                              "STREAMFS_BOOTSTRAP_SERVERS": kafka_config["bootstrap.servers"]},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert (f"Error: existing topic {instances.name!r} has cleanup.policy=compact, streamfs "
+            "needs delete") in out.stderr
+    assert "nothing was published" in out.stderr and "Traceback" not in out.stderr
+    assert records_on(kafka_config, features.name) == records_on(kafka_config,
+                                                                  instances.name) == 0
