@@ -240,6 +240,12 @@ def make_client(factory: Callable[[dict[str, Any]], Client], config: dict[str, A
     (that refreshes its metadata every :data:`METADATA_REFRESH_MS` unless ``config`` sets
     ``topic.metadata.refresh.interval.ms``); :class:`ClientConfigRefused` if librdkafka
     refuses ``config``."""
+    if (config.get("sasl.mechanism") == "OAUTHBEARER" and "sasl.oauthbearer.method" not in config
+            and config.get("sasl.oauthbearer.token.endpoint.url")):
+        # a token endpoint is only asked with the OIDC method (librdkafka's default is
+        # unsecured test tokens): a configuration written by hand without it was said to be
+        # an unreachable broker
+        config = {**config, "sasl.oauthbearer.method": "oidc"}
     try:
         return factory({"topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS, **config})
     except KafkaException as exc:
@@ -404,6 +410,8 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
             f"{source} ({detail}): check STREAMFS_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, "
             "STREAMFS_SASL_OAUTHBEARER_CLIENT_ID and STREAMFS_SASL_OAUTHBEARER_CLIENT_SECRET "
             "(and STREAMFS_SECURITY_PROTOCOL, STREAMFS_SASL_MECHANISM for the broker's listener)")
+    if err.code() in AUTHENTICATION_ERRORS and (said := sasl_mismatch(kafka_config, detail)):
+        return AccessDenied(f"Kafka at {kafka_config.get('bootstrap.servers', '?')} {said}")
     if err.code() in AUTHENTICATION_ERRORS:
         return AccessDenied(
             f"Kafka at {kafka_config.get('bootstrap.servers', '?')} refused the credentials of "
@@ -411,6 +419,35 @@ def denied(kafka_config: dict[str, Any], err: KafkaError, doing: str, grant: str
             "STREAMFS_SASL_MECHANISM, STREAMFS_SASL_USERNAME and STREAMFS_SASL_PASSWORD")
     return AccessDenied(f"Kafka denied {principal(kafka_config)} {doing} ({detail}): its ACLs "
                         f"must allow {grant} (README, Kafka security)")
+
+
+def sasl_mismatch(kafka_config: dict[str, Any], detail: str) -> str | None:
+    """What a failed SASL handshake (librdkafka's ``detail``) says when the listener takes no
+    SASL at all, or not this mechanism: the credentials were never looked at, so "refused
+    the credentials" sent the user to a password that was right. None otherwise.
+
+    >>> sasl_mismatch({"sasl.mechanism": "PLAIN"}, "SASL PLAIN mechanism handshake failed: "
+    ...               "Broker: Request not valid in current SASL state: broker's supported "
+    ...               "mechanisms: ")[:60]
+    'answers, but its listener there does not use SASL (SASL PLAI'
+    >>> sasl_mismatch({"sasl.mechanism": "SCRAM-SHA-256"}, "SASL SCRAM-SHA-256 mechanism "
+    ...               "handshake failed: Broker: Unsupported SASL mechanism: broker's "
+    ...               "supported mechanisms: PLAIN,SCRAM-SHA-512")
+    'offers PLAIN, SCRAM-SHA-512, not SCRAM-SHA-256: set STREAMFS_SASL_MECHANISM to one of them'
+    """
+    found = re.search(r"broker's supported mechanisms: ([\w,-]*)", detail)
+    if found is None:
+        return None
+    offered = [m for m in found.group(1).split(",") if m]
+    if not offered:
+        return (f"answers, but its listener there does not use SASL ({detail}): set "
+                "STREAMFS_SECURITY_PROTOCOL to PLAINTEXT or SSL (as the listener speaks), or "
+                "connect to the cluster's SASL listener")
+    mechanism = kafka_config.get("sasl.mechanism", "GSSAPI")
+    if mechanism in offered:
+        return None
+    return (f"offers {', '.join(offered)}, not {mechanism}: set STREAMFS_SASL_MECHANISM to "
+            "one of them")
 
 
 def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None:
@@ -429,8 +466,7 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
     deadline = time.monotonic() + timeout
     while True:
         try:
-            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
-            return
+            meta = admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
         except KafkaException as exc:
             admin.poll(0)  # serves error_cb and the log lines
             refused = [e for e in errors if e.code() in AUTHENTICATION_ERRORS]
@@ -441,10 +477,20 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
             # a certificate not trusted, or a TLS client at a listener without TLS
             if tls := [e for e in errors if e.code() == KafkaError._SSL
                        or "SSL handshake failed" in e.str()]:
+                servers = [s.strip() for s in address.split(",")]
+                failed = failing_broker(tls[-1].str()) or servers[0]
+                # a broker the cluster advertises, reached after the bootstrap: named
+                at = address if failed in servers else f"{failed} (advertised by {address})"
                 if ("certificate verify failed" in tls[-1].str()
-                        and (why := broker_certificate_problem(kafka_config))):
-                    raise AccessDenied(f"the TLS handshake with Kafka at {address} failed: "
+                        and (why := broker_certificate_problem(kafka_config, failed))):
+                    raise AccessDenied(f"the TLS handshake with Kafka at {at} failed: "
                                        f"{why}") from None
+                if "PLAINTEXT broker listener" in tls[-1].str():  # librdkafka's own guess
+                    raise AccessDenied(
+                        f"the TLS handshake with Kafka at {at} failed "
+                        f"({_short(tls[-1].str())}): its listener there does not speak TLS: "
+                        "set STREAMFS_SECURITY_PROTOCOL to PLAINTEXT (SASL_PLAINTEXT with "
+                        "SASL), or connect to the cluster's TLS listener") from None
                 raise AccessDenied(
                     f"the TLS handshake with Kafka at {address} failed "
                     f"({_short(tls[-1].str())}): check STREAMFS_SSL_CA_LOCATION (the "
@@ -479,10 +525,52 @@ def check_reachable(kafka_config: dict[str, Any], timeout: float = 10.0) -> None
                     f"cannot reach Kafka at {address} ({_short(detail)}); is the broker "
                     f"running? (set --bootstrap-servers or STREAMFS_BOOTSTRAP_SERVERS{local})"
                 ) from None
+        else:
+            check_advertised_certificates(kafka_config, meta.brokers.values())
+            return
 
 
-def broker_certificate_problem(kafka_config: dict[str, Any]) -> str | None:
-    """Why the first bootstrap broker's certificate fails verification, where librdkafka
+def _server(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check_advertised_certificates(kafka_config: dict[str, Any], brokers: Iterable[Any]) -> None:
+    """:class:`AccessDenied` if the certificate of a broker the cluster advertises
+    (``BrokerMetadata``), other than the bootstrap servers, fails where theirs did not (other
+    host names, out of its dates: :func:`broker_certificate_problem`). Clients connect to the
+    advertised brokers once the bootstrap answered: a certificate for the bootstrap name only
+    left a reader saying "the broker does not answer; still trying" for ever, and the other
+    commands blaming a CA that was right. TLS clients that verify host names only."""
+    protocol = str(kafka_config.get("security.protocol", "")).upper()
+    if (not protocol.endswith("SSL")
+            or kafka_config.get("ssl.endpoint.identification.algorithm") == "none"):
+        return
+    bootstrap = {s.strip() for s in str(kafka_config.get("bootstrap.servers", "")).split(",")}
+    for broker in brokers:
+        server = _server(broker.host, broker.port)
+        if server not in bootstrap and (why := broker_certificate_problem(kafka_config, server)):
+            raise AccessDenied(f"the TLS handshake with Kafka's broker {server}, which the "
+                               f"cluster at {kafka_config.get('bootstrap.servers')} advertises "
+                               f"and clients connect to next, fails: {why}")
+
+
+def failing_broker(error: str) -> str | None:
+    """The ``host:port`` of the broker a librdkafka error names, if it names one.
+
+    >>> failing_broker("ssl://127.0.0.1:59375/1: SSL handshake failed: certificate verify failed")
+    '127.0.0.1:59375'
+    >>> failing_broker("kafka-0:9093/bootstrap: SSL handshake failed"), failing_broker("x")
+    ('kafka-0:9093', None)
+    """
+    found = re.search(r"(?:^|[\s/])((?:\[[0-9a-fA-F:.]+\]|[\w.-]+):\d+)/(?:\d+|bootstrap)\b",
+                      error)
+    return found.group(1) if found else None
+
+
+def broker_certificate_problem(kafka_config: dict[str, Any],
+                               server: str | None = None) -> str | None:
+    """Why the certificate of the broker at ``server`` (default: the first bootstrap
+    broker) fails verification, where librdkafka
     says only "certificate verify failed ... verify that ssl.ca.location is correctly
     configured": a certificate made for other host names, or one out of its validity dates,
     whose CA is right. Python's ``ssl`` checks it again with the same CAs (``ssl.ca.location``,
@@ -495,7 +583,7 @@ def broker_certificate_problem(kafka_config: dict[str, Any]) -> str | None:
 
     from cryptography import x509
 
-    server = kafka_config.get("bootstrap.servers", "").split(",")[0].strip()
+    server = server or kafka_config.get("bootstrap.servers", "").split(",")[0].strip()
     host, _, port = server.rpartition(":")
     host = host.strip("[]")
     ca = kafka_config.get("ssl.ca.location")

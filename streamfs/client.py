@@ -296,17 +296,16 @@ class TopicCheck:
 
     def __init__(self, kafka_config: dict[str, Any], topics: Iterable[str],
                  interval: float = TOPIC_CHECK_SECONDS) -> None:
-        from confluent_kafka.admin import AdminClient
-
-        from streamfs.broker import make_client
-
         _check_interval(interval)
         self.topics = tuple(topics)
         self.interval = interval
         #: topic -> its id when :meth:`start` was called (as the broker first answered)
         self.ids: dict[str, str] = {}
-        # kept: an admin client dropped never completes its futures
-        self._admin = make_client(AdminClient, kafka_config)
+        self._kafka_config = kafka_config
+        # kept: an admin client dropped never completes its futures. Made at the first
+        # question, once the reader found the broker: one made with the reader, its thread
+        # said "the broker does not answer; still trying" of credentials about to be refused
+        self._admin: Any = None
         self._asked: dict[str, Any] | None = None  # a question the broker has yet to answer
         self._first = False  # the question in flight is the one :meth:`start` asked
         self._due = math.inf
@@ -332,7 +331,12 @@ class TopicCheck:
 
     def _ask(self) -> dict[str, Any]:
         from confluent_kafka import TopicCollection
+        from confluent_kafka.admin import AdminClient
 
+        from streamfs.broker import make_client
+
+        if self._admin is None:
+            self._admin = make_client(AdminClient, self._kafka_config)
         self._admin.poll(0)  # serve its log lines (they wait on its queue)
         return self._admin.describe_topics(TopicCollection(list(self.topics)),
                                            request_timeout=30)
@@ -461,9 +465,7 @@ class OutputReader:
     def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str,
                  start: Literal["beginning", "end"] = "beginning",
                  topic_check: float = TOPIC_CHECK_SECONDS) -> None:
-        from confluent_kafka import Consumer
-
-        from streamfs.broker import make_client, with_kafka_logger
+        from streamfs.broker import with_kafka_logger
 
         _check_config(kafka_config)
         _check_interval(topic_check)
@@ -485,20 +487,24 @@ class OutputReader:
         #: every partition was read to its end (at once) since :meth:`messages` started
         self.caught_up = False
         self._n_partitions: int | None = None
-        self._consumer = make_client(Consumer, reader_config(kafka_config))
+        # made once the broker is found (assign): one made here tried to connect at once, and
+        # said "the broker does not answer; still trying" of credentials refused meanwhile
+        self._consumer: Any = None
         self._topic_check = TopicCheck(kafka_config, self.topics, topic_check)
 
     def assign(self) -> int:
         """Assign every partition of the topics from its first offset (or end) now, rather than
         when :meth:`messages` starts (which it does unless this was called before it); returns
         the number of partitions. :class:`TopicMissing` if a topic does not exist."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import Consumer, TopicPartition
 
-        from streamfs.broker import check_reachable
+        from streamfs.broker import check_reachable, make_client
 
         if self._n_partitions is not None:
             return self._n_partitions
         check_reachable(self._kafka_config)  # BrokerUnreachable naming the address, at once
+        if self._consumer is None:
+            self._consumer = make_client(Consumer, reader_config(self._kafka_config))
         self._topic_check.start()  # the topics' ids, asked beside the offsets below
         assignment = []
         for topic in self.topics:
@@ -595,7 +601,8 @@ class OutputReader:
             return None
 
     def close(self) -> None:
-        self._consumer.close()
+        if self._consumer is not None:
+            self._consumer.close()
         self._topic_check.close()
 
     def __enter__(self) -> "OutputReader":

@@ -594,3 +594,21 @@ def test_a_reader_says_when_the_broker_answers_again(kafka_config, topic_prefix,
         with broker_outage():
             read_until("the broker does not answer")
         read_until("the broker answers again")  # TimeoutError after 300 s if never
+
+
+@pytest.mark.kafka
+def test_refused_credentials_are_not_said_to_be_a_broker_away(secured_kafka, caplog):
+    """A reader made its clients before it checked the broker: their threads said "the broker
+    does not answer; still trying" just before the reader raised that the credentials were
+    refused, and the next reader to succeed said "the broker answers again"."""
+    import logging
+
+    from streamfs.broker import AccessDenied
+    from streamfs.client import current_selection
+
+    for wrong in ({"sasl.password": "wrong"}, {"sasl.mechanism": "SCRAM-SHA-256"}):
+        with caplog.at_level(logging.WARNING, logger="streamfs"), pytest.raises(AccessDenied):
+            current_selection("x", {**secured_kafka.config("app"), **wrong},
+                              "p.selected-features")
+    # (librdkafka's own lines go to streamfs.kafka, shown with --verbose only)
+    assert [r.getMessage() for r in caplog.records if r.name == "streamfs"] == []

@@ -196,7 +196,21 @@ def test_untrusted_certificate_and_wrong_protocol_are_one_line(secured_kafka, na
                     "STREAMFS_SECURITY_PROTOCOL": "SSL",
                     "STREAMFS_SSL_CA_LOCATION": str(secured_kafka.ca)}
     one_line_denial(streamfs("watch", "x", "--once", env=tls_at_plain, timeout=60),
-                    "the TLS handshake with Kafka at", "PLAINTEXT broker listener")
+                    "the TLS handshake with Kafka at", "PLAINTEXT broker listener",
+                    "its listener there does not speak TLS: set STREAMFS_SECURITY_PROTOCOL")
+    # SASL at a listener without it, and a mechanism the listener does not offer: the
+    # credentials were never looked at, yet "refused the credentials" was said of both
+    sasl_at_plain = {**secured_kafka.env(USER, prefix), "STREAMFS_SECURITY_PROTOCOL":
+                     "SASL_PLAINTEXT", "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    del sasl_at_plain["STREAMFS_SSL_CA_LOCATION"]
+    one_line_denial(streamfs("watch", "x", "--once", env=sasl_at_plain, timeout=60),
+                    "answers, but its listener there does not use SASL",
+                    "set STREAMFS_SECURITY_PROTOCOL to PLAINTEXT or SSL")
+    other = secured_kafka.env(USER, prefix, STREAMFS_SASL_MECHANISM="SCRAM-SHA-256")
+    out = streamfs("topics", "describe", env=other, timeout=60)
+    one_line_denial(out, "offers PLAIN, SCRAM-SHA-512", "not SCRAM-SHA-256: set "
+                                                        "STREAMFS_SASL_MECHANISM")
+    assert "refused the credentials" not in out.stderr
 
 
 @pytest.mark.parametrize("missing, says", [

@@ -174,3 +174,23 @@ def test_the_worker_waits_out_a_token_endpoint_outage(secured_kafka, names, wdbc
     assert followed and isinstance(followed[-1], dict), followed[-1:]
     assert followed[-1]["final"]
     assert followed[-1]["selection"] == json.loads(waited.stdout.splitlines()[-1])["selection"]
+
+
+def test_a_python_config_written_by_hand_gets_its_token(secured_kafka, token_endpoint, names):
+    """librdkafka asks a token endpoint only with sasl.oauthbearer.method=oidc, which the
+    commands set: a Python user's configuration without it (as the README's keys list it) was
+    said to be an unreachable broker ("is the broker running?")."""
+    from streamfs.broker import AccessDenied
+    from streamfs.client import current_selection
+
+    prefix, _ = names
+    config = {"bootstrap.servers": secured_kafka.bootstrap, "security.protocol": "SASL_SSL",
+              "ssl.ca.location": str(secured_kafka.ca), "sasl.mechanism": "OAUTHBEARER",
+              "sasl.oauthbearer.token.endpoint.url": token_endpoint.url,
+              "sasl.oauthbearer.client.id": USER,
+              "sasl.oauthbearer.client.secret": SECRET, "sasl.oauthbearer.scope": "kafka"}
+    asked = token_endpoint.requests
+    # logged in: the broker's ACLs, which grant this client nothing, answer
+    with pytest.raises(AccessDenied, match=f"Kafka denied OAuth client '{USER}' reading topic"):
+        current_selection("x", config, f"{prefix}selected-features")
+    assert token_endpoint.requests > asked
