@@ -66,9 +66,38 @@ def _security_problem(env: str, key: str, value: str) -> str | None:
     if key.endswith(".location") and key != "ssl.ca.location" and not os.path.isfile(value):
         return f"{env} must name a file, but {value!r} " + (
             "is a directory" if os.path.isdir(value) else "does not exist")
+    if key.endswith(".location") and value != "probe" and not os.access(value, os.R_OK):
+        # librdkafka says only "x509 certificate routines::BIO lib"
+        return f"{env} names {value!r}, which this user may not read (permission denied)"
+    if key in _SECRETS and ("\n" in value or "\r" in value):
+        # a Kubernetes Secret or a file read whole keeps its newline: Kafka compared it as
+        # it was ("Invalid username or password"); the value itself is not shown
+        return f"{env} holds a line break (a Secret's or a file's trailing newline?): remove it"
     url = r"https?://[^/\s]+(/\S*)?"  # whole: a Secret's trailing newline, a space
     if key == "sasl.oauthbearer.token.endpoint.url" and not re.fullmatch(url, value):
         return f"{env} must be the http:// or https:// URL of a token endpoint, got {value!r}"
+    return None
+
+
+#: the security settings that are secrets or names a Kafka compares as given
+_SECRETS = frozenset({"sasl.username", "sasl.password", "ssl.key.password",
+                      "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret"})
+
+
+def _credentials_problem(security: dict[str, str]) -> str | None:
+    """A user name or password missing for a mechanism that logs in with both (PLAIN, SCRAM):
+    librdkafka said "sasl.username and sasl.password must be set", not which.
+
+    >>> _credentials_problem({"sasl.mechanism": "PLAIN", "sasl.username": "app"})
+    'STREAMFS_SASL_MECHANISM=PLAIN logs in with a user name and a password: set STREAMFS_SASL_PASSWORD'
+    """
+    if security.get("sasl.mechanism") not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        return None
+    missing = [env for env in ("STREAMFS_SASL_USERNAME", "STREAMFS_SASL_PASSWORD")
+               if _SECURITY_ENV[env] not in security]
+    if missing:
+        return (f"STREAMFS_SASL_MECHANISM={security['sasl.mechanism']} logs in with a user "
+                f"name and a password: set {' and '.join(missing)}")
     return None
 
 
@@ -475,7 +504,8 @@ class Settings:
                 raise ValueError(problem)
         for problem in (_protocol_problem(self.security),
                         _client_certificate_problem(self.security),
-                        _oauthbearer_problem(self.security)):
+                        _oauthbearer_problem(self.security),
+                        _credentials_problem(self.security)):
             if problem:
                 raise ValueError(problem)
 

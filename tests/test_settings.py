@@ -399,7 +399,42 @@ def test_security_settings_the_protocol_does_not_use_are_refused(monkeypatch, en
     without TLS."""
     assert _refusal(monkeypatch, **env).startswith(says)
     monkeypatch.setenv("STREAMFS_SECURITY_PROTOCOL", "SASL_SSL")  # one that uses them all
+    monkeypatch.setenv("STREAMFS_SASL_USERNAME", "app")  # and what PLAIN logs in with
+    monkeypatch.setenv("STREAMFS_SASL_PASSWORD", "pw")
     Settings.from_env()
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"STREAMFS_SASL_USERNAME": "app"}, "STREAMFS_SASL_MECHANISM=SCRAM-SHA-512 logs in with a "
+                                        "user name and a password: set STREAMFS_SASL_PASSWORD"),
+    ({"STREAMFS_SASL_PASSWORD": "pw"}, "set STREAMFS_SASL_USERNAME"),
+    ({"STREAMFS_SASL_USERNAME": "app", "STREAMFS_SASL_PASSWORD": "secret\n"},
+     "STREAMFS_SASL_PASSWORD holds a line break (a Secret's or a file's trailing newline?)"),
+])
+def test_credentials_half_given_or_with_a_newline_name_the_variable(monkeypatch, env, says):
+    """librdkafka said "sasl.username and sasl.password must be set" (not which), and a
+    password read with its newline was only "Invalid username or password"."""
+    refused = _refusal(monkeypatch, STREAMFS_SECURITY_PROTOCOL="SASL_SSL",
+                       STREAMFS_SASL_MECHANISM="SCRAM-SHA-512", **env)
+    assert says in refused
+    assert "secret" not in refused  # a password is never shown
+
+
+def test_a_certificate_file_this_user_cannot_read_says_so(monkeypatch, tmp_path):
+    """librdkafka said only "ssl.ca.location failed: ... x509 certificate routines::BIO lib"."""
+    import os
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    # a file of mode 0 is read by root all the same (the tests may run as root): the
+    # answer of a user who may not read it
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
+        str(path) != str(ca) and access(path, mode, **kw)))
+    assert _refusal(monkeypatch, STREAMFS_SECURITY_PROTOCOL="SSL",
+                    STREAMFS_SSL_CA_LOCATION=str(ca)) == (
+        f"STREAMFS_SSL_CA_LOCATION names {str(ca)!r}, which this user may not read "
+        "(permission denied)")
 
 
 @pytest.mark.parametrize("value", ["host:abc", "127.0.0.1:99999", "127.0.0.1:1;127.0.0.1:2",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
+from streamfs.broker import principal
 from streamfs.settings import Settings
 from streamfs.topics import CatalogueError
 from streamfs.worker.broker_contact import BrokerContact
@@ -53,8 +54,12 @@ def check_group_is_ours(consumer: Any, settings: Settings, inputs: Iterable[str]
     except KafkaException as exc:
         if broker.refused(exc.args[0]):
             raise broker.denied(exc.args[0], "reading its group's committed offsets") from None
+        # without READ on the group the broker lets the question time out: said so, since
+        # the denial said on joining comes next (a group the ACLs deny, exit 77)
         log.warning("could not check that group %r has read no other deployment's input "
-                    "topics (%s): going on", settings.app_id, exc.args[0].str())
+                    "topics (%s after %d s; so it goes when %s may not READ the group): "
+                    "going on", settings.app_id, exc.args[0].str(), GROUP_CHECK_SECONDS,
+                    principal(broker.kafka_config))
         return False
     foreign = sorted({tp.topic for tp in committed if tp.error is None and tp.offset >= 0})
     if foreign:

@@ -389,14 +389,16 @@ def test_a_bad_log_level_from_the_environment_is_refused_by_its_variable(value):
 @pytest.mark.parametrize("env,line", [
     ({"STREAMFS_SECURITY_PROTOCOL": "SSL", "STREAMFS_SSL_CA_LOCATION": "{junk}"},
      "Error: STREAMFS_SSL_CA_LOCATION: the Kafka client refused it: ssl.ca.location failed: "),
+    # (the settings' own check now, naming what is missing: librdkafka said "sasl.username
+    # and sasl.password must be set")
     ({"STREAMFS_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "STREAMFS_SASL_MECHANISM": "PLAIN"},
-     "Error: STREAMFS_SASL_USERNAME and STREAMFS_SASL_PASSWORD: the Kafka client refused them: "
-     "sasl.username and sasl.password must be set\n"),
+     "Error: STREAMFS_SASL_MECHANISM=PLAIN logs in with a user name and a password: set "
+     "STREAMFS_SASL_USERNAME and STREAMFS_SASL_PASSWORD\n"),
 ])
 def test_a_client_configuration_librdkafka_refuses_is_one_line_naming_the_setting(
         tmp_path, command, env, line):
-    """What the settings' own checks cannot tell (a CA file that holds no certificate, PLAIN
-    without its credentials) librdkafka tells when a client is made: it was a traceback of
+    """What the settings' own checks cannot tell (a CA file that holds no certificate)
+    librdkafka tells when a client is made: it was a traceback of
     KafkaException (_INVALID_ARG), exit 1 ("Kafka client error: ..." from produce)."""
     files = {"data": tmp_path / "d.csv", "junk": tmp_path / "ca.pem"}
     files["data"].write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(20)))
