@@ -49,12 +49,13 @@ def worker(ctx: click.Context, app_id: str | None, web_port: int | None, web_hos
            log_level: str, instance_id: str | None) -> None:
     """Run the stream-processing worker until interrupted."""
     with _noting_stops() as stops:  # loading the worker's modules takes about two seconds
+        # the settings first: a mistake in them is said before that load (4 s on two cores)
+        settings = _worker_settings(ctx, app_id, web_port, web_host, log_level, instance_id)
         from streamfs.worker.errors import InstanceFenced
         from streamfs.worker.health import CannotServe, check_web_address
         from streamfs.worker.startup import StoppedDuringStartup, begin_startup, run_worker
         from streamfs.topics import TopicMismatch, TopicsNotCreated
 
-        settings = _worker_settings(ctx, app_id, web_port, web_host, log_level, instance_id)
     try:
         # from here SIGTERM/SIGINT/SIGHUP stop the start-up with one log line; one noted before
         # (`stops`) stops it here

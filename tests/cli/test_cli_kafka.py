@@ -508,6 +508,23 @@ def test_a_signal_while_the_worker_modules_load_stops_it_as_one_during_start_up(
     assert_stopped_at_once(script, signame)  # nothing begun: no broker check, no warm-up
 
 
+def test_a_setting_mistake_is_said_before_the_worker_modules_load():
+    """They take seconds to load (numba, the algorithms): the worker said a mistake in its
+    settings 4 s after the start, the other commands in under one."""
+    script = ("import sys\n"
+              "import streamfs.cli as cli\n"
+              "try:\n"
+              "    cli.main(['worker', '--web-port', '0'])\n"
+              "finally:\n"
+              "    print(sorted(m for m in sys.modules if m.startswith('streamfs.worker')))\n")
+    out = subprocess.run([sys.executable, "-c", script], text=True, capture_output=True,
+                         env={**os.environ, "STREAMFS_BATCH_MS": "abc"}, timeout=120)
+    assert out.returncode == 2 and out.stderr.startswith("Error: STREAMFS_BATCH_MS must be"), \
+        out.stderr
+    assert "streamfs.worker.app" not in out.stdout and "streamfs.worker.startup" not in \
+        out.stdout, out.stdout
+
+
 def assert_stopped_at_once(script: str, signame: str) -> None:
     """Python ``script`` (a worker that gets ``signame`` during its start-up, its broker
     address dead) exits 0 with the one line that says so, and nothing else."""
