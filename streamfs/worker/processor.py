@@ -149,6 +149,16 @@ def _lost_reason(stream: str, lost: dict) -> str:
             f"(streamfs produce --replace, or an 'open' with replace=true)")
 
 
+def _replaced_at(header: dict, run: str) -> int | None:
+    """The last seq applied of ``run``, a replaced run of the stream of ``header`` (its latest
+    such run where the token repeats); None where the header does not know it."""
+    seqs = header.get("past_seqs") or []
+    runs = header.get("past_runs", [])
+    if len(seqs) != len(runs):
+        return None
+    return seqs[len(runs) - 1 - runs[::-1].index(run)]
+
+
 def _input_position(origin: dict | None) -> dict | None:
     """Where an input message was read (``topic``, ``partition``, ``offset``); None unless all
     three are known (a processor driven without them, as in tests)."""
@@ -485,7 +495,17 @@ class StreamProcessor:
             return self._tokenless_open(stream, header, message, digest)
         if run != current:
             if run is not None and run in header.get("past_runs", []):
-                return "skip"  # a redelivery from a run that has since been replaced
+                ended = _replaced_at(header, run)
+                if ended is None or seq <= ended:
+                    return "skip"  # a redelivery from a run that has since been replaced
+                # its producer went on after another's replace ended its run: skipped as a
+                # redelivery, its messages were lost without a word
+                self._run_of_message, self._refused_run = None, True
+                raise InvalidInput(
+                    f"{kind!r} (seq {seq}) belongs to run {run!r} of stream {stream!r}, which "
+                    f"a replace ended after its seq {ended} (the stream is at run "
+                    f"{header.get('run', 1)}): publish it again (streamfs produce --replace) "
+                    f"as a run of its own")
             if kind == "open" and message.get("replace") is True:
                 self._run_of_message = header.get("run", 1) + 1  # should _open refuse it
                 return "replace"
@@ -600,8 +620,11 @@ class StreamProcessor:
             # the latest replaced runs' tokens, to skip their redeliveries; bounded, as the
             # header is one record (an older run's message is refused as another run's)
             past = previous.get("past_runs", []) + [previous.get("run_token")]
+            # and the last seq each applied: a later one is not a redelivery (headers of older
+            # workers have none: None, every message of the run skipped as before)
+            ended = (previous.get("past_seqs") or [None] * len(past[:-1])) + [previous["last_seq"]]
             header.update(run=previous.get("run", 1) + 1, version=previous["version"],
-                          past_runs=past[-PAST_RUNS_KEPT:])
+                          past_runs=past[-PAST_RUNS_KEPT:], past_seqs=ended[-PAST_RUNS_KEPT:])
         self._persist(stream, header, algo_state={}, extra=entries, writes=plan.writes)
         if previous is not None:
             written = {k for k, _ in plan.writes}

@@ -475,6 +475,29 @@ def test_replace_starts_a_new_run_whose_versions_continue():
     assert list(processor.store) == [header_key("s")]  # closed: the old run's records are gone
 
 
+def test_a_replaced_run_s_messages_after_the_replace_are_refused_not_skipped():
+    """Producer A publishes, producer B's replace starts run 2 part way: A's messages after
+    it were skipped as redeliveries of a replaced run, without a dead letter, and A's user
+    was told nothing. Only A's true redeliveries are skipped now."""
+    X, y = _data()
+    processor = StreamProcessor("features", {})
+    a = list(feature_stream_messages("s", X, y, "saola", block_bytes=120 * 8 * 10))
+    b = list(feature_stream_messages("s", X[:, ::-1].copy(), y, "saola", replace=True))
+    assert len(a) > 4
+    _, dead = _run(processor, a[:3] + b[:1])  # A applied seqs 0..2 when B's 'open' came
+    assert not dead
+    results, dead = _run(processor, a[1:3] + a[3:] + b[1:])
+    # A's seqs 1 and 2 again: redeliveries, skipped; the rest of A: refused, no run's
+    assert [d["reason"].split(" belongs")[0] for d in dead] == [
+        f"{m['kind']!r} (seq {m['seq']})" for m in a[3:]]
+    assert all("which a replace ended after its seq 2 (the stream is at run 2)" in d["reason"]
+               for d in dead)
+    assert {decode(r)["run"] for r in results} == {2} and decode(results[-1])["final"]
+    fresh = run_offline("saola", X[:, ::-1].copy(), y)
+    assert [i["feature"] for i in decode(results[-1])["selection"]] == \
+        [i["feature"] for i in fresh["selection"]]
+
+
 def test_a_run_opened_without_a_header_continues_after_the_producer_s_last_result():
     """The header of a closed stream went with its retention; the producer read run 1,
     version 7 from the results topic: the new run is 2, its versions from 8."""
@@ -1498,11 +1521,16 @@ def test_run_tokens_are_bounded_and_so_are_the_replaced_runs_a_header_keeps():
     assert not dead
     header = unpackb(processor.store[header_key("s")])
     assert header["run"] == len(tokens) and header["past_runs"] == tokens[-PAST_RUNS_KEPT - 1:-1]
-    # a redelivery of a kept replaced run is skipped; an older run's message is refused
+    # a redelivery of a kept replaced run is skipped; a message it never applied (each run
+    # ended at its 'open') is not one; an older run's message is refused
     block = next(m for m in feature_stream_messages("s", X, y, "saola") if m["seq"] == 1)
+    assert header["past_seqs"] == [0] * PAST_RUNS_KEPT
     results, dead = _run(processor, [dict(opening, run=tokens[-2], replace=True),
                                      dict(block, run=tokens[-2]), dict(block, run=tokens[0])])
     assert not results and [d["reason"] for d in dead] == [
+        f"'features' (seq 1) belongs to run {tokens[-2]!r} of stream 's', which a replace "
+        f"ended after its seq 0 (the stream is at run {len(tokens)}): publish it again "
+        "(streamfs produce --replace) as a run of its own",
         f"'features' (seq 1) belongs to run {tokens[0]!r}, but stream 's' is at run "
         f"{tokens[-1]!r} (was its 'open' rejected?)"]
 
