@@ -55,6 +55,7 @@ waits unprocessed and while no broker answers), ``/live``
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -79,7 +80,7 @@ from streamfs.worker.kafka_clients import (TXN_CALL_SECONDS, consumer_config, fe
 from streamfs.worker.local_copies import LocalCopies
 from streamfs.worker.processor import Plan, StateLost
 from streamfs.worker.restore import PartitionState, Restore
-from streamfs.worker.state_records import header_stream
+from streamfs.worker.state_records import header_key, header_stream
 from streamfs.worker.topic_checks import changed_while_running, described_topics, topic_changes
 
 log = logging.getLogger("streamfs.worker")
@@ -428,8 +429,17 @@ class Worker:
         restore = Restore(self.settings, self.changelog, self.local, self.broker,
                           self.output_bytes, fetch_config(self.settings.max_message_bytes))
         restore.run(targets, self.consumer, self.changelog_ids)
+        for (role, p), state in restore.partitions.items():
+            other = "instances" if role == "features" else "features"
+            state.processor.other_kind_has = functools.partial(self._holds, other, p)
         self.partitions.update(restore.partitions)
         self.changelog_high.update(restore.changelog_high)
+
+    def _holds(self, role: str, partition: int, stream: str) -> bool:
+        """Whether this worker holds ``stream`` in its ``role`` streams' ``partition`` (a stream
+        id hashes to the same partition number of both input topics)."""
+        state = self.partitions.get((role, partition))
+        return state is not None and header_key(stream) in state.store
 
     # ------------------------------------------------------------------ the loop
     def _subscribe(self) -> None:

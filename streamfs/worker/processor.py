@@ -36,7 +36,7 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, MutableMapping
+from typing import Any, Callable, MutableMapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -199,6 +199,11 @@ class StreamProcessor:
             raise ValueError(f"kind must be 'features' or 'instances', got {kind!r}")
         self.kind = kind
         self.store = store
+        #: whether the deployment's other kind of stream holds a stream id (set by the worker
+        #: where it holds the co-numbered partition of the other input topic, as the range
+        #: assignor gives it): an 'open' of a new stream under such an id is refused, as the
+        #: two would publish their results under one key. None: not known
+        self.other_kind_has: Callable[[str], bool] | None = None
         self.max_message_bytes = max_message_bytes
         # the largest record the results and dead-letter topics take (their max.message.bytes),
         # if below the worker's own limit
@@ -574,6 +579,14 @@ class StreamProcessor:
             check_kind(self.kind, name)  # before what the other kind's 'open' lacks
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
+        if previous is None and self.other_kind_has is not None and self.other_kind_has(stream):
+            other = "an instance stream" if self.kind == "features" else "a feature stream"
+            # of no run: a watcher of the stream that holds the id must not take it for its own
+            self._run_of_message, self._refused_run = None, True
+            raise InvalidInput(
+                f"stream id {stream!r} is {other}'s on this deployment (open, or closed and "
+                f"kept): the two would publish their results under one key of the results "
+                f"topic, mixed; use another stream id")
         y = None
         if self.kind == "features":
             if "y" not in message:

@@ -1585,3 +1585,28 @@ def test_a_stream_whose_state_records_are_missing_is_lost_with_the_reason(kept):
                                          block_bytes=120 * 8 * 6))
     results, dead = _run(StreamProcessor("features", store), again)
     assert not dead and decode(results[-1])["final"]
+
+
+def test_an_id_the_other_kind_of_stream_holds_is_refused():
+    """A feature stream and an instance stream under one id were both accepted (each input
+    topic's streams are a processor's own) and published their results under one key: a
+    `watch --until-final` of the feature stream ended on the instance stream's final."""
+    X, y = _data()
+    features = StreamProcessor("features", {})
+    instances = StreamProcessor("instances", {})
+    features.other_kind_has = lambda stream: header_key(stream) in instances.store
+    instances.other_kind_has = lambda stream: header_key(stream) in features.store
+    results, dead = _run(features, list(feature_stream_messages("s", X, y, "saola")))
+    assert not dead and decode(results[-1])["final"]
+    for replace in (False, True):  # a replace starts a run of its own kind's stream only
+        results, dead = _run(instances, list(instance_stream_messages(
+            "s", X, y, "ofs", {"n_features_to_select": 5}, replace=replace)))
+        assert not results and dead[0]["run"] is None and dead[0]["reason"] == (
+            "stream id 's' is a feature stream's on this deployment (open, or closed and "
+            "kept): the two would publish their results under one key of the results topic, "
+            "mixed; use another stream id")
+    assert header_key("s") not in instances.store
+    # another id is taken
+    results, dead = _run(instances, list(instance_stream_messages(
+        "t", X, y, "ofs", {"n_features_to_select": 5})))
+    assert not dead and decode(results[-1])["final"]

@@ -358,3 +358,35 @@ def test_a_result_over_the_worker_s_limit_refuses_its_message_and_the_stream_goe
     letters = _dead_letters(kafka_config, topics["dead_letter"].name, ["wide"])["wide"]
     assert "the result of this message would be" in letters[0][1]["reason"]
     assert worker.proc.poll() is None
+
+
+def test_an_instance_stream_under_a_feature_stream_s_id_is_refused(kafka_config, topic_prefix,
+                                                                    start_worker):
+    """The two input topics' streams were each a processor's own: one id as both was accepted
+    twice, and their results mixed under one key (a feature stream's watch ended on the
+    instance stream's final)."""
+    from streamfs.client import OutputReader, current_selection
+    from streamfs.producers import instance_stream_messages
+
+    X, y = _dataset()
+    topics = _topics(topic_prefix)
+    start_worker()
+    with StreamPublisher(kafka_config, topics["features"].name) as pub:
+        pub.send_all(feature_stream_messages("both", X, y, "saola", {}))
+    with SelectionReader(kafka_config, topics["selected"].name) as reader:
+        final = list(reader.updates("both", until_final=True, timeout=180))[-1]
+    with StreamPublisher(kafka_config, topics["instances"].name) as pub:
+        pub.send_all(instance_stream_messages("both", X, y, "ofs", {"n_features_to_select": 5}))
+    letters = []
+    with OutputReader(kafka_config, topics["dead_letter"].name) as reader:
+        for item in reader.messages(timeout=120):
+            if item is not None and item[1].get("stream") == "both":
+                letters.append(item[1])
+                if item[1]["offset"] > 0:  # the 'open', then its blocks: all refused
+                    break
+    assert letters[0]["reason"].startswith("stream id 'both' is a feature stream's on this "
+                                           "deployment")
+    # of no run: not the feature stream's (whose watcher would take it as its own refusal)
+    assert letters[0]["run"] is None and letters[0]["run_refused"]
+    latest = current_selection("both", kafka_config, topics["selected"].name)
+    assert latest["algorithm"] == "saola" and latest["version"] == final["version"]
