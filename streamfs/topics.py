@@ -324,7 +324,17 @@ def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
             value = f"[{wanted}]" if "," in wanted else wanted
             command = (f"kafka-configs.sh --bootstrap-server {bootstrap} --alter --entity-type "
                        f"topics --entity-name {spec.name} --add-config {key}={value}")
-            if key in REQUIRED:
+            if key == "max.message.bytes" and spec.role.endswith("-changelog"):
+                # a changelog's follows the setting: raised, it is the setting that changed,
+                # and the topic holds every stream's state
+                setting = int(wanted) - CHANGELOG_RECORD_MARGIN
+                refusals.append(
+                    f"existing topic {spec.name!r} has {key}={have}, and STREAMFS_MAX_MESSAGE_"
+                    f"BYTES={setting} needs at least {wanted} (the setting + 64 KiB: a state "
+                    f"record must fit): set it with {command}, or set STREAMFS_MAX_MESSAGE_BYTES "
+                    f"back to at most {int(have) - CHANGELOG_RECORD_MARGIN} (a changelog holds "
+                    "its streams' state: do not delete it)")
+            elif key in REQUIRED:
                 need = _needed(key, wanted)
                 refusals.append(f"existing topic {spec.name!r} has {key}={have}, streamfs needs "
                                 f"{need} ({REQUIRED[key]}): set it with {command}, or delete "
@@ -591,6 +601,10 @@ def unserved_partitions(admin: Any, partitions: dict[str, int], timeout: float =
     return missing
 
 
+#: what a changelog's max.message.bytes adds to the worker's record limit (a state record's
+#: key and framing)
+CHANGELOG_RECORD_MARGIN = 65536
+
 #: how long compaction keeps a changelog tombstone; a worker's local copy of a partition's state
 #: older than this is not used (a deletion it missed may be gone from the changelog)
 CHANGELOG_DELETE_RETENTION_MS = 24 * 3600 * 1000
@@ -599,7 +613,8 @@ CHANGELOG_DELETE_RETENTION_MS = 24 * 3600 * 1000
 def changelog_specs(app_id: str, partitions: int, replication_factor: int,
                     max_message_bytes: int) -> dict[str, TopicSpec]:
     """The worker's state changelog topics (compacted, co-partitioned with the input)."""
-    config = {"cleanup.policy": "compact", "max.message.bytes": str(max_message_bytes + 65536),
+    config = {"cleanup.policy": "compact",
+              "max.message.bytes": str(max_message_bytes + CHANGELOG_RECORD_MARGIN),
               "delete.retention.ms": str(CHANGELOG_DELETE_RETENTION_MS)}
     return {
         f"{role}-changelog": TopicSpec(f"{role}-changelog", f"{app_id}-{role}-streams-changelog",

@@ -360,3 +360,19 @@ def test_an_existing_topic_refused_leaves_the_missing_ones_unmade(kafka_config):
         create_topics(kafka_config, {"o": TopicSpec("o", old, 4, 1),
                                      "n": TopicSpec("n", new, 4, 1)})
     assert _exists(kafka_config, old, new) == [old]
+
+
+def test_a_changelog_below_a_raised_record_limit_names_the_setting(kafka_config):
+    """STREAMFS_MAX_MESSAGE_BYTES raised past the changelogs' limit: the refusal named neither
+    the setting nor its other fix, and advised deleting a topic that holds every stream's
+    state."""
+    app = _name()
+    create_topics(kafka_config, changelog_specs(app, 1, 1, 1 << 20))
+    with pytest.raises(TopicMismatch) as refused:
+        create_topics(kafka_config, changelog_specs(app, 1, 1, 2 << 20))
+    lines = str(refused.value).splitlines()
+    assert len(lines) == 2 and all(
+        f"has max.message.bytes={(1 << 20) + 65536}, and STREAMFS_MAX_MESSAGE_BYTES={2 << 20} "
+        f"needs at least {(2 << 20) + 65536} " in line
+        and f"or set STREAMFS_MAX_MESSAGE_BYTES back to at most {1 << 20} (a changelog holds "
+        "its streams' state: do not delete it)" in line for line in lines)

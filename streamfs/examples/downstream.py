@@ -261,6 +261,14 @@ class Downstream:
         return lines
 
     def _on_result(self, message: dict) -> list[str]:
+        if self.selection is not None:
+            # a stream's versions rise within a run, and runs rise: one not newer is a
+            # republished one (the worker's app id changed and changed back), never newer data
+            held = (self.selection.get("run", 1), self.selection.get("version", 0))
+            given = (message.get("run", 1), message.get("version", 0))
+            if given <= held:
+                return [f"selection v{given[1]} of run {given[0]} is not newer than v{held[1]} "
+                        f"of run {held[0]}, in use: ignored"]
         # checked before it is taken: a selection of other columns never trains a model
         self._check_selection(message, self.n_features)
         self.selection = message

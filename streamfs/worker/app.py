@@ -421,8 +421,10 @@ class Worker:
         if streams:
             log.warning("input partition %s:%d has no committed offset but its changelog holds "
                         "%d stream(s): the group's offsets were dropped (the topic deleted and "
-                        "re-created while no worker ran, or offsets expired); reading it from its "
-                        "beginning, the streams' state kept", tp.topic, tp.partition, streams)
+                        "re-created while no worker ran, or offsets expired), or the catalogue "
+                        "names another input topic than before (STREAMFS_TOPICS: what is left "
+                        "unread on the old one is not read); reading it from its beginning, the "
+                        "streams' state kept", tp.topic, tp.partition, streams)
 
     def _restore(self, targets: dict[tuple[str, int], int | None]) -> None:
         """Fresh state for the (role, partition) keys of ``targets`` (:class:`Restore`)."""

@@ -29,13 +29,20 @@ wait for the disk; the worker waits for them before it reads, resets or closes a
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import queue
+import re
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Hashable
+
+log = logging.getLogger("streamfs.worker")
+
+#: SQLite's words for a file that is not a sound database (not one for a file it may not open)
+DAMAGED = re.compile(r"not a database|malformed")
 
 
 class LocalStore:
@@ -68,7 +75,21 @@ class LocalStore:
         except BlockingIOError:
             os.close(fd)
             return None
-        return cls(path, fd)
+        try:
+            try:
+                return cls(path, fd)
+            except sqlite3.DatabaseError as exc:
+                if not DAMAGED.search(str(exc)):
+                    raise
+                # a copy of the changelog, so made anew: kept, it was never used again
+                for damaged in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    damaged.unlink(missing_ok=True)
+                log.warning("local state file %s was damaged (%s): replaced by a new one, "
+                            "filled from the changelog", path, exc)
+                return cls(path, fd)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def load(self) -> tuple[dict[str, bytes], int | None, float | None, str | None]:
         """The records, the changelog offset to read on from (None: nothing saved), the

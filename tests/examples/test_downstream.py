@@ -123,19 +123,23 @@ def test_instances_before_the_selection_are_buffered_then_learned_and_exit():
     ds.handle(result(2, [0, 3], final=True, names=["radius", "area"]))
     assert ds.finished and ds.model.trained == 120  # same features: model kept
     # the same features in another order (an OFS selection by |w|) keep the model too
-    lines = ds.handle(result(2, [3, 0], final=True, names=["area", "radius"]))
-    assert lines == ["selection v2 (final): same 2 features, model kept"], lines
+    lines = ds.handle(result(3, [3, 0], final=True, names=["area", "radius"]))
+    assert lines == ["selection v3 (final): same 2 features, model kept"], lines
     assert ds.model.trained == 120 and ds.model.features == [0, 3]
-    ds.handle(result(2, [0, 3], final=True, names=["radius", "area"]))
+    ds.handle(result(4, [0, 3], final=True, names=["radius", "area"]))
+    # a version not newer (republished after the worker's app id changed and changed back)
+    # was taken, and the model rebuilt on a stale selection
+    assert ds.handle(result(1, [1])) == [
+        "selection v1 of run 1 is not newer than v4 of run 1, in use: ignored"]
     s = ds.summary()
-    assert s["selection_version"] == 2 and s["feature_names"] == ["radius", "area"]
+    assert s["selection_version"] == 4 and s["feature_names"] == ["radius", "area"]
     assert s["instances"] == 120 and s["trained_on"] == 120 and s["scored"] == 119
     text = ds.summary_text()
-    assert "120 instances" in text and "selection v2 (final)" in text
+    assert "120 instances" in text and "selection v4 (final)" in text
     assert "radius, area" in text and "prequential accuracy 0." in text
     assert s["prequential_accuracy"] > 0.85
     # a new selection replays the buffer but counts nothing twice
-    ds.handle(result(3, [1], final=True))
+    ds.handle(dict(result(1, [1], final=True), run=2))  # a replace: run 2
     assert ds.n_scored == 119 and ds.model.trained == 120 and ds.model.features == [1]
     # a rerun of the instance stream under the same id starts its side over
     ds.handle(opened(4))

@@ -65,3 +65,20 @@ def test_save_queue_keeps_order_and_skips_saves_after_a_failure(tmp_path):
     records, offset, _, _ = good.load()
     assert records == {"k": b"5"} and offset == 5  # the last of the saves, in order
     good.close()
+
+
+def test_a_damaged_file_is_replaced_by_a_new_one(tmp_path, caplog):
+    """A file that is not a database was warned about at every start ("restoring it from
+    the changelog alone") and kept: that partition never had a local copy again."""
+    import logging
+
+    (tmp_path / "t-0.sqlite").write_text("not a database, some text\n" * 100)
+    with caplog.at_level(logging.WARNING, logger="streamfs.worker"):
+        store = LocalStore.open(tmp_path, "t", 0)
+    assert store is not None and store.load() == ({}, None, None, None)
+    assert "was damaged (file is not a database): replaced by a new one" in caplog.text
+    store.save({"a": b"1"}, 5)
+    store.close()
+    again = LocalStore.open(tmp_path, "t", 0)
+    assert again.load()[:2] == ({"a": b"1"}, 5)
+    again.close()
