@@ -295,5 +295,13 @@ def produce(ctx: click.Context, kind: str, source: str, stream_id: str, algorith
     if existing is not None:
         # a watch started before the new run's first result would take the old run's final
         click.echo(f"its final selection: streamfs watch {shlex.quote(stream_id)} --run "
-                   f"{existing.get('run', 1) + 1} --until-final", err=True)
+                   f"{existing.get('run', 1) + 1} --until-final (the run is the worker's to "
+                   f"number: one more for each other replace of {stream_id!r} it reads first)",
+                   err=True)
+    elif replace:
+        # no result yet: an earlier run the worker has not read yet would be replaced too,
+        # and a watch now would take its final
+        click.echo(f"no result of {stream_id!r} yet: if a run of it is still to be processed, "
+                   f"this one replaces it; each version's run shows in streamfs watch "
+                   f"{shlex.quote(stream_id)} --json", err=True)
     _warn_without_worker(s, app_id or s.app_id)  # published: no result comes without one

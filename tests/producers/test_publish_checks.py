@@ -266,6 +266,15 @@ def test_a_replace_tells_the_worker_where_the_id_s_results_stand(kafka_config, t
                                     topic_prefix, "produce", "features", str(data), "--stream",
                                     "cli", "-a", "saola", "--replace", "--no-progress"])
     assert out.exit_code == 0 and "run 2 replacing run 1" in out.output, out.output
+    assert "(the run is the worker's to number: one more for each other replace" in out.output
+    # --replace of an id without a result yet: a run still to be processed is replaced too
+    # (the watch of this run had no hint at all)
+    fresh = CliRunner().invoke(main, ["-b", kafka_config["bootstrap.servers"], "--topic-prefix",
+                                      topic_prefix, "produce", "features", str(data),
+                                      "--stream", "new", "-a", "saola", "--replace",
+                                      "--no-progress"])
+    assert fresh.exit_code == 0 and "no result of 'new' yet: if a run of it is still to be " \
+        "processed, this one replaces it" in fresh.output, fresh.output
     for stream in ("api", "cli"):
         opening = consume_stream(kafka_config, topics["features"].name, stream)[0]
         assert opening["continue_from"] == {"run": 1, "version": 7}, stream
