@@ -111,7 +111,8 @@ def warn_if_another_group_processed(consumer: Any, settings: Settings,
                   exc.args[0].str())
         return
     log.warning("group %r (the app id) is new to this prefix's input, which %r shows was "
-                "processed under another app id (%d results there): this worker reads "
+                "processed under another app id (%d records there, results and "
+                "transaction markers): this worker reads "
                 "the input from its beginning and publishes every stream's results again "
                 "(new versions, a second final of closed streams). If that is not meant, "
                 "stop it and set STREAMFS_APP_ID (--app-id) to those workers' group",
