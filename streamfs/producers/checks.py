@@ -143,11 +143,10 @@ def check_input_topic(kafka_config: dict[str, Any], topic: str) -> None:
     from streamfs.topics import (TopicMismatch, config_problems, load_catalogue,
                                  partition_problems)
 
-    plain = load_catalogue("")
-    role = catalogue_role(topic, plain)
+    role, prefix = _role_and_prefix(topic)
     if role not in ("features", "instances"):
         return
-    spec = load_catalogue(topic[:len(topic) - len(plain[role].name)])[role]
+    spec = load_catalogue(prefix)[role]
     conf = admin_config(kafka_config)
     # asked for by name, a topic must not be made by a broker with auto.create.topics.enable
     admin = make_client(AdminClient, {**conf, "allow.auto.create.topics": False})
@@ -168,15 +167,24 @@ def results_topic(topic: str, kind: str) -> str | None:
     Refuses (:class:`ValueError`) a catalogue topic that does not take ``kind`` streams."""
     from streamfs.topics import load_catalogue
 
-    plain = load_catalogue("")  # read once for the role and the names
-    role = catalogue_role(topic, plain)
+    role, prefix = _role_and_prefix(topic)
     if role is None:
         return None
-    prefix = topic[:len(topic) - len(plain[role].name)]
+    plain = load_catalogue("")
     if role != kind:
         raise ValueError(f"topic {topic!r} is the catalogue's {role} topic: {kind[:-1]} streams "
                          f"go to {prefix + plain[kind].name!r}")
     return prefix + plain["selected"].name
+
+
+def _role_and_prefix(topic: str) -> tuple[str | None, str]:
+    """The catalogue role whose name ends ``topic`` and the prefix before it; ``(None, "")``
+    for a topic outside the catalogue's naming."""
+    from streamfs.topics import load_catalogue
+
+    plain = load_catalogue("")  # read once for the role and its name
+    role = catalogue_role(topic, plain)
+    return (role, topic[:len(topic) - len(plain[role].name)]) if role else (None, "")
 
 
 def existing_stream(kafka_config: dict[str, Any], results: str, stream: str) -> dict | None:
