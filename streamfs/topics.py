@@ -329,9 +329,10 @@ def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
                 # and the topic holds every stream's state
                 setting = int(wanted) - CHANGELOG_RECORD_MARGIN
                 refusals.append(
-                    f"existing topic {spec.name!r} has {key}={have}, and STREAMFS_MAX_MESSAGE_"
-                    f"BYTES={setting} needs at least {wanted} (the setting + 64 KiB: a state "
-                    f"record must fit): set it with {command}, or set STREAMFS_MAX_MESSAGE_BYTES "
+                    f"existing topic {spec.name!r} has {key}={have}, and "
+                    f"STREAMFS_MAX_MESSAGE_BYTES={setting} needs at least {wanted} (the setting "
+                    f"+ 64 KiB: a state record must fit): set it with {command}, or set "
+                    f"STREAMFS_MAX_MESSAGE_BYTES "
                     f"back to at most {int(have) - CHANGELOG_RECORD_MARGIN} (a changelog holds "
                     "its streams' state: do not delete it)")
             elif key in REQUIRED:
