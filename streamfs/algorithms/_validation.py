@@ -570,6 +570,27 @@ def lazy_problem(X: Any, what: str = "X") -> str | None:
     return None
 
 
+def check_real(X: np.ndarray, what: str = "X") -> None:
+    """``ValueError`` for an array of dates, durations or complex numbers, which numpy turns
+    into numbers silently (day counts; the real part, with only a ComplexWarning), and which
+    scikit-learn's ``check_array`` lets through (dates) or refuses (complex numbers) only
+    where it is called: the streaming steps take numeric arrays as they are.
+
+    >>> check_real(np.array(["2020-01-01"], dtype="datetime64[D]"))
+    Traceback (most recent call last):
+    ...
+    ValueError: X holds dates or durations (dtype datetime64[D]): features are real numbers; convert them first (e.g. to days since a date)
+    """
+    kind = X.dtype.kind
+    if kind in "mM":
+        raise ValueError(f"{what} holds dates or durations (dtype {X.dtype}): features are real "
+                         "numbers; convert them first (e.g. to days since a date)")
+    if kind == "c":
+        # (scikit-learn's words, which its estimator checks look for)
+        raise ValueError(f"Complex data not supported: {what} holds complex numbers (dtype "
+                         f"{X.dtype}), features are real numbers")
+
+
 def check_frame(X: Any) -> None:
     """``ValueError`` for a lazy query (see :func:`lazy_problem`; scikit-learn called it a
     "scalar array") and naming the columns of data frame ``X`` that hold dates, times or
@@ -584,7 +605,10 @@ def check_frame(X: Any) -> None:
     """
     if (problem := lazy_problem(X)) is not None:
         raise ValueError(problem)
-    if isinstance(X, np.ndarray) or not hasattr(X, "shape") or len(X.shape) != 2:
+    if isinstance(X, np.ndarray):
+        check_real(X)
+        return
+    if not hasattr(X, "shape") or len(X.shape) != 2:
         return
     dtypes = getattr(X, "dtypes", None)  # pandas, polars
     if dtypes is None:

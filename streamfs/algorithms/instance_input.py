@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_array
 
 from streamfs.algorithms import ofs_kernels as _k
+from streamfs.algorithms._validation import check_real
 from streamfs.algorithms.measures.columns import is_float_matrix
 
 __all__ = ["CSR", "InstanceInputMixin", "is_series", "not_one_instance"]
@@ -174,7 +176,12 @@ class InstanceInputMixin:
                 raise not_one_instance(method, f"a sparse matrix of {M.shape[0]} rows")
             self._ensure_init(M.shape[1])
         else:
-            A = np.asarray(X, dtype=np.float64)
+            A = np.asarray(X)
+            if A.dtype.kind not in "biufO":  # learn_one's arrays come here unchecked
+                check_real(A, "x" if single else "X")
+                check_array(A, dtype="numeric", ensure_2d=False, ensure_all_finite=False,
+                            ensure_min_samples=0, ensure_min_features=0)  # text
+            A = A.astype(np.float64, copy=False)
             if single:
                 if A.ndim != 1:
                     raise not_one_instance(method, f"an array of {A.ndim} dimension(s)")

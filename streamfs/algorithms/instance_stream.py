@@ -554,7 +554,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
     def _partial_fit(self, X: Any, y: Any, classes: Any, first: bool) -> None:
         check_frame(X)
         validate_data(self, X, reset=first, skip_check_array=True)
-        if not (sp.issparse(X) or isinstance(X, np.ndarray)):
+        if not (sp.issparse(X) or (isinstance(X, np.ndarray) and X.dtype.kind in "biuf")):
+            # (text too: numpy would parse "1.5")
             X = check_array(X, accept_sparse=True, dtype="numeric", ensure_all_finite=False,
                             ensure_min_samples=0, ensure_min_features=0, input_name="X")
         if classes is not None:

@@ -438,6 +438,24 @@ def test_date_columns_are_refused_naming_them(estimator):
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_arrays_of_dates_complex_numbers_or_text_are_refused_by_every_method(estimator):
+    """The streaming steps take numeric arrays as they come: numpy made dates day counts,
+    dropped imaginary parts and parsed text, and the OFS family learned from all three."""
+    X, y = _clf_data()
+    bad = {r"dates or durations \(dtype datetime64\[D\]\)": X.astype("datetime64[D]"),
+           r"Complex data not supported: X holds complex numbers": X + 1j,
+           r"dtype='numeric' is not compatible with arrays of bytes/strings": X.astype(str)}
+    methods = ["fit"] + [m for m in ("partial_fit",) if hasattr(estimator, m)]
+    for message, values in bad.items():
+        for method in methods:
+            with pytest.raises(ValueError, match=message):
+                getattr(_seeded(estimator), method)(values, y)
+        if hasattr(estimator, "learn_one"):
+            with pytest.raises(ValueError, match=message.replace("X holds", "x holds")):
+                _seeded(estimator).learn_one(values[0], y[0])
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
 def test_a_lazy_frame_is_refused_saying_collect(estimator):
     # scikit-learn called a polars LazyFrame a "scalar array" holding its query plan
     import polars as pl
