@@ -72,6 +72,45 @@ def _rng_from_seed(random_state: Any) -> np.ndarray:
     return _rng_pack(st["state"], st["inc"])
 
 
+def _generator_state(random_state: Any) -> dict | None:
+    """The state of a numpy generator (``Generator`` or ``RandomState``) as plain data, for
+    a learner saved before its stream opened (the seed is drawn from it at open); integers
+    past 64 bits (PCG64's words) as decimal text, as msgpack stops there. ``None`` for a
+    seed or ``None``, which the parameters carry."""
+    if isinstance(random_state, np.random.Generator):
+        kind, state = "Generator", random_state.bit_generator.state
+    elif isinstance(random_state, np.random.RandomState):
+        kind, state = "RandomState", random_state.get_state(legacy=False)
+    else:
+        return None
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
+            return str(v)
+        return v
+
+    return {"kind": kind, "state": plain(state)}
+
+
+def _generator_from_state(saved: dict) -> np.random.Generator | np.random.RandomState:
+    """The generator :func:`_generator_state` saved."""
+    def python(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: python(x) for k, x in v.items()}
+        return int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
+
+    state = python(saved["state"])
+    if saved["kind"] == "RandomState":
+        rs = np.random.RandomState()
+        rs.set_state(state)
+        return rs
+    bits = getattr(np.random, state["bit_generator"])()
+    bits.state = state
+    return np.random.Generator(bits)
+
+
 def _rng_pack(state: int, inc: int) -> np.ndarray:
     return np.array([state >> 64, state & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
 
@@ -748,9 +787,13 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
 
     # ------------------------------------------------------------------ state
     def to_state(self) -> dict:
-        """Plain-data snapshot; ``from_state`` continues bit-identically (RNG included)."""
+        """Plain-data snapshot; ``from_state`` continues bit-identically (RNG included: a
+        learner saved before its stream opened keeps its ``random_state`` generator's state)."""
         state: dict = {"algorithm": type(self).__name__, "params": self._state_params()}
         if not hasattr(self, "d_"):
+            # a generator's seed is drawn when the stream opens: its state goes too
+            if (saved := _generator_state(getattr(self, "random_state", None))) is not None:
+                state["random_state"] = saved
             return state
         n = int(self._ist[0])
         heap = self._heap[:n].astype(np.int64)  # heap order kept: sums run in the same order
@@ -797,6 +840,8 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
         params, later = cls._stream_params_of(state)
         obj = target(**params)
         if "n_features" not in state:
+            if "random_state" in state:
+                obj.random_state = _generator_from_state(state["random_state"])
             return obj
         obj._validate_params()
         obj._labels = list(state["classes"])

@@ -662,6 +662,23 @@ def test_unfitted_state_round_trip():
     assert m.eta == 0.5 and m.selection() == [] and m.n_seen_ == 0
 
 
+@pytest.mark.parametrize("generator", [lambda: np.random.default_rng(7),
+                                       lambda: np.random.RandomState(7),
+                                       lambda: np.random.Generator(np.random.MT19937(3))],
+                         ids=["PCG64", "RandomState", "MT19937"])
+@pytest.mark.parametrize("cls", [RandomSelection, OFSPartial])
+def test_an_unstarted_learner_keeps_its_generator_through_the_codec(cls, generator):
+    """Its seed is drawn from the generator when the stream opens: saved as None, the
+    restored learner drew from fresh entropy and each restore selected differently."""
+    X, y = np.random.default_rng(0).random((40, 12)), np.arange(40) % 2
+    saved = codec.unpackb(codec.packb(cls(2, random_state=generator()).to_state()))
+    expected = cls(2, random_state=generator()).fit(X, y)
+    for _ in range(2):
+        restored = cls.from_state(saved).fit(X, y)
+        np.testing.assert_array_equal(restored.coef_, expected.coef_)
+        assert restored.selected_.tolist() == expected.selected_.tolist()
+
+
 # ----------------------------------------------------------------------------- labels, scaling
 def test_multiclass_labels_raise_with_names():
     m = OFS(2)
