@@ -165,18 +165,19 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
     def _gdm(self) -> GDM:
         return GDM(**{p: getattr(self, p) for p in _GDM_PARAMS})
 
-    def _validate_params(self, d: int | None = None, rows: int | None = None) -> None:
-        """Types and ranges, then the memory rule for a window of ``rows`` instances
-        (``max_instances`` if ``None``); ``ValueError`` with one line."""
+    def _validate_params(self, d: int | None = None, rows: int | None = None, *,
+                         window: bool = True) -> None:
+        """Types and ranges, then (``window``) the memory rule for a window of ``rows``
+        instances (``max_instances`` if ``None``); ``ValueError`` with one line."""
         check_int("n_features", self.n_features, 1, allow_none=True)
         self._gdm()._validate_params()
         check_int("refit_every", self.refit_every, 1)
         check_int("max_instances", self.max_instances, 1)
         check_int("max_buffer_bytes", self.max_buffer_bytes, 1)
         d = self.n_features if d is None else d
-        if d is None:
+        if d is None or not window:
             return
-        window = (f"max_instances={int(self.max_instances)}" if rows is None
+        window_is = (f"max_instances={int(self.max_instances)}" if rows is None
                   else f"{int(rows)} instances (the rows of X)")
         rows = int(self.max_instances) if rows is None else int(rows)
         need = rows * int(d) * 8
@@ -185,7 +186,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
             fix = (f"use max_instances <= {most}" if most >= 1
                    else f"one instance needs {8 * int(d)} bytes")
             raise ValueError(
-                f"gdm window of {window} x n_features={int(d)} "
+                f"gdm window of {window_is} x n_features={int(d)} "
                 f"x 8 bytes = {need} bytes exceeds max_buffer_bytes="
                 f"{int(self.max_buffer_bytes)}; {fix} or a larger max_buffer_bytes")
 
@@ -321,8 +322,8 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def _partial_fit(self, X: Any, y: Any, window: int | None = None) -> "GDMStream":
         """:meth:`partial_fit`; ``window``: the rows of a stream's window, when it opens
-        here, if fewer than ``max_instances`` (see :meth:`_init`)."""
-        self._validate_params()
+        here, if fewer than ``max_instances`` (see :meth:`_init`, which checks its memory)."""
+        self._validate_params(window=window is None)
         self._check_stream_params()
         first = not hasattr(self, "n_seen_")
         if first and self.n_features is not None and getattr(X, "ndim", 2) == 2 \
@@ -376,7 +377,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> "GDMStream":
         """Forget everything, stream ``X`` in one block, then :meth:`finish`."""
-        self._validate_params()
+        self._validate_params(window=False)  # the window holds X's rows: checked with them
         if y is None:  # before scikit-learn's checks, which would call it a 0-d array
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"

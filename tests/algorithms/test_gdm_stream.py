@@ -367,6 +367,8 @@ def test_fit_sizes_its_window_to_the_rows_it_is_given():
     model = GDMStream(**PARAMS).fit(X, y)
     assert model.get_params()["max_instances"] == 100_000
     assert model.selection() == _batch(X, y)
+    # n_features given: fit still holds only the rows (it checked max_instances' window)
+    assert GDMStream(**PARAMS, n_features=2000).fit(X, y).selection() == model.selection()
     X, y = _data()
     small = dict(PARAMS, refit_every=1000, max_buffer_bytes=400 * 20 * 8)  # 400 rows of d=20
     model = GDMStream(**small).fit(X, y)
