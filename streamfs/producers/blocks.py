@@ -103,11 +103,11 @@ def _feature_names(names: Sequence[Any] | None, n: int, of: str) -> list[str] | 
     return texts
 
 
-def _check_shuffle_seed(seed: Any) -> None:
+def check_shuffle_seed(seed: Any) -> None:
     """``ValueError`` naming ``shuffle_seed`` unless it is None or an integer >= 0 (the
     seed of numpy's generator).
 
-    >>> _check_shuffle_seed(-1)
+    >>> check_shuffle_seed(-1)
     Traceback (most recent call last):
     ...
     ValueError: shuffle_seed must be None or an integer >= 0, got -1
@@ -265,7 +265,7 @@ def feature_order(n_columns: int, groups: Sequence[Sequence[int]] | None = None,
     >>> order.tolist(), gid.tolist(), bounds
     ([1, 0, 2, 3], [1, 1, 0, 0], [2, 4])
     """
-    _check_shuffle_seed(shuffle_seed)
+    check_shuffle_seed(shuffle_seed)
     rng = np.random.default_rng(shuffle_seed) if shuffle_seed is not None else None
     if groups is None:
         order = rng.permutation(n_columns) if rng is not None else np.arange(n_columns)

@@ -237,13 +237,15 @@ def continuing(messages: Iterator[dict], existing: dict | None) -> Iterator[dict
     yield from messages
 
 
-def check_block_bytes(block_bytes: int | None, record_limit: int) -> None:
+def check_block_bytes(block_bytes: int | None, record_limit: int | None) -> None:
     """A payload budget per message must be a whole number of bytes, positive and within the
-    record limit."""
+    record limit (``None``: not known yet, the other checks only)."""
     if block_bytes is not None and (isinstance(block_bytes, bool)
                                     or not isinstance(block_bytes, numbers.Integral)):
         raise ValueError(f"block_bytes must be a whole number of bytes, got {block_bytes!r}")
-    if block_bytes is not None and not 0 < block_bytes <= record_limit:
+    if block_bytes is not None and block_bytes <= 0:
+        raise ValueError(f"block_bytes must be more than 0, got {block_bytes!r}")
+    if block_bytes is not None and record_limit is not None and block_bytes > record_limit:
         raise BlockBytesOverLimit(block_bytes, record_limit)
 
 

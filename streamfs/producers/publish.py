@@ -9,14 +9,16 @@ from numbers import Real
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from streamfs.algorithms import registry
-from streamfs.algorithms.opening import open_advice
+from streamfs.algorithms.opening import check_open, check_stream_id, open_advice
 from streamfs.broker import AccessDenied, lost_interrupt
-from streamfs.producers.blocks import (block_budget, feature_stream_messages,
-                                       instance_messages_from_chunks, largest_column_bytes)
+from streamfs.producers.blocks import (block_budget, check_shuffle_seed,
+                                       feature_stream_messages, instance_messages_from_chunks,
+                                       largest_column_bytes)
 from streamfs.codec import encode
-from streamfs.producers.checks import (check_block_bytes, check_budget, check_input_topic,
-                                       check_instance_source, continuing, exists_problem,
-                                       existing_stream, results_topic)
+from streamfs.producers.checks import (check_block_bytes, check_budget, check_groups_apply,
+                                       check_input_topic, check_instance_source, continuing,
+                                       exists_problem, existing_stream, results_topic,
+                                       wire_params)
 from streamfs.producers.errors import InputDataError, PublishInterrupted, StreamLeftOpen
 from streamfs.producers.kafka import (PUBLISHER_MESSAGE_BYTES, DeliveryError, DeliveryTimeout,
                                       StreamPublisher, topic_message_limit)
@@ -175,6 +177,22 @@ def _limits(kafka_config: dict[str, Any], topic: str,
     return block_bytes or block_budget(limit), limit or worker
 
 
+def _check_arguments(kind: str, stream: str, algorithm: str, params: dict | None, *,
+                     n_features: int | None = None, groups: Any = None,
+                     shuffle_seed: Any = None, rate: Any = None, block_bytes: Any = None) -> None:
+    """The checks of a publish's arguments that need no broker, run before it is asked
+    anything: a mistyped algorithm or parameter is said at once, not after a broker's
+    timeout (and the data's checks, which need the topic's record limit, follow)."""
+    check_stream_id(stream)
+    if kind == "features":
+        check_groups_apply(algorithm, groups)
+        check_shuffle_seed(shuffle_seed)
+    check_open(kind, algorithm, params, n_features=n_features, buffer_cap=worker_buffer_cap())
+    wire_params(params)
+    items_per_message(rate)
+    check_block_bytes(block_bytes, None)
+
+
 def _publish(kafka_config: dict[str, Any], topic: str, kind: str, messages: Iterator[dict],
              replace: bool, rate: float | None, record_limit: int, results: str | None) -> int:
     """Send a stream whose ``open`` passed its checks, unless its id exists already on the
@@ -209,13 +227,15 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
 
     Runs the checks of ``streamfs produce`` before the ``open``: the data, labels, algorithm
     and parameters as the worker checks them (``ValueError``, :class:`InputDataError` for the
-    data's faults), and, when ``topic`` is a catalogue topic (``<prefix>features``), whether
+    data's faults; the arguments' before the broker is asked anything), and, when ``topic`` is a catalogue topic (``<prefix>features``), whether
     the stream id has results on ``<prefix>selected-features`` already
     (:class:`StreamExists`, unless ``replace``; even with it if they are an instance
     stream's). Raises :class:`StreamLeftOpen` if the
     publish stopped after some messages went out."""
     results = results_topic(topic, "features")  # the wrong topic is refused before all else
     X, y, names = from_objects(X, y, label=label)
+    _check_arguments("features", stream, algorithm, params, groups=groups,
+                     shuffle_seed=shuffle_seed, rate=rate, block_bytes=block_bytes)
     budget, limit = _limits(kafka_config, topic, block_bytes)
     if block_bytes is not None:  # a column alone over it would go in a message of its own
         check_budget(block_bytes, largest_column_bytes(X, feature_names=names, groups=groups,
@@ -243,6 +263,8 @@ def produce_instances(kafka_config: dict[str, Any], topic: str, stream: str, X: 
     results = results_topic(topic, "instances")  # before the data's checks and advice
     source = X if isinstance(X, InstanceSource) else InstanceSource.from_arrays(
         *from_objects(X, y, label=label))
+    _check_arguments("instances", stream, algorithm, params, n_features=source.n_features,
+                     rate=rate, block_bytes=block_bytes)
     budget, limit = _limits(kafka_config, topic, block_bytes)
     cap = worker_buffer_cap()
     # (block_bytes: the one chosen, checked against the widest row; None if not)

@@ -201,8 +201,8 @@ def test_limits_topics_and_parameters_are_checked_before_the_open(kafka_config, 
         (produce_instances, features, (X, y), "ofs", {},
          f"topic '{features}' is the catalogue's features topic: instance streams go to "
          f"'{instances}'"),
-        (produce_features, features, (X, y), "saola", {"block_bytes": 0},
-         "block_bytes must be between 1 and the record limit of 65536 bytes, got 0"),
+        (produce_features, features, (X, y), "saola", {"block_bytes": 70_000},
+         "block_bytes must be between 1 and the record limit of 65536 bytes, got 70000"),
         # a budget under one column or row: the CLI refused it, the Python API sent 7 and 62
         # messages, each over it
         (produce_features, features, (X, y), "saola", {"block_bytes": 10},
@@ -361,6 +361,30 @@ def test_a_catalogue_topic_of_the_other_kind_is_refused_before_the_data_s_advice
         with pytest.raises(ValueError, match=f"topic '{topic}' is the catalogue's {wrong} "
                                              "topic"):
             getattr(publish, produce)(dead, topic, "s", X, y, algorithm)
+
+
+@pytest.mark.parametrize("produce, arguments, message", [
+    ("produce_features", {"algorithm": "nope"}, "unknown algorithm 'nope'"),
+    ("produce_features", {"params": {"alpha": -1}}, r"alpha must be a number in \(0, 1\)"),
+    ("produce_features", {"stream": ""}, "the stream id is empty"),
+    ("produce_features", {"groups": [[0, 1], [2, 3]]}, "groups apply to group-saola only"),
+    ("produce_features", {"shuffle_seed": -1}, "shuffle_seed must be None or an integer"),
+    ("produce_features", {"rate": -1}, "rate must be a finite number"),
+    ("produce_features", {"block_bytes": 0}, "block_bytes must be more than 0"),
+    ("produce_instances", {"algorithm": "saola"}, "consumes feature streams"),
+    ("produce_instances", {"params": {"n_features_to_select": -2}}, "n_features_to_select"),
+    ("produce_instances", {"block_bytes": "x"}, "block_bytes must be a whole number")])
+def test_arguments_are_checked_before_the_broker_is_asked(produce, arguments, message):
+    """An unknown algorithm or a bad parameter was said only once the broker answered: with
+    none, as a broker-unreachable error after its wait."""
+    from streamfs.producers import publish
+
+    kind = "features" if produce == "produce_features" else "instances"
+    arguments = {"stream": "s", **arguments}
+    X, y = np.random.default_rng(0).random((30, 4)), np.arange(30) % 2
+    dead = {"bootstrap.servers": "127.0.0.1:1"}  # asked, it would fail otherwise
+    with pytest.raises(ValueError, match=message):
+        getattr(publish, produce)(dead, load_catalogue("t.")[kind].name, X=X, y=y, **arguments)
 
 
 def test_produce_features_warns_as_the_worker_will_once_its_checks_pass(kafka_config,
