@@ -145,8 +145,10 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     def finish(self) -> "FeatureStreamSelector":
         """Apply end-of-stream rules (the default has none); scikit-learn's
-        ``NotFittedError`` before any ``partial_fit``: there is no stream to end."""
+        ``NotFittedError`` before any ``partial_fit``: there is no stream to end; a parameter
+        changed since the stream began is refused, as by the steps."""
         self._check_started()
+        self._check_stream_params()
         return self
 
     def _check_started(self) -> None:

@@ -154,6 +154,14 @@ def test_finish_checks_too():
     g = GDMStream(n_features_per_step=3).partial_fit(X[:100], y[:100]).set_params(tau=0.5)
     with pytest.raises(ValueError, match="tau 0.25 -> 0.5"):
         g.finish()
+    # SAOLA's and group-SAOLA's (the base class's, without end-of-stream rules) finished
+    # with the new value shown in their repr, their selection made with the old one
+    s = SAOLA().partial_fit(X[:, :5], y).set_params(alpha=0.2)
+    with pytest.raises(ValueError, match="alpha 0.01 -> 0.2"):
+        s.finish()
+    gs = GroupSAOLA().partial_fit(X[:, :4], y, groups=[[0, 1], [2, 3]]).set_params(bound="max")
+    with pytest.raises(ValueError, match="bound 'min' -> 'max'"):
+        gs.finish()
 
 
 def test_unchanged_parameters_leave_the_state_as_it_was():
