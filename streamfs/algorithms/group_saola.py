@@ -52,7 +52,7 @@ class _UsedGroupIds:
             self._hi.insert(i + 1, gid)
 
     def to_state(self) -> dict:
-        # plain ints (not int64): a Python-API id may be any integer
+        # plain ints (not int64): a Python-API id may be up to 2**64 - 1
         return {"ranges": [v for pair in zip(self._lo, self._hi) for v in pair],
                 "strings": sorted(self._str)}
 
@@ -182,6 +182,11 @@ class GroupSAOLA(SAOLABase):
                 if not isinstance(gid, (int, np.integer, str)) or isinstance(gid, bool):
                     raise ValueError(f"group ids must be ints or strings, got {gid!r}")
             group_ids = [str(gid) if isinstance(gid, str) else int(gid) for gid in group_ids]
+            # the state keeps them: what its codec (msgpack) encodes, as the wire's are
+            if (wide := next((gid for gid in group_ids if isinstance(gid, int)
+                              and not -(2**63) <= gid < 2**64), None)) is not None:
+                raise ValueError(f"group ids must be strings or integers of 64 bits (from "
+                                 f"-2**63 to 2**64 - 1), got {wide}")
             in_block: set = set()
             for gid in group_ids:
                 if gid in in_block:

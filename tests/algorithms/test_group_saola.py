@@ -186,12 +186,28 @@ def test_group_ids_name_one_group_for_the_whole_stream(round_trip):
         GroupSAOLA.from_state(old).partial_fit(rng.standard_normal((n, 1)), group_ids=[selected])
 
 
+def test_group_ids_of_64_bits_survive_the_state_s_codec():
+    from streamfs.codec import packb, unpackb
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 50)
+    X = (y + 0.1 * rng.standard_normal((3, 50))).T
+    g = GroupSAOLA().partial_fit(X, y, groups=[[0], [1], [2]], group_ids=[2**64 - 1, -2**63, 7])
+    restored = GroupSAOLA.from_state(unpackb(packb(g.to_state())))
+    assert restored.selection() == g.selection()
+    with pytest.raises(ValueError, match="unique"):
+        restored.partial_fit(X[:, :1], group_ids=[2**64 - 1])
+
+
 @pytest.mark.parametrize("ids,message", [
     ([True], "group ids must be ints or strings, got True"),  # was taken as group 1
     ([[1]], "group ids must be ints or strings, got [1]"),  # was a bare TypeError
     ([1.0], "group ids must be ints or strings, got 1.0"),
     (["a", "a"], "group ids must be unique: 'a' names two groups of the block"),
     ([0, np.int64(0)], "group ids must be unique: 0 names two groups of the block"),
+    # taken, then the state's encoding failed: CodecError "cannot encode object of type int"
+    ([2**64], "group ids must be strings or integers of 64 bits (from -2**63 to 2**64 - 1), "
+              f"got {2**64}"),
 ])
 def test_group_ids_refused_as_the_worker_refuses_them_naming_the_id(ids, message):
     rng = np.random.default_rng(0)
