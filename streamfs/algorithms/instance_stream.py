@@ -617,6 +617,10 @@ class InstanceStreamSelector(ClassifierMixin, SelectorMixin, StreamParamsMixin,
                 f"classes must be a list of two distinct labels, got {shown(classes)}"
             ) from None
         known = getattr(self, "_labels", None)
+        if known is None and self.classes is not None:  # the stream opens here, with these
+            if (given := self._check_classes(self.classes)) != cl:
+                raise ValueError(f"partial_fit's classes={cl} differs from the learner's "
+                                 f"classes={given}")
         if known is not None and len(known) == 2 and list(known) != cl:
             raise ValueError(f"classes={cl} differs from the classes {list(known)} of the stream")
         if known and len(known) < 2:

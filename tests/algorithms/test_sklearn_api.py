@@ -642,6 +642,10 @@ def test_partial_fit_classes_argument():
     assert late.classes_.tolist() == ["ham", "spam"]
     with pytest.raises(ValueError, match="differs"):
         late.partial_fit(X[:1], labels[:1], classes=["a", "b"])
+    # on the first call too, against the constructor's (it was replaced, and y blamed)
+    with pytest.raises(ValueError, match=r"^partial_fit's classes=\['a', 'b'\] differs from "
+                                         r"the learner's classes=\['ham', 'spam'\]$"):
+        OFS(5, classes=["ham", "spam"]).partial_fit(X, labels, classes=["a", "b"])
     with pytest.raises(ValueError, match="Only binary classification is supported"):
         OFS(5).fit(X, np.arange(len(X)) % 3)
 
