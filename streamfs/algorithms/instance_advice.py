@@ -190,11 +190,13 @@ class DataAdviceMixin:
                 with np.errstate(invalid="ignore"):
                     over = np.abs(data) > RAW_ABS_LIMIT
                 rows = np.unique(np.searchsorted(indptr, np.flatnonzero(over), side="right") - 1)
+                why = ("its running means and variances of the raw values overflow float64"
+                       if self._norm_key() == "standardize" else "without unit-norm scaling "
+                       "its weights' arithmetic overflows float64")
                 raise ValueError(
-                    f"{type(self).__name__}: |x| up to {largest:.3g}; without unit-norm scaling "
-                    f"(normalize={shown(self.normalize)}) values must stay within "
-                    f"{RAW_ABS_LIMIT:.0e}, or its weights' arithmetic overflows float64: "
-                    f"rescale the features ({where(rows)})")
+                    f"{type(self).__name__}: |x| up to {largest:.3g}; with "
+                    f"normalize={shown(self.normalize)} values must stay within "
+                    f"{RAW_ABS_LIMIT:.0e}, or {why}: rescale the features ({where(rows)})")
             return
         widest = data.size if indptr.size == 2 else int(np.max(np.diff(indptr)))
         if largest <= math.sqrt(DBL_MAX / widest):

@@ -950,7 +950,8 @@ def test_default_and_fractional_budgets_round_halves_up_as_the_authors_scripts(d
 @pytest.mark.parametrize("make", [lambda: OFSPartial(2, random_state=0),
                                   lambda: OFSRandomPartial(2, random_state=0),
                                   lambda: PerceptronRandomPartial(2, random_state=0),
-                                  lambda: OFS(2, normalize=False)])
+                                  lambda: OFS(2, normalize=False),
+                                  lambda: OFS(2, normalize="standardize")])
 def test_unscaled_values_beyond_the_limit_are_refused_before_learning(make):
     # 1e100 overflowed the kernel's w = scale * v arithmetic part way (a void model, and a
     # dead letter the producer could not foresee); 1e30 is learned as before
@@ -959,7 +960,11 @@ def test_unscaled_values_beyond_the_limit_are_refused_before_learning(make):
     rng = np.random.default_rng(3)
     X, y = rng.normal(size=(100, 6)), rng.integers(0, 2, 100)
     m = make()
-    with pytest.raises(ValueError, match=r"\|x\| up to 3.33e\+100; without unit-norm scaling"):
+    # standardize scales to unit norm too: its running statistics are what overflows
+    why = ("its running means and variances of the raw values" if m.normalize == "standardize"
+           else "without unit-norm scaling its weights' arithmetic")
+    with pytest.raises(ValueError, match=rf"\|x\| up to 3.33e\+100; with normalize=.* values "
+                                         rf"must stay within 1e\+40, or {why} overflow"):
         m.partial_fit(X * 1e100, y)
     assert m.n_seen_ == 0
     with pytest.raises(ValueError, match="rescale the features"):
