@@ -349,8 +349,8 @@ class OneVsRest(StreamParamsMixin, MetaEstimatorMixin, ClassifierMixin, Selector
 
     @property
     def mistakes_(self) -> int:
-        """Mistakes of the binary learners, summed."""
-        return sum(m.mistakes_ for m in self.learners_)
+        """Mistakes of the binary learners, summed; 0 before any data, as theirs."""
+        return sum(m.mistakes_ for m in getattr(self, "learners_", ()))
 
     @property
     def selected_(self) -> np.ndarray:

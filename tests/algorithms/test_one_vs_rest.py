@@ -58,6 +58,7 @@ def test_one_vs_rest_is_a_scikit_learn_classifier_and_selector():
     assert m.selected_.tolist() == [s["feature"] for s in m.selection()]
     assert sorted(m.selected_.tolist()) == np.flatnonzero(support).tolist()
     assert OneVsRest(OFS(2)).selected_.tolist() == []
+    assert OneVsRest(OFS(2)).mistakes_ == OFS(2).mistakes_ == 0  # (an AttributeError was)
     assert m.transform(frame).shape == (300, support.sum())
     assert m.decision_function(frame).shape == (300, 3) and m.score(frame, y) > 0.6
     # two classes: scikit-learn's single column, positive for classes_[1]
