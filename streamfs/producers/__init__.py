@@ -5,6 +5,7 @@ from streamfs.producers.blocks import (
     column_blocks,
     feature_order,
     feature_stream_messages,
+    instance_messages_from_chunks,
     instance_stream_messages,
     row_blocks,
 )
@@ -18,6 +19,7 @@ from streamfs.producers.sources import open_instances
 __all__ = [
     "DEFAULT_BLOCK_BYTES", "DeliveryError", "InputDataError", "InputFileError", "StreamExists",
     "PublishInterrupted", "StreamLeftOpen", "StreamPublisher", "column_blocks", "feature_order",
-    "feature_stream_messages", "instance_stream_messages", "load_file", "open_instances",
+    "feature_stream_messages", "instance_messages_from_chunks", "instance_stream_messages",
+    "load_file", "open_instances",
     "produce_features", "produce_instances", "row_blocks",
 ]

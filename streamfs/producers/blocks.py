@@ -25,8 +25,9 @@ from streamfs.algorithms._validation import lazy_problem, shown
 from streamfs.codec import run_token_problem
 from streamfs.algorithms.opening import (check_open, check_stored_column, check_stream_id,
                                          check_values)
-from streamfs.producers.checks import (ENVELOPE_BYTES, check_chunk, check_groups_apply,
-                                       row_bytes, sendable, sendable_labels, wire_params)
+from streamfs.producers.checks import (ENVELOPE_BYTES, check_block_bytes, check_chunk,
+                                       check_groups_apply, row_bytes, sendable, sendable_labels,
+                                       wire_params)
 from streamfs.producers.delimited import refuse_duplicate_names
 from streamfs.producers.errors import InputDataError, InputFileError, InputLabelError
 
@@ -151,6 +152,24 @@ def _cumulative_bytes(X: Any, extra: np.ndarray | None) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(per_column, dtype=np.int64)])
 
 
+def _check_sizes(block_bytes: Any, most: Any, name: str) -> None:
+    """``ValueError`` naming a block's budget that is not a positive whole number of bytes,
+    or a most items per block (``name``) that is neither None nor a positive integer: 0
+    meant no limit, and less than 0 one item a message.
+
+    >>> _check_sizes(1000, 0, "max_rows")
+    Traceback (most recent call last):
+    ...
+    ValueError: max_rows must be None or an integer >= 1, got 0
+    """
+    check_block_bytes(block_bytes, None)
+    if block_bytes is None:
+        raise ValueError("block_bytes must be a whole number of bytes, got None")
+    if most is not None and (isinstance(most, bool) or not isinstance(most, (int, np.integer))
+                             or most < 1):
+        raise ValueError(f"{name} must be None or an integer >= 1, got {shown(most)}")
+
+
 def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
                   boundaries: Sequence[int] | None = None,
                   extra: np.ndarray | None = None,
@@ -170,6 +189,7 @@ def column_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     >>> list(column_blocks(np.zeros((10, 7)), max_columns=2))
     [(0, 2), (2, 4), (4, 6), (6, 7)]
     """
+    _check_sizes(block_bytes, max_columns, "max_columns")
     n = X.shape[1]
     total = _cumulative_bytes(X, extra)
 
@@ -237,6 +257,7 @@ def row_blocks(X: Any, block_bytes: int = DEFAULT_BLOCK_BYTES,
     >>> list(row_blocks(np.zeros((5, 3)), block_bytes=64)), list(row_blocks(np.zeros((5, 3)), max_rows=2))
     ([(0, 2), (2, 4), (4, 5)], [(0, 2), (2, 4), (4, 5)])
     """
+    _check_sizes(block_bytes, max_rows, "max_rows")
     n = X.shape[0]
     per_row = row_bytes(X.tocsr() if sp.issparse(X) else X)
     start, acc = 0, 0
@@ -443,7 +464,8 @@ def instance_stream_messages(stream: str, X: Any, y: Any, algorithm: str,
                              block_bytes: int = DEFAULT_BLOCK_BYTES,
                              max_rows: int | None = None, **open_kw: Any) -> Iterator[dict]:
     """The messages of an instance stream: ``open`` (with d), row blocks with labels, ``close``.
-    ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`)."""
+    ``open_kw``: ``run``, ``replace``, ``naming`` (see :func:`open_fields`), ``record_limit``
+    and ``buffer_cap`` (see :func:`instance_messages_from_chunks`)."""
     X = _matrix(X, "csr")
     y = _labels(y)  # as np.asarray, but a list's ints spanning int64 and uint64 refused
     yield from instance_messages_from_chunks(stream, [(X, y)], X.shape[1], algorithm,

@@ -104,6 +104,25 @@ def test_max_rows_caps_instance_blocks():
     assert [m["X"].shape[0] for m in msgs[1:-1]] == [3, 3, 3, 1]
 
 
+@pytest.mark.parametrize("arguments, message", [
+    ({"block_bytes": 0}, "block_bytes must be more than 0, got 0"),  # one column a message
+    ({"block_bytes": "x"}, "block_bytes must be a whole number of bytes, got 'x'"),
+    ({"max_rows": 0}, "max_rows must be None or an integer >= 1, got 0"),  # was no limit
+    ({"max_rows": -1}, "max_rows must be None or an integer >= 1, got -1"),
+    ({"max_columns": 0}, "max_columns must be None or an integer >= 1, got 0")])
+def test_block_sizes_that_mean_nothing_are_refused_naming_them(arguments, message):
+    from streamfs.producers import column_blocks, row_blocks
+
+    X = np.zeros((5, 3))
+    blocks = column_blocks if "max_columns" in arguments or "block_bytes" in arguments \
+        else row_blocks
+    with pytest.raises(ValueError, match=re.escape(message)):
+        list(blocks(X, **arguments))
+    if "max_columns" not in arguments:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            list(instance_stream_messages("s", X, np.arange(5) % 2, "ofs", **arguments))
+
+
 def test_objects_dataframe_series_and_sparse():
     frame = pd.DataFrame({"a": [1.5, 2.0, 3.0], "b": [1, 2, 3]})
     X, y, names = from_objects(frame, pd.Series(["u", "v", "u"], dtype="category"))
