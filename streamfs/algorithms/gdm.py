@@ -662,6 +662,7 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
         p = state["params"]
         # a parameter added after the state was written takes its default
         model = cls(**{k: p[k] for k in cls._PARAMS if k in p})
+        model._validate_params()  # a state's values are refused as a constructor's are
         f = state.get("fitted")
         if f is None:
             return model

@@ -383,6 +383,9 @@ def test_gdm_selection_and_state_round_trip_through_codec(grouped_problem, fitte
     np.testing.assert_array_equal(clone.predict(X), model.predict(X))
     unfitted = GDM.from_state(GDM(tau=0.1).to_state())
     assert unfitted.tau == 0.1 and not hasattr(unfitted, "support_")
+    damaged = dict(state, params=dict(state["params"], tau=5))  # restored as it was
+    with pytest.raises(ValueError, match="tau"):
+        GDM.from_state(damaged)
 
 
 def test_gdm_rejects_multiclass_and_bad_params():
