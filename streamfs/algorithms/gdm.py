@@ -299,21 +299,21 @@ class GDM(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_features_per_step : int
+    n_features_per_step : int, default 10
         ``B``, the number of support features CRM picks per cutting-plane round.
-    tau : float
+    tau : float, default 0.25
         Features with ``|ρ| ≥ 1 − tau`` may not be selected together; they become affiliates.
-    C : float
+    C : float, default 1.0
         Square-hinge loss weight of problem (3).
-    max_iter : int
+    max_iter : int, default 10
         ``T``, the maximum number of cutting-plane rounds.
-    tol : float
+    tol : float, default 1e-3
         Stop when the objective of the reduced problem (5) grows by less than ``tol`` relative.
-    solver_tol : float
+    solver_tol : float, default 1e-6
         Relative duality-gap certificate at which the reduced problem is considered solved.
         A fit in which the solver stops at its iteration cap short of it (seen at large ``C``)
         warns with :class:`sklearn.exceptions.ConvergenceWarning`.
-    solver_max_iter : int
+    solver_max_iter : int, default 500
         Cap on the reduced problem solver's outer iterations, per cutting-plane round.
 
     Attributes

@@ -112,16 +112,16 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_features : int or None
+    n_features : int or None, default None
         ``d``, fixed when the stream opens (``None``: taken from the first block, and the
         memory rule is checked then).
     n_features_per_step, tau, C, max_iter, tol, solver_tol, solver_max_iter :
-        :class:`~streamfs.algorithms.gdm.GDM`'s parameters.
-    refit_every : int
+        :class:`~streamfs.algorithms.gdm.GDM`'s parameters, with its defaults.
+    refit_every : int, default 1000
         Fit GDM on the window whenever the number of instances seen reaches a multiple of it.
-    max_instances : int
+    max_instances : int, default 100000
         Size of the sliding window: the most recent ``max_instances`` instances are kept.
-    max_buffer_bytes : int
+    max_buffer_bytes : int, default 1 GiB
         Memory allowed for the window: ``max_instances * n_features * 8`` must not exceed it.
 
     Attributes

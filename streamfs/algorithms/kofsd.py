@@ -93,11 +93,11 @@ class KOFSD(FeatureStreamSelector):
 
     Parameters
     ----------
-    k:
+    k : int, default 7
         Number of nearest neighbours ``K`` (``1 <= k < N``).
-    alpha:
+    alpha : float, default 0.5
         Relevance threshold in ``[0, 1)``: a feature with ``Dep_K({f}) <= alpha`` is discarded.
-    card:
+    card : {"imbalanced", "consistency", "weight", "distance"}, default "imbalanced"
         Card function of an instance (Section 3.4), with ``p`` of the ``K`` neighbours sharing
         its label: ``"imbalanced"`` (Algorithm 3, the paper's choice: ``[p == K]`` in the large
         class, ``p / K`` otherwise), ``"consistency"`` (``[p == K]``), ``"weight"``
@@ -106,7 +106,7 @@ class KOFSD(FeatureStreamSelector):
         neighbours is smaller than to the others; the paper's printed formula divides both
         sums by the number of other-label neighbours, read as a misprint). Details in
         :func:`streamfs.algorithms.neighbourhood.card_values`.
-    compat:
+    compat : {None, "zhou"}, default None
         ``None`` (clean semantics) or ``"zhou"`` to reproduce the authors' MATLAB code: the label
         0 is the large class whatever the counts (numeric labels only: text labels are
         refused; without a label 0 no instance is in the large class, with a warning), neighbours are positions ``2..K+1`` of the stable sort including
@@ -114,12 +114,12 @@ class KOFSD(FeatureStreamSelector):
         instance order, and if nothing was selected at the end of the stream, ``finish()``
         selects the ``round(sqrt(p))`` features of highest single-feature dependency (ties in
         stream order).
-    gamma:
+    gamma : float, default 0.5
         Threshold of the ``"weight"`` card, in ``[0, 1]`` (default 0.5, the paper's).
-    gamma1, gamma2:
+    gamma1, gamma2 : float, default 0.75 and 0.25
         Upper and lower thresholds of the ``"distance"`` card, ``0 <= gamma2 < gamma1 <= 1``
         (the paper gives no values; defaults 0.75 and 0.25).
-    max_buffer_bytes:
+    max_buffer_bytes : int, default 1 GiB
         The most the distances on ``S`` may take, ``8 N^2`` bytes, each instance's nearest
         candidates and 8 MiB of sort keys (default 1 GiB: ``N`` up to about 11,500; the
         process's peak for ``N`` = 6,000 was 1.1 times this count); more instances are refused when

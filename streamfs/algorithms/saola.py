@@ -609,7 +609,7 @@ class SAOLA(SAOLABase):
 
     Parameters
     ----------
-    test : {"fisher_z", "mi"}
+    test : {"fisher_z", "mi"}, default "fisher_z"
         ``"fisher_z"`` for continuous data: strength ``|r|`` (Pearson), a pair or a feature and
         the class are dependent iff ``sqrt(N-3) |atanh r| >= z_{1-alpha/2}``. The class is
         correlated as a number, as in the authors' implementation (string labels as their
@@ -617,23 +617,23 @@ class SAOLA(SAOLABase):
         classes are coded, which a ``UserWarning`` says; ``"mi"`` does not. ``"mi"`` for
         discrete data: values are binned with ``floor()`` (states numbered from the minimum),
         strength is the symmetrical uncertainty ``SU``, dependent iff ``SU > delta``.
-    alpha : float
+    alpha : float, default 0.01
         Significance level of Fisher's z test.
-    delta : float
+    delta : float, default 0.0
         Relevance / dependence threshold on SU for ``test="mi"``.
-    bound : {"min", "max"}
+    bound : {"min", "max"}, default "min"
         ``"min"``: SAOLA's bounds (``d > dep(F)`` to discard ``F``, ``d > dep(Y)`` to remove
         ``Y``); ``"max"``: SAOLA-max, both bounds become ``max(dep(F), dep(Y))``.
-    max_features : int or None
+    max_features : int or None, default None
         Top-k variant: after each step keep only the ``k`` features with the highest ``dep``
         (ties keep the earlier feature).
-    compat : {None, "lofs"}
+    compat : {None, "lofs"}, default None
         ``"lofs"`` reproduces the authors' MATLAB toolbox: a column whose values sum to exactly
         0 (float64, left to right) is skipped as irrelevant, the class is binned with
         ``floor()`` like the features for ``test="mi"``, and Fisher's z computes r, W and the
         critical value in the authors' arithmetic (see the module docstring; a constant
         column has r = NaN and is skipped).
-    n_bins : int or None
+    n_bins : int or None, default None
         ``test="mi"`` only: if an int, discretise every column into ``n_bins`` equal-width bins
         over its own range before the test, instead of ``floor()``. Without it, columns with
         more than N/2 distinct states trigger a warning (the default mode only).

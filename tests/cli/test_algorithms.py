@@ -74,7 +74,9 @@ def test_a_parameter_s_values_are_listed_not_only_its_first_sentence():
     assert "alpha=0.01 (float) Significance level" in saola
     partial = rows("ofs-partial")
     assert '(bool or {"l2", "standardize"}) Scaling of each instance: True or "l2" (full ' \
-        'input only)' in partial and "False takes it as given" in partial
-    assert ", default" not in rows("ofs")  # the listing shows the default after =
+        'input only)' in partial and 'False (or None, "none"; text in any case) takes it as ' \
+        'given' in partial
+    for name in ("ofs", "saola", "kofsd", "gdm"):
+        assert ", default" not in rows(name)  # the listing shows the default after =
     assert rows("group-saola").startswith("group-saola (feature streams): group-SAOLA: "
                                           "features arrive in groups (--groups FILE)")
