@@ -144,6 +144,7 @@ class Worker:
         self.settings = settings
         specs = load_catalogue(settings.topic_prefix)
         self.roles = {specs["features"].name: "features", specs["instances"].name: "instances"}
+        metrics.start_series(self.roles)
         self.out = {"selected": specs["selected"].name, "dead_letter": specs["dead_letter"].name}
         self.output_bytes = output_limit(specs)
         changelogs = changelog_specs(settings.app_id, specs["features"].partitions, 1,
@@ -578,6 +579,7 @@ class Worker:
                 next_lag = time.monotonic() + 2.0
                 self._update_lag()
                 self._rejoin_if_left_out()
+                metrics.DEAD_LETTER_LOG.flush()
 
     def _fetch(self) -> bool:
         """Top up the fetched messages; True if there is something to process. Waits (up to

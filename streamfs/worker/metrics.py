@@ -119,25 +119,51 @@ def count_committed(plan: Plan, topic: str, role: str) -> None:
             SELECTION_SIZE.labels(stream=plan.stream).set(plan.selection_size)
 
 
+def start_series(inputs: dict[str, str]) -> None:
+    """Make the labelled counters' series of this worker (``inputs``: its input topics and
+    their roles) at 0 when it starts: a series that first appears at 1 is no increase to
+    Prometheus, so ``increase(streamfs_dead_letters_total[5m]) > 0`` missed the first dead
+    letter after every start."""
+    for topic, role in inputs.items():
+        for outcome in ("applied", "skipped", "dead_letter"):
+            MESSAGES.labels(topic=topic, outcome=outcome)
+        DEAD_LETTERS.labels(topic=topic)
+        ITEMS.labels(kind=role)
+    for final in ("true", "false"):
+        RESULTS.labels(final=final)
+    for source in ("local", "changelog"):
+        RESTORED_RECORDS.labels(source=source)
+    for phase in ("steps", "checkpoint", "commit_wait", "produce", "local_copy"):
+        BATCH_PHASE_SECONDS.labels(phase=phase)
+
+
 class DeadLetterLog:
     """The log's WARNING lines for dead letters: at most ``per_minute`` a minute, each reason
     cut at ``chars`` characters (1,000 junk records made 1,000 lines, 242 KB; the dead-letter
     topic keeps every one whole, ``streamfs dead-letters`` shows them, and /metrics counts
-    them); the number left out is said with the next line after the minute."""
+    them); the number left out is said once the minute is over (:meth:`flush`)."""
 
     def __init__(self, per_minute: int = 10, chars: int = 300,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute, self.chars, self.clock = per_minute, chars, clock
-        self.window = -float("inf")
+        self.window = -float("inf")  # when the minute of the lines said began
         self.said = self.left_out = 0
 
+    def flush(self) -> None:
+        """End a minute that is over, saying how many dead letters it left out: called with
+        each letter and by the worker's loop every few seconds (it was said only with the
+        next letter, an hour later or never)."""
+        if self.clock() - self.window < 60.0:
+            return
+        if self.left_out:
+            log.warning("%d more dead letters in the minute of the %d above, not logged one by "
+                        "one (streamfs dead-letters lists them)", self.left_out, self.said)
+        self.window, self.said, self.left_out = -float("inf"), 0, 0
+
     def say(self, stream: str | None, reason: str | None) -> None:
-        now = self.clock()
-        if now - self.window >= 60.0:
-            if self.left_out:
-                log.warning("%d more dead letters in the minute before, not logged one by one "
-                            "(streamfs dead-letters lists them)", self.left_out)
-            self.window, self.said, self.left_out = now, 0, 0
+        self.flush()
+        if self.window == -float("inf"):
+            self.window = self.clock()
         if self.said >= self.per_minute:
             self.left_out += 1
             return

@@ -114,6 +114,43 @@ def test_dead_letters_are_logged_a_few_a_minute_and_cut(caplog):
     assert caplog.messages == [
         *(f"dead letter for stream 'junk': {f'bad record {i} ' + 'x' * 50:.20}... "
           f"({len(f'bad record {i} ') + 50} characters)" for i in range(3)),
-        "7 more dead letters in the minute before, not logged one by one (streamfs "
+        "7 more dead letters in the minute of the 3 above, not logged one by one (streamfs "
         "dead-letters lists them)",
         "dead letter for stream 'junk': short"]
+
+
+def test_the_dead_letters_left_out_are_counted_when_the_minute_ends(caplog):
+    """The count was said only with the next dead letter: an hour later, or never."""
+    now = [0.0]
+    said = metrics.DeadLetterLog(per_minute=2, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="streamfs.worker"):
+        for i in range(5):
+            said.say("junk", f"bad {i}")
+        now[0] = 59.0
+        said.flush()  # the minute is not over
+        assert len(caplog.messages) == 2
+        now[0] = 60.0
+        said.flush()
+        said.flush()  # once
+        now[0] = 3600.0
+        said.flush()
+    assert caplog.messages[2:] == ["3 more dead letters in the minute of the 2 above, not "
+                                   "logged one by one (streamfs dead-letters lists them)"]
+
+
+def test_a_worker_s_counters_have_their_series_at_0_from_its_start():
+    """A series first seen at 1 is no increase to Prometheus: an alert on
+    increase(streamfs_dead_letters_total[5m]) missed the first dead letter after a start."""
+    inputs = {"series-test-features": "features", "series-test-instances": "instances"}
+    metrics.start_series(inputs)
+    for topic in inputs:
+        assert REGISTRY.get_sample_value("streamfs_dead_letters_total", {"topic": topic}) == 0
+        for outcome in ("applied", "skipped", "dead_letter"):
+            assert REGISTRY.get_sample_value("streamfs_messages_total",
+                                             {"topic": topic, "outcome": outcome}) == 0
+    for name, labels in [("streamfs_results_total", {"final": "true"}),
+                         ("streamfs_results_total", {"final": "false"}),
+                         ("streamfs_items_total", {"kind": "instances"}),
+                         ("streamfs_restored_records_total", {"source": "changelog"}),
+                         ("streamfs_batch_phase_seconds_total", {"phase": "local_copy"})]:
+        assert REGISTRY.get_sample_value(name, labels) is not None, (name, labels)
