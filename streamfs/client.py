@@ -154,15 +154,18 @@ def _check_dead_letter(message: dict) -> None:
 _CHECKS = {"result": _check_result, "dead_letter": _check_dead_letter}
 
 
-def read_record(value: bytes) -> dict:
-    """Decode an output record (msgpack or JSON) and check a result's or dead letter's fields;
-    :class:`InvalidRecord` says what is wrong."""
+def read_record(value: bytes, kinds: Iterable[str] = tuple(_CHECKS)) -> dict:
+    """Decode an output record (msgpack or JSON) of one of ``kinds`` and check a result's or
+    dead letter's fields; :class:`InvalidRecord` says what is wrong."""
     try:
         message = decode_any(value)
     except CodecError as exc:
         raise InvalidRecord("not a streamfs message", str(exc)) from None
-    check = _CHECKS.get(message.get("kind"))
-    if check is not None:
+    kind = message.get("kind")
+    if kind not in kinds:  # (an input message, say, that someone sent to an output topic)
+        wanted = " or ".join(k.replace("_", " ") for k in kinds)
+        raise InvalidRecord(f"not a {wanted}", f"kind {kind!r}")
+    if (check := _CHECKS.get(kind)) is not None:
         check(message)
     return message
 
@@ -464,7 +467,8 @@ class OutputReader:
 
     def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str,
                  start: Literal["beginning", "end"] = "beginning",
-                 topic_check: float = TOPIC_CHECK_SECONDS) -> None:
+                 topic_check: float = TOPIC_CHECK_SECONDS,
+                 kinds: Iterable[str] = ("result", "dead_letter")) -> None:
         from streamfs.broker import with_kafka_logger
 
         _check_config(kafka_config)
@@ -484,6 +488,7 @@ class OutputReader:
         self.topic = topic
         self.topics = (topic, *more_topics)
         self.skipped = Skipped()
+        self._kinds = tuple(kinds)  # the messages it yields; others are skipped
         #: every partition was read to its end (at once) since :meth:`messages` started
         self.caught_up = False
         self._n_partitions: int | None = None
@@ -595,7 +600,7 @@ class OutputReader:
         if msg.value() is None:
             return None
         try:
-            return read_record(msg.value())
+            return read_record(msg.value(), self._kinds)
         except InvalidRecord as problem:
             self.skipped(problem, msg.topic(), msg.partition(), msg.offset())
             return None

@@ -25,7 +25,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
     from datetime import datetime, timezone
 
-    from streamfs.client import OutputReader, original_bytes
+    from streamfs.client import OutputReader
     from streamfs.topics import load_catalogue
 
     if stream == "":  # `--stream "$SID"` with the variable unset: it matched nothing
@@ -36,7 +36,8 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name
     count = 0
-    with OutputReader(s.kafka_config(), topic) as reader, writing_output():
+    with OutputReader(s.kafka_config(), topic, kinds=("dead_letter",)) as reader, \
+            writing_output():
         for item in reader.messages(to_end=not follow):
             if item is None:
                 continue
@@ -47,11 +48,25 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
             if as_json:
                 click.echo(_json_line(letter))
                 continue
-            original = original_bytes(letter) or b""  # JSON letters: base64 text
             where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
             sid = letter.get("stream")
             click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "
-                       f"{len(original)} bytes  {letter['reason']}")
+                       f"{_size(letter)}  {letter['reason']}")
     if not as_json and not follow:
+        skipped = reader.skipped.total
         click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
-                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)", err=True)
+                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)"
+                   f"{f'; {skipped} record(s) that are no dead letters skipped' if skipped else ''}",
+                   err=True)
+
+
+def _size(letter: dict) -> str:
+    """The size of a dead letter's input, and how much of it the letter kept."""
+    from streamfs.client import original_bytes
+
+    kept = len(original_bytes(letter) or b"")  # JSON letters: base64 text
+    size = letter.get("original_size")
+    if letter.get("original_truncated") is True:
+        whole = f"{size} bytes" if isinstance(size, int) else "more"
+        return f"{whole} (first {kept} kept)"
+    return f"{kept} bytes"

@@ -517,7 +517,8 @@ def follow(downstream: Downstream, consumer: Any, n_partitions: int, *,
         if msg.value() is None:
             continue
         try:
-            body = read_record(msg.value())
+            # the selections, and the instance stream's input it predicts
+            body = read_record(msg.value(), ("result", "open", "instances", "close"))
         except InvalidRecord as problem:  # logged once per kind, counted
             skipped(problem, msg.topic(), msg.partition(), msg.offset())
             continue

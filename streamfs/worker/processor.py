@@ -949,6 +949,8 @@ class StreamProcessor:
             "kind": "dead_letter", "stream": stream, "reason": reason,
             "original": None if raw is None else bytes(raw if whole else raw[:1024]),
             "original_truncated": not whole,
+            # the whole's size: a first KiB alone does not say how much is gone
+            "original_size": None if raw is None else len(raw),
             "run": self._run_of_message, "run_refused": self._refused_run,
             **{k: v for k, v in origin.items() if v is not None},
         }

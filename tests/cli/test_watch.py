@@ -307,6 +307,30 @@ def test_dead_letters_count_the_input_bytes_of_json_letters(cli_env, kafka_confi
         == ["300 bytes", "0 bytes"], out.stdout
 
 
+def test_dead_letters_skips_what_is_no_dead_letter_and_says_how_much_input_was_cut(
+        cli_env, kafka_config, topic_prefix):
+    """An input message or a result sent to the dead-letter topic failed the text output with
+    a KeyError traceback (exit 1: "a Kafka error"), and --json printed it as a dead letter;
+    a letter of a 9 MB input showed as "1024 bytes"."""
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    letter = {"kind": "dead_letter", "stream": "big", "run": 1, "reason": "too large",
+              "original": bytes(1024), "original_truncated": True,
+              "original_size": 9_437_184, "topic": "t", "partition": 0, "offset": 7}
+    _put(kafka_config, dead, {"kind": "open", "stream": "o1", "seq": 0},
+         json.dumps({"v": 1}).encode(), _result("r1", 1), letter,
+         {**letter, "stream": "older", "original_size": None})  # a worker's before the size
+    out = streamfs("dead-letters", env=cli_env, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert [line.split("@7  ")[1].split("  too large")[0] for line in out.stdout.splitlines()] \
+        == ["9437184 bytes (first 1024 kept)", "more (first 1024 kept)"], out.stdout
+    assert "2 dead letter(s) on " in out.stderr
+    assert "; 3 record(s) that are no dead letters skipped" in out.stderr
+    as_json = streamfs("dead-letters", "--json", env=cli_env, timeout=60)
+    assert as_json.returncode == 0, as_json.stderr
+    assert [json.loads(line)["kind"] for line in as_json.stdout.splitlines()] \
+        == ["dead_letter"] * 2
+
+
 @pytest.mark.parametrize("bad, problem", [
     ({"counters": []}, "result whose 'counters' is not a map of counts"),
     ({"counters": {"rejected_messages": "2"}}, "result whose 'counters' is not a map of counts"),

@@ -1106,9 +1106,11 @@ def test_a_dead_letter_of_a_record_near_the_limit_fits_the_topic():
     letter = decode(plan.dead_letter)
     _fits(processor, plan)
     assert letter["original_truncated"] is True and letter["original"] == raw[:1024]
+    assert letter["original_size"] == len(raw)  # how much was cut, said
     small = processor.handle("s", b"\xc1")  # one that fits keeps its original whole
     assert decode(small.dead_letter)["original"] == b"\xc1"
     assert decode(small.dead_letter)["original_truncated"] is False
+    assert decode(small.dead_letter)["original_size"] == 1
 
 
 def test_a_reason_quoting_megabytes_of_input_is_cut():
