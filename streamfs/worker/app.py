@@ -652,6 +652,7 @@ class Worker:
             ts = msg.timestamp()[1] / 1000 if msg.timestamp()[1] > 0 else None
             defer = msg.offset() > self.eager_until.get((msg.topic(), p), -1)
             step = time.perf_counter()
+            self.health.stepping_since = time.monotonic()
             try:
                 plan = state.processor.handle(msg.key(), msg.value(), timestamp=ts,
                                               origin=origin, defer=defer)
@@ -662,6 +663,8 @@ class Worker:
                 self.eager_until[(msg.topic(), p)] = msg.offset()
                 self._settle()  # the previous batch commits; this one is stepped again
                 raise Rewind() from None
+            finally:
+                self.health.stepping_since = None
             handled = time.perf_counter() - step
             stepping += handled
             self._apply(writes.setdefault((role, p), {}), state, plan.writes)

@@ -67,6 +67,9 @@ class Health:
         self.unassigned_since: float | None = None
         self.last_batch = time.monotonic()
         self.loop_at = time.monotonic()  # the loop's last turn (a float store: no lock)
+        # time.monotonic() when the message being stepped began; None between steps (a
+        # store: no lock). A step of minutes is work, not idling: /live watches for a hang
+        self.stepping_since: float | None = None
         self.lag = 0
         # time.monotonic() when the consumer lost every broker connection; None once a broker
         # answered again (BrokerContact.client_error, BrokerContact.answered)
@@ -88,7 +91,10 @@ class Health:
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.unassigned_since is not None:
                 body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
-            if self.ready and self.lag > 0 and idle > LAGGING_IDLE_SECONDS:
+            stepping = self.stepping_since
+            if stepping is not None and time.monotonic() - stepping > LAGGING_IDLE_SECONDS:
+                body["stepping_seconds"] = round(time.monotonic() - stepping, 1)
+            elif self.ready and self.lag > 0 and idle > LAGGING_IDLE_SECONDS:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
                 if self.held_records:
                     body["reason"] = held_reason(self.held_records)

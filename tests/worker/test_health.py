@@ -140,3 +140,22 @@ def test_the_web_server_takes_an_ipv6_address(host):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_step_of_minutes_is_work_not_lagging_idle():
+    """Idle was counted from the last commit alone: one step over a minute with input
+    waiting made /health 503 "lagging-idle" (and streamfs_ready 0) while the worker worked.
+    A step that hangs is /live's to catch."""
+    import time
+
+    from streamfs.worker.health import Health
+
+    health = Health()
+    health.ready, health.lag = True, 5
+    health.last_batch = time.monotonic() - 120
+    assert health.snapshot()[1]["status"] == "lagging-idle"  # nothing stepped, nothing done
+    health.stepping_since = time.monotonic() - 90
+    code, body = health.snapshot()
+    assert code == 200 and body["status"] == "ok" and body["stepping_seconds"] >= 90, body
+    health.stepping_since = time.monotonic() - 1  # short steps of a worker that never commits
+    assert health.snapshot()[1]["status"] == "lagging-idle"
