@@ -18,10 +18,14 @@ from streamfs.cli.stdout import writing_output
 @main.command("dead-letters", cls=SettingsCommand)
 @click.option("--stream", help="Only dead letters of this stream.")
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new dead letters.")
+@click.option("--from-now", is_flag=True,
+              help="Only dead letters written from now on, with --follow (default: from the "
+              "topic's start, which keeps them 30 days).")
 @click.option("--json", "as_json", is_flag=True,
               help="One JSON object per line (the original bytes base64-encoded).")
 @click.pass_context
-def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: bool) -> None:
+def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now: bool,
+                 as_json: bool) -> None:
     """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
     from datetime import datetime, timezone
 
@@ -31,13 +35,16 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, as_json: 
     if stream == "":  # `--stream "$SID"` with the variable unset: it matched nothing
         raise UsageProblem("--stream is empty: give a stream id, or leave it out for every "
                            "stream's dead letters")
+    if from_now and not follow:  # it would read nothing and end
+        raise UsageProblem("--from-now needs --follow: only dead letters still to come are "
+                           "shown")
     remember_interrupts(signal.SIGTERM)  # as Ctrl-C: exit 143 (a --follow in a container)
     s = _settings(ctx)
     _reachable(s)
     topic = load_catalogue(s.topic_prefix)["dead_letter"].name
     count = 0
-    with OutputReader(s.kafka_config(), topic, kinds=("dead_letter",)) as reader, \
-            writing_output():
+    with OutputReader(s.kafka_config(), topic, kinds=("dead_letter",),
+                      start="end" if from_now else "beginning") as reader, writing_output():
         for item in reader.messages(to_end=not follow):
             if item is None:
                 continue

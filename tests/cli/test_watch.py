@@ -271,6 +271,45 @@ def test_output_piped_into_head_is_not_a_kafka_error(cli_env, kafka_config, sele
             proc.kill()
 
 
+def test_dead_letters_from_now_follows_only_new_letters(cli_env, kafka_config, topic_prefix):
+    """--follow replayed the whole topic (30 days) before any new letter."""
+    import queue
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+
+    def letter(stream: str) -> dict:
+        return {"kind": "dead_letter", "stream": stream, "run": 1, "reason": "why",
+                "original": b"x", "topic": "t", "partition": 0, "offset": 1}
+
+    _put(kafka_config, dead, letter("old"))
+    assert streamfs("dead-letters", "--from-now", env=cli_env).returncode == 2  # no --follow
+    proc = subprocess.Popen([sys.executable, "-m", "streamfs.cli", "dead-letters", "--follow",
+                             "--from-now", "--json"], env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout],
+                     daemon=True).start()
+    try:
+        deadline = time.monotonic() + 60
+        new = 0
+        while lines.empty():  # new letters until the reader, assigned at the end, sees one
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            new += 1
+            _put(kafka_config, dead, letter(f"new-{new}"))
+            try:
+                lines.put(lines.get(timeout=0.5))
+            except queue.Empty:
+                pass
+        assert json.loads(lines.get())["stream"].startswith("new-")
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 def test_a_catalogue_without_the_role_a_reader_needs_is_one_line(cli_env, tmp_path):
     """STREAMFS_TOPICS without [topics.dead_letter] or [topics.selected]: `watch` and
     `dead-letters` raised KeyError (a traceback, exit 1); the file is a setup mistake, exit 2."""
