@@ -332,9 +332,9 @@ def config_problems(admin: Any, specs: Iterable[TopicSpec], bootstrap: str,
                     f"existing topic {spec.name!r} has {key}={have}, and "
                     f"STREAMFS_MAX_MESSAGE_BYTES={setting} needs at least {wanted} (the setting "
                     f"+ 64 KiB: a state record must fit): set it with {command}, or set "
-                    f"STREAMFS_MAX_MESSAGE_BYTES "
-                    f"back to at most {int(have) - CHANGELOG_RECORD_MARGIN} (a changelog holds "
-                    "its streams' state: do not delete it)")
+                    f"STREAMFS_MAX_MESSAGE_BYTES back to at most "
+                    f"{int(have) - CHANGELOG_RECORD_MARGIN} (a changelog holds its streams' "
+                    "state: do not delete it)")
             elif key in REQUIRED:
                 need = _needed(key, wanted)
                 refusals.append(f"existing topic {spec.name!r} has {key}={have}, streamfs needs "

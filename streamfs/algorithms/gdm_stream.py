@@ -178,7 +178,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         if d is None or not window:
             return
         window_is = (f"max_instances={int(self.max_instances)}" if rows is None
-                  else f"{int(rows)} instances (the rows of X)")
+                     else f"{int(rows)} instances (the rows of X)")
         rows = int(self.max_instances) if rows is None else int(rows)
         need = rows * int(d) * 8
         if need > self.max_buffer_bytes:

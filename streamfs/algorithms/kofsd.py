@@ -109,8 +109,9 @@ class KOFSD(FeatureStreamSelector):
     compat : {None, "zhou"}, default None
         ``None`` (clean semantics) or ``"zhou"`` to reproduce the authors' MATLAB code: the label
         0 is the large class whatever the counts (numeric labels only: text labels are
-        refused; without a label 0 no instance is in the large class, with a warning), neighbours are positions ``2..K+1`` of the stable sort including
-        the instance itself, the dependency is the floating-point mean of the card values in
+        refused; without a label 0 no instance is in the large class, with a warning),
+        neighbours are positions ``2..K+1`` of the stable sort including the instance
+        itself, the dependency is the floating-point mean of the card values in
         instance order, and if nothing was selected at the end of the stream, ``finish()``
         selects the ``round(sqrt(p))`` features of highest single-feature dependency (ties in
         stream order).

@@ -513,9 +513,9 @@ _SHARED_PARAMETERS = """\
         Scaling of each instance: ``True`` or ``"l2"`` (full input only) divides it by its L2
         norm (the paper's ``||x|| <= 1``), ``"standardize"`` first z-scores every feature with
         running statistics (then divides by the L2 norm; partial input: by ``sqrt(d)``),
-        ``False`` (or ``None``, ``"none"``; text in any case) takes it as given. The default is ``True`` for full input and ``False``
-        (pre-scaled data) for partial input, which cannot compute a norm it does not read;
-        details in the module docstring ("scaling").
+        ``False`` (or ``None``, ``"none"``; text in any case) takes it as given. The default
+        is ``True`` for full input and ``False`` (pre-scaled data) for partial input, which
+        cannot compute a norm it does not read; details in the module docstring ("scaling").
     n_features : int or None, default None
         The dimension ``d``, fixed when the stream opens; dict input (``learn_one``) needs it
         up front, otherwise the first instance gives it.

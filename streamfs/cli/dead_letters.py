@@ -61,9 +61,9 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now:
                        f"{_size(letter)}  {letter['reason']}")
     if not as_json and not follow:
         skipped = reader.skipped.total
+        others = f"; {skipped} record(s) that are no dead letters skipped" if skipped else ""
         click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
-                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC)"
-                   f"{f'; {skipped} record(s) that are no dead letters skipped' if skipped else ''}",
+                   f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC){others}",
                    err=True)
 
 

@@ -227,8 +227,8 @@ def produce_features(kafka_config: dict[str, Any], topic: str, stream: str, X: A
 
     Runs the checks of ``streamfs produce`` before the ``open``: the data, labels, algorithm
     and parameters as the worker checks them (``ValueError``, :class:`InputDataError` for the
-    data's faults; the arguments' before the broker is asked anything), and, when ``topic`` is a catalogue topic (``<prefix>features``), whether
-    the stream id has results on ``<prefix>selected-features`` already
+    data's faults; the arguments' before the broker is asked anything), and, when ``topic``
+    is a catalogue topic (``<prefix>features``), whether the stream id has results on ``<prefix>selected-features`` already
     (:class:`StreamExists`, unless ``replace``; even with it if they are an instance
     stream's). Raises :class:`StreamLeftOpen` if the
     publish stopped after some messages went out."""
