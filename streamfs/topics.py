@@ -428,10 +428,17 @@ def _check_existing(admin: Any, admin_config: dict, existing: list[TopicSpec],
                         + partitions_added_advice(grown, added=False))
     elif wrong:
         changelogs = any(s.role not in ROLES for s in existing)
+        # two causes nothing tells apart: the catalogue's count raised (an operator scaling
+        # out), or a topic made by something else (auto-creation makes 1 partition)
         refusals.append(
-            f"existing topic {'; '.join(wrong)}. Something else made it (a broker with "
-            "auto.create.topics.enable, or another tool): delete it if it holds nothing you "
-            "need (kafka-topics.sh --delete --topic NAME), or use another --topic-prefix"
+            f"existing topic {'; '.join(wrong)}. If the catalogue's partitions were raised "
+            "(STREAMFS_TOPICS): a deployment's partition counts are fixed (a stream's "
+            "messages and state go to the partition of its id's hash over the count): keep "
+            "the count the topics have, or, for more partitions, start another deployment "
+            "with its own --topic-prefix and STREAMFS_APP_ID and that catalogue. If "
+            "something else made the topic (a broker with auto.create.topics.enable, or "
+            "another tool): delete it if it holds nothing you need (kafka-topics.sh --delete "
+            "--topic NAME), or use another --topic-prefix"
             + (" (a changelog: another STREAMFS_APP_ID)" if changelogs else ""))
     have = {name: replicas(topics[name]) for name in counts}
     warnings = [f"existing topic {name!r} has replication factor {have[name]}, streamfs "

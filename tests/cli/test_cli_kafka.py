@@ -89,6 +89,32 @@ def test_a_partition_count_and_a_setting_refused_are_said_in_one_run(kafka_boots
             "needs compact ") in out.stderr
 
 
+def test_a_catalogue_raised_to_more_partitions_is_told_what_works(kafka_bootstrap, tmp_path):
+    """An operator raising `partitions` in the catalogue was told that "something else made"
+    the topics streamfs had made, and to delete them."""
+    import uuid
+    from pathlib import Path
+
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    shipped = (Path(__file__).resolve().parents[2] / "topics" / "catalogue.toml").read_text()
+    env = {**os.environ, "STREAMFS_BOOTSTRAP_SERVERS": kafka_bootstrap,
+           "STREAMFS_TOPIC_PREFIX": prefix}
+    catalogues = {}
+    for count in (1, 2):
+        catalogues[count] = tmp_path / f"catalogue-{count}.toml"
+        catalogues[count].write_text(shipped.replace("partitions = 8", f"partitions = {count}"))
+    made = streamfs("topics", "create", env={**env, "STREAMFS_TOPICS": str(catalogues[1])})
+    assert made.returncode == 0, made.stderr
+    out = streamfs("topics", "create", env={**env, "STREAMFS_TOPICS": str(catalogues[2])},
+                   timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"'{prefix}features' has 1 partition(s), the catalogue asks for 2" in out.stderr
+    assert ("If the catalogue's partitions were raised (STREAMFS_TOPICS): a deployment's "
+            "partition counts are fixed") in out.stderr
+    assert "start another deployment with its own --topic-prefix and STREAMFS_APP_ID" \
+        in out.stderr
+
+
 def test_partitions_added_to_a_topic_in_use_get_advice_that_works(kafka_bootstrap, tmp_path):
     """Partitions added to the features topic (an operator scaling out): `topics create` said
     "Something else made it ...: delete it if it holds nothing you need", of a topic streamfs
