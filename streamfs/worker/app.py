@@ -306,6 +306,11 @@ class Worker:
         self.assigned_at = time.perf_counter()
         log.info("assigned %d partitions, state restored in %.2f s", len(committed),
                  time.perf_counter() - t0)
+        if not committed:  # said: the log and /health looked like a worker with nothing to do
+            log.info("a standby: group %r has more workers than the input topics' partitions "
+                     "(%s) to share; this one takes some at a later rebalance (a worker "
+                     "leaving)", self.settings.app_id,
+                     ", ".join(f"{t} {n}" for t, n in sorted(self.topic_partitions.items())))
 
     def _refuse_added_partitions(self, partitions: list) -> None:
         """:class:`TopicMismatch` for an assigned partition beyond its input topic's partition

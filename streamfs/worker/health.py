@@ -91,6 +91,8 @@ class Health:
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.unassigned_since is not None:
                 body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
+            elif self.ready and not self.assigned:  # assigned nothing: more workers than work
+                body["standby"] = True
             stepping = self.stepping_since
             if stepping is not None and time.monotonic() - stepping > LAGGING_IDLE_SECONDS:
                 body["stepping_seconds"] = round(time.monotonic() - stepping, 1)

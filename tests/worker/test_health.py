@@ -159,3 +159,17 @@ def test_a_step_of_minutes_is_work_not_lagging_idle():
     assert code == 200 and body["status"] == "ok" and body["stepping_seconds"] >= 90, body
     health.stepping_since = time.monotonic() - 1  # short steps of a worker that never commits
     assert health.snapshot()[1]["status"] == "lagging-idle"
+
+
+def test_a_worker_assigned_nothing_says_it_is_a_standby():
+    """More workers than partitions: the spare one answered `ok` with `assigned: []`, and
+    nothing said why it had nothing to do."""
+    from streamfs.worker.health import Health
+
+    health = Health()
+    assert "standby" not in health.snapshot()[1]  # starting: nothing assigned yet
+    health.ready = True
+    code, body = health.snapshot()
+    assert code == 200 and body["status"] == "ok" and body["standby"] is True, body
+    health.assigned = ["f:0"]
+    assert "standby" not in health.snapshot()[1]
