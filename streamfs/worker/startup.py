@@ -212,4 +212,10 @@ def run_worker(settings: Settings) -> None:
         os._exit(EXIT_FATAL)
     finally:
         server.shutdown()
-    log.info("worker stopped")
+    if settings.instance_id:
+        # a static member does not leave its group: said, as a stop looks like a handover
+        log.info("worker stopped; as a static member (instance %s) it keeps its partitions "
+                 "until it comes back or the session timeout (%g s) ends: until then nobody "
+                 "processes them", settings.instance_id, settings.session_timeout)
+    else:
+        log.info("worker stopped")

@@ -99,6 +99,14 @@ def test_a_worker_restarted_under_its_instance_id_is_ready_at_once_and_its_peer_
     now = peer.health()
     assert (now["status"], now["ready_at"], now["assigned"]) == (
         "ok", theirs["ready_at"], theirs["assigned"]), peer.log_tail(20)
+    # a static member's stop says its partitions wait for it: it looked like a handover
+    import signal
+
+    peer.proc.send_signal(signal.SIGTERM)
+    assert peer.proc.wait(60) == 0, peer.log_tail(20)
+    assert (f"worker stopped; as a static member (instance w1) it keeps its partitions until "
+            f"it comes back or the session timeout ({SESSION_TIMEOUT:g} s) ends"
+            in peer.log_path.read_text()), peer.log_tail(20)
 
 
 def test_a_second_worker_under_the_same_instance_id_fences_the_first(kafka_config, topic_prefix,
