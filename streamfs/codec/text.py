@@ -69,7 +69,8 @@ def decode_any(data: bytes) -> dict:
             message = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CodecError(f"undecodable JSON message ({exc})") from None
-        if not isinstance(message, dict) or message.get("v") != WIRE_VERSION:
+        version = message.get("v") if isinstance(message, dict) else None
+        if isinstance(version, bool) or version != WIRE_VERSION:  # (true == 1 in Python)
             raise CodecError("JSON message without the streamfs envelope")
         return message
     return decode(data)

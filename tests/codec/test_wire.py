@@ -448,3 +448,16 @@ def test_a_bool_array_of_bytes_other_than_0_and_1_is_refused():
     ok = unpackb(msgpack.packb({"X": ext(b"\x00\x01\x01")}, use_bin_type=True))["X"]
     assert ok.tolist() == [False, True, True]
     assert unpackb(packb(np.array([True, False]))).tolist() == [True, False]
+
+
+def test_a_json_output_record_needs_the_envelope_s_version_not_true():
+    """{"v": true} passed the JSON envelope check (True == 1), which msgpack's refuses."""
+    import json
+
+    from streamfs.codec import CodecError
+    from streamfs.codec.text import decode_any
+
+    assert decode_any(json.dumps({"v": 1, "kind": "result"}).encode())["kind"] == "result"
+    for bad in ({"v": True, "kind": "result"}, {"kind": "result"}, {"v": 1.5}):
+        with pytest.raises(CodecError, match="without the streamfs envelope"):
+            decode_any(json.dumps(bad).encode())
