@@ -152,9 +152,11 @@ def _check_dead_letter(message: dict) -> None:
 
 
 _CHECKS = {"result": _check_result, "dead_letter": _check_dead_letter}
+#: the kinds of message the output topics carry
+OUTPUT_KINDS = tuple(_CHECKS)
 
 
-def read_record(value: bytes, kinds: Iterable[str] = tuple(_CHECKS)) -> dict:
+def read_record(value: bytes, kinds: Iterable[str] = OUTPUT_KINDS) -> dict:
     """Decode an output record (msgpack or JSON) of one of ``kinds`` and check a result's or
     dead letter's fields; :class:`InvalidRecord` says what is wrong."""
     try:
@@ -468,7 +470,7 @@ class OutputReader:
     def __init__(self, kafka_config: dict[str, Any], topic: str, *more_topics: str,
                  start: Literal["beginning", "end"] = "beginning",
                  topic_check: float = TOPIC_CHECK_SECONDS,
-                 kinds: Iterable[str] = ("result", "dead_letter")) -> None:
+                 kinds: Iterable[str] = OUTPUT_KINDS) -> None:
         from streamfs.broker import with_kafka_logger
 
         _check_config(kafka_config)

@@ -82,7 +82,8 @@ class Health:
 
     def snapshot(self) -> tuple[int, dict]:
         with self.lock:
-            idle = time.monotonic() - self.last_batch
+            now = time.monotonic()
+            idle = now - self.last_batch
             if self.ready:
                 status = "ok"
             else:  # a worker that was ready and lost its partitions is in a rebalance
@@ -90,12 +91,12 @@ class Health:
             body = {"status": status, "assigned": list(self.assigned),
                     "lag": self.lag, "idle_seconds": round(idle, 1), "ready_at": self.ready_at}
             if self.unassigned_since is not None:
-                body["unassigned_seconds"] = round(time.monotonic() - self.unassigned_since, 1)
+                body["unassigned_seconds"] = round(now - self.unassigned_since, 1)
             elif self.ready and not self.assigned:  # assigned nothing: more workers than work
                 body["standby"] = True
             stepping = self.stepping_since
-            if stepping is not None and time.monotonic() - stepping > LAGGING_IDLE_SECONDS:
-                body["stepping_seconds"] = round(time.monotonic() - stepping, 1)
+            if stepping is not None and now - stepping > LAGGING_IDLE_SECONDS:
+                body["stepping_seconds"] = round(now - stepping, 1)
             elif self.ready and self.lag > 0 and idle > LAGGING_IDLE_SECONDS:
                 body["status"] = "lagging-idle"  # input waiting, nothing processed for a minute
                 if self.held_records:
@@ -104,8 +105,7 @@ class Health:
                 # whatever else: it said "ok" (and its stale lag) until the session timed
                 # out, then "rebalancing", with the broker down all along
                 body["status"] = "broker-unreachable"
-                body["unreachable_seconds"] = round(time.monotonic() - self.unreachable_since,
-                                                    1)
+                body["unreachable_seconds"] = round(now - self.unreachable_since, 1)
                 if self.unreachable_reason:
                     body["reason"] = self.unreachable_reason
             return (200 if body["status"] == "ok" else 503), body
