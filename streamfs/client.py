@@ -259,6 +259,14 @@ def _position(fields: Any) -> Position | None:
     return None
 
 
+def _record_time(msg: Any) -> float | None:
+    """A record's Kafka timestamp in seconds since the epoch, None where it has none."""
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+
+    kind, millis = msg.timestamp()
+    return None if kind == TIMESTAMP_NOT_AVAILABLE or millis < 0 else millis / 1000
+
+
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
     """The partition's first offset, for assigning ``consumer`` there explicitly: the logical
     OFFSET_BEGINNING costs a fresh consumer a 500 ms retry of its offset query (librdkafka),
@@ -493,6 +501,9 @@ class OutputReader:
         self._kinds = tuple(kinds)  # the messages it yields; others are skipped
         #: every partition was read to its end (at once) since :meth:`messages` started
         self.caught_up = False
+        #: the Kafka timestamp (seconds since the epoch, UTC) of the message last yielded: when
+        #: the worker wrote it; None where the record carries none
+        self.last_timestamp: float | None = None
         self._n_partitions: int | None = None
         # made once the broker is found (assign): one made here tried to connect at once, and
         # said "the broker does not answer; still trying" of credentials refused meanwhile
@@ -588,6 +599,7 @@ class OutputReader:
                 if message is None:
                     continue
                 item = msg.topic(), message
+                self.last_timestamp = _record_time(msg)
             spent += time.monotonic() - mark
             yield item
             mark = time.monotonic()

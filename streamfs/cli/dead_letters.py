@@ -22,7 +22,8 @@ from streamfs.cli.stdout import writing_output
               help="Only dead letters written from now on, with --follow (default: from the "
               "topic's start, which keeps them 30 days).")
 @click.option("--json", "as_json", is_flag=True,
-              help="One JSON object per line (the original bytes base64-encoded).")
+              help="One JSON object per line (the original bytes base64-encoded; "
+              "written_at: when the worker wrote the letter, UTC).")
 @click.pass_context
 def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now: bool,
                  as_json: bool) -> None:
@@ -52,19 +53,31 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now:
             if stream is not None and letter.get("stream") != stream:
                 continue
             count += 1
+            written = _written_at(reader.last_timestamp)
             if as_json:
-                click.echo(_json_line(letter))
+                click.echo(_json_line({**letter, "written_at": written}))
                 continue
             where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
             sid = letter.get("stream")
             click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "
-                       f"{_size(letter)}  {letter['reason']}")
+                       f"{_size(letter)}  {written or 'time unknown'}  {letter['reason']}")
     if not as_json and not follow:
         skipped = reader.skipped.total
         others = f"; {skipped} record(s) that are no dead letters skipped" if skipped else ""
         click.echo(f"{count} dead letter(s){f' of stream {stream!r}' if stream else ''} on "
                    f"{topic} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC){others}",
                    err=True)
+
+
+def _written_at(timestamp: float | None) -> str | None:
+    """When the worker wrote a dead letter (its record's Kafka timestamp), as ISO 8601 UTC: which
+    letters are new is what an operator asks first."""
+    from datetime import datetime, timezone
+
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")\
+        .replace("+00:00", "Z")
 
 
 def _size(letter: dict) -> str:

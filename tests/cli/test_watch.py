@@ -245,6 +245,29 @@ def test_ids_with_control_characters_are_shown_escaped(cli_env, kafka_config, to
     assert "plain · saola · v1" in tables.stdout  # printable ids as they are
 
 
+def test_dead_letters_say_when_the_worker_wrote_them(cli_env, kafka_config, topic_prefix):
+    """Which letters are new is what an operator asks first: each shows its record's time."""
+    from datetime import datetime, timezone
+
+    from confluent_kafka import Producer
+
+    from streamfs.codec import encode
+
+    dead = load_catalogue(topic_prefix)["dead_letter"].name
+    written = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    producer = Producer(kafka_config)
+    producer.produce(dead, key=b"t1", partition=0, timestamp=int(written.timestamp() * 1000),
+                     value=encode({"kind": "dead_letter", "stream": "t1", "run": None,
+                                   "reason": "bad", "original": b"", "topic": "f",
+                                   "partition": 0, "offset": 3}))
+    assert producer.flush(30) == 0
+    shown = streamfs("dead-letters", env=cli_env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split()[:5] == ["t1", "f[0]@3", "0", "bytes", "2026-01-02T03:04:05Z"]
+    as_json = streamfs("dead-letters", "--json", env=cli_env)
+    assert json.loads(as_json.stdout)["written_at"] == "2026-01-02T03:04:05Z"
+
+
 def test_output_piped_into_head_is_not_a_kafka_error(cli_env, kafka_config, selected):
     """`streamfs watch --json | head -1`: the write after head left raised EPIPE, which click
     turned into exit 1 (README: a Kafka error, or `watch --once` found no selection)."""
