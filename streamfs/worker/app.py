@@ -189,6 +189,7 @@ class Worker:
         self.broker = BrokerContact(settings, self.health, self.roles, self.out,
                                     lambda: self.running)
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
+        self.group_answered: bool | None = None  # check_group: None until asked
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
         self.producer_log = LogLines(KAFKA_LOGGER, keep=20)  # the producers' last log lines
@@ -487,9 +488,16 @@ class Worker:
             log.warning("the old consumer's close failed (%s)", exc)
         self._subscribe()
 
+    def check_group(self) -> None:
+        """Refuse a group that another deployment uses (:func:`check_group_is_ours`): asked
+        before the catalogue's topics are made, so that a mistyped prefix leaves none behind."""
+        self.group_answered = check_group_is_ours(self.consumer, self.settings, self.roles,
+                                                  self.broker)
+
     def run(self) -> None:
-        if check_group_is_ours(self.consumer, self.settings, self.roles, self.broker):
-            # (unanswered: the next look at the group's offsets would wait as long)
+        if self.group_answered is None:
+            self.check_group()
+        if self.group_answered:  # (unanswered: the next look would wait as long)
             warn_if_another_group_processed(self.consumer, self.settings, self.topic_partitions,
                                             self.roles, self.out["selected"],
                                             self.changelog.values())

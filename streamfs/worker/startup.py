@@ -181,9 +181,11 @@ def run_worker(settings: Settings) -> None:
             warm_up(lambda: _start_up_step(health))
         _start_up_step(health)
         freeze_startup_objects()
+        check_catalogue(settings.topic_prefix)  # CatalogueError before any client is made
+        worker = Worker(settings, health)
+        worker.check_group()  # a mistyped prefix is refused before its topics are made
         prepare_topics(settings)
         _start_up_step(health)
-        worker = Worker(settings, health)
 
         def stop(signum: int, _frame: Any) -> None:
             log.info("%s: stopping once the batch in progress is committed",

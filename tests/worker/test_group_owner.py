@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
-from streamfs.topics import create_topics, load_catalogue
+from confluent_kafka.admin import AdminClient
+
+from streamfs.topics import load_catalogue
 
 from .test_worker_acceptance import publish, wait_finals
 from .workload import make_case
@@ -26,9 +28,11 @@ def test_a_group_that_read_another_deployments_topics_is_refused(kafka_config, t
     publish(kafka_config, topic_prefix, cases)
     wait_finals(kafka_config, topic_prefix, [c.stream for c in cases])  # offsets committed
     other = topic_prefix.rstrip(".")  # no dot: its topics are <prefix>features, ...
-    create_topics(kafka_config, load_catalogue(other))
     second = make_worker(other, app_id)
     assert second.proc.wait(120) == 2, second.log_tail(20)
+    # refused before it made its catalogue's topics: a mistyped prefix leaves none behind
+    made = set(AdminClient(kafka_config).list_topics(timeout=30).topics)
+    assert not made & {spec.name for spec in load_catalogue(other).values()}, made
     line = second.log_tail(5)
     assert (f"group {app_id!r} (the app id) has read '{topic_prefix}features', "
             f"'{topic_prefix}instances', not this deployment's topics") in line, line
