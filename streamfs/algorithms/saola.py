@@ -222,9 +222,6 @@ class SAOLABase(FeatureStreamSelector):
         n = len(num)
         self._check_n_instances(n)
         self._check_target(num)
-        for advice in (self._label_advice(num), self._params_advice()):
-            if advice is not None:
-                warnings.warn(advice, UserWarning, stacklevel=3)
         self._begin_stream_params()
         self._st_n = n
         self._st_y = num
@@ -268,6 +265,11 @@ class SAOLABase(FeatureStreamSelector):
             if y is None:
                 raise ValueError("the first partial_fit call must pass the class vector y")
             self._start(y)
+            # said when a stream starts, not when a saved one is restored (from_state):
+            # a worker's every restart repeated it
+            for advice in (self._label_advice(self._st_y), self._params_advice()):
+                if advice is not None:
+                    warnings.warn(advice, UserWarning, stacklevel=3)
             return
         if y is not None:
             num, classes = encode_y(y)

@@ -724,6 +724,22 @@ def test_fisher_z_warns_that_more_than_two_classes_are_correlated_as_numbers():
 
 
 @pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
+def test_the_advice_is_said_when_a_stream_starts_not_when_its_state_is_restored(cls):
+    """A worker restores a stream's state after every restart: the advice was said again each
+    time, once per process rather than once per stream."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = np.arange(60) % 3
+    with pytest.warns(UserWarning, match="with 3 classes"):
+        s = cls().partial_fit(X[:, :2], y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        restored = cls.from_state(s.to_state())
+        restored.partial_fit(X[:, 2:])
+    assert restored.n_features_seen_ == 4
+
+
+@pytest.mark.parametrize("cls", [SAOLA, GroupSAOLA])
 def test_labels_of_a_wrong_shape_are_refused_naming_the_shape(cls):
     from sklearn.datasets import load_breast_cancer
 
