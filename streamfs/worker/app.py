@@ -97,6 +97,8 @@ TOPIC_DESCRIBE_SECONDS = 10
 STILL_SECONDS = 2
 #: how often closed streams past their retention are looked for, busy or idle
 SWEEP_SECONDS = 60
+#: without partitions this long (joining, or in a rebalance), the worker says what it waits for
+WAIT_SAID_SECONDS = 5
 
 
 class InFlight:
@@ -190,6 +192,7 @@ class Worker:
                                     lambda: self.running)
         self.in_flight: InFlight | None = None  # the last batch, its transaction completing
         self.group_answered: bool | None = None  # check_group: None until asked
+        self.wait_said_for: float | None = None  # the unassigned_since a wait was logged for
         self.rewind_due = False  # a transaction failed while a rebalance callback waited on it
         self.consumer = self._consumer()
         self.producer_log = LogLines(KAFKA_LOGGER, keep=20)  # the producers' last log lines
@@ -299,14 +302,16 @@ class Worker:
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
-            self.health.unassigned_since = None
+            unassigned_since, self.health.unassigned_since = self.health.unassigned_since, None
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
         self.broker.answered()  # the group and the offsets answered
         self.assigned_at = time.perf_counter()
-        log.info("assigned %d partitions, state restored in %.2f s", len(committed),
-                 time.perf_counter() - t0)
+        waited = time.monotonic() - unassigned_since if unassigned_since is not None else 0.0
+        log.info("assigned %d partitions, state restored in %.2f s%s", len(committed),
+                 time.perf_counter() - t0,
+                 f" ({waited:.1f} s after it asked to join the group)" if waited >= 1 else "")
         if not committed:  # said: the log and /health looked like a worker with nothing to do
             log.info("a standby: group %r has more workers than the input topics' partitions "
                      "(%s) to share; this one takes some at a later rebalance (a worker "
@@ -470,6 +475,13 @@ class Worker:
         if since is None or unreachable is not None:
             return  # assigned, or a broker down: a new consumer would not join sooner
         waited = time.monotonic() - since
+        if waited >= WAIT_SAID_SECONDS and self.wait_said_for != since:
+            # the usual cause of a silent wait: said once, or a restart looked hung
+            self.wait_said_for = since
+            log.info("waiting for the group's rebalance to assign partitions (%.0f s so far): "
+                     "it waits for every member, and a member that stopped without leaving "
+                     "(killed, or a static member) counts until its session timeout (%g s)",
+                     waited, self.settings.session_timeout)
         if waited < self.rejoin_after:
             return
         log.warning("no partitions assigned for %.0f s although the broker answers (a "

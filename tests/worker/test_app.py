@@ -19,25 +19,38 @@ def _contact(worker):
     return worker.broker
 
 
-def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker_answering():
+def test_a_worker_without_partitions_rejoins_only_past_the_bound_with_its_broker_answering(
+        caplog):
     """A new consumer replaces the old one only when no rebalance explains the wait (the
     rejoin itself: tests/worker/test_rejoin.py), and never while no broker answers, when a
-    new consumer would join no sooner."""
+    new consumer would join no sooner. The wait is said once: a restart that waited out a
+    dead member's session timeout was silent for it, and looked hung."""
     import time
 
     from prometheus_client import REGISTRY
 
+    from streamfs.settings import Settings
     from streamfs.worker import app
 
     worker = object.__new__(app.Worker)
     worker.health, worker.rejoin_after = app.Health(), 60.0
+    worker.settings, worker.wait_said_for = Settings(session_timeout=30.0), None
     worker.consumer = consumer = object()  # replaced only through _consumer(): none here
     rejoins = REGISTRY.get_sample_value("streamfs_rejoins_total")
+    caplog.set_level(logging.INFO, logger="streamfs.worker")
     worker._rejoin_if_left_out()  # assigned (or not subscribed yet)
     assert "unassigned_seconds" not in worker.health.snapshot()[1]
+    worker.health.unassigned_since = time.monotonic() - app.WAIT_SAID_SECONDS / 2
+    worker._rejoin_if_left_out()
+    assert caplog.text == ""  # a rebalance's usual second or two: nothing to say
     worker.health.unassigned_since = time.monotonic() - 30.0
     worker._rejoin_if_left_out()  # within a rebalance's time
+    worker._rejoin_if_left_out()
     assert worker.health.snapshot()[1]["unassigned_seconds"] >= 30.0
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["waiting for the group's rebalance to assign partitions (30 s so far): it "
+                    "waits for every member, and a member that stopped without leaving "
+                    "(killed, or a static member) counts until its session timeout (30 s)"]
     worker.health.unassigned_since = time.monotonic() - 90.0
     worker.health.unreachable_since = time.monotonic() - 90.0
     worker._rejoin_if_left_out()  # every broker down
