@@ -292,6 +292,9 @@ class Worker:
             return  # a consumer replaced (_rejoin_if_left_out) being closed: not this one's
         self._refuse_added_partitions(partitions)
         t0 = time.perf_counter()
+        with self.health.lock:  # how long the group took, told apart from the restore's time
+            since = self.health.unassigned_since
+        joining = time.monotonic() - since if since is not None else 0.0
         self._settle_in_callback()  # nothing can be in flight after a revoke; be safe
         with self.health.lock:
             self.health.ready = False
@@ -302,16 +305,15 @@ class Worker:
         consumer.assign(committed)
         with self.health.lock:
             self.health.assigned = sorted(f"{tp.topic}:{tp.partition}" for tp in committed)
-            unassigned_since, self.health.unassigned_since = self.health.unassigned_since, None
+            self.health.unassigned_since = None
             self.health.ready = True
             self.health.ready_at = time.time()
             self.health.last_batch = time.monotonic()
         self.broker.answered()  # the group and the offsets answered
         self.assigned_at = time.perf_counter()
-        waited = time.monotonic() - unassigned_since if unassigned_since is not None else 0.0
         log.info("assigned %d partitions, state restored in %.2f s%s", len(committed),
-                 time.perf_counter() - t0,
-                 f" ({waited:.1f} s after it asked to join the group)" if waited >= 1 else "")
+                 time.perf_counter() - t0, f" (assigned {joining:.1f} s after it asked to "
+                 "join the group)" if joining >= 1 else "")
         if not committed:  # said: the log and /health looked like a worker with nothing to do
             log.info("a standby: group %r has more workers than the input topics' partitions "
                      "(%s) to share; this one takes some at a later rebalance (a worker "

@@ -26,6 +26,8 @@ log = logging.getLogger("streamfs.worker")
 # past its deadline); a broker down for longer is waited for call after call (librdkafka: a
 # retriable _TIMED_OUT, "retry call to resume"), a stop asked between them ends it
 INIT_TRANSACTIONS_SECONDS = 10.0
+#: a read of the committed offsets unanswered this long is said (see BrokerContact.committed)
+COMMITTED_SAID_SECONDS = 5.0
 
 
 class BrokerContact:
@@ -180,9 +182,32 @@ class BrokerContact:
     def committed(self, consumer: Any, partitions: list, timeout: float) -> list:
         """``consumer.committed(partitions)``, asked again while the cluster is moving
         (:meth:`ask`; librdkafka returns NOT_COORDINATOR and the like from ``committed``
-        rather than retry them, and the worker had exited 70 on one in a rewind)."""
-        return self.ask("committed offsets",
-                        lambda t: consumer.committed(partitions, timeout=t), timeout)
+        rather than retry them, and the worker had exited 70 on one in a rewind). An answer
+        that takes :data:`COMMITTED_SAID_SECONDS` is said: the broker holds the offsets back
+        while a dead owner's transaction that sent them is open, up to its transaction
+        timeout, and a restart waited that long in silence."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        asked = False
+
+        def call(seconds: float) -> list:
+            nonlocal asked
+            if asked or seconds <= COMMITTED_SAID_SECONDS:
+                return consumer.committed(partitions, timeout=seconds)
+            asked = True
+            try:
+                return consumer.committed(partitions, timeout=COMMITTED_SAID_SECONDS)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._TIMED_OUT:
+                    raise  # judged by ask()
+            log.info("the committed offsets are not answered after %.0f s: the broker holds "
+                     "them back while a previous owner's transaction is open (it aborts one "
+                     "STREAMFS_TRANSACTION_TIMEOUT after it began: %g s by this worker's "
+                     "setting), or it is slow; still asking", COMMITTED_SAID_SECONDS,
+                     self.settings.transaction_timeout)
+            return consumer.committed(partitions, timeout=seconds - COMMITTED_SAID_SECONDS)
+
+        return self.ask("committed offsets", call, timeout)
 
     def watermarks(self, client: Any, tp: Any, timeout: float = 30.0) -> tuple[int, int]:
         """``client.get_watermark_offsets(tp)``, asked again while the cluster is moving (a

@@ -137,6 +137,31 @@ def test_committed_offsets_are_asked_again_while_the_coordinator_moves():
     assert len(answers) > 90
 
 
+def test_committed_offsets_held_back_by_an_open_transaction_are_said_while_waited_for(caplog):
+    """A restart whose partitions' offsets a dead owner's open transaction holds back waited up
+    to that transaction's timeout in silence: after COMMITTED_SAID_SECONDS it says why."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from streamfs.worker.broker_contact import COMMITTED_SAID_SECONDS
+
+    asked: list = []
+
+    class Consumer:
+        def committed(self, partitions, timeout):
+            asked.append(timeout)
+            if len(asked) == 1:
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+            return partitions
+
+    with caplog.at_level(logging.INFO, logger="streamfs.worker"):
+        assert _contact().committed(Consumer(), ["p0"], 80) == ["p0"]
+    assert asked[0] == COMMITTED_SAID_SECONDS and 74 < asked[1] <= 80 - COMMITTED_SAID_SECONDS
+    assert caplog.messages == [
+        "the committed offsets are not answered after 5 s: the broker holds them back while a "
+        "previous owner's transaction is open (it aborts one STREAMFS_TRANSACTION_TIMEOUT "
+        "after it began: 20 s by this worker's setting), or it is slow; still asking"]
+
+
 def test_watermarks_are_asked_again_while_a_crashed_leader_is_replaced():
     """On a 3-node cluster with one node SIGKILLed, the offsets of a changelog partition it
     led answered "Unknown partition" until a new leader was elected, and the worker's rewind
