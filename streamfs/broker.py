@@ -239,7 +239,10 @@ def make_client(factory: Callable[[dict[str, Any]], Client], config: dict[str, A
     """``factory(config)``: a confluent-kafka ``Producer``, ``Consumer`` or ``AdminClient``
     (that refreshes its metadata every :data:`METADATA_REFRESH_MS` unless ``config`` sets
     ``topic.metadata.refresh.interval.ms``); :class:`ClientConfigRefused` if librdkafka
-    refuses ``config``."""
+    refuses ``config``. librdkafka's log lines go to :data:`KAFKA_LOGGER` unless ``config``
+    names a ``logger``: a client made from a user's plain configuration printed them straight
+    to stderr."""
+    config = {"logger": KAFKA_LOGGER, **config}
     if (config.get("sasl.mechanism") == "OAUTHBEARER" and "sasl.oauthbearer.method" not in config
             and config.get("sasl.oauthbearer.token.endpoint.url")):
         # a token endpoint is only asked with the OIDC method (librdkafka's default is

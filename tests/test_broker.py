@@ -236,6 +236,27 @@ def test_a_python_api_call_does_not_print_librdkafkas_lines():
     assert "rdkafka" not in out.stderr, out.stderr
 
 
+def test_every_client_the_project_makes_sends_librdkafkas_lines_to_its_logger():
+    """A client made from a configuration without ``logger`` printed librdkafka's lines
+    straight to stderr: ``produce_features``'s check of the input topic, under a user's plain
+    ``{"bootstrap.servers": ...}``, printed "%6|...|BGQUEUE|rdkafka#producer-9| Purging 1
+    unserved events from background queue" (found in a kill audit)."""
+    import subprocess
+    import sys
+
+    code = ("from confluent_kafka.admin import AdminClient\n"
+            "from streamfs.broker import make_client\n"
+            "admin = make_client(AdminClient, {'bootstrap.servers': '127.0.0.1:1'})\n"
+            "try:\n"
+            "    admin.list_topics(timeout=3)\n"
+            "except Exception as exc:\n"
+            "    print(type(exc).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "KafkaException", out.stdout + out.stderr
+    assert "rdkafka" not in out.stderr, out.stderr
+
+
 def test_a_lost_broker_is_said_without_a_count_that_contradicts_it(caplog, monkeypatch):
     """librdkafka's count can lag behind its event: a worker logged "the broker does not answer
     (0/2 brokers are down)". A count of none down is left out; another is kept."""
