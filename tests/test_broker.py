@@ -218,22 +218,27 @@ def test_an_expired_broker_certificate_is_named_as_such(tmp_path):
     assert "UTC, not now (certificate has expired): the broker needs a new one" in said
 
 
+def _failure_against_no_broker(setup: str, call: str) -> tuple[str, str]:
+    """Run ``setup``, then ``call`` against a broker that is down, in a process of its own:
+    (the name of the exception ``call`` raised, that process's stderr)."""
+    import subprocess
+    import sys
+
+    code = f"{setup}\ntry:\n    {call}\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    return out.stdout.strip(), out.stderr
+
+
 def test_a_python_api_call_does_not_print_librdkafkas_lines():
     """librdkafka's lines are for the worker's log and `--verbose`: a Python API call against
     a broker that is down printed "FAIL [rdkafka#producer-1] ... Connection refused" lines
     through Python's last-resort handler before it raised."""
-    import subprocess
-    import sys
-
-    code = ("from streamfs.client import current_selection\n"
-            "try:\n"
-            "    current_selection('s', {'bootstrap.servers': '127.0.0.1:1'}, 'x.selected')\n"
-            "except Exception as exc:\n"
-            "    print(type(exc).__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert out.stdout.strip() == "BrokerUnreachable", out.stdout + out.stderr
-    assert "rdkafka" not in out.stderr, out.stderr
+    raised, stderr = _failure_against_no_broker(
+        "from streamfs.client import current_selection",
+        "current_selection('s', {'bootstrap.servers': '127.0.0.1:1'}, 'x.selected')")
+    assert raised == "BrokerUnreachable", stderr
+    assert "rdkafka" not in stderr, stderr
 
 
 def test_every_client_the_project_makes_sends_librdkafkas_lines_to_its_logger():
@@ -241,20 +246,12 @@ def test_every_client_the_project_makes_sends_librdkafkas_lines_to_its_logger():
     straight to stderr: ``produce_features``'s check of the input topic, under a user's plain
     ``{"bootstrap.servers": ...}``, printed "%6|...|BGQUEUE|rdkafka#producer-9| Purging 1
     unserved events from background queue" (found in a kill audit)."""
-    import subprocess
-    import sys
-
-    code = ("from confluent_kafka.admin import AdminClient\n"
-            "from streamfs.broker import make_client\n"
-            "admin = make_client(AdminClient, {'bootstrap.servers': '127.0.0.1:1'})\n"
-            "try:\n"
-            "    admin.list_topics(timeout=3)\n"
-            "except Exception as exc:\n"
-            "    print(type(exc).__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
-    assert out.stdout.strip() == "KafkaException", out.stdout + out.stderr
-    assert "rdkafka" not in out.stderr, out.stderr
+    raised, stderr = _failure_against_no_broker(
+        "from confluent_kafka.admin import AdminClient\nfrom streamfs.broker import make_client\n"
+        "admin = make_client(AdminClient, {'bootstrap.servers': '127.0.0.1:1'})",
+        "admin.list_topics(timeout=3)")
+    assert raised == "KafkaException", stderr
+    assert "rdkafka" not in stderr, stderr
 
 
 def test_a_lost_broker_is_said_without_a_count_that_contradicts_it(caplog, monkeypatch):
