@@ -33,8 +33,8 @@ EXIT_FATAL = 70
 
 
 def prepare_topics(settings: Settings) -> None:
-    """Create the catalogue's topics and the changelogs (idempotent) and wait for them."""
-    check_catalogue(settings.topic_prefix)  # CatalogueError: checked by `streamfs worker` too
+    """Create the catalogue's topics and the changelogs (idempotent) and wait for them; the
+    catalogue is checked (:func:`check_catalogue`) before, by :func:`run_worker`."""
     specs = load_catalogue(settings.topic_prefix, replication_factor=settings.replication_factor)
     changelogs = changelog_specs(settings.app_id, specs["features"].partitions,
                                  settings.replication_factor, settings.max_message_bytes)
