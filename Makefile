@@ -4,15 +4,20 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: venv test demo bench compose-smoke broker-start broker-stop clean
+.PHONY: venv constraints test demo bench compose-smoke broker-start broker-stop clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,eval,io]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,eval,io]'
 	touch $@
 
 venv: $(VENV)/.installed
+
+# after an upgrade the suite passed with: the versions `make venv` and the image install
+constraints: venv
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable | grep -v '^pyflakes=='; } \
+		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 test: venv
 	bash ops/kafka/broker.sh fetch

@@ -110,10 +110,34 @@ def test_demo_stream_list_matches_the_demo_producers(project):
 def test_dockerfile_installs_like_make_venv():
     dockerfile = (REPO / "ops" / "Dockerfile").read_text()
     makefile = (REPO / "Makefile").read_text()
-    docker_extras = re.search(r"pip install -e '\.\[([a-z,]+)\]'", dockerfile).group(1).split(",")
-    make_extras = re.search(r"pip install -q -e '\.\[([a-z,]+)\]'", makefile).group(1).split(",")
+    docker_extras = re.search(r"pip install -c constraints\.txt -e '\.\[([a-z,]+)\]'",
+                              dockerfile).group(1).split(",")
+    make_extras = re.search(r"pip install -q -c constraints\.txt -e '\.\[([a-z,]+)\]'",
+                            makefile).group(1).split(",")
     assert set(docker_extras) <= set(make_extras)  # the image is the runtime subset (no test)
     assert "python:3.11" in dockerfile
+    assert re.search(r"^COPY .*\bconstraints\.txt\b", dockerfile, re.M)
+    ignored = (REPO / ".dockerignore").read_text().split()
+    assert "constraints.txt" not in ignored and "*.txt" not in ignored
+
+
+def test_constraints_pin_every_dependency():
+    """The image and `make venv` install the tested versions: constraints.txt pins each
+    package exactly, the project's own dependencies (and extras') among them."""
+    import tomllib
+
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, sep, version = line.partition("==")
+            assert sep and version, f"constraints.txt: {line!r} is not NAME==VERSION"
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [d for extra in project["optional-dependencies"].values()
+                                        for d in extra]
+    names = {re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", d).group()).lower()
+             for d in wanted}
+    assert not names - pins.keys(), f"not pinned in constraints.txt: {sorted(names - pins.keys())}"
 
 
 def _engine_answers() -> bool:
