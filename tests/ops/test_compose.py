@@ -65,6 +65,15 @@ def test_only_kafka_and_worker_have_health_checks(project):
     assert "kafka-broker-api-versions" in " ".join(services["kafka"]["healthcheck"]["test"])
 
 
+def test_health_checks_use_what_compose_v1_and_older_engines_take(project):
+    """The README promises `docker-compose` 1.29 and Debian's engine 20.10: a health check key
+    of the newer Compose spec (start_interval) made v1.29 refuse the whole file."""
+    for name, service in project["services"].items():
+        keys = set(service.get("healthcheck", {})) - {"test", "interval", "timeout", "retries",
+                                                      "start_period", "disable"}
+        assert not keys, f"{name}: healthcheck {sorted(keys)}"
+
+
 def test_kafka_image_is_the_version_broker_sh_runs(project):
     default = re.search(r"^version=\$\{KAFKA_VERSION:-([^}]+)\}$",
                         (REPO / "ops" / "kafka" / "broker.sh").read_text(), re.MULTILINE)
