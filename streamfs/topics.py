@@ -617,13 +617,20 @@ CHANGELOG_RECORD_MARGIN = 65536
 #: older than this is not used (a deletion it missed may be gone from the changelog)
 CHANGELOG_DELETE_RETENTION_MS = 24 * 3600 * 1000
 
+#: a changelog's segment rolls after this long (Kafka's default is 7 days, or 1 GB): the log
+#: cleaner never compacts the active segment, so with the default a changelog kept every state
+#: version and every closed stream's columns for a week (about 55 KB a stream on the broker),
+#: and a worker without its local copy read them all back on restore
+CHANGELOG_SEGMENT_MS = 3600 * 1000
+
 
 def changelog_specs(app_id: str, partitions: int, replication_factor: int,
                     max_message_bytes: int) -> dict[str, TopicSpec]:
     """The worker's state changelog topics (compacted, co-partitioned with the input)."""
     config = {"cleanup.policy": "compact",
               "max.message.bytes": str(max_message_bytes + CHANGELOG_RECORD_MARGIN),
-              "delete.retention.ms": str(CHANGELOG_DELETE_RETENTION_MS)}
+              "delete.retention.ms": str(CHANGELOG_DELETE_RETENTION_MS),
+              "segment.ms": str(CHANGELOG_SEGMENT_MS)}
     return {
         f"{role}-changelog": TopicSpec(f"{role}-changelog", f"{app_id}-{role}-streams-changelog",
                                        partitions, replication_factor, config,

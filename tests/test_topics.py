@@ -126,6 +126,21 @@ def test_catalogue_topics_and_changelogs_are_created_with_min_insync_replicas(ka
         s.name: ("1", True) for s in specs.values()}
 
 
+def test_changelogs_roll_their_segments_hourly_so_compaction_reaches_them(kafka_config):
+    """The log cleaner skips a partition's active segment, which with the broker's default
+    (7 days or 1 GB) held every state version and closed stream's columns for a week."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+
+    specs = changelog_specs(_name(), 2, 0, 1 << 20)
+    create_topics(kafka_config, specs)
+    admin = AdminClient(kafka_config)  # kept until the answers are in
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, s.name)
+                                      for s in specs.values()])
+    assert {r.name: (e.value, e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+            for r, f in futures.items() for e in [f.result()["segment.ms"]]} == {
+        s.name: ("3600000", True) for s in specs.values()}
+
+
 @pytest.mark.parametrize("replication, expected", [(1, "1"), (2, "2"), (3, "2"), (5, "2")])
 def test_min_insync_replicas_is_two_where_there_are_two_copies(replication, expected):
     from streamfs.topics import creation_config
