@@ -183,12 +183,19 @@ def _wait_shared(first: WorkerProcess, second: WorkerProcess, partitions: int,
         time.sleep(0.1)  # polling the workers' health endpoints
 
 
+def _run_setup(kafka_config: dict, references, name: str, run: int):
+    """A run's random source (its kill or leave points), workload (one of three seeds), the
+    streams' uninterrupted results and a topic prefix of its own, with the topics made."""
+    prefix = f"{name}{run}-{uuid.uuid4().hex[:6]}."
+    create_topics(kafka_config, load_catalogue(prefix))
+    cases, refs = references(run % 3)
+    seed = {"ik": 7000, "ir": 8000}[name] + run
+    return np.random.default_rng(seed), cases, refs, prefix
+
+
 @pytest.mark.parametrize("run", range(KILL_RUNS))
 def test_kills_at_random_points_change_nothing(kafka_config, tmp_path, references, run):
-    rng = np.random.default_rng(7000 + run)
-    cases, refs = references(run % 3)
-    prefix = f"ik{run}-{uuid.uuid4().hex[:6]}."
-    create_topics(kafka_config, load_catalogue(prefix))
+    rng, cases, refs, prefix = _run_setup(kafka_config, references, "ik", run)
     # small batches on odd runs: more transactions, more points to die between
     env = {"STREAMFS_BATCH_MESSAGES": "5"} if run % 2 else {}
     workers = Workers(kafka_config["bootstrap.servers"], prefix, tmp_path, **env)
@@ -220,10 +227,7 @@ def test_kills_at_random_points_change_nothing(kafka_config, tmp_path, reference
 
 @pytest.mark.parametrize("run", range(REBALANCE_RUNS))
 def test_second_worker_joins_then_one_leaves(kafka_config, tmp_path, references, run):
-    rng = np.random.default_rng(8000 + run)
-    cases, refs = references(run % 3)
-    prefix = f"ir{run}-{uuid.uuid4().hex[:6]}."
-    create_topics(kafka_config, load_catalogue(prefix))
+    rng, cases, refs, prefix = _run_setup(kafka_config, references, "ir", run)
     workers = Workers(kafka_config["bootstrap.servers"], prefix, tmp_path,
                       STREAMFS_BATCH_MESSAGES="5")
     try:
