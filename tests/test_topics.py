@@ -107,14 +107,14 @@ def test_config_problems_asks_the_broker_once_for_all_topics(kafka_config):
     assert [line.split(" has ")[0] for line in refusals] == [f"existing topic {n!r}" for n in names]
 
 
-def _min_insync(kafka_config, names):
-    """``{topic: (min.insync.replicas, set on the topic itself)}``."""
+def _topic_setting(kafka_config, names, key):
+    """``{topic: (its value of key, set on the topic itself)}``."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
     admin = AdminClient(kafka_config)  # kept until the answers are in
     futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in names])
     return {r.name: (e.value, e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
-            for r, f in futures.items() for e in [f.result()["min.insync.replicas"]]}
+            for r, f in futures.items() for e in [f.result()[key]]}
 
 
 def test_catalogue_topics_and_changelogs_are_created_with_min_insync_replicas(kafka_config):
@@ -122,22 +122,17 @@ def test_catalogue_topics_and_changelogs_are_created_with_min_insync_replicas(ka
     here, so 1; creation_config's test covers 2)."""
     specs = {**load_catalogue(f"{_name()}."), **changelog_specs(_name(), 2, 0, 1 << 20)}
     create_topics(kafka_config, specs)
-    assert _min_insync(kafka_config, [s.name for s in specs.values()]) == {
-        s.name: ("1", True) for s in specs.values()}
+    names = [s.name for s in specs.values()]
+    assert _topic_setting(kafka_config, names, "min.insync.replicas") == {
+        name: ("1", True) for name in names}
 
 
 def test_changelogs_roll_their_segments_hourly_so_compaction_reaches_them(kafka_config):
     """The log cleaner skips a partition's active segment, which with the broker's default
     (7 days or 1 GB) held every state version and closed stream's columns for a week."""
-    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
-
     specs = changelog_specs(_name(), 2, 0, 1 << 20)
     create_topics(kafka_config, specs)
-    admin = AdminClient(kafka_config)  # kept until the answers are in
-    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, s.name)
-                                      for s in specs.values()])
-    assert {r.name: (e.value, e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
-            for r, f in futures.items() for e in [f.result()["segment.ms"]]} == {
+    assert _topic_setting(kafka_config, [s.name for s in specs.values()], "segment.ms") == {
         s.name: ("3600000", True) for s in specs.values()}
 
 
