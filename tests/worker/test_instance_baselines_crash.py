@@ -170,7 +170,8 @@ class PacedPublisher:
 def _wait_shared(first: WorkerProcess, second: WorkerProcess, partitions: int,
                  timeout: float = 120.0) -> None:
     """Until both workers answer ``ok`` on /health with the ``partitions`` (of both input
-    topics) split between them, each holding some (the rebalance the second's join asked for is done on both sides)."""
+    topics) split between them, each holding some (the rebalance the second's join asked for
+    is done on both sides)."""
     deadline = time.monotonic() + timeout
     while True:
         bodies = [first.health(), second.health()]
