@@ -44,6 +44,11 @@ log = logging.getLogger("streamfs.worker")
 #: SQLite's words for a file that is not a sound database (not one for a file it may not open)
 DAMAGED = re.compile(r"not a database|malformed")
 
+#: the size above which a save empties the write-ahead log. SQLite reuses its WAL file without
+#: shrinking it, so one large save (a restore writes the partition's whole state at once) left
+#: a WAL of the state's size beside the file for the whole assignment: twice the disk.
+WAL_LIMIT = 4 << 20
+
 
 class LocalStore:
     """One changelog partition's records and the offset up to which they hold."""
@@ -118,6 +123,16 @@ class LocalStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        self._bound_wal()
+
+    def _bound_wal(self) -> None:
+        try:
+            size = os.path.getsize(f"{self.path}-wal")
+        except FileNotFoundError:
+            return
+        if size > WAL_LIMIT:
+            # copies the WAL into the file and truncates it; the saved state is unchanged
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def reset(self) -> None:
         """Forget everything (the file cannot be trusted)."""

@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from streamfs.worker.localstore import LocalStore, SaveQueue
+from streamfs.worker.localstore import WAL_LIMIT, LocalStore, SaveQueue
 
 
 def test_saved_records_and_offset_load_back(tmp_path):
@@ -82,3 +82,19 @@ def test_a_damaged_file_is_replaced_by_a_new_one(tmp_path, caplog):
     again = LocalStore.open(tmp_path, "t", 0)
     assert again.load()[:2] == ({"a": b"1"}, 5)
     again.close()
+
+
+def test_a_large_save_leaves_no_large_write_ahead_log(tmp_path):
+    store = LocalStore.open(tmp_path, "t", 0)
+    state = {f"k{i}": bytes([i % 256]) * 100_000 for i in range(3 * WAL_LIMIT // 100_000)}
+    store.save(state, 7)  # as a restore saves a partition's whole state
+    wal = tmp_path / "t-0.sqlite-wal"
+    assert not wal.exists() or wal.stat().st_size <= WAL_LIMIT
+    assert (tmp_path / "t-0.sqlite").stat().st_size >= len(state) * 100_000  # the records are in
+    for i in range(60):  # and so do many small ones
+        store.save({f"k{i}": b"x" * 100_000}, 8 + i)
+        assert not wal.exists() or wal.stat().st_size <= WAL_LIMIT + 200_000
+    store.close()
+    records, offset, _, _ = LocalStore.open(tmp_path, "t", 0).load()
+    assert offset == 67 and len(records) == len(state) and records["k0"] == b"x" * 100_000
+    assert records["k99"] == state["k99"]
