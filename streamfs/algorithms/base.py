@@ -53,7 +53,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import (check_array, check_consistent_length, check_is_fitted,
+                                      validate_data)
 
 from ._stream_params import StreamParamsMixin
 from ._validation import check_frame, column_names, writable
@@ -62,6 +63,18 @@ from .measures.columns import DBL_MAX
 # sparse formats kept as they are where values are checked (others become CSR: a DOK or LIL
 # matrix cannot be checked for NaN)
 _SPARSE = ("csr", "csc", "coo")
+
+
+def _check_lengths(X: Any, y: Any) -> None:
+    """scikit-learn's error when a block's instances and the labels given with it differ in
+    number, before the labels' own checks: a cut ``y`` was refused as holding a single class
+    where its length was the mistake."""
+    try:
+        n_labels = len(y)
+    except TypeError:  # None, a scalar: the labels' own checks say what is wrong
+        return
+    if getattr(X, "ndim", 2) == 2 and n_labels and not isinstance(y, (str, bytes)):
+        check_consistent_length(X, y)  # (a column given as 1-D: the column's own check)
 
 
 class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
@@ -164,6 +177,7 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self._validate_params()
         self._check_stream_params()
         X, names = self._begin_block(X, batch=False)
+        _check_lengths(X, y)
         started = hasattr(self, "n_features_seen_")
         before = int(getattr(self, "n_features_seen_", 0))
         try:
@@ -188,6 +202,7 @@ class FeatureStreamSelector(SelectorMixin, StreamParamsMixin, BaseEstimator):
         self._reset()
         try:
             X, names = self._begin_block(X, batch=True)
+            _check_lengths(X, y)
             self._partial_fit(X, y, **kwargs)
             self._end_block(names, 0)
             return self.finish()

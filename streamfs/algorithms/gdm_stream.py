@@ -72,7 +72,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (check_consistent_length, check_is_fitted, column_or_1d,
+                                      validate_data)
 
 from ._stream_params import StreamParamsMixin
 from ._validation import (_listed, check_int, check_frame, check_state_algorithm,
@@ -336,8 +337,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
                           ensure_min_samples=0).astype(np.float64, copy=False)  # text refused
         self._check_values(X)
         y = column_or_1d(label_array(y), warn=True)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"{X.shape[0]} instances but {y.shape[0]} labels")
+        check_consistent_length(X, y)
         if first:
             self._init(X.shape[1], window)
         n = X.shape[0]
@@ -387,6 +387,7 @@ class GDMStream(SelectorMixin, StreamParamsMixin, BaseEstimator):
         check_frame(X)
         n = validate_data(self, X, accept_sparse="csr", dtype="numeric").shape[0]  # 1 at least
         y = column_or_1d(label_array(y), warn=True)
+        check_consistent_length(X, y)  # before the classes: a cut y may hold one class
         y = check_targets(y)
         if np.unique(y).size < 2:  # a stream may begin with one class; a fit cannot
             raise ValueError(f"{type(self).__name__} needs two classes, y has one class "

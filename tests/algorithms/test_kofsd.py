@@ -669,7 +669,8 @@ def test_values_beyond_the_bound_are_refused_by_column():
 @pytest.mark.parametrize(
     "kwargs, X, y, match",
     [
-        ({}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)][:19], "values but y has"),
+        ({}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)][:19],
+         r"inconsistent numbers of samples: \[20, 19\]"),
         ({}, np.ones((20, 2)), np.zeros(20), "single class"),
         ({"k": 20}, np.ones((20, 2)), np.r_[np.zeros(10), np.ones(10)], "more than k"),
         ({}, np.r_[np.ones((19, 2)), [[np.nan, 1]]], np.r_[np.zeros(10), np.ones(10)], "NaN"),

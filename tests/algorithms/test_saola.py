@@ -503,7 +503,7 @@ def test_validation_errors():
             SAOLA(**kw).fit(X, y)
     with pytest.raises(ValueError, match="single class"):
         SAOLA().fit(X, np.ones(20))
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[10, 20\]"):
         SAOLA().fit(X[:10], y)
     bad = X.copy()
     bad[3, 1] = np.nan

@@ -826,3 +826,14 @@ def test_sparse_labels_are_refused_saying_so(estimator):
     X, y = make_classification(n_samples=30, n_features=4, random_state=0)
     with pytest.raises(ValueError, match="y is a scipy.sparse matrix"):
         estimator.fit(X, sp.csr_matrix(y[:, None]))
+
+
+@pytest.mark.parametrize("make", [SAOLA, KOFSD, GroupSAOLA, GDMStream])
+@pytest.mark.parametrize("how", ["fit", "partial_fit"])
+def test_labels_of_another_length_are_said_before_their_classes(make, how):
+    """A y cut short (its first rows, all of one class) was refused as "a single class" by the
+    feature-stream selectors and GDMStream.fit, hiding the mistake: its length."""
+    X = np.random.default_rng(0).normal(size=(50, 5))
+    y = np.r_[np.zeros(25), np.ones(25)]
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[50, 10\]"):
+        getattr(make(), how)(X, y[:10])
