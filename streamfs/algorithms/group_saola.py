@@ -112,6 +112,20 @@ class GroupSAOLA(SAOLABase):
 
     _algorithm = "GroupSAOLA"
 
+    # its own signature, so that a mistaken keyword (``groups=``, which ``fit`` and
+    # ``partial_fit`` take) is said of GroupSAOLA, not of the SAOLABase a user never met
+    def __init__(
+        self,
+        test: str = "fisher_z",
+        alpha: float = 0.01,
+        delta: float = 0.0,
+        bound: str = "min",
+        compat: str | None = None,
+        n_bins: int | None = None,
+    ) -> None:
+        super().__init__(test=test, alpha=alpha, delta=delta, bound=bound, compat=compat,
+                         n_bins=n_bins)
+
     def _start(self, y: Any) -> None:
         self._st_groups: list[list] = []  # [group id, [features]]
         self._st_group_ids = _UsedGroupIds()

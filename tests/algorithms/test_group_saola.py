@@ -310,3 +310,11 @@ def test_a_pickle_written_when_group_saola_lived_in_saola_still_loads():
     back.partial_fit(more)
     g.partial_fit(more)
     assert back.selection() == g.selection()
+
+
+def test_a_mistaken_keyword_names_group_saola():
+    """``groups`` belongs to fit; given to the constructor, the error named SAOLABase."""
+    with pytest.raises(TypeError, match=r"^GroupSAOLA\.__init__\(\) got an unexpected keyword"):
+        GroupSAOLA(groups=[[0, 1]])
+    assert GroupSAOLA(alpha=0.05).get_params() == dict(
+        test="fisher_z", alpha=0.05, delta=0.0, bound="min", compat=None, n_bins=None)
