@@ -62,8 +62,11 @@ class InvalidRecord(ValueError):
         self.kind = kind
 
 
-def _where(letter: dict) -> str:
-    """Where a dead letter's input was read: ``topic[partition]@offset``."""
+def where_read(letter: dict) -> str:
+    """Where a dead letter's input was read: ``topic[partition]@offset``; ``-`` for the letter
+    of a stream the worker dropped (STREAMFS_OPEN_IDLE_TIMEOUT), which refused no input."""
+    if letter.get("topic") is None:
+        return "-"
     return f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
 
 
@@ -88,8 +91,9 @@ class StreamRejected(RuntimeError):
     ``partition``, ``offset``)."""
 
     def __init__(self, letter: dict) -> None:
-        super().__init__(f"the worker rejected input of stream {letter['stream']!r} "
-                         f"({_where(letter)}): {letter['reason']}")
+        what = (f"dropped stream {letter['stream']!r}" if letter.get("topic") is None else
+                f"rejected input of stream {letter['stream']!r} ({where_read(letter)})")
+        super().__init__(f"the worker {what}: {letter['reason']}")
         self.letter = letter
 
 
@@ -730,7 +734,7 @@ class _Finals:
                 log.warning("input of stream %r that the worker could not read was "
                             "dead-lettered (%s: %s): it fails run %d only if it came after the "
                             "run's open, which the run's first result will tell", sid,
-                            _where(letter), letter["reason"], run)
+                            where_read(letter), letter["reason"], run)
         return None
 
     def _may_be_of(self, sid: str, run: int, letter: dict, place: tuple[str, int] | None,

@@ -230,6 +230,7 @@ _RANGES = {
                                   "transaction.max.timeout.ms default)", 1, 900),
     "max_buffer_bytes": _Range("a whole number more than 0", 1),
     "closed_retention": _Range("a number of seconds, 0 or more", 0),
+    "open_idle_timeout": _Range("a number of seconds, 0 (never) or more", 0),
     "replication_factor": _Range(f"a whole number from 0 to {MAX_REPLICATION_FACTOR}", 0,
                                  MAX_REPLICATION_FACTOR),
 }
@@ -310,6 +311,8 @@ DESCRIPTIONS = {
     "transaction_timeout": "Seconds before the open transaction of a silent worker is aborted.",
     "max_buffer_bytes": "The most an open may set max_buffer_bytes to.",
     "closed_retention": "How long a closed stream's header is kept, to refuse late input.",
+    "open_idle_timeout": "Drop an open stream without input this long (a dead letter says "
+                         "so); 0: never.",
     "data_dir": "Local copies of the partitions' state (restarts read less).",
     "replication_factor": "Replication factor of every topic created; 0: min(3, brokers).",
     "result_format": "Output messages: msgpack or json.",
@@ -319,6 +322,7 @@ DEFAULT_WORDS = {
     "app_id": "the topic prefix without the '.', '-' and '_' at its ends",
     "data_dir": "<temporary directory>/streamfs-state",
     "instance_id": "none (dynamic membership)",
+    "open_idle_timeout": "0 (never)",
     "security": "not set",
     # the security settings whose default is not "not set"
     "STREAMFS_HTTPS_CA_LOCATION": "with OAUTHBEARER, the system's CA file",
@@ -370,6 +374,10 @@ class Settings:
     max_buffer_bytes: int = 1 << 30
     # A closed stream keeps a small header (to refuse late or re-used messages) this long.
     closed_retention: float = 7 * 24 * 3600.0
+    # An open stream without input this long (its producer gone) is dropped, its state deleted
+    # and a dead letter written; 0, the default: never, as a slow producer's stream must not
+    # lose its state unasked. Opt in where producers may die mid-stream.
+    open_idle_timeout: float = 0.0
     # Local copies of the partitions' state (restarts then read only the changelog's tail);
     # "": <temporary directory>/streamfs-state, as Kafka Streams' state.dir.
     data_dir: str = ""

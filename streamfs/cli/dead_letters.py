@@ -30,7 +30,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now:
     """Show the input the worker rejected, with the reasons (the dead-letter topic)."""
     from datetime import datetime, timezone
 
-    from streamfs.client import OutputReader
+    from streamfs.client import OutputReader, where_read
     from streamfs.topics import load_catalogue
 
     if stream == "":  # `--stream "$SID"` with the variable unset: it matched nothing
@@ -57,7 +57,7 @@ def dead_letters(ctx: click.Context, stream: str | None, follow: bool, from_now:
             if as_json:
                 click.echo(_json_line({**letter, "written_at": written}))
                 continue
-            where = f"{letter.get('topic')}[{letter.get('partition')}]@{letter.get('offset')}"
+            where = where_read(letter)
             sid = letter.get("stream")
             click.echo(f"{_shown(sid) if sid else '(no stream id)':16} {where}  "
                        f"{_size(letter)}  {written or 'time unknown'}  {letter['reason']}")

@@ -14,9 +14,10 @@ All stream logic lives in :mod:`streamfs.worker.processor`; this module moves by
 * **Fencing**: the transaction carries the consumer group's generation, so a stale owner (a
   worker paused past its session timeout whose partitions moved) cannot commit: its
   transaction aborts and nothing it wrote becomes visible to ``read_committed`` readers. The
-  sweep of closed streams (every ``SWEEP_SECONDS``) is fenced the same way: its transaction
-  sends, with its tombstones, the offsets last committed for the input partitions it changes
-  (unchanged, the changelog end in their metadata moved past the tombstones).
+  sweep of closed (and, opted in, idle) streams (every ``SWEEP_SECONDS``) is fenced the same
+  way: its transaction sends, with its tombstones and dead letters, the offsets last committed
+  for the input partitions it changes (unchanged, the changelog end in their metadata moved
+  past the tombstones).
 * **Static membership** (``STREAMFS_INSTANCE_ID``, KIP-345): the consumer's
   ``group.instance.id``. A worker restarted under its id takes its former self's place, and
   partitions, at once; a second live worker under the same id fences the first (the broker
@@ -184,6 +185,9 @@ class Worker:
         self.resume_at: dict[tuple[str, int], int] = {}
         self.health = health or Health(loop_stall_seconds(settings.session_timeout))
         self.lag = InputLag(self.health)
+        # what the idle-stream sweep counts from for headers written before they kept the
+        # time of their last input (see StreamProcessor.expire_idle)
+        self.started_at = time.time()
         # without an assignment for this long, a worker whose broker answers joins its group
         # again with a new consumer (see _rejoin_if_left_out)
         self.rejoin_after = rejoin_seconds(settings.session_timeout)
@@ -298,6 +302,7 @@ class Worker:
         self._settle_in_callback()  # nothing can be in flight after a revoke; be safe
         with self.health.lock:
             self.health.ready = False
+        self.lag.caught_up = set()  # known again at the next lag update
         committed = self._restore_committed(partitions)
         for tp in committed:  # their open streams' series, dropped at the revoke
             if (state := self.partitions.get((self.roles[tp.topic], tp.partition))) is not None:
@@ -339,6 +344,7 @@ class Worker:
         # the last batch's transaction must end while this worker still owns its partitions
         self._settle_in_callback()
         gone = {(tp.topic, tp.partition) for tp in partitions}
+        self.lag.caught_up = set()
         self.local.settle()
         for topic, p in gone:
             state = self.partitions.pop((self.roles[topic], p), None)
@@ -382,7 +388,7 @@ class Worker:
                 low, high = self.broker.watermarks(self.consumer, tp)
                 tp.offset, waiting[i] = low, high - low
         # Where none is committed, the start the partition is read from stands for it: a
-        # sweep commits it (see _sweep_closed), which moves no one's reading (the next owner
+        # sweep commits it (see _sweep), which moves no one's reading (the next owner
         # would start from the beginning as well, and an offset the log has since deleted
         # sends it there). Skipping such a partition's sweep instead would keep its closed
         # streams' headers for good should its input never move again; asking the broker
@@ -597,7 +603,7 @@ class Worker:
                 if time.monotonic() > next_sweep:
                     next_sweep = time.monotonic() + SWEEP_SECONDS
                     self._settle()  # the sweep's transaction after the batch's, never beside it
-                    self._sweep_closed(s.closed_retention)
+                    self._sweep(s.closed_retention, s.open_idle_timeout)
             except Rewind:
                 self._rewind()
             if self.rewind_due:
@@ -1024,41 +1030,67 @@ class Worker:
             self.consumer.seek(tp)
         log.info("rewound %d partitions to their committed offsets", len(committed))
 
-    def _sweep_closed(self, retention: float) -> None:
-        """Delete the small records closed streams keep, ``retention`` seconds after close.
+    def _sweep(self, retention: float, idle_timeout: float) -> None:
+        """Delete the small records closed streams keep, ``retention`` seconds after close,
+        and (``idle_timeout`` > 0) drop the open streams without input that long, in input
+        partitions with no input waiting (see :meth:`StreamProcessor.expire_idle`).
 
         Fenced as a batch is: the transaction commits, with the consumer's group metadata, the
         offsets of the input partitions whose state it changes (their committed offsets again:
         no input skipped or replayed) and, in their metadata, the changelog ends past the
         tombstones. A stale owner (paused past its session, or its instance id taken) has the
-        offsets refused and the tombstones aborted. The stores lose the keys only once the
-        commit has returned, so a failed sweep leaves them as the changelog is."""
+        offsets refused, the tombstones and dead letters aborted. The stores change only once
+        the commit has returned, so a failed sweep leaves them as the changelog is."""
         from streamfs.codec import unpackb
 
-        cutoff = time.time() - retention
+        now = time.time()
         inputs = {role: topic for topic, role in self.roles.items()}
         writes: dict[tuple[str, int], dict[str, bytes | None]] = {}
         next_offsets: dict[tuple[str, int], int] = {}
+        letters: list[tuple[PartitionState, Plan]] = []  # an expired stream's, and its owner
         for (role, p), state in self.partitions.items():
-            resume = self.resume_at.get((inputs[role], p))
+            tp = (inputs[role], p)
+            resume = self.resume_at.get(tp)
             if resume is None:  # set with its state; a tombstone without offsets is unfenced
                 continue
+            records: dict[str, bytes | None] = {}
             for key, value in state.store.items():
                 if header_stream(key) is None:
                     continue
                 header = unpackb(value)
                 closed_at = header.get("closed_at")
-                if header.get("status") == "closed" and closed_at is not None and closed_at < cutoff:
-                    writes.setdefault((role, p), {})[key] = None
-                    next_offsets[(inputs[role], p)] = resume
+                if (header.get("status") == "closed" and closed_at is not None
+                        and closed_at < now - retention):
+                    records[key] = None
+            # a silence of the worker's own making (input waiting unread, or fetched and
+            # not yet committed) is not the producer's
+            if (idle_timeout > 0 and tp in self.lag.caught_up
+                    and self.fetched_end.get(tp, 0) <= resume):
+                expired, dead = state.processor.expire_idle(idle_timeout, now=now,
+                                                            since=self.started_at)
+                records.update(expired)
+                letters.extend((state, plan) for plan in dead)
+            if records:
+                writes[(role, p)] = records
+                next_offsets[tp] = resume
         if not writes:
             return
         self._begin_transaction()
+        for _, plan in letters:
+            self._publish(plan, None)
         self._produce_changelog(writes)
         self._commit(writes, next_offsets, self.consumer.consumer_group_metadata())
         for (role, p), records in writes.items():
-            for key in records:
-                self.partitions[(role, p)].store.pop(key, None)
+            self._apply({}, self.partitions[(role, p)], list(records.items()))
+        for state, plan in letters:
+            state.processor.forget(plan.stream)
+            metrics.drop_stream(plan.stream)
         self.local.save_committed(writes, self.changelog_end)
-        log.info("dropped %d closed streams past the retention of %.0f s",
-                 sum(map(len, writes.values())), retention)
+        dropped = sum(value is None and header_stream(key) is not None
+                      for records in writes.values() for key, value in records.items())
+        if dropped:
+            log.info("dropped %d closed streams past the retention of %.0f s", dropped,
+                     retention)
+        for _, plan in letters:
+            log.warning("%s", plan.reason)
+        metrics.IDLE_DROPPED.inc(len(letters))

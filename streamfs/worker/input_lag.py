@@ -23,6 +23,10 @@ class InputLag:
         self.health = health
         self.held_checked_at = 0.0  # time.monotonic() of the last look for held input
         self.held_said = False  # its warning logged, until nothing is held
+        #: (topic, partition) of the input partitions known, at the last update, to have no
+        #: input waiting: only there may the idle-stream sweep take a stream's silence for
+        #: its producer's (elsewhere its input may wait unread); emptied at every rebalance
+        self.caught_up: set[tuple[str, int]] = set()
 
     def update(self, consumer: Any, resume_at: dict[tuple[str, int], int],
                fetched_end: dict[tuple[str, int], int], fetched: bool) -> None:
@@ -42,6 +46,7 @@ class InputLag:
         positions = consumer.position([TopicPartition(tp.topic, tp.partition)
                                        for tp in assigned])
         waiting = []  # (partition, where its lag counts from, its end) of those that lag
+        caught_up = set()
         for tp, at in zip(assigned, positions):
             low, high = consumer.get_watermark_offsets(tp, cached=True)
             key = (tp.topic, tp.partition)
@@ -52,6 +57,9 @@ class InputLag:
             if high >= 0 and start >= 0 and high > start:
                 lag += high - start
                 waiting.append((tp, start, high))
+            elif high >= 0 and start >= 0:  # (-1: not known yet, not taken as caught up)
+                caught_up.add(key)
+        self.caught_up = caught_up
         held = self._held(consumer, waiting, fetched)
         with self.health.lock:
             self.health.lag = lag

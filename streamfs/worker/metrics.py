@@ -50,6 +50,9 @@ TRANSACTIONS = Counter("streamfs_transactions_total",
                        "Transactions begun: one a batch, and one a sweep of closed streams past "
                        "their retention (the aborted ones are counted again in "
                        "streamfs_transaction_aborts_total)")
+IDLE_DROPPED = Counter("streamfs_idle_streams_dropped_total",
+                       "Open streams dropped for STREAMFS_OPEN_IDLE_TIMEOUT (each has a dead "
+                       "letter)")
 ABORTS = Counter("streamfs_transaction_aborts_total", "Transactions aborted (then rewound)")
 REJOINS = Counter("streamfs_rejoins_total",
                   "Times the worker joined its group again with a new consumer after going "

@@ -59,8 +59,9 @@ from streamfs.worker.input_checks import (InvalidInput, block_array, block_group
                                           misplaced_fields, source_columns, undecodable_field,
                                           unnamed_rule)
 from streamfs.worker.naming import FeatureNaming
-from streamfs.worker.state_records import (column_key, content_digest, header_key, map_key,
-                                           names_key, pack_column, state_keys, unpack_column)
+from streamfs.worker.state_records import (column_key, content_digest, header_key,
+                                           header_stream, map_key, names_key, pack_column,
+                                           state_keys, unpack_column)
 from streamfs.worker.stepping import running, stepping
 
 log = logging.getLogger(__name__)
@@ -133,8 +134,19 @@ def _standing(header: dict) -> str:
     """Where an existing stream stands, for a dead letter: status, when, run and version."""
     status = header["status"]
     when = header.get("closed_at") if status == "closed" else header.get("opened_at")
+    if header.get("expired_after") is not None:
+        status = "dropped after its input stopped"
     at = f" at {_iso(when)}" if when is not None else ""
     return f"{status}{at}, run {header.get('run', 1)}, version {header['version']}"
+
+
+def _expired_reason(stream: str, header: dict) -> str:
+    """Why an open stream was dropped by STREAMFS_OPEN_IDLE_TIMEOUT, for its dead letters."""
+    return (f"stream {stream!r} (run {header.get('run', 1)}) was dropped at "
+            f"{_iso(header['closed_at'])}: no input for {header['expired_after']:.0f} s, past "
+            f"the worker's STREAMFS_OPEN_IDLE_TIMEOUT; its columns and algorithm state are "
+            f"deleted and it will have no final result. Publish it again with --replace "
+            f"(replace=True)")
 
 
 def _lost_reason(stream: str, lost: dict) -> str:
@@ -417,6 +429,9 @@ class StreamProcessor:
             raise InvalidInput(f"{kind!r} for unknown stream {stream!r} (data before 'open', "
                                f"or after an 'open' that was refused)")
         if header["status"] == "closed":
+            if header.get("expired_after") is not None:
+                raise InvalidInput(_expired_reason(stream, header) + f"; {kind!r} (seq {seq}) "
+                                   f"is refused")
             raise InvalidInput(f"{kind!r} after 'close' of stream {stream!r} (seq {seq})")
         if header.get("lost"):  # stuck: a message is missing for good
             raise InvalidInput(_lost_reason(stream, header["lost"]))
@@ -469,7 +484,8 @@ class StreamProcessor:
                 log.exception("internal error on stream %r", stream)
                 exc = InvalidInput(f"internal error: {type(exc).__name__}: {exc}")
             # Consume the sequence number so that the stream can go on.
-            header = dict(header, last_seq=seq, rejected=header["rejected"] + 1)
+            header = dict(header, last_seq=seq, rejected=header["rejected"] + 1,
+                          input_at=timestamp)
             if kind == "close":  # its redelivery is skipped, another close at its seq refused
                 header["refused_close"] = [seq, digest]
             if self._mutating:
@@ -624,6 +640,9 @@ class StreamProcessor:
             "selection": None, "rejected": 0, "n_items": 0, "maps": [], "name_blocks": [],
             "run": 1, "run_token": message.get("run"), "past_runs": [], "open_digest": digest,
             "opened_at": timestamp, "closed_at": None, "open_input": _input_position(origin),
+            # the input record's timestamp, the producer's silence (STREAMFS_OPEN_IDLE_TIMEOUT)
+            # counts from it; a replay gives the same one, so the same store
+            "input_at": timestamp,
         }
         plan = Plan(stream=stream, algorithm=name)
         if previous is None and after is not None:
@@ -647,6 +666,41 @@ class StreamProcessor:
             log.info("stream %r replaced: run %d starts", stream, header["run"])
         self._cache[stream] = (header, algo)
         return plan
+
+    def expire_idle(self, timeout: float, *, now: float, since: float
+                    ) -> tuple[list[tuple[str, bytes | None]], list[Plan]]:
+        """The records and dead letters that drop every open stream whose last input record's
+        timestamp is ``timeout`` seconds or more before ``now`` (STREAMFS_OPEN_IDLE_TIMEOUT): its
+        columns and algorithm state deleted, its header closed with ``expired_after`` (late
+        messages are refused with the reason, a replace starts a new run, the closed
+        retention drops it in time), and a dead letter of its run, which fails a reader
+        waiting for its final result. Changes nothing here: the caller commits them, then
+        has the streams forgotten (:meth:`forget`). ``since``: what a header without
+        ``input_at`` (written before it existed, or input without a timestamp) counts from:
+        the worker's start."""
+        writes: list[tuple[str, bytes | None]] = []
+        letters: list[Plan] = []
+        for key, value in list(self.store.items()):
+            stream = header_stream(key)
+            if stream is None or stream in self._dirty:  # stepped since its checkpoint
+                continue
+            header = unpackb(value)
+            last = header.get("input_at")
+            last = since if last is None else last
+            if header.get("status") != "open" or now - last < timeout:
+                continue
+            old_keys = self._record_keys(stream, header)
+            header.update(status="closed", closed_at=now, expired_after=round(now - last, 3),
+                          states={}, columns=[], maps=[], name_blocks=[])
+            writes.append((key, packb(header)))
+            writes.extend((k, None) for k in old_keys)
+            self._run_of_message, self._refused_run = header.get("run", 1), False
+            letters.append(self._reject(stream, None, _expired_reason(stream, header), {}))
+        return writes, letters
+
+    def forget(self, stream: str) -> None:
+        """Drop what is cached in memory for ``stream`` (its records were dropped)."""
+        self._forget(stream)
 
     def _forget(self, stream: str) -> None:
         """Drop what is cached in memory for ``stream``."""
@@ -726,7 +780,7 @@ class StreamProcessor:
         sel_digest = content_digest(packed_selection)
         # the selection's size too: /metrics shows it again after a restart or rebalance
         header = dict(header, last_seq=message["seq"], n_items=header["n_items"] + n_items,
-                      selection_size=len(selection))
+                      selection_size=len(selection), input_at=timestamp)
         plan = Plan(stream=stream, step_seconds=elapsed, algorithm=header["algorithm"],
                     n_items=n_items, selection_size=len(selection))
         if close or sel_digest != header["selection"]:

@@ -216,7 +216,7 @@ def test_a_turn_after_the_process_stood_still_checks_the_topics_before_processin
 
 
 def _sweep_only_worker(stores: dict, resume_at: dict):
-    """A Worker with only what ``_sweep_closed`` reads (no clients): ``stores`` maps (role,
+    """A Worker with only what ``_sweep`` reads (no clients): ``stores`` maps (role,
     partition) to a store, ``resume_at`` (input topic, partition) to its committed offset."""
     from types import SimpleNamespace
 
@@ -271,7 +271,7 @@ def test_a_sweep_sends_the_committed_offsets_of_the_partitions_it_changes():
         commits.append((writes, next_offsets, group_metadata))
 
     worker._commit, worker.local = commit, _saved_into(saved)
-    worker._sweep_closed(60.0)
+    worker._sweep(60.0, 0.0)
     writes = {("features", 3): {closed: None}, ("instances", 3): {closed: None}}
     assert commits == [(writes, {("feat", 3): 42, ("inst", 3): 7}, "generation 7")]
     assert saved == [writes]
@@ -296,7 +296,7 @@ def test_a_sweep_whose_commit_fails_leaves_the_store_and_its_local_copy_alone():
 
         worker._commit, worker.local = commit, _saved_into(saved)
         with pytest.raises(type(failure)):
-            worker._sweep_closed(60.0)
+            worker._sweep(60.0, 0.0)
         assert store == before and saved == []
 
 
@@ -307,7 +307,7 @@ def test_a_partition_without_a_resume_offset_is_not_swept():
     before = dict(store)
     worker = _sweep_only_worker({("features", 3): store}, {})
     worker._commit = worker.local = None  # not called
-    worker._sweep_closed(60.0)
+    worker._sweep(60.0, 0.0)
     assert store == before
 
 
@@ -495,3 +495,54 @@ def test_a_new_producer_waits_for_the_broker_past_one_calls_timeout(monkeypatch,
     worker.running = False
     with pytest.raises(app.StoppedWhileUnreachable, match="read again by its partition's next"):
         worker._producer()
+
+
+def test_the_idle_sweep_drops_streams_only_where_no_input_waits():
+    """An open stream without input past STREAMFS_OPEN_IDLE_TIMEOUT is dropped in the sweep's
+    transaction, with its dead letter, only in an input partition known to have no input
+    waiting and nothing fetched past its committed offset (elsewhere the silence may be the
+    worker's own: a backlog not read yet); the stores change once the commit has returned."""
+    import time
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from streamfs.codec import decode, encode, packb, unpackb
+    from streamfs.producers import feature_stream_messages
+    from streamfs.worker.processor import StreamProcessor
+    from streamfs.worker.state_records import header_key
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 8)), np.arange(60) % 2
+    processors = {}
+    for p in (1, 2, 3):  # 1: caught up; 2: input waits; 3: fetched past the commit
+        proc = StreamProcessor("features", {})
+        for m in list(feature_stream_messages(f"s{p}", X, y, "saola"))[:-1]:  # no close
+            for key, value in proc.handle(f"s{p}", encode(m)).writes:
+                proc.store[key] = value
+        header = unpackb(proc.store[header_key(f"s{p}")])
+        proc.store[header_key(f"s{p}")] = packb(dict(header, input_at=time.time() - 100))
+        processors[p] = proc
+    worker = _sweep_only_worker({("features", p): proc.store for p, proc in processors.items()},
+                                {("feat", 1): 5, ("feat", 2): 5, ("feat", 3): 5})
+    for p, proc in processors.items():
+        worker.partitions[("features", p)].processor = proc
+    worker.lag = SimpleNamespace(caught_up={("feat", 1), ("feat", 3)})
+    worker.fetched_end = {("feat", 3): 6}
+    worker.started_at = time.time()
+    published, commits, saved = [], [], []
+
+    def commit(writes, next_offsets, group_metadata) -> None:
+        assert len(processors[1].store) > 1  # not yet: it may fail
+        commits.append((set(writes), next_offsets))
+
+    worker._publish = lambda plan, key: published.append(decode(plan.dead_letter))
+    worker._commit, worker.local = commit, _saved_into(saved)
+    worker._sweep(3600.0, 0.0)  # no idle timeout: nothing
+    assert commits == [] and published == []
+    worker._sweep(3600.0, 60.0)
+    assert commits == [({("features", 1)}, {("feat", 1): 5})]
+    assert [(d["stream"], d["run"]) for d in published] == [("s1", 1)]
+    assert list(processors[1].store) == [header_key("s1")]
+    assert unpackb(processors[1].store[header_key("s1")])["status"] == "closed"
+    assert all(len(processors[p].store) > 1 for p in (2, 3))

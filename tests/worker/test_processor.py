@@ -1,10 +1,12 @@
 """The stream lifecycle without a broker: StreamProcessor over an in-memory store."""
 
+import time
+
 import numpy as np
 import pytest
 
 from streamfs.algorithms import registry
-from streamfs.codec import decode, encode, unpackb
+from streamfs.codec import decode, encode, packb, unpackb
 from streamfs.offline import run_offline
 from streamfs.producers import feature_stream_messages, instance_stream_messages
 from streamfs.worker.processor import Plan, StreamProcessor
@@ -1612,3 +1614,66 @@ def test_an_id_the_other_kind_of_stream_holds_is_refused():
     results, dead = _run(instances, list(instance_stream_messages(
         "t", X, y, "ofs", {"n_features_to_select": 5})))
     assert not dead and decode(results[-1])["final"]
+
+
+def _age_input(processor: StreamProcessor, stream: str, seconds: float | None) -> None:
+    """Make ``stream``'s last input ``seconds`` old (None: a header from before ``input_at``)."""
+    header = unpackb(processor.store[header_key(stream)])
+    header.pop("input_at")
+    if seconds is not None:
+        header["input_at"] = time.time() - seconds
+    processor.store[header_key(stream)] = packb(header)
+
+
+def test_an_open_stream_without_input_past_the_idle_timeout_is_dropped_with_a_dead_letter():
+    """A stream whose producer died mid-stream loses its columns and algorithm state at the
+    idle timeout (its header stays, closed, saying why), its run gets a dead letter, and a
+    stream with recent input or a closed one is left alone; the gone producer's late messages
+    are refused with the reason, and a replace starts run 2, whose versions go on."""
+    X, y = _data()
+    gone = list(feature_stream_messages("gone", X, y, "saola", block_bytes=120 * 8 * 6))
+    live = list(feature_stream_messages("live", X, y, "saola", block_bytes=120 * 8 * 6))
+    done = list(feature_stream_messages("done", X, y, "saola", block_bytes=120 * 8 * 6))
+    processor = StreamProcessor("features", {})
+    first, _ = _run(processor, gone[:-2] + live[:-1] + done)
+    _age_input(processor, "gone", 3600)
+    _age_input(processor, "done", 3600)  # closed: the closed retention's business
+    before = dict(processor.store)
+    writes, letters = processor.expire_idle(1800.0, now=time.time(), since=time.time())
+    assert processor.store == before  # nothing changed before the caller commits
+    _apply(processor, Plan(writes=writes))  # committed
+    processor.forget("gone")
+    assert [k for k in processor.store if k.startswith("gone")] == [header_key("gone")]
+    assert {k for k in processor.store if not k.startswith("gone")} == {
+        k for k in before if not k.startswith("gone")}
+    header = unpackb(processor.store[header_key("gone")])
+    assert header["status"] == "closed" and header["columns"] == [] and header["states"] == {}
+    assert 3600 <= header["expired_after"] < 3700
+    (letter,) = [decode(plan.dead_letter) for plan in letters]
+    assert (letter["stream"], letter["run"], letter["run_refused"]) == ("gone", 1, False)
+    assert "no input for 3600 s" in letter["reason"]
+    assert "STREAMFS_OPEN_IDLE_TIMEOUT" in letter["reason"] and "--replace" in letter["reason"]
+    late, dead = _run(processor, gone[-2:] + live[-1:])
+    assert [decode(r)["stream"] for r in late] == ["live"] and decode(late[-1])["final"]
+    assert [d["stream"] for d in dead] == ["gone", "gone"]
+    assert all("was dropped at" in d["reason"] and "is refused" in d["reason"] for d in dead)
+    again = list(feature_stream_messages("gone", X, y, "saola", replace=True))
+    second, dead = _run(processor, again)
+    assert not dead and {decode(r)["run"] for r in second} == {2}
+    versions = [decode(r)["version"] for r in first + second if decode(r)["stream"] == "gone"]
+    assert versions == list(range(1, len(versions) + 1))
+    assert decode(second[-1])["selection"] == decode(late[-1])["selection"]  # same data
+
+
+def test_the_idle_timeout_counts_headers_without_input_at_from_since():
+    """Headers written before they kept their last input's time count from ``since`` (the
+    worker's start), not from the epoch: an upgrade drops no live stream at once."""
+    X, y = _data()
+    processor = StreamProcessor("features", {})
+    _run(processor, list(feature_stream_messages("old", X, y, "saola"))[:-1])
+    _age_input(processor, "old", None)
+    now = time.time()
+    assert processor.expire_idle(60.0, now=now, since=now - 30)[0] == []
+    writes, letters = processor.expire_idle(60.0, now=now, since=now - 90)
+    assert (header_key("old"), ) == tuple(k for k, v in writes if v is not None)
+    assert [p.stream for p in letters] == ["old"]

@@ -89,19 +89,19 @@ def _one_sweep(monkeypatch, around: Callable[[Any, Callable[[], None]], None]) -
     header is in a store, through ``around(worker, sweep)``; the event is set once it ran."""
     from streamfs.worker import app
 
-    real = app.Worker._sweep_closed
+    real = app.Worker._sweep
     done = threading.Event()
 
-    def sweep(self, retention: float) -> None:
+    def sweep(self, retention: float, idle_timeout: float) -> None:
         if done.is_set() or not _holds_a_closed_stream(self):
             return
         try:
-            around(self, lambda: real(self, retention))
+            around(self, lambda: real(self, retention, idle_timeout))
         finally:
             done.set()
 
     monkeypatch.setattr(app, "SWEEP_SECONDS", 0.2)
-    monkeypatch.setattr(app.Worker, "_sweep_closed", sweep)
+    monkeypatch.setattr(app.Worker, "_sweep", sweep)
     return done
 
 
@@ -109,14 +109,15 @@ def _one_sweep(monkeypatch, around: Callable[[Any, Callable[[], None]], None]) -
 def _running(kafka_config, topic_prefix, data_dir, messages: list[dict],
              **settings: Any) -> Iterator[tuple[Any, list[BaseException], threading.Thread]]:
     """Publish ``messages`` to the features topic, then run a worker (closed streams past
-    their retention at once) on a thread; yields it, what ``run`` raised, and the thread."""
+    their retention at once, unless ``settings`` say otherwise) on a thread; yields it, what
+    ``run`` raised, and the thread."""
     from streamfs.settings import Settings
     from streamfs.worker import app, startup
 
     conf = Settings(bootstrap_servers=kafka_config["bootstrap.servers"],
                     topic_prefix=topic_prefix, app_id=f"app-{uuid.uuid4().hex[:8]}",
-                    data_dir=str(data_dir), session_timeout=10.0, closed_retention=0.0,
-                    **settings)
+                    data_dir=str(data_dir), session_timeout=10.0,
+                    **{"closed_retention": 0.0, **settings})
     startup.warm_up()
     startup.prepare_topics(conf)
     with StreamPublisher(kafka_config, load_catalogue(topic_prefix)["features"].name) as pub:
@@ -270,3 +271,67 @@ def test_a_sweep_commits_the_same_offsets_with_the_changelog_end_past_its_tombst
     assert changelog_target(before[p][1]) < tombstone[1]
     assert changelog_target(after[p][1]) == tombstone[1] + 1
     assert seen["headers"] == []  # and the store lost it with the commit
+
+
+def test_an_abandoned_stream_is_dropped_at_the_idle_timeout_and_its_watcher_told(
+        kafka_config, topic_prefix, tmp_path, monkeypatch):
+    """A stream whose producer stopped before its close: at STREAMFS_OPEN_IDLE_TIMEOUT the
+    worker commits tombstones for its columns and state (the committed changelog keeps its
+    closed header only), a dead letter of its run ends a reader waiting for its final result,
+    the producer's late close is refused with the reason, and a replace runs to a final
+    result equal to the in-process one. A closed stream beside it is left alone."""
+    from streamfs.client import OutputReader, SelectionReader, StreamRejected
+    from streamfs.codec import unpackb
+    from streamfs.producers import feature_stream_messages
+    from streamfs.worker import app
+    from streamfs.worker.state_records import header_key
+    from tests.worker.inprocess import one_at_a_time
+
+    monkeypatch.setattr(app, "SWEEP_SECONDS", 0.5)
+    gone, done = saola_stream("gone", seed=1, p=10), saola_stream("done", seed=2, p=5)
+    dropped = REGISTRY.get_sample_value("streamfs_idle_streams_dropped_total") or 0.0
+    topics = load_catalogue(topic_prefix)
+    with _running(kafka_config, topic_prefix, tmp_path / "data", gone[:-1] + done,
+                  closed_retention=3600.0, open_idle_timeout=2.0) as (worker, outcome, _):
+        with SelectionReader(kafka_config, topics["selected"].name,
+                             dead_letters=topics["dead_letter"].name) as reader:
+            with pytest.raises(StreamRejected, match="dropped stream 'gone'.*no input for"):
+                for _ in reader.updates("gone", until_final=True, timeout=120):
+                    pass
+        records = _changelog_records(kafka_config, worker.changelog["features"], committed=True)
+        replayed: dict[str, bytes] = {}
+        for _, _, key, value in records:
+            if value is None:
+                replayed.pop(key, None)
+            else:
+                replayed[key] = value
+        assert [k for k in replayed if k.startswith("gone")] == [header_key("gone")]
+        assert unpackb(replayed[header_key("gone")])["expired_after"] >= 2.0
+        done_keys = [k for k in replayed if k.startswith("done")]
+        assert done_keys == [header_key("done")]  # closed: its header, kept for the retention
+        with StreamPublisher(kafka_config, topics["features"].name) as pub:
+            pub.send_all(gone[-1:])  # the gone producer's close, late
+        letters = []
+        with OutputReader(kafka_config, topics["dead_letter"].name,
+                          kinds=("dead_letter",)) as dead:
+            for item in dead.messages(timeout=120):
+                if item is not None and item[1].get("stream") == "gone":
+                    letters.append(item[1])
+                if len(letters) == 2:
+                    break
+        assert "STREAMFS_OPEN_IDLE_TIMEOUT" in letters[0]["reason"]
+        assert letters[0].get("topic") is None and letters[0]["run"] == 1
+        assert "'close' (seq" in letters[1]["reason"] and "is refused" in letters[1]["reason"]
+        rng = np.random.default_rng(3)
+        y = rng.integers(0, 2, 200)
+        X = rng.normal(size=(200, 10)) + 0.8 * y[:, None] * (np.arange(10) % 3 == 0)
+        again = list(feature_stream_messages("gone", X, y, "saola", {}, replace=True,
+                                             block_bytes=200 * 8 * 5))
+        with StreamPublisher(kafka_config, topics["features"].name) as pub:
+            pub.send_all(again)
+        with SelectionReader(kafka_config, topics["selected"].name) as reader:
+            final = [r for r in reader.updates("gone", run=2, until_final=True, timeout=120)][-1]
+    assert not outcome, outcome
+    assert REGISTRY.get_sample_value("streamfs_idle_streams_dropped_total") == dropped + 1
+    expected, _ = one_at_a_time(again)
+    assert final["final"] and final["selection"] == expected[-1]["selection"]
