@@ -1677,3 +1677,23 @@ def test_the_idle_timeout_counts_headers_without_input_at_from_since():
     writes, letters = processor.expire_idle(60.0, now=now, since=now - 90)
     assert (header_key("old"), ) == tuple(k for k, v in writes if v is not None)
     assert [p.stream for p in letters] == ["old"]
+
+
+def test_an_idle_instance_stream_is_dropped_as_a_feature_stream_is():
+    """OFS on an instance stream: its state records go, its header stays closed, and its
+    late close is refused with the reason."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 20))
+    y = np.where(X[:, 0] + X[:, 3] > 0, 1, -1)
+    msgs = list(instance_stream_messages("i", X, y, "ofs", {"n_features_to_select": 4},
+                                         block_bytes=20 * 8 * 37))
+    processor = StreamProcessor("instances", {})
+    _run(processor, msgs[:-1])
+    assert len(processor.store) > 1
+    _age_input(processor, "i", 100)
+    writes, letters = processor.expire_idle(60.0, now=time.time(), since=time.time())
+    _apply(processor, Plan(writes=writes))
+    processor.forget("i")
+    assert list(processor.store) == [header_key("i")] and len(letters) == 1
+    _, dead = _run(processor, msgs[-1:])
+    assert "was dropped at" in dead[0]["reason"] and "'close'" in dead[0]["reason"]
