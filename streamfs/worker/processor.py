@@ -680,7 +680,7 @@ class StreamProcessor:
         the worker's start."""
         writes: list[tuple[str, bytes | None]] = []
         letters: list[Plan] = []
-        for key, value in list(self.store.items()):
+        for key, value in self.store.items():  # (not changed here)
             stream = header_stream(key)
             if stream is None or stream in self._dirty:  # stepped since its checkpoint
                 continue
