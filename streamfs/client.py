@@ -87,8 +87,9 @@ class RunReplaced(RuntimeError):
 
 class StreamRejected(RuntimeError):
     """The worker dead-lettered input of a stream being waited for: its final result, if one
-    comes, leaves that input out. ``letter`` is the dead letter (``reason``, ``topic``,
-    ``partition``, ``offset``)."""
+    comes, leaves that input out; or it dropped the stream (STREAMFS_OPEN_IDLE_TIMEOUT: no
+    final result will come). ``letter`` is the dead letter (``reason``; ``topic``,
+    ``partition``, ``offset`` of refused input)."""
 
     def __init__(self, letter: dict) -> None:
         what = (f"dropped stream {letter['stream']!r}" if letter.get("topic") is None else
