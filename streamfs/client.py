@@ -92,9 +92,11 @@ class StreamRejected(RuntimeError):
     ``partition``, ``offset`` of refused input)."""
 
     def __init__(self, letter: dict) -> None:
-        what = (f"dropped stream {letter['stream']!r}" if letter.get("topic") is None else
-                f"rejected input of stream {letter['stream']!r} ({where_read(letter)})")
-        super().__init__(f"the worker {what}: {letter['reason']}")
+        if letter.get("topic") is None:  # no input refused: the reason says it all
+            super().__init__(letter["reason"])
+        else:
+            super().__init__(f"the worker rejected input of stream {letter['stream']!r} "
+                             f"({where_read(letter)}): {letter['reason']}")
         self.letter = letter
 
 

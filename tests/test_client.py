@@ -616,12 +616,12 @@ def test_refused_credentials_are_not_said_to_be_a_broker_away(secured_kafka, cap
 
 def test_a_rejection_says_where_its_input_was_read_and_a_dropped_stream_says_so():
     """A dead letter of refused input names its position; the letter of a stream the worker
-    dropped (STREAMFS_OPEN_IDLE_TIMEOUT) has none, and says it was dropped, not 'None[None]'."""
+    dropped (STREAMFS_OPEN_IDLE_TIMEOUT) has none: its reason alone, not 'None[None]'."""
     from streamfs.client import StreamRejected, where_read
 
     refused = {"stream": "s", "reason": "bad block", "topic": "t", "partition": 2, "offset": 9}
-    dropped = {"stream": "s", "reason": "no input for 90 s", "run": 1}
+    dropped = {"stream": "s", "reason": "stream 's' (run 1) was dropped by the worker", "run": 1}
     assert where_read(refused) == "t[2]@9" and where_read(dropped) == "-"
     assert str(StreamRejected(refused)) == (
         "the worker rejected input of stream 's' (t[2]@9): bad block")
-    assert str(StreamRejected(dropped)) == "the worker dropped stream 's': no input for 90 s"
+    assert str(StreamRejected(dropped)) == "stream 's' (run 1) was dropped by the worker"

@@ -142,9 +142,9 @@ def _standing(header: dict) -> str:
 
 def _expired_reason(stream: str, header: dict) -> str:
     """Why an open stream was dropped by STREAMFS_OPEN_IDLE_TIMEOUT, for its dead letters."""
-    return (f"stream {stream!r} (run {header.get('run', 1)}) was dropped at "
+    return (f"stream {stream!r} (run {header.get('run', 1)}) was dropped by the worker at "
             f"{_iso(header['closed_at'])}: no input for {header['expired_after']:.0f} s, past "
-            f"the worker's STREAMFS_OPEN_IDLE_TIMEOUT; its columns and algorithm state are "
+            f"its STREAMFS_OPEN_IDLE_TIMEOUT; its columns and algorithm state are "
             f"deleted and it will have no final result. Publish it again with --replace "
             f"(replace=True)")
 

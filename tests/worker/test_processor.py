@@ -1656,7 +1656,7 @@ def test_an_open_stream_without_input_past_the_idle_timeout_is_dropped_with_a_de
     late, dead = _run(processor, gone[-2:] + live[-1:])
     assert [decode(r)["stream"] for r in late] == ["live"] and decode(late[-1])["final"]
     assert [d["stream"] for d in dead] == ["gone", "gone"]
-    assert all("was dropped at" in d["reason"] and "is refused" in d["reason"] for d in dead)
+    assert all("was dropped by the worker at" in d["reason"] and "is refused" in d["reason"] for d in dead)
     again = list(feature_stream_messages("gone", X, y, "saola", replace=True))
     second, dead = _run(processor, again)
     assert not dead and {decode(r)["run"] for r in second} == {2}
@@ -1696,4 +1696,4 @@ def test_an_idle_instance_stream_is_dropped_as_a_feature_stream_is():
     processor.forget("i")
     assert list(processor.store) == [header_key("i")] and len(letters) == 1
     _, dead = _run(processor, msgs[-1:])
-    assert "was dropped at" in dead[0]["reason"] and "'close'" in dead[0]["reason"]
+    assert "was dropped by the worker at" in dead[0]["reason"] and "'close'" in dead[0]["reason"]

@@ -295,7 +295,7 @@ def test_an_abandoned_stream_is_dropped_at_the_idle_timeout_and_its_watcher_told
                   closed_retention=3600.0, open_idle_timeout=2.0) as (worker, outcome, _):
         with SelectionReader(kafka_config, topics["selected"].name,
                              dead_letters=topics["dead_letter"].name) as reader:
-            with pytest.raises(StreamRejected, match="dropped stream 'gone'.*no input for"):
+            with pytest.raises(StreamRejected, match="'gone' .run 1. was dropped by the worker.*no input for"):
                 for _ in reader.updates("gone", until_final=True, timeout=120):
                     pass
         records = _changelog_records(kafka_config, worker.changelog["features"], committed=True)
