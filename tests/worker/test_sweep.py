@@ -1,5 +1,6 @@
-"""Closed streams past their retention are dropped when the sweep is due, also on a worker
-whose input never pauses; the sweep's transaction is fenced as a batch's is (a fenced worker's
+"""Closed streams past their retention (and, opted in, open streams without input past
+STREAMFS_OPEN_IDLE_TIMEOUT) are dropped when the sweep is due, also on a worker whose input
+never pauses; the sweep's transaction is fenced as a batch's is (a fenced worker's
 sweep commits nothing) and commits the input offsets unchanged, with the changelog end moved
 past its tombstones. Real broker; the worker runs in this process so that the sweep's
 interval can be shortened."""
