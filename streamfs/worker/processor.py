@@ -662,7 +662,7 @@ class StreamProcessor:
             written = {k for k, _ in plan.writes}
             plan.writes.extend((k, None) for k in self._record_keys(stream, previous)
                                if k not in written)
-            self._forget(stream)
+            self.forget(stream)
             log.info("stream %r replaced: run %d starts", stream, header["run"])
         self._cache[stream] = (header, algo)
         return plan
@@ -699,11 +699,7 @@ class StreamProcessor:
         return writes, letters
 
     def forget(self, stream: str) -> None:
-        """Drop what is cached in memory for ``stream`` (its records were dropped)."""
-        self._forget(stream)
-
-    def _forget(self, stream: str) -> None:
-        """Drop what is cached in memory for ``stream``."""
+        """Drop what is cached in memory for ``stream`` (closed, replaced or dropped)."""
         for cache in (self._cache, self._dirty):
             cache.pop(stream, None)
         self._naming.forget(stream)
@@ -817,7 +813,7 @@ class StreamProcessor:
                           maps=[], name_blocks=[])
             plan.writes.append((header_key(stream), packb(header)))
             plan.writes.extend((k, None) for k in old_keys)
-            self._forget(stream)
+            self.forget(stream)
             return plan
         plan.writes.extend(self._pending_maps)  # immutable, before the header that names them
         self._cache[stream] = (header, algo)
